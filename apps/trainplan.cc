@@ -1,0 +1,146 @@
+// trainplan: a thin command-line layer over the core library. Subcommands are a table; each parses
+// its job flags with the library (parse_job_args), computes once, and hands the result to a renderer.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "trainplan/args.h"
+#include "trainplan/error.h"
+#include "trainplan/memory.h"
+#include "trainplan/model.h"
+#include "trainplan/report.h"
+
+namespace {
+
+using namespace trainplan;
+
+struct output_options {
+  bool json = false;
+};
+
+using command_fn = std::function<int(const std::vector<std::string>& args, const output_options& out)>;
+
+struct command {
+  const char* name;
+  const char* summary;
+  bool takes_job_flags;
+  command_fn run;
+};
+
+int cmd_models(const std::vector<std::string>& args, const output_options& out) {
+  if (!args.empty()) throw input_error("models takes no job flags, got '" + args.front() + "'");
+  std::cout << (out.json ? render_models_json() : render_models_text());
+  return 0;
+}
+
+int cmd_model(const std::vector<std::string>& args, const output_options& out) {
+  const parsed_job pj = parse_job_args(args, model_need::model_only);
+  const std::int64_t tp = pj.job.parallel.tp;
+  const parameter_breakdown p = count_parameters(pj.job.model, tp);
+  std::cout << (out.json ? render_model_json(pj.job.model, p, tp) : render_model_text(pj.job.model, p, tp));
+  return 0;
+}
+
+int cmd_memory(const std::vector<std::string>& args, const output_options& out) {
+  const parsed_job pj = parse_job_args(args.empty() ? std::vector<std::string>{"--preset", "bloom-176b-production"} : args);
+  const parameter_breakdown p = count_parameters(pj.job.model, pj.job.parallel.tp);
+  const memory_report r = estimate_memory(pj.job);
+  std::cout << (out.json ? render_memory_json(pj, p, r) : render_memory_text(pj, p, r));
+  return 0;
+}
+
+const std::vector<command>& commands() {
+  static const std::vector<command> table = {
+      {"models", "list the embedded model catalog", false, cmd_models},
+      {"model", "parameter tree of a model, with shapes and exact counts", true, cmd_model},
+      {"memory", "memory per GPU for every pipeline stage; does the layout fit", true, cmd_memory},
+  };
+  return table;
+}
+
+std::vector<std::string> command_names() {
+  std::vector<std::string> names;
+  for (const auto& c : commands()) names.push_back(c.name);
+  return names;
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> argv_s(argv + 1, argv + argc);
+  if (argv_s.empty()) {
+    // The main job on an embedded default: BLOOM-176B in its production layout on its cluster.
+    std::cout << "trainplan: BLOOM-176B in its production layout (--preset bloom-176b-production)\n\n";
+    return cmd_memory({}, {});
+  }
+  if (argv_s.front() == "help" && argv_s.size() > 1 && argv_s[1] == "flags") {
+    std::cout << "Job flags (Megatron-LM names are accepted as they are):\n" << job_flags_help();
+    return 0;
+  }
+  const std::string& first = argv_s.front();
+  if (!first.starts_with("-")) {
+    bool known = false;
+    for (const auto& c : commands()) known = known || first == c.name;
+    if (!known && first != "help") {
+      throw input_error("unknown command '" + first + "'" + did_you_mean(first, command_names()) +
+                        "; `trainplan --help` lists them");
+    }
+  }
+
+  CLI::App app{"trainplan: plan LLM training on GPU clusters before a GPU-hour is spent"};
+  app.require_subcommand(0, 1);
+  app.footer("With no command: the memory analysis of BLOOM-176B in its production layout.\n"
+             "`trainplan help flags` lists every job flag with its default.");
+  int rc = 0;
+  std::vector<std::pair<CLI::App*, const command*>> subs;
+  output_options out;
+  for (const auto& c : commands()) {
+    CLI::App* sub = app.add_subcommand(c.name, c.summary);
+    sub->add_flag("--json", out.json, "JSON output (schema_version 1)");
+    if (c.takes_job_flags) {
+      sub->allow_extras();
+      sub->footer("Job flags (Megatron-LM names accepted; `-- torchrun ... pretrain_gpt.py <flags>` reads a launch line):\n" +
+                  job_flags_help());
+    }
+    subs.emplace_back(sub, &c);
+  }
+  // Everything after "--" is a launch line: keep it away from CLI11.
+  std::vector<std::string> launch;
+  if (auto it = std::find(argv_s.begin(), argv_s.end(), std::string("--")); it != argv_s.end()) {
+    launch.assign(it, argv_s.end());
+    argv_s.erase(it, argv_s.end());
+  }
+  std::vector<std::string> reversed(argv_s.rbegin(), argv_s.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "trainplan: error: %s\n", e.what());
+    return 2;
+  }
+  for (auto& [sub, c] : subs) {
+    if (!sub->parsed()) continue;
+    std::vector<std::string> rest = sub->remaining();
+    rest.insert(rest.end(), launch.begin(), launch.end());
+    rc = c->run(rest, out);
+  }
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const trainplan::input_error& e) {
+    std::fprintf(stderr, "trainplan: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainplan: error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,151 @@
+// Model description and exact parameter counts (docs/formulas.md §1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainplan {
+
+enum class position_embedding_kind { learned, rope, alibi, none };
+enum class activation_kind { gelu, relu, squared_relu, swiglu, geglu, reglu };
+enum class norm_kind { layernorm, rmsnorm };
+
+/// True for gated linear units (SwiGLU, GeGLU, ReGLU): the first MLP matrix is 2·ffn wide.
+bool is_gated(activation_kind a);
+
+std::string_view to_string(position_embedding_kind k);
+std::string_view to_string(activation_kind k);
+std::string_view to_string(norm_kind k);
+/// Parse from the names above (Megatron's spellings, e.g. "learned_absolute", "rope", "RMSNorm",
+/// are accepted too). Throw input_error naming `field` on an unknown value.
+position_embedding_kind parse_position_embedding(std::string_view s, std::string_view field);
+activation_kind parse_activation(std::string_view s, std::string_view field);
+norm_kind parse_norm(std::string_view s, std::string_view field);
+
+/// Mixture of experts. num_experts == 0 means a dense model.
+struct moe_spec {
+  std::int64_t num_experts = 0;
+  std::int64_t router_topk = 0;
+  std::int64_t expert_ffn_hidden_size = 0;  ///< FFN width of one routed expert
+  std::int64_t shared_expert_ffn_hidden_size = 0;  ///< total FFN width of the shared experts (0: none)
+  std::int64_t layer_freq = 1;          ///< every layer_freq-th layer is MoE (Megatron --moe-layer-freq)
+  std::int64_t first_dense_layers = 0;  ///< leading layers kept dense (DeepSeek's first_k_dense_replace)
+};
+
+/// A decoder-only transformer as Megatron-LM builds it. Sizes are counts, not bytes.
+struct model_spec {
+  std::string name;
+  std::int64_t num_layers = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t ffn_hidden_size = 0;      ///< per dense MLP; gated units have 2·ffn in the first matrix
+  std::int64_t num_attention_heads = 0;
+  std::int64_t num_query_groups = 0;     ///< = heads for MHA, 1 for MQA
+  std::int64_t kv_channels = 0;          ///< head dim
+  std::int64_t vocab_size = 0;           ///< rows before Megatron's padding
+  std::int64_t padded_vocab_size = 0;    ///< explicit padded size (Megatron --padded-vocab-size); 0: pad
+  std::int64_t make_vocab_size_divisible_by = 128;
+  std::int64_t seq_length = 0;
+  std::int64_t max_position_embeddings = 0;  ///< rows of the learned position table
+  position_embedding_kind position_embedding = position_embedding_kind::learned;
+  activation_kind activation = activation_kind::gelu;
+  norm_kind norm = norm_kind::layernorm;
+  bool add_bias_linear = true;           ///< biases on every linear layer
+  bool add_qkv_bias = false;             ///< bias on QKV only (Qwen2); implied by add_bias_linear
+  bool tie_embeddings = true;            ///< output layer shares the input embedding
+  bool embedding_norm = false;           ///< a norm right after the word embedding (BLOOM)
+  bool final_norm = true;
+  double attention_dropout = 0.1;
+  double hidden_dropout = 0.1;
+  moe_spec moe;
+
+  bool is_moe() const { return moe.num_experts > 0; }
+  bool is_moe_layer(std::int64_t layer) const;  ///< 0-based layer index
+  std::int64_t num_moe_layers() const;
+  std::int64_t kv_width() const { return num_query_groups * kv_channels; }
+  std::int64_t q_width() const { return num_attention_heads * kv_channels; }
+};
+
+/// Fill derived defaults the way Megatron-LM's arguments.py does (ffn 4h or the SwiGLU rule, kv
+/// channels h/a, query groups = heads, max positions = seq) and check every field; throws input_error
+/// naming the field.
+void finalize_model(model_spec& m);
+
+/// Vocabulary rows after Megatron's padding to a multiple of make_vocab_size_divisible_by × tp
+/// (megatron/training/tokenizer/tokenizer.py, _vocab_size_with_padding).
+std::int64_t padded_vocab(const model_spec& m, std::int64_t tp);
+
+/// Parameters of one transformer layer, whole (before tensor parallelism).
+struct layer_parameters {
+  std::int64_t input_norm = 0;
+  std::int64_t qkv_weight = 0;
+  std::int64_t qkv_bias = 0;
+  std::int64_t proj_weight = 0;
+  std::int64_t proj_bias = 0;
+  std::int64_t post_attention_norm = 0;
+  std::int64_t fc1_weight = 0;           ///< dense MLP (or the shared experts of an MoE layer)
+  std::int64_t fc1_bias = 0;
+  std::int64_t fc2_weight = 0;
+  std::int64_t fc2_bias = 0;
+  std::int64_t router = 0;
+  std::int64_t experts = 0;              ///< all routed experts, weights and biases
+  std::int64_t expert_each = 0;          ///< one routed expert
+
+  std::int64_t attention() const { return qkv_weight + qkv_bias + proj_weight + proj_bias; }
+  std::int64_t mlp() const { return fc1_weight + fc1_bias + fc2_weight + fc2_bias + router + experts; }
+  std::int64_t norms() const { return input_norm + post_attention_norm; }
+  std::int64_t total() const { return attention() + mlp() + norms(); }
+};
+
+/// Every parameter of the model, by module (docs/formulas.md §1).
+struct parameter_breakdown {
+  std::int64_t padded_vocab_size = 0;
+  std::int64_t word_embeddings = 0;
+  std::int64_t position_embeddings = 0;
+  std::int64_t embedding_norm = 0;
+  layer_parameters dense_layer;          ///< a layer with a dense MLP
+  layer_parameters moe_layer;            ///< a layer with an MoE MLP (zero for dense models)
+  std::int64_t num_dense_layers = 0;
+  std::int64_t num_moe_layers = 0;
+  std::int64_t final_norm = 0;
+  std::int64_t output_layer = 0;         ///< 0 when tied to the word embeddings
+  std::int64_t total = 0;
+  std::int64_t active_per_token = 0;     ///< parameters a token passes through (top-k experts)
+
+  std::int64_t embedding() const { return word_embeddings + position_embeddings + embedding_norm; }
+  std::int64_t layers() const {
+    return dense_layer.total() * num_dense_layers + moe_layer.total() * num_moe_layers;
+  }
+};
+
+/// Exact counts for the vocabulary padded for tensor-parallel size `tp`.
+parameter_breakdown count_parameters(const model_spec& m, std::int64_t tp = 1);
+
+// ---- catalog (src/model_catalog.cc) --------------------------------------------------------------
+
+/// An embedded model: its spec and where its numbers come from.
+struct catalog_model {
+  model_spec spec;
+  std::string family;
+  std::string source;  ///< paper or config the sizes come from
+};
+
+const std::vector<catalog_model>& model_catalog();
+std::vector<std::string> model_names();
+/// Find by name; throws input_error with a "did you mean" when unknown.
+const catalog_model& find_model(std::string_view name);
+
+// ---- files (src/model_io.cc) ---------------------------------------------------------------------
+
+/// Load a model from our own YAML/JSON description or a Hugging Face config.json (recognised by
+/// its "model_type" or "architectures" field). Throws input_error with "file:line: " for malformed
+/// files and naming the field for bad values.
+model_spec load_model_file(const std::string& path);
+/// The same from text already read; `origin` names it in messages.
+model_spec parse_model_text(const std::string& text, const std::string& origin);
+
+/// A catalog name or a file path (anything with '/' or ending .json/.yaml/.yml).
+model_spec resolve_model(const std::string& name_or_path);
+
+}  // namespace trainplan

@@ -1,0 +1,89 @@
+// Parallel layout and training settings; the job a plan is made for (docs/formulas.md §2).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainplan/hardware.h"
+#include "trainplan/model.h"
+
+namespace trainplan {
+
+enum class framework_kind { megatron, deepspeed, fsdp };
+enum class recompute_granularity { none, selective, full };
+enum class recompute_method { uniform, block };
+enum class optimizer_kind { adam, sgd };
+
+std::string_view to_string(framework_kind k);
+std::string_view to_string(recompute_granularity k);
+std::string_view to_string(recompute_method k);
+std::string_view to_string(optimizer_kind k);
+
+/// How the model is split over the GPUs. dp is derived: world / (tp·pp·cp).
+struct parallel_config {
+  std::int64_t tp = 1;
+  std::int64_t pp = 1;
+  std::int64_t cp = 1;
+  std::int64_t ep = 1;
+  std::int64_t dp = 1;
+  std::int64_t vpp = 1;  ///< model chunks per pipeline rank (interleaved 1F1B when > 1)
+  std::int64_t num_layers_per_virtual_stage = 0;  ///< Megatron's flag; 0 = not interleaved
+  std::int64_t first_stage_layers = -1;  ///< --decoder-first-pipeline-num-layers; -1 = even split
+  std::int64_t last_stage_layers = -1;   ///< --decoder-last-pipeline-num-layers
+  bool sequence_parallel = false;
+  bool embedding_as_stage = false;  ///< BLOOM: each embedding takes one layer slot of its stage
+};
+
+/// How the model is trained.
+struct training_config {
+  std::int64_t micro_batch_size = 1;
+  std::int64_t global_batch_size = 0;  ///< 0: micro_batch_size × dp (one micro-batch)
+  dtype precision = dtype::bf16;      ///< of weights and activations
+  framework_kind framework = framework_kind::megatron;
+  int zero_stage = 0;                 ///< DeepSpeed/ZeRO stage; Megatron distributed optimizer = 1
+  bool distributed_optimizer = false; ///< Megatron --use-distributed-optimizer
+  bool accumulate_allreduce_grads_in_fp32 = false;  ///< forced on by Megatron with bf16
+  bool flash_attention = false;
+  bool bias_swiglu_fusion = false;    ///< fused bias+SwiGLU saves 2f bytes/token/layer
+  recompute_granularity recompute = recompute_granularity::none;
+  recompute_method recompute_method_ = recompute_method::uniform;
+  std::int64_t recompute_num_layers = 0;  ///< full: layers per chunk (uniform) or per stage (block)
+  optimizer_kind optimizer = optimizer_kind::adam;
+  bool offload_optimizer = false;     ///< optimizer states (and master weights) in CPU memory
+  std::int64_t bucket_size_bytes = 0;  ///< gradient-reduction bucket; 0 = the framework's default
+  double allocator_reserve_fraction = 0.10;  ///< caching allocator's reserve above allocated (§3.8)
+};
+
+/// Everything one estimate needs.
+struct job_spec {
+  model_spec model;
+  cluster_spec cluster;
+  parallel_config parallel;
+  training_config training;
+  std::int64_t num_gpus = 0;  ///< world size
+
+  std::int64_t num_microbatches() const;  ///< per pipeline, per iteration: gbs / (mbs·dp)
+  std::int64_t model_parallel_size() const { return parallel.tp * parallel.pp * parallel.cp; }
+};
+
+/// Check the layout against the model and derive dp, vpp, the padded vocabulary and the defaults the
+/// frameworks force (bf16 ⇒ fp32 grad accumulation in Megatron). Throws input_error naming the flags.
+void finalize_job(job_spec& job);
+
+/// What one pipeline stage holds (one pipeline rank; with VPP, all its chunks together).
+struct stage_layout {
+  std::int64_t stage = 0;          ///< pipeline rank
+  std::int64_t num_layers = 0;     ///< transformer layers on this rank (all chunks)
+  std::int64_t first_layer = 0;    ///< index of the first layer of its first chunk
+  std::int64_t num_moe_layers = 0;
+  bool has_embedding = false;      ///< the word (and position) embedding
+  bool has_output = false;         ///< final norm, output layer (or tied copy), loss
+};
+
+/// Layers per pipeline rank following Megatron's rules: even split, or first/last stage counts with
+/// the rest even; BLOOM's embedding-as-stage counts each embedding as one layer slot.
+std::vector<stage_layout> pipeline_layout(const job_spec& job);
+
+}  // namespace trainplan

@@ -1,0 +1,54 @@
+#include "trainplan/error.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace trainplan {
+
+namespace {
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0u : 1u)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+std::string nearest_name(std::string_view name, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = std::string::npos;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(name, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  // Suggest only when at most a third of the name would change (at least one edit allowed).
+  const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
+  return best_distance <= limit ? best : std::string();
+}
+
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
+  const std::string n = nearest_name(name, candidates);
+  return n.empty() ? std::string() : " (did you mean '" + n + "'?)";
+}
+
+namespace detail {
+void check_failed(const char* expr, const char* file, int line, const std::string& what) {
+  std::fprintf(stderr, "trainplan: internal error: CHECK(%s) failed at %s:%d%s%s\n", expr, file, line,
+               what.empty() ? "" : ": ", what.c_str());
+  std::abort();
+}
+}  // namespace detail
+
+}  // namespace trainplan

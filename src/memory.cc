@@ -1,0 +1,420 @@
+// Per-GPU memory of every pipeline stage (docs/formulas.md §3).
+#include "trainplan/memory.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "checked.h"
+
+namespace trainplan {
+
+namespace {
+
+/// DeepSpeed's default reduce_bucket_size, in elements (deepspeed/runtime/zero/config.py).
+constexpr double kDeepSpeedBucketElements = 5e8;
+
+/// What one layer keeps, for one micro-batch, in the settings that matter (§3.4).
+struct activation_setting {
+  double tokens = 0;         ///< s·b/c tokens of one micro-batch on one GPU
+  double seq_kv = 0;         ///< keys each query attends to (s)
+  double t = 1;              ///< tensor-parallel size
+  bool sp = false;           ///< sequence parallel: replicated parts split by t too
+  bool flash = false;
+  bool selective = false;    ///< attention core recomputed
+  double e = 2;              ///< bytes per activation element
+};
+
+/// §3.4: bytes one layer stores for its backward pass.
+layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting& a, bool moe_layer,
+                                   bool swiglu_fusion) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.q_width());
+  const double kv = static_cast<double>(m.kv_width());
+  const double heads = static_cast<double>(m.num_attention_heads);
+  const double t = a.t;
+  const double rep = a.sp ? t : 1.0;  // divisor of the parts TP alone does not split
+  const double e = a.e;
+  const bool attn_dropout = m.attention_dropout > 0;
+  const bool hidden_dropout = m.hidden_dropout > 0;
+
+  layer_activation_bytes l;
+  l.norms = 2 * e * h / rep;                                  // inputs of the two norms
+  l.dropout_masks = hidden_dropout ? 2 * h / rep : 0;         // 1-byte masks after attention and MLP
+
+  double attn = e * h / rep;                                  // QKV input
+  attn += e * (q + 2 * kv) / t;                               // Q, K, V
+  if (a.flash) {
+    if (!a.selective) attn += e * q / t + 4 * heads / t;      // output O and fp32 log-sum-exp
+  } else if (!a.selective) {
+    // softmax output, its dropout mask and dropout output (Korthikanti et al. 2022, §4.1: 5as²b)
+    attn += (attn_dropout ? 2 * e + 1 : e) * heads * a.seq_kv / t;
+  }
+  attn += e * q / t;                                          // projection input
+  l.attention = attn;
+
+  auto mlp_bytes = [&](double ffn, double tp) {
+    // activation input(s) and output, and fc2's input: 2f (plain), 4f (gated), 3f (fused bias-SwiGLU)
+    const double units = is_gated(m.activation) ? (swiglu_fusion ? 3.0 : 4.0) : 2.0;
+    return units * e * ffn / tp;
+  };
+  double mlp = e * h / rep;                                   // fc1 (or router) input
+  if (!moe_layer) {
+    mlp += mlp_bytes(static_cast<double>(m.ffn_hidden_size), t);
+  } else {
+    const double k = static_cast<double>(m.moe.router_topk);
+    const double experts = static_cast<double>(m.moe.num_experts);
+    mlp += 4 * experts / rep;                                 // fp32 router probabilities
+    // §3.4.3: each token reaches k experts; expert inputs and the combine's inputs are k copies.
+    mlp += k * (2 * e * h / rep + mlp_bytes(static_cast<double>(m.moe.expert_ffn_hidden_size), t));
+    if (m.moe.shared_expert_ffn_hidden_size > 0) {
+      mlp += mlp_bytes(static_cast<double>(m.moe.shared_expert_ffn_hidden_size), t);
+    }
+  }
+  l.mlp = mlp;
+
+  l.norms *= a.tokens;
+  l.dropout_masks *= a.tokens;
+  l.attention *= a.tokens;
+  l.mlp *= a.tokens;
+  return l;
+}
+
+activation_setting setting_for(const job_spec& job) {
+  const model_spec& m = job.model;
+  activation_setting a;
+  a.tokens = static_cast<double>(m.seq_length) * static_cast<double>(job.training.micro_batch_size) /
+             static_cast<double>(job.parallel.cp);
+  a.seq_kv = static_cast<double>(m.seq_length);
+  a.t = static_cast<double>(job.parallel.tp);
+  a.sp = job.parallel.sequence_parallel;
+  a.flash = job.training.flash_attention;
+  a.selective = job.training.recompute == recompute_granularity::selective;
+  a.e = job.training.precision == dtype::fp32 ? 4.0 : 2.0;
+  return a;
+}
+
+/// §3.1–3.3: bytes per parameter held by a GPU, for a shard count D.
+struct state_bytes {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double offloaded = 0;
+  double step_transient = 0;  ///< extra bytes per parameter while the optimizer steps
+};
+
+state_bytes bytes_per_parameter(const training_config& t, double shards) {
+  const double e = t.precision == dtype::fp32 ? 4.0 : 2.0;
+  const double master = e < 4 ? 4.0 : 0.0;                              // fp32 master weights
+  const double moments = t.optimizer == optimizer_kind::adam ? 8.0 : 4.0;  // Adam m, v / SGD momentum
+  const double opt = master + moments;
+  const double d = shards;
+  state_bytes b;
+  switch (t.framework) {
+    case framework_kind::megatron:  // megatron/core/distributed + optimizer/distrib_optimizer.py
+      b.weights = e;
+      b.gradients = t.accumulate_allreduce_grads_in_fp32 ? 4.0 : e;
+      b.optimizer = t.distributed_optimizer ? opt / d : opt;
+      break;
+    case framework_kind::deepspeed: {
+      const bool bf16_optimizer = t.accumulate_allreduce_grads_in_fp32 && e < 4;  // runtime/bf16_optimizer.py
+      switch (t.zero_stage) {
+        case 0:
+        case 1:
+          b.weights = e;
+          b.gradients = bf16_optimizer ? e + 4.0 : e;
+          b.optimizer = t.zero_stage == 1 ? opt / d : opt;
+          if (!bf16_optimizer && e < 4) {
+            // fp16: the step casts gradients to fp32 (runtime/fp16/fused_optimizer.py: per-parameter
+            // .to(fp32) copies and their flattened concatenation) or, under ZeRO-1, flattens and casts
+            // the partition (zero/stage_1_and_2.py).
+            b.step_transient = t.zero_stage == 0 ? 8.0 : (4.0 + e) / d;
+          }
+          break;
+        case 2:  // estimate_zero2_model_states_mem_needs: 2Ψ + 18Ψ/N
+          b.weights = e;
+          b.gradients = (e + 4.0) / d;
+          b.optimizer = opt / d;
+          break;
+        default:  // estimate_zero3_model_states_mem_needs: 18Ψ/N (+ live parameters, in buffers)
+          b.weights = e / d;
+          b.gradients = 4.0 / d;
+          b.optimizer = opt / d;
+          break;
+      }
+      break;
+    }
+    case framework_kind::fsdp:  // torch/distributed/fsdp: fp32 sharded FlatParameter is the master
+      b.weights = t.zero_stage == 0 ? 4.0 + (e < 4 ? e : 0.0) : 4.0 / d + (t.zero_stage == 2 && e < 4 ? e : 0.0);
+      b.gradients = t.zero_stage == 0 ? 4.0 : 4.0 / d;
+      b.optimizer = (t.zero_stage == 0 ? moments : moments / d);
+      break;
+  }
+  if (t.offload_optimizer) {
+    b.offloaded = b.optimizer;
+    b.optimizer = 0;
+    b.step_transient = 0;
+    if (t.framework == framework_kind::deepspeed && t.zero_stage >= 2) {
+      b.offloaded += b.gradients;  // gradients stream to CPU (estimate_zero2: 2Ψ with offload)
+      b.gradients = 0;
+    }
+  }
+  return b;
+}
+
+/// Parameters of one layer held by one GPU of a TP group (and its EP share of the experts).
+struct layer_shard {
+  std::int64_t dense = 0;   ///< replicated over DP×CP
+  std::int64_t expert = 0;  ///< replicated over DP×CP/EP
+};
+
+layer_shard shard_layer(const model_spec& m, const layer_parameters& l, std::int64_t tp, std::int64_t ep,
+                        bool moe_layer) {
+  layer_shard s;
+  // §2.4: column/row-parallel weights split by t; norms and row-parallel biases replicated.
+  s.dense = (l.qkv_weight + l.qkv_bias + l.proj_weight + l.fc1_weight + l.fc1_bias + l.fc2_weight) / tp +
+            l.norms() + l.proj_bias + l.fc2_bias + l.router;
+  if (moe_layer) {
+    const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
+    const std::int64_t fe = m.moe.expert_ffn_hidden_size;
+    const std::int64_t h = m.hidden_size;
+    const std::int64_t split = h * fe * gate + (m.add_bias_linear ? fe * gate : 0) + fe * h;
+    const std::int64_t replicated = m.add_bias_linear ? h : 0;
+    s.expert = (m.moe.num_experts / ep) * (split / tp + replicated);
+  }
+  return s;
+}
+
+}  // namespace
+
+layer_activation_bytes layer_activations(const job_spec& job, bool moe_layer) {
+  return layer_bytes(job.model, setting_for(job), moe_layer, job.training.bias_swiglu_fusion);
+}
+
+memory_report estimate_memory(const job_spec& job) {
+  const model_spec& m = job.model;
+  const parallel_config& par = job.parallel;
+  const training_config& tr = job.training;
+  const gpu_spec& gpu = job.cluster.gpu;
+  const std::int64_t tp = par.tp;
+  const std::int64_t pp = par.pp;
+  const parameter_breakdown params = count_parameters(m, tp);
+  const std::vector<stage_layout> layout = pipeline_layout(job);
+
+  memory_report r;
+  r.capacity_bytes = static_cast<double>(gpu.usable_memory_bytes);
+  const activation_setting act = setting_for(job);
+  const double e = act.e;
+  const double tokens = act.tokens;
+  const double h = static_cast<double>(m.hidden_size);
+  const double rep = act.sp ? act.t : 1.0;
+  const double vocab_shard = static_cast<double>(params.padded_vocab_size) / act.t;
+
+  r.layer_activations = layer_bytes(m, act, false, tr.bias_swiglu_fusion);
+  const double dense_act = r.layer_activations.total();
+  const double moe_act = m.is_moe() ? layer_bytes(m, act, true, tr.bias_swiglu_fusion).total() : 0.0;
+
+  // Recomputation (§3.4.4): what a layer keeps when checkpointed, and the working set rebuilt.
+  const bool full = tr.recompute == recompute_granularity::full;
+  const double checkpoint_bytes = e * h * tokens / rep;  // a checkpointed layer's input
+  const double n_recompute = static_cast<double>(tr.recompute_num_layers);
+
+  const double dp_shards = static_cast<double>(par.dp * par.cp);
+  const double ep_shards = dp_shards / static_cast<double>(par.ep);
+  const state_bytes dense_state = bytes_per_parameter(tr, dp_shards);
+  const state_bytes expert_state = bytes_per_parameter(tr, ep_shards);
+
+  const layer_shard dense_layer = shard_layer(m, params.dense_layer, tp, par.ep, false);
+  const layer_shard moe_layer = m.is_moe() ? shard_layer(m, params.moe_layer, tp, par.ep, true) : layer_shard{};
+  const double largest_layer =
+      static_cast<double>(std::max(dense_layer.dense + dense_layer.expert, moe_layer.dense + moe_layer.expert));
+
+  const std::int64_t m_micro = job.num_microbatches();
+  const bool deepspeed = tr.framework == framework_kind::deepspeed;
+  const bool tied_copy = m.tie_embeddings && pp > 1;
+
+  double peak_reserved = -1;
+  r.stages.reserve(layout.size());
+  for (const stage_layout& st : layout) {
+    stage_memory s;
+    s.stage = st.stage;
+    s.num_layers = st.num_layers;
+    const std::int64_t n_moe = st.num_moe_layers;
+    const std::int64_t n_dense = st.num_layers - n_moe;
+
+    // §2.4: parameters held by this GPU.
+    std::int64_t dense = n_dense * (dense_layer.dense + dense_layer.expert) + n_moe * moe_layer.dense;
+    const std::int64_t expert = n_moe * moe_layer.expert;
+    const std::int64_t word = params.word_embeddings / tp;
+    if (st.has_embedding) dense += word + params.position_embeddings + params.embedding_norm;
+    if (st.has_output) {
+      dense += params.final_norm + params.output_layer / tp;
+      if (tied_copy) dense += deepspeed ? word + params.position_embeddings + params.embedding_norm : word;
+    }
+    s.parameters = dense + expert;
+    const double dn = static_cast<double>(dense);
+    const double ex = static_cast<double>(expert);
+    s.weights_bytes = dn * dense_state.weights + ex * expert_state.weights;
+    s.gradients_bytes = dn * dense_state.gradients + ex * expert_state.gradients;
+    s.optimizer_bytes = dn * dense_state.optimizer + ex * expert_state.optimizer;
+    s.offloaded_bytes = dn * dense_state.offloaded + ex * expert_state.offloaded;
+    const double step_transient = dn * dense_state.step_transient + ex * expert_state.step_transient;
+
+    // §3.7: communication buckets and gathered parameters.
+    const double params_here = static_cast<double>(s.parameters);
+    if (deepspeed && tr.zero_stage >= 1 && tr.zero_stage <= 2) {
+      const double bucket = tr.bucket_size_bytes > 0 ? static_cast<double>(tr.bucket_size_bytes)
+                                                     : e * std::min(kDeepSpeedBucketElements, params_here);
+      s.buffers_bytes += bucket;
+    }
+    if (tr.zero_stage == 3) {
+      // Gathered layer being computed + the one prefetched (DeepSpeed: 4ψ_max bytes at 16 bit); FSDP
+      // also holds the unit's unsharded gradient before its reduce-scatter.
+      const double units = tr.framework == framework_kind::fsdp ? 3.0 : 2.0;
+      s.buffers_bytes += units * e * largest_layer;
+    } else if (tr.zero_stage == 2 && tr.framework == framework_kind::fsdp) {
+      s.buffers_bytes += e * largest_layer;
+    }
+
+    // §3.5: micro-batches whose activations are held at once.
+    std::int64_t in_flight = 1;
+    double layers_in_flight = static_cast<double>(st.num_layers);  // layer-micro-batches stored
+    if (pp > 1) {
+      if (par.vpp > 1) {
+        const std::int64_t chunks = std::min((pp - st.stage - 1) * 2 + (par.vpp - 1) * pp + 1, m_micro * par.vpp);
+        in_flight = std::min(pp - st.stage, m_micro);
+        layers_in_flight = static_cast<double>(chunks) * static_cast<double>(st.num_layers / par.vpp);
+      } else {
+        in_flight = std::min(pp - st.stage, m_micro);
+        layers_in_flight = static_cast<double>(in_flight * st.num_layers);
+      }
+    }
+    s.microbatches_in_flight = in_flight;
+    const double per_layer = st.num_layers > 0 ? (static_cast<double>(n_dense) * dense_act +
+                                                  static_cast<double>(n_moe) * moe_act) /
+                                                     static_cast<double>(st.num_layers)
+                                               : 0.0;
+
+    // Stored per layer-micro-batch, and the working set rebuilt during backward (§3.4.4).
+    double stored_per_layer = per_layer;
+    double working = 0;
+    if (full) {
+      const double chunk_layers = static_cast<double>(st.num_layers / par.vpp);
+      if (tr.recompute_method_ == recompute_method::uniform) {
+        const double chunks = std::ceil(chunk_layers / n_recompute);
+        stored_per_layer = chunk_layers > 0 ? chunks * checkpoint_bytes / chunk_layers : 0.0;
+        working = std::min(n_recompute, chunk_layers) * per_layer;
+      } else {
+        const double recomputed = std::min(n_recompute, chunk_layers);
+        stored_per_layer = chunk_layers > 0
+                               ? (recomputed * checkpoint_bytes + (chunk_layers - recomputed) * per_layer) / chunk_layers
+                               : 0.0;
+        working = recomputed > 0 ? per_layer : 0.0;
+      }
+    }
+    double per_microbatch_extra = 0;  // embedding and output-layer tensors, per micro-batch
+    if (st.has_embedding) {
+      per_microbatch_extra += (m.hidden_dropout > 0 ? h * tokens / rep : 0.0);   // embedding dropout mask
+      per_microbatch_extra += m.embedding_norm ? e * h * tokens : 0.0;           // embedding norm input
+    }
+    if (deepspeed && !st.has_output) per_microbatch_extra += e * h * tokens;    // retained stage output
+    double output_stored = 0;
+    double loss_transient = 0;
+    if (st.has_output) {
+      output_stored = 2 * e * h * tokens / rep;  // final norm input, output layer input
+      // §3.6: logits (e·V/t), their fp32 copy and the max-shifted fp32 copy inside the loss.
+      loss_transient = (e + 8.0) * vocab_shard * tokens;
+    }
+    // Backward working tensors: the activation gradient in and out of a layer, and the largest
+    // intermediate gradient (the gated fc1 output).
+    const double grad_working =
+        e * tokens * (2 * h / rep + (is_gated(m.activation) ? 2.0 : 1.0) * static_cast<double>(m.ffn_hidden_size) / act.t);
+
+    s.activations_per_microbatch_bytes = stored_per_layer * static_cast<double>(st.num_layers) + per_microbatch_extra;
+    s.activations_bytes = stored_per_layer * layers_in_flight + per_microbatch_extra * static_cast<double>(in_flight) +
+                          output_stored;
+    s.transient_bytes = std::max(working + grad_working, loss_transient);
+    const double static_bytes = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.buffers_bytes;
+    const double train_peak = static_bytes + s.activations_bytes + s.transient_bytes;
+    const double step_peak = static_bytes + step_transient;
+    s.allocated_bytes = std::max(train_peak, step_peak);
+    s.other_bytes = s.allocated_bytes - (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes);
+    // §3.8: the caching allocator's reserve, then the CUDA context.
+    s.reserved_bytes = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction) + static_cast<double>(gpu.cuda_context_bytes);
+    s.headroom_bytes = r.capacity_bytes - s.reserved_bytes;
+    s.fits = s.headroom_bytes >= 0;
+    if (s.reserved_bytes > peak_reserved) {
+      peak_reserved = s.reserved_bytes;
+      r.peak_stage = s.stage;
+    }
+    r.peak_allocated_bytes = std::max(r.peak_allocated_bytes, s.allocated_bytes);
+    r.stages.push_back(s);
+  }
+  r.peak_reserved_bytes = peak_reserved;
+  r.fits = r.peak_reserved_bytes <= r.capacity_bytes;
+
+  // Whole model on one GPU, one micro-batch, no parallelism or recomputation (seeds/003's first table).
+  const state_bytes single = bytes_per_parameter(tr, 1.0);
+  const double total = static_cast<double>(params.total);
+  r.full_weights_bytes = total * single.weights;
+  r.full_gradients_bytes = total * single.gradients;
+  r.full_optimizer_bytes = total * (single.optimizer + single.offloaded);
+  activation_setting whole = act;
+  whole.t = 1;
+  whole.sp = false;
+  whole.selective = false;
+  whole.tokens = static_cast<double>(m.seq_length) * static_cast<double>(tr.micro_batch_size);
+  r.full_activations_bytes =
+      static_cast<double>(params.num_dense_layers) * layer_bytes(m, whole, false, tr.bias_swiglu_fusion).total() +
+      static_cast<double>(params.num_moe_layers) * (m.is_moe() ? layer_bytes(m, whole, true, tr.bias_swiglu_fusion).total() : 0.0);
+  return r;
+}
+
+megatron_theoretical_memory megatron_theoretical(const job_spec& job) {
+  // megatron/training/theoretical_memory_usage.py, as quoted in docs/formulas.md §3.9.
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const double h = static_cast<double>(m.hidden_size);
+  const double L = static_cast<double>(m.num_layers);
+  const double a = static_cast<double>(m.num_attention_heads);
+  const double g = static_cast<double>(m.num_query_groups);
+  const double f = static_cast<double>(m.ffn_hidden_size);
+  const double V = static_cast<double>(padded_vocab(m, p.tp));
+  const double s = static_cast<double>(m.seq_length);
+  const double b = static_cast<double>(job.training.micro_batch_size);
+  const double t = static_cast<double>(p.tp);
+  const double pp = static_cast<double>(p.pp);
+  const double experts = m.is_moe() ? static_cast<double>(m.moe.num_experts) : 1.0;
+  const double gated = is_gated(m.activation) ? 1.5 : 1.0;
+  const double q_ratio = static_cast<double>(m.q_width()) / h;
+  const double layer_params =
+      2 * L * h * h * ((1 + g / a) * q_ratio + (f / h) * experts * gated + 2 / h + 1 / (L * h));
+  const double embedding = h * V;
+  double most_loaded = (layer_params / pp + embedding) / t;
+  if (!m.tie_embeddings && p.pp == 1) most_loaded += embedding / t;
+  const double bytes_per_param =
+      job.training.distributed_optimizer ? 6 + 12 / static_cast<double>(p.dp) : 18;
+  megatron_theoretical_memory r;
+  r.weight_and_optimizer_bytes = most_loaded * bytes_per_param;
+
+  const double m_micro = static_cast<double>(job.num_microbatches());
+  const double v = static_cast<double>(p.vpp);
+  double phi = 1;
+  if (p.vpp > 1) {
+    phi = 1 + (pp - 1) / (pp * v);
+  } else if (p.pp > 1) {
+    phi = std::min(1.0, m_micro / pp);
+  }
+  const bool sp_selective = p.sequence_parallel && job.training.recompute == recompute_granularity::selective;
+  double act = 0;
+  if (sp_selective) {
+    act = (s * b * h * (18 + 4 * f / h) * L + 8 * s * b * pp + s * b * h * pp) * phi;
+    if (p.pp == 1) act += s * b * h * 4 * (1 + V / h);
+    act /= t;
+  } else {
+    act = 1.05 * (s * b * h * (10 + 24 / t) * L + 8 * s * b * pp + s * b * h * pp) * phi;
+  }
+  r.activation_bytes = act;
+  return r;
+}
+
+}  // namespace trainplan

@@ -1,0 +1,256 @@
+// Model description, defaults and exact parameter counts (docs/formulas.md §1).
+#include "trainplan/model.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+
+#include "checked.h"
+#include "trainplan/error.h"
+
+namespace trainplan {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+template <typename E, std::size_t N>
+E parse_enum(std::string_view s, std::string_view field, const std::array<std::pair<const char*, E>, N>& table) {
+  const std::string l = lower(s);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : table) {
+    if (l == name) return value;
+    names.push_back(name);
+  }
+  std::string all;
+  for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+  throw input_error(std::string(field) + ": unknown value '" + std::string(s) + "'" + did_you_mean(l, names) +
+                    "; one of: " + all);
+}
+
+constexpr std::array<std::pair<const char*, position_embedding_kind>, 6> kPositionNames{{
+    {"learned", position_embedding_kind::learned},
+    {"learned_absolute", position_embedding_kind::learned},
+    {"rope", position_embedding_kind::rope},
+    {"alibi", position_embedding_kind::alibi},
+    {"none", position_embedding_kind::none},
+    {"nope", position_embedding_kind::none},
+}};
+constexpr std::array<std::pair<const char*, activation_kind>, 6> kActivationNames{{
+    {"gelu", activation_kind::gelu},
+    {"relu", activation_kind::relu},
+    {"squared_relu", activation_kind::squared_relu},
+    {"swiglu", activation_kind::swiglu},
+    {"geglu", activation_kind::geglu},
+    {"reglu", activation_kind::reglu},
+}};
+constexpr std::array<std::pair<const char*, norm_kind>, 2> kNormNames{{
+    {"layernorm", norm_kind::layernorm},
+    {"rmsnorm", norm_kind::rmsnorm},
+}};
+
+/// Upper bounds that keep every product in int64 (docs/formulas.md §1.5).
+constexpr std::int64_t kMaxLayers = 1 << 14;
+constexpr std::int64_t kMaxWidth = 1 << 22;     // hidden, ffn, kv channels
+constexpr std::int64_t kMaxHeads = 1 << 16;
+constexpr std::int64_t kMaxVocab = 1 << 26;
+constexpr std::int64_t kMaxSeq = 1 << 26;
+constexpr std::int64_t kMaxExperts = 1 << 14;
+
+void require_range(std::int64_t v, std::int64_t lo, std::int64_t hi, const char* field, const char* flag) {
+  if (v < lo || v > hi) {
+    std::string rule = lo == 0 ? "must be between 0 and " + std::to_string(hi)
+                               : "must be a positive integer no larger than " + std::to_string(hi);
+    throw input_error(std::string("model field '") + field + "' (" + flag + ") " + rule + ", got " +
+                      std::to_string(v));
+  }
+}
+
+std::int64_t norm_parameters(const model_spec& m) {
+  return m.norm == norm_kind::layernorm ? 2 * m.hidden_size : m.hidden_size;  // weight (+ bias)
+}
+
+}  // namespace
+
+bool is_gated(activation_kind a) {
+  return a == activation_kind::swiglu || a == activation_kind::geglu || a == activation_kind::reglu;
+}
+
+std::string_view to_string(position_embedding_kind k) {
+  for (const auto& [n, v] : kPositionNames)
+    if (v == k) return n;
+  return "?";
+}
+std::string_view to_string(activation_kind k) {
+  for (const auto& [n, v] : kActivationNames)
+    if (v == k) return n;
+  return "?";
+}
+std::string_view to_string(norm_kind k) {
+  for (const auto& [n, v] : kNormNames)
+    if (v == k) return n;
+  return "?";
+}
+
+position_embedding_kind parse_position_embedding(std::string_view s, std::string_view field) {
+  return parse_enum(s, field, kPositionNames);
+}
+activation_kind parse_activation(std::string_view s, std::string_view field) {
+  return parse_enum(s, field, kActivationNames);
+}
+norm_kind parse_norm(std::string_view s, std::string_view field) { return parse_enum(s, field, kNormNames); }
+
+bool model_spec::is_moe_layer(std::int64_t layer) const {
+  if (!is_moe() || layer < moe.first_dense_layers) return false;
+  return (layer - moe.first_dense_layers) % moe.layer_freq == 0;
+}
+
+std::int64_t model_spec::num_moe_layers() const {
+  if (!is_moe()) return 0;
+  const std::int64_t candidates = std::max<std::int64_t>(0, num_layers - moe.first_dense_layers);
+  return detail::ceil_div(candidates, moe.layer_freq);
+}
+
+void finalize_model(model_spec& m) {
+  require_range(m.num_layers, 1, kMaxLayers, "num_layers", "--num-layers");
+  require_range(m.hidden_size, 1, kMaxWidth, "hidden_size", "--hidden-size");
+  require_range(m.num_attention_heads, 1, kMaxHeads, "num_attention_heads", "--num-attention-heads");
+  if (m.kv_channels == 0) {
+    if (m.hidden_size % m.num_attention_heads != 0) {
+      throw input_error("--hidden-size (" + std::to_string(m.hidden_size) +
+                        ") must be divisible by --num-attention-heads (" + std::to_string(m.num_attention_heads) +
+                        ") unless --kv-channels is given");
+    }
+    m.kv_channels = m.hidden_size / m.num_attention_heads;
+  }
+  require_range(m.kv_channels, 1, kMaxWidth, "kv_channels", "--kv-channels");
+  if (m.num_query_groups == 0) m.num_query_groups = m.num_attention_heads;
+  require_range(m.num_query_groups, 1, kMaxHeads, "num_query_groups", "--num-query-groups");
+  if (m.num_attention_heads % m.num_query_groups != 0) {
+    throw input_error("--num-attention-heads (" + std::to_string(m.num_attention_heads) +
+                      ") must be divisible by --num-query-groups (" + std::to_string(m.num_query_groups) + ")");
+  }
+  if (m.ffn_hidden_size == 0) {
+    // megatron/training/arguments.py: 4h, or int(4h·2/3 / 64)·64 with --swiglu (§1.2).
+    m.ffn_hidden_size = is_gated(m.activation) ? (4 * m.hidden_size * 2 / 3) / 64 * 64 : 4 * m.hidden_size;
+    if (m.ffn_hidden_size == 0) m.ffn_hidden_size = 4 * m.hidden_size;
+  }
+  require_range(m.ffn_hidden_size, 1, kMaxWidth, "ffn_hidden_size", "--ffn-hidden-size");
+  if (m.seq_length == 0) m.seq_length = m.max_position_embeddings;
+  require_range(m.seq_length, 1, kMaxSeq, "seq_length", "--seq-length");
+  if (m.max_position_embeddings == 0) m.max_position_embeddings = m.seq_length;
+  require_range(m.max_position_embeddings, 1, kMaxSeq, "max_position_embeddings", "--max-position-embeddings");
+  if (m.position_embedding == position_embedding_kind::learned && m.seq_length > m.max_position_embeddings) {
+    throw input_error("--seq-length (" + std::to_string(m.seq_length) + ") must not exceed --max-position-embeddings (" +
+                      std::to_string(m.max_position_embeddings) + ") with learned position embeddings");
+  }
+  if (m.vocab_size == 0) m.vocab_size = m.padded_vocab_size;
+  require_range(m.vocab_size, 1, kMaxVocab, "vocab_size", "--vocab-size");
+  require_range(m.padded_vocab_size, 0, kMaxVocab, "padded_vocab_size", "--padded-vocab-size");
+  if (m.padded_vocab_size != 0 && m.padded_vocab_size < m.vocab_size) {
+    throw input_error("--padded-vocab-size (" + std::to_string(m.padded_vocab_size) +
+                      ") must not be smaller than --vocab-size (" + std::to_string(m.vocab_size) + ")");
+  }
+  require_range(m.make_vocab_size_divisible_by, 1, kMaxVocab, "make_vocab_size_divisible_by",
+                "--make-vocab-size-divisible-by");
+  struct dropout_field {
+    double p;
+    const char* name;
+    const char* flag;
+  };
+  for (const dropout_field& d : {dropout_field{m.attention_dropout, "attention_dropout", "--attention-dropout"},
+                                 dropout_field{m.hidden_dropout, "hidden_dropout", "--hidden-dropout"}}) {
+    if (!(d.p >= 0.0 && d.p < 1.0)) {
+      throw input_error(std::string("model field '") + d.name + "' (" + d.flag + ") must be in [0, 1), got " +
+                        std::to_string(d.p));
+    }
+  }
+  if (m.is_moe()) {
+    require_range(m.moe.num_experts, 1, kMaxExperts, "moe.num_experts", "--num-experts");
+    if (m.moe.router_topk == 0) m.moe.router_topk = std::min<std::int64_t>(2, m.moe.num_experts);
+    require_range(m.moe.router_topk, 1, m.moe.num_experts, "moe.router_topk", "--moe-router-topk");
+    if (m.moe.expert_ffn_hidden_size == 0) m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+    require_range(m.moe.expert_ffn_hidden_size, 1, kMaxWidth, "moe.expert_ffn_hidden_size", "--moe-ffn-hidden-size");
+    require_range(m.moe.shared_expert_ffn_hidden_size, 0, kMaxWidth, "moe.shared_expert_ffn_hidden_size",
+                  "--moe-shared-expert-intermediate-size");
+    require_range(m.moe.layer_freq, 1, kMaxLayers, "moe.layer_freq", "--moe-layer-freq");
+    require_range(m.moe.first_dense_layers, 0, m.num_layers, "moe.first_dense_layers", "moe.first_dense_layers");
+  } else if (m.moe.router_topk != 0 || m.moe.expert_ffn_hidden_size != 0) {
+    throw input_error("--moe-router-topk and --moe-ffn-hidden-size need --num-experts");
+  }
+  if (m.name.empty()) m.name = "custom";
+}
+
+std::int64_t padded_vocab(const model_spec& m, std::int64_t tp) {
+  if (m.padded_vocab_size > 0) return m.padded_vocab_size;
+  const std::int64_t multiple = detail::checked_mul(m.make_vocab_size_divisible_by, tp, "vocabulary padding");
+  return detail::ceil_div(m.vocab_size, multiple) * multiple;
+}
+
+parameter_breakdown count_parameters(const model_spec& m, std::int64_t tp) {
+  using detail::checked_add;
+  using detail::checked_mul;
+  parameter_breakdown p;
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t q = m.q_width();
+  const std::int64_t kv = m.kv_width();
+  const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
+  const bool bias = m.add_bias_linear;
+
+  p.padded_vocab_size = padded_vocab(m, tp);
+  p.word_embeddings = checked_mul(p.padded_vocab_size, h, "word embedding parameters");
+  p.position_embeddings =
+      m.position_embedding == position_embedding_kind::learned ? checked_mul(m.max_position_embeddings, h, "position embedding parameters") : 0;
+  p.embedding_norm = m.embedding_norm ? norm_parameters(m) : 0;
+
+  // §1.1: attention and norms are the same in dense and MoE layers.
+  layer_parameters base;
+  base.input_norm = norm_parameters(m);
+  base.qkv_weight = checked_mul(h, q + 2 * kv, "QKV parameters");
+  base.qkv_bias = (bias || m.add_qkv_bias) ? q + 2 * kv : 0;
+  base.proj_weight = checked_mul(q, h, "projection parameters");
+  base.proj_bias = bias ? h : 0;
+  base.post_attention_norm = norm_parameters(m);
+
+  auto mlp_weights = [&](std::int64_t ffn, layer_parameters& l) {
+    l.fc1_weight = checked_mul(checked_mul(h, ffn, "MLP parameters"), gate, "MLP parameters");
+    l.fc1_bias = bias ? gate * ffn : 0;
+    l.fc2_weight = checked_mul(ffn, h, "MLP parameters");
+    l.fc2_bias = bias ? h : 0;
+  };
+
+  p.dense_layer = base;
+  mlp_weights(m.ffn_hidden_size, p.dense_layer);
+
+  p.num_moe_layers = m.num_moe_layers();
+  p.num_dense_layers = m.num_layers - p.num_moe_layers;
+  if (p.num_moe_layers > 0) {
+    p.moe_layer = base;
+    // §1.3: shared experts are a dense MLP of their total width; routed experts have no shared bias.
+    if (m.moe.shared_expert_ffn_hidden_size > 0) mlp_weights(m.moe.shared_expert_ffn_hidden_size, p.moe_layer);
+    const std::int64_t fe = m.moe.expert_ffn_hidden_size;
+    layer_parameters one;
+    mlp_weights(fe, one);
+    p.moe_layer.expert_each = one.fc1_weight + one.fc1_bias + one.fc2_weight + one.fc2_bias;
+    p.moe_layer.experts = checked_mul(p.moe_layer.expert_each, m.moe.num_experts, "expert parameters");
+    p.moe_layer.router = checked_mul(h, m.moe.num_experts, "router parameters");
+  }
+
+  p.final_norm = m.final_norm ? norm_parameters(m) : 0;
+  p.output_layer = m.tie_embeddings ? 0 : p.word_embeddings;
+
+  std::int64_t total = p.embedding() + p.final_norm + p.output_layer;
+  total = checked_add(total, checked_mul(p.dense_layer.total(), p.num_dense_layers, "layer parameters"), "parameters");
+  total = checked_add(total, checked_mul(p.moe_layer.total(), p.num_moe_layers, "layer parameters"), "parameters");
+  p.total = total;
+  p.active_per_token =
+      total - p.num_moe_layers * (m.is_moe() ? (m.moe.num_experts - m.moe.router_topk) * p.moe_layer.expert_each : 0);
+  return p;
+}
+
+}  // namespace trainplan

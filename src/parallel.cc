@@ -1,0 +1,281 @@
+// Layout validation and the per-stage layer split (docs/formulas.md §2).
+#include "trainplan/parallel.h"
+
+#include <algorithm>
+#include <string>
+
+#include "checked.h"
+#include "trainplan/error.h"
+
+namespace trainplan {
+
+namespace {
+
+using std::to_string;
+
+constexpr std::int64_t kMaxParallel = 1 << 20;
+
+void require_positive(std::int64_t v, const char* flag, std::int64_t hi = kMaxParallel) {
+  if (v < 1 || v > hi) {
+    throw input_error(std::string(flag) + " must be a positive integer no larger than " + to_string(hi) + ", got " +
+                      to_string(v));
+  }
+}
+
+void require_divisible(std::int64_t a, const std::string& a_flag, std::int64_t b, const std::string& b_flag) {
+  if (a % b != 0) {
+    throw input_error(a_flag + " (" + to_string(a) + ") must be divisible by " + b_flag + " (" + to_string(b) + ")");
+  }
+}
+
+/// Items per rank under DeepSpeed's uniform partition (deepspeed/runtime/utils.py partition_uniform,
+/// 2022: ceil-sized chunks, the last rank takes what is left).
+std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_t rank) {
+  const std::int64_t chunk = detail::ceil_div(items, parts);
+  const std::int64_t begin = std::min(chunk * rank, items);
+  const std::int64_t end = std::min(chunk * (rank + 1), items);
+  return end - begin;
+}
+
+}  // namespace
+
+std::string_view to_string(framework_kind k) {
+  switch (k) {
+    case framework_kind::megatron: return "megatron";
+    case framework_kind::deepspeed: return "deepspeed";
+    case framework_kind::fsdp: return "fsdp";
+  }
+  return "?";
+}
+std::string_view to_string(recompute_granularity k) {
+  switch (k) {
+    case recompute_granularity::none: return "none";
+    case recompute_granularity::selective: return "selective";
+    case recompute_granularity::full: return "full";
+  }
+  return "?";
+}
+std::string_view to_string(recompute_method k) {
+  return k == recompute_method::uniform ? "uniform" : "block";
+}
+std::string_view to_string(optimizer_kind k) { return k == optimizer_kind::adam ? "adam" : "sgd"; }
+
+std::int64_t job_spec::num_microbatches() const {
+  return training.global_batch_size / (training.micro_batch_size * parallel.dp);
+}
+
+void finalize_job(job_spec& job) {
+  model_spec& m = job.model;
+  parallel_config& p = job.parallel;
+  training_config& t = job.training;
+  finalize_model(m);
+  validate_cluster(job.cluster, "cluster");
+
+  require_positive(p.tp, "--tensor-model-parallel-size (--tp)");
+  require_positive(p.pp, "--pipeline-model-parallel-size (--pp)");
+  require_positive(p.cp, "--context-parallel-size (--cp)");
+  require_positive(p.ep, "--expert-model-parallel-size (--ep)");
+  require_positive(p.dp, "--dp");
+  require_positive(t.micro_batch_size, "--micro-batch-size (--mbs)");
+  if (t.global_batch_size < 0) require_positive(t.global_batch_size, "--global-batch-size (--gbs)");
+
+  const std::int64_t mp = detail::checked_mul(detail::checked_mul(p.tp, p.pp, "TP×PP"), p.cp, "TP×PP×CP");
+  if (job.num_gpus == 0) job.num_gpus = detail::checked_mul(mp, p.dp, "world size");
+  require_positive(job.num_gpus, "--num-gpus", 1 << 24);
+  if (job.num_gpus % mp != 0) {
+    throw input_error("world size " + to_string(job.num_gpus) +
+                      " (--num-gpus, or --num-nodes × --gpus-per-node) is not a multiple of TP×PP×CP = " +
+                      to_string(p.tp) + "×" + to_string(p.pp) + "×" + to_string(p.cp) + " = " + to_string(mp) +
+                      " (--tensor-model-parallel-size, --pipeline-model-parallel-size, --context-parallel-size)");
+  }
+  p.dp = job.num_gpus / mp;
+
+  require_divisible(m.num_attention_heads, "--num-attention-heads", p.tp, "--tensor-model-parallel-size");
+  require_divisible(m.num_query_groups, "--num-query-groups", p.tp, "--tensor-model-parallel-size");
+  require_divisible(m.ffn_hidden_size, "--ffn-hidden-size", p.tp, "--tensor-model-parallel-size");
+  if (p.sequence_parallel && p.tp == 1) p.sequence_parallel = false;  // Megatron turns it off too
+  if (p.sequence_parallel) {
+    require_divisible(m.seq_length / p.cp, "--seq-length / --context-parallel-size", p.tp,
+                      "--tensor-model-parallel-size (with --sequence-parallel)");
+  }
+  if (p.cp > 1) {
+    require_divisible(m.seq_length, "--seq-length", 2 * p.cp, "2 × --context-parallel-size");
+  }
+  if (p.ep > 1 && !m.is_moe()) {
+    throw input_error("--expert-model-parallel-size " + to_string(p.ep) + " needs an MoE model (--num-experts)");
+  }
+  if (m.is_moe()) {
+    require_divisible(m.moe.num_experts, "--num-experts", p.ep, "--expert-model-parallel-size");
+    require_divisible(m.moe.expert_ffn_hidden_size, "--moe-ffn-hidden-size", p.tp, "--tensor-model-parallel-size");
+    require_divisible(p.dp * p.cp, "DP×CP", p.ep, "--expert-model-parallel-size");
+  }
+
+  // Batch (§2.3).
+  if (t.global_batch_size == 0) t.global_batch_size = t.micro_batch_size * p.dp;
+  const std::int64_t per_step = detail::checked_mul(t.micro_batch_size, p.dp, "MBS×DP");
+  if (t.global_batch_size % per_step != 0) {
+    throw input_error("--global-batch-size (" + to_string(t.global_batch_size) +
+                      ") must be a multiple of --micro-batch-size × DP (" + to_string(t.micro_batch_size) + " × " +
+                      to_string(p.dp) + " = " + to_string(per_step) + ")");
+  }
+
+  // Framework and optimizer sharding (§3.1).
+  if (t.zero_stage < 0 || t.zero_stage > 3) {
+    throw input_error("--zero-stage must be 0, 1, 2 or 3, got " + to_string(t.zero_stage));
+  }
+  switch (t.framework) {
+    case framework_kind::megatron:
+      if (t.zero_stage >= 2) {
+        throw input_error("--zero-stage " + to_string(t.zero_stage) +
+                          " needs --framework deepspeed or fsdp (Megatron-LM shards only the optimizer: "
+                          "--use-distributed-optimizer, i.e. stage 1)");
+      }
+      if (t.zero_stage == 1) t.distributed_optimizer = true;
+      t.zero_stage = t.distributed_optimizer ? 1 : 0;
+      if (t.precision == dtype::bf16) t.accumulate_allreduce_grads_in_fp32 = true;  // arguments.py
+      break;
+    case framework_kind::deepspeed:
+      if (t.distributed_optimizer) {
+        throw input_error("--use-distributed-optimizer is Megatron-LM's; with --framework deepspeed use --zero-stage");
+      }
+      if (p.pp > 1 && t.zero_stage >= 2) {
+        throw input_error("DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: --zero-stage " +
+                          to_string(t.zero_stage) + " with --pipeline-model-parallel-size " + to_string(p.pp));
+      }
+      // DeepSpeed's BF16_Optimizer accumulates gradients in fp32 (BLOOM's "fp32 grad accumulation").
+      if (t.precision == dtype::bf16) t.accumulate_allreduce_grads_in_fp32 = true;
+      break;
+    case framework_kind::fsdp:
+      if (t.distributed_optimizer) {
+        throw input_error("--use-distributed-optimizer is Megatron-LM's; with --framework fsdp use --zero-stage");
+      }
+      if (p.pp > 1) throw input_error("--framework fsdp with --pipeline-model-parallel-size > 1 is not modelled");
+      if (t.zero_stage == 1) {
+        throw input_error("--framework fsdp has no ZeRO stage 1: use --zero-stage 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
+      }
+      t.accumulate_allreduce_grads_in_fp32 = true;  // FSDP keeps fp32 sharded parameters and gradients
+      break;
+  }
+  if (t.offload_optimizer && t.zero_stage == 0 && t.framework != framework_kind::megatron) {
+    throw input_error("--offload-optimizer needs --zero-stage 1 or more with --framework " + std::string(to_string(t.framework)));
+  }
+
+  // Recomputation (§3.4).
+  if (t.recompute == recompute_granularity::full) {
+    if (t.recompute_num_layers == 0) t.recompute_num_layers = 1;
+    require_positive(t.recompute_num_layers, "--recompute-num-layers", m.num_layers);
+  } else if (t.recompute_num_layers != 0) {
+    throw input_error("--recompute-num-layers needs --recompute-granularity full");
+  }
+  if (!(t.allocator_reserve_fraction >= 0 && t.allocator_reserve_fraction < 4)) {
+    throw input_error("--allocator-reserve-fraction must be in [0, 4), got " + std::to_string(t.allocator_reserve_fraction));
+  }
+
+  // Pipeline split (§2.2).
+  if (p.num_layers_per_virtual_stage > 0) {
+    if (p.pp < 2) {
+      throw input_error("--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1");
+    }
+    if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0 || p.embedding_as_stage) {
+      throw input_error("--num-layers-per-virtual-pipeline-stage with an uneven split "
+                        "(--decoder-first/last-pipeline-num-layers, --embedding-as-stage) is not modelled");
+    }
+    require_divisible(m.num_layers, "--num-layers", p.pp, "--pipeline-model-parallel-size");
+    require_divisible(m.num_layers / p.pp, "--num-layers / --pipeline-model-parallel-size",
+                      p.num_layers_per_virtual_stage, "--num-layers-per-virtual-pipeline-stage");
+    p.vpp = m.num_layers / p.pp / p.num_layers_per_virtual_stage;
+    if (p.vpp > 1 && job.num_microbatches() % p.pp != 0) {
+      throw input_error("the interleaved schedule needs the number of micro-batches (--global-batch-size / "
+                        "(--micro-batch-size × DP) = " + to_string(job.num_microbatches()) +
+                        ") to be a multiple of --pipeline-model-parallel-size (" + to_string(p.pp) + ")");
+    }
+  } else {
+    p.vpp = 1;
+  }
+  if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
+    if (p.pp < 2) throw input_error("--decoder-first/last-pipeline-num-layers need --pipeline-model-parallel-size > 1");
+    if (p.embedding_as_stage) {
+      throw input_error("--embedding-as-stage with --decoder-first/last-pipeline-num-layers: choose one");
+    }
+    const std::int64_t first = std::max<std::int64_t>(0, p.first_stage_layers);
+    const std::int64_t last = std::max<std::int64_t>(0, p.last_stage_layers);
+    const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
+    const std::int64_t rest = m.num_layers - first - last;
+    if (rest < 0 || (middle_stages == 0 && rest != 0) || (middle_stages > 0 && rest % middle_stages != 0)) {
+      throw input_error("--num-layers (" + to_string(m.num_layers) +
+                        ") minus --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers must split "
+                        "evenly over the other " + to_string(middle_stages) + " pipeline stages");
+    }
+  } else if (p.vpp == 1) {
+    const std::int64_t items = m.num_layers + (p.embedding_as_stage ? 2 : 0);
+    if (t.framework == framework_kind::deepspeed) {
+      // DeepSpeed splits unevenly (§2.2); every rank needs at least one transformer layer.
+      for (std::int64_t r = 0; r < p.pp; ++r) {
+        std::int64_t n = deepspeed_items(items, p.pp, r);
+        if (p.embedding_as_stage && (r == 0 || r == p.pp - 1)) n -= 1;
+        if (p.embedding_as_stage && p.pp == 1) n -= 1;
+        if (n < 1) {
+          throw input_error("--num-layers (" + to_string(m.num_layers) + ") over --pipeline-model-parallel-size (" +
+                            to_string(p.pp) + ") leaves pipeline stage " + to_string(r) +
+                            " without a transformer layer (DeepSpeed's pipeline needs one per stage)");
+        }
+      }
+    } else if (items % p.pp != 0) {
+      throw input_error(std::string("--num-layers (") + to_string(m.num_layers) + (p.embedding_as_stage ? " + 2 embedding slots" : "") +
+                        ") must be divisible by --pipeline-model-parallel-size (" + to_string(p.pp) +
+                        ") without an explicit split (--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers)");
+    } else if (p.embedding_as_stage && items / p.pp < 2) {
+      throw input_error("--embedding-as-stage leaves the first or last pipeline stage without a transformer layer");
+    }
+  }
+}
+
+std::vector<stage_layout> pipeline_layout(const job_spec& job) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  std::vector<stage_layout> stages(static_cast<std::size_t>(p.pp));
+  auto count_moe = [&](std::int64_t first, std::int64_t n) {
+    if (!m.is_moe()) return std::int64_t{0};
+    std::int64_t c = 0;
+    for (std::int64_t i = first; i < first + n; ++i) c += m.is_moe_layer(i) ? 1 : 0;
+    return c;
+  };
+  if (p.vpp > 1) {
+    const std::int64_t k = p.num_layers_per_virtual_stage;
+    for (std::int64_t r = 0; r < p.pp; ++r) {
+      stage_layout& s = stages[static_cast<std::size_t>(r)];
+      s.stage = r;
+      s.num_layers = k * p.vpp;
+      s.first_layer = r * k;
+      for (std::int64_t c = 0; c < p.vpp; ++c) s.num_moe_layers += count_moe((c * p.pp + r) * k, k);
+    }
+  } else {
+    std::int64_t next = 0;
+    const std::int64_t items = m.num_layers + (p.embedding_as_stage ? 2 : 0);
+    const bool explicit_split = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
+    const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
+    for (std::int64_t r = 0; r < p.pp; ++r) {
+      stage_layout& s = stages[static_cast<std::size_t>(r)];
+      s.stage = r;
+      std::int64_t n = 0;
+      if (explicit_split) {
+        const std::int64_t first = std::max<std::int64_t>(0, p.first_stage_layers);
+        const std::int64_t last = std::max<std::int64_t>(0, p.last_stage_layers);
+        const std::int64_t middle = middle_stages > 0 ? (m.num_layers - first - last) / middle_stages : 0;
+        n = (r == 0 && p.first_stage_layers >= 0) ? first : (r == p.pp - 1 && p.last_stage_layers >= 0) ? last : middle;
+      } else {
+        n = job.training.framework == framework_kind::deepspeed ? deepspeed_items(items, p.pp, r) : items / p.pp;
+        if (p.embedding_as_stage) n -= (r == 0 ? 1 : 0) + (r == p.pp - 1 ? 1 : 0);
+      }
+      s.num_layers = n;
+      s.first_layer = next;
+      s.num_moe_layers = count_moe(next, n);
+      next += n;
+    }
+  }
+  stages.front().has_embedding = true;
+  stages.back().has_output = true;
+  return stages;
+}
+
+}  // namespace trainplan

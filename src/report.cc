@@ -1,0 +1,298 @@
+// Text and JSON renderers. They format result structs; every number is computed elsewhere.
+#include "trainplan/report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace trainplan {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr double kGiB = 1073741824.0;
+
+std::int64_t whole_bytes(double b) { return static_cast<std::int64_t>(std::llround(b)); }
+
+std::string shape(std::initializer_list<std::int64_t> dims) {
+  std::string s = "[";
+  for (auto d : dims) s += (s.size() > 1 ? "," : "") + std::to_string(d);
+  return s + "]";
+}
+
+json model_fields(const model_spec& m) {
+  json j;
+  j["name"] = m.name;
+  j["num_layers"] = m.num_layers;
+  j["hidden_size"] = m.hidden_size;
+  j["ffn_hidden_size"] = m.ffn_hidden_size;
+  j["num_attention_heads"] = m.num_attention_heads;
+  j["num_query_groups"] = m.num_query_groups;
+  j["kv_channels"] = m.kv_channels;
+  j["vocab_size"] = m.vocab_size;
+  j["seq_length"] = m.seq_length;
+  j["max_position_embeddings"] = m.max_position_embeddings;
+  j["position_embedding"] = to_string(m.position_embedding);
+  j["activation"] = to_string(m.activation);
+  j["norm"] = to_string(m.norm);
+  j["add_bias_linear"] = m.add_bias_linear;
+  j["add_qkv_bias"] = m.add_qkv_bias;
+  j["tie_embeddings"] = m.tie_embeddings;
+  j["embedding_norm"] = m.embedding_norm;
+  if (m.is_moe()) {
+    j["moe"] = {{"num_experts", m.moe.num_experts},
+                {"router_topk", m.moe.router_topk},
+                {"expert_ffn_hidden_size", m.moe.expert_ffn_hidden_size},
+                {"shared_expert_ffn_hidden_size", m.moe.shared_expert_ffn_hidden_size},
+                {"layer_freq", m.moe.layer_freq}};
+  }
+  return j;
+}
+
+json layer_json(const layer_parameters& l) {
+  return {{"input_norm", l.input_norm},   {"qkv_weight", l.qkv_weight},
+          {"qkv_bias", l.qkv_bias},       {"proj_weight", l.proj_weight},
+          {"proj_bias", l.proj_bias},     {"post_attention_norm", l.post_attention_norm},
+          {"fc1_weight", l.fc1_weight},   {"fc1_bias", l.fc1_bias},
+          {"fc2_weight", l.fc2_weight},   {"fc2_bias", l.fc2_bias},
+          {"router", l.router},           {"experts", l.experts},
+          {"total", l.total()}};
+}
+
+}  // namespace
+
+std::string format_gib(double bytes, int digits) { return fmt::format("{:.{}f}", bytes / kGiB, digits); }
+
+std::string format_count(std::int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+std::string render_models_text() {
+  std::string out = fmt::format("{:<15} {:<8} {:>7} {:>7} {:>6} {:>5} {:>8} {:>7} {:>19}  {}\n", "NAME", "FAMILY",
+                                "LAYERS", "HIDDEN", "HEADS", "KV", "VOCAB", "SEQ", "PARAMETERS", "SOURCE");
+  for (const auto& c : model_catalog()) {
+    const auto& m = c.spec;
+    out += fmt::format("{:<15} {:<8} {:>7} {:>7} {:>6} {:>5} {:>8} {:>7} {:>19}  {}\n", m.name, c.family, m.num_layers,
+                       m.hidden_size, m.num_attention_heads, m.num_query_groups, m.vocab_size, m.seq_length,
+                       format_count(count_parameters(m, 1).total), c.source);
+  }
+  return out;
+}
+
+std::string render_models_json() {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["models"] = json::array();
+  for (const auto& c : model_catalog()) {
+    json m = model_fields(c.spec);
+    m["family"] = c.family;
+    m["parameters"] = count_parameters(c.spec, 1).total;
+    m["source"] = c.source;
+    j["models"].push_back(m);
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string render_model_text(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) {
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
+  std::string out = fmt::format("Model {}: {} layers, hidden {}, FFN {}, {} heads ({} query groups, head dim {}), "
+                                "vocabulary {} (padded to {} for TP {}), sequence {}\n",
+                                m.name, m.num_layers, h, m.ffn_hidden_size, m.num_attention_heads, m.num_query_groups,
+                                m.kv_channels, m.vocab_size, p.padded_vocab_size, tp, m.seq_length);
+  out += fmt::format("{} positions, {} MLP, {}, {} biases, {} embeddings{}\n\n", to_string(m.position_embedding),
+                     to_string(m.activation), to_string(m.norm), m.add_bias_linear ? "linear" : (m.add_qkv_bias ? "QKV-only" : "no"),
+                     m.tie_embeddings ? "tied" : "untied", m.embedding_norm ? ", embedding norm" : "");
+  const std::string row = "{:<46} {:<26} {:>19} {:>12}\n";
+  out += fmt::format(fmt::runtime(row), "MODULE", "SHAPE", "PARAMETERS", "BF16 (GiB)");
+  auto line = [&](const std::string& name, const std::string& sh, std::int64_t n) {
+    out += fmt::format(fmt::runtime(row), name, sh, format_count(n), format_gib(2.0 * static_cast<double>(n), 3));
+  };
+  line("embedding.word_embeddings", shape({p.padded_vocab_size, h}), p.word_embeddings);
+  if (p.position_embeddings > 0) line("embedding.position_embeddings", shape({m.max_position_embeddings, h}), p.position_embeddings);
+  if (p.embedding_norm > 0) line("embedding.norm", shape({p.embedding_norm}), p.embedding_norm);
+  auto layer_lines = [&](const char* title, const layer_parameters& l, std::int64_t count, std::int64_t ffn) {
+    line(fmt::format("{} × {}", title, count), "", l.total() * count);
+    line("  input_norm", shape({l.input_norm}), l.input_norm);
+    line("  attention.qkv", shape({m.q_width() + 2 * m.kv_width(), h}) + (l.qkv_bias ? " +b" : ""), l.qkv_weight + l.qkv_bias);
+    line("  attention.proj", shape({h, m.q_width()}) + (l.proj_bias ? " +b" : ""), l.proj_weight + l.proj_bias);
+    line("  post_attention_norm", shape({l.post_attention_norm}), l.post_attention_norm);
+    if (l.fc1_weight > 0) {
+      line("  mlp.fc1", shape({gate * ffn, h}) + (l.fc1_bias ? " +b" : ""), l.fc1_weight + l.fc1_bias);
+      line("  mlp.fc2", shape({h, ffn}) + (l.fc2_bias ? " +b" : ""), l.fc2_weight + l.fc2_bias);
+    }
+    if (l.router > 0) {
+      line("  mlp.router", shape({m.moe.num_experts, h}), l.router);
+      line(fmt::format("  mlp.experts × {}", m.moe.num_experts),
+           shape({gate * m.moe.expert_ffn_hidden_size, h}) + "+" + shape({h, m.moe.expert_ffn_hidden_size}), l.experts);
+    }
+  };
+  if (p.num_dense_layers > 0) layer_lines("layers (dense)", p.dense_layer, p.num_dense_layers, m.ffn_hidden_size);
+  if (p.num_moe_layers > 0) layer_lines("layers (MoE)", p.moe_layer, p.num_moe_layers, m.moe.shared_expert_ffn_hidden_size);
+  if (p.final_norm > 0) line("final_norm", shape({p.final_norm}), p.final_norm);
+  if (p.output_layer > 0) line("output_layer", shape({p.padded_vocab_size, h}), p.output_layer);
+  else out += fmt::format(fmt::runtime(row), "output_layer", "tied to word_embeddings", "0", "0.000");
+  out += "\n";
+  out += fmt::format("Total parameters: {}\n", format_count(p.total));
+  if (m.is_moe()) out += fmt::format("Active per token: {}\n", format_count(p.active_per_token));
+  return out;
+}
+
+std::string render_model_json(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  json mj = model_fields(m);
+  mj["parameters"] = p.total;
+  mj["active_parameters_per_token"] = p.active_per_token;
+  mj["padded_vocab_size"] = p.padded_vocab_size;
+  mj["tensor_parallel_for_padding"] = tp;
+  mj["breakdown"] = {{"word_embeddings", p.word_embeddings},
+                     {"position_embeddings", p.position_embeddings},
+                     {"embedding_norm", p.embedding_norm},
+                     {"dense_layer", layer_json(p.dense_layer)},
+                     {"num_dense_layers", p.num_dense_layers},
+                     {"moe_layer", layer_json(p.moe_layer)},
+                     {"num_moe_layers", p.num_moe_layers},
+                     {"final_norm", p.final_norm},
+                     {"output_layer", p.output_layer}};
+  j["model"] = mj;
+  return j.dump(2) + "\n";
+}
+
+namespace {
+
+json parallel_json(const job_spec& job) {
+  const auto& p = job.parallel;
+  const auto& t = job.training;
+  return {{"num_gpus", job.num_gpus},
+          {"num_nodes", job.cluster.num_nodes},
+          {"gpus_per_node", job.cluster.gpus_per_node},
+          {"dp", p.dp},
+          {"tp", p.tp},
+          {"pp", p.pp},
+          {"cp", p.cp},
+          {"ep", p.ep},
+          {"vpp", p.vpp},
+          {"mbs", t.micro_batch_size},
+          {"gbs", t.global_batch_size},
+          {"num_microbatches", job.num_microbatches()},
+          {"zero_stage", t.zero_stage},
+          {"framework", to_string(t.framework)},
+          {"distributed_optimizer", t.distributed_optimizer},
+          {"sequence_parallel", p.sequence_parallel},
+          {"embedding_as_stage", p.embedding_as_stage},
+          {"precision", to_string(t.precision)},
+          {"recompute", to_string(t.recompute)},
+          {"recompute_method", to_string(t.recompute_method_)},
+          {"recompute_num_layers", t.recompute_num_layers},
+          {"flash_attention", t.flash_attention},
+          {"optimizer", to_string(t.optimizer)},
+          {"offload_optimizer", t.offload_optimizer}};
+}
+
+}  // namespace
+
+std::string render_memory_json(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r) {
+  const job_spec& job = pj.job;
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["model"] = {{"name", job.model.name}, {"parameters", p.total}};
+  j["cluster"] = {{"name", job.cluster.name}, {"gpu", job.cluster.gpu.name}};
+  j["parallel"] = parallel_json(job);
+  json stages = json::array();
+  for (const auto& s : r.stages) {
+    stages.push_back({{"stage", s.stage},
+                      {"num_layers", s.num_layers},
+                      {"parameters", s.parameters},
+                      {"weights_bytes", whole_bytes(s.weights_bytes)},
+                      {"gradients_bytes", whole_bytes(s.gradients_bytes)},
+                      {"optimizer_bytes", whole_bytes(s.optimizer_bytes)},
+                      {"activations_bytes", whole_bytes(s.activations_bytes)},
+                      {"other_bytes", whole_bytes(s.other_bytes)},
+                      {"buffers_bytes", whole_bytes(s.buffers_bytes)},
+                      {"transient_bytes", whole_bytes(s.transient_bytes)},
+                      {"offloaded_bytes", whole_bytes(s.offloaded_bytes)},
+                      {"microbatches_in_flight", s.microbatches_in_flight},
+                      {"allocated_bytes", whole_bytes(s.allocated_bytes)},
+                      {"reserved_bytes", whole_bytes(s.reserved_bytes)},
+                      {"headroom_bytes", whole_bytes(s.headroom_bytes)},
+                      {"fits", s.fits}});
+  }
+  j["memory"] = {{"stages", stages},
+                 {"peak_allocated_bytes", whole_bytes(r.peak_allocated_bytes)},
+                 {"peak_reserved_bytes", whole_bytes(r.peak_reserved_bytes)},
+                 {"peak_stage", r.peak_stage},
+                 {"capacity_bytes", whole_bytes(r.capacity_bytes)},
+                 {"fits", r.fits},
+                 {"full_model", {{"weights_bytes", whole_bytes(r.full_weights_bytes)},
+                                 {"gradients_bytes", whole_bytes(r.full_gradients_bytes)},
+                                 {"optimizer_bytes", whole_bytes(r.full_optimizer_bytes)},
+                                 {"activations_bytes", whole_bytes(r.full_activations_bytes)}}}};
+  j["ignored_flags"] = pj.ignored_flags;
+  return j.dump(2) + "\n";
+}
+
+std::string render_memory_text(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r) {
+  const job_spec& job = pj.job;
+  const auto& par = job.parallel;
+  const auto& t = job.training;
+  std::string out;
+  out += fmt::format("Model {} ({} parameters) on {}: {} GPUs = {} nodes × {} {}\n", job.model.name,
+                     format_count(p.total), job.cluster.name, job.num_gpus, job.cluster.num_nodes,
+                     job.cluster.gpus_per_node, job.cluster.gpu.name);
+  out += fmt::format("Layout: DP {} × TP {} × PP {} × CP {}{}{}{}; MBS {}, GBS {} ({} micro-batches per pipeline)\n",
+                     par.dp, par.tp, par.pp, par.cp, par.ep > 1 ? fmt::format(", EP {}", par.ep) : "",
+                     par.vpp > 1 ? fmt::format(", VPP {}", par.vpp) : "", par.sequence_parallel ? ", sequence parallel" : "",
+                     t.micro_batch_size, t.global_batch_size, job.num_microbatches());
+  out += fmt::format("Training: {}, {}, ZeRO stage {}{}, {} recomputation{}{}\n\n", to_string(t.framework),
+                     to_string(t.precision), t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "",
+                     to_string(t.recompute), t.flash_attention ? ", flash attention" : "",
+                     par.embedding_as_stage ? ", embeddings as pipeline slots" : "");
+  out += "Full model without parallelism (one micro-batch, no recomputation):\n";
+  out += fmt::format("  weights {} GiB, gradients {} GiB, optimizer states {} GiB, activations {} GiB\n\n",
+                     format_gib(r.full_weights_bytes), format_gib(r.full_gradients_bytes),
+                     format_gib(r.full_optimizer_bytes), format_gib(r.full_activations_bytes));
+  const std::string row = "{:>5} {:>6} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n";
+  out += "Per GPU, by pipeline stage:\n";
+  out += fmt::format(fmt::runtime(row), "STAGE", "LAYERS", "PARAMETERS", "WEIGHTS", "GRADS", "OPTIM", "ACTIV", "OTHER",
+                     "ALLOC", "RESERVED", "HEADROOM", "FITS");
+  out += fmt::format(fmt::runtime(row), "", "", "", "(GiB)", "(GiB)", "(GiB)", "(GiB)", "(GiB)", "(GiB)", "(GiB)", "(GiB)", "");
+  std::size_t shown = 0;
+  for (const auto& s : r.stages) {
+    // Long pipelines: first three, the peak and the last three.
+    const bool edge = shown < 3 || s.stage >= static_cast<std::int64_t>(r.stages.size()) - 3 || s.stage == r.peak_stage;
+    ++shown;
+    if (!edge) {
+      if (s.stage == 3) out += "  ...\n";
+      continue;
+    }
+    out += fmt::format(fmt::runtime(row), s.stage, s.num_layers, format_count(s.parameters), format_gib(s.weights_bytes),
+                       format_gib(s.gradients_bytes), format_gib(s.optimizer_bytes), format_gib(s.activations_bytes),
+                       format_gib(s.other_bytes), format_gib(s.allocated_bytes), format_gib(s.reserved_bytes),
+                       format_gib(s.headroom_bytes), s.fits ? "yes" : "NO");
+  }
+  const auto& peak = r.stages[static_cast<std::size_t>(r.peak_stage)];
+  out += fmt::format("\nPeak: stage {} — {} GiB allocated (torch.cuda.max_memory_allocated), {} GiB reserved "
+                     "(nvidia-smi) of {} GiB usable: {} ({} GiB headroom, {:.1f}%)\n",
+                     r.peak_stage, format_gib(r.peak_allocated_bytes), format_gib(r.peak_reserved_bytes),
+                     format_gib(r.capacity_bytes), r.fits ? "fits" : "DOES NOT FIT", format_gib(peak.headroom_bytes),
+                     100.0 * peak.headroom_bytes / r.capacity_bytes);
+  out += fmt::format("  micro-batches in flight on stage {}: {}; activations per micro-batch {} GiB\n", peak.stage,
+                     peak.microbatches_in_flight, format_gib(peak.activations_per_microbatch_bytes));
+  if (!pj.ignored_flags.empty()) {
+    out += "\nIgnored (they change no estimate):";
+    for (const auto& f : pj.ignored_flags) out += " " + f;
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace trainplan
