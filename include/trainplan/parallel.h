@@ -1,6 +1,7 @@
 // Parallel layout and training settings; the job a plan is made for (docs/formulas.md §2).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,6 +16,8 @@ enum class framework_kind { megatron, deepspeed, fsdp };
 enum class recompute_granularity { none, selective, full };
 enum class recompute_method { uniform, block };
 enum class optimizer_kind { adam, sgd };
+/// How context parallelism exchanges keys and values (Megatron --cp-comm-type; docs/formulas.md §4.2.2).
+enum class cp_comm_kind { p2p, all_gather };
 
 std::string_view to_string(framework_kind k);
 std::string_view to_string(recompute_granularity k);
@@ -34,6 +37,13 @@ struct parallel_config {
   std::int64_t last_stage_layers = -1;   ///< --decoder-last-pipeline-num-layers
   bool sequence_parallel = false;
   bool embedding_as_stage = false;  ///< BLOOM: each embedding takes one layer slot of its stage
+  /// Rank order, fastest-varying first, as parallel_dim values (tp 0, cp 1, ep 2, dp 3, pp 4):
+  /// Megatron's default "tp-cp-ep-dp-pp" (--rank-order; docs/formulas.md §4.1).
+  std::array<std::int8_t, 5> rank_order = {0, 1, 2, 3, 4};
+  cp_comm_kind cp_comm = cp_comm_kind::p2p;  ///< --cp-comm-type
+  /// Legacy Megatron's --scatter-gather-tensors-in-pipeline: each TP rank sends 1/t of the activation
+  /// and the receiver all-gathers it (docs/formulas.md §4.2.3). Off: the full tensor (Megatron core).
+  bool pp_scatter_gather = false;
 };
 
 /// How the model is trained.

@@ -1,0 +1,136 @@
+// Communication: process groups and rank placement, traffic per parallel dimension, collective time
+// on the cluster's links (docs/formulas.md §4).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainplan/parallel.h"
+
+namespace trainplan {
+
+enum class collective_kind { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast };
+enum class comm_phase { forward, backward, optimizer };
+/// Parallel dimensions in Megatron's default rank order, fastest first: tp, cp, ep, dp, pp.
+enum class parallel_dim { tp, cp, ep, dp, pp, embedding };
+enum class link_kind { nvlink, network, hierarchical };
+
+std::string_view to_string(collective_kind k);
+std::string_view to_string(comm_phase p);
+std::string_view to_string(parallel_dim d);
+std::string_view to_string(link_kind k);
+std::string_view to_string(cp_comm_kind k);
+
+/// nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw × factor.
+double bus_factor(collective_kind k, std::int64_t group_size);
+
+/// Where a group's ranks sit and who else shares the node's network at the same time.
+struct group_placement {
+  std::int64_t group_size = 1;
+  std::int64_t num_nodes = 1;            ///< nodes the group spans
+  std::int64_t gpus_per_node = 1;        ///< group members per node (group_size / num_nodes)
+  std::int64_t concurrent_groups_per_node = 1;  ///< groups of this dimension using one node's NICs at once
+  link_kind link = link_kind::nvlink;
+};
+
+/// Time of one collective of `bytes` (the per-rank buffer as nccl-tests counts it: the full tensor for
+/// all-reduce/all-gather/reduce-scatter/broadcast, the sent buffer for all-to-all and send/recv) on the
+/// links of `where`: ring with per-step latency, or the double binary tree for an all-reduce where
+/// that is faster (as NCCL's tuner picks); hierarchical for multi-node groups with several GPUs per
+/// node (§4.3).
+double collective_time_s(const cluster_spec& cluster, collective_kind kind, double bytes, const group_placement& where);
+
+/// The same, with the algorithm it chose ("ring", "tree", "hierarchical ring", "p2p", ...).
+struct collective_estimate {
+  double time_s = 0;
+  std::string_view algorithm;
+};
+collective_estimate estimate_collective(const cluster_spec& cluster, collective_kind kind, double bytes,
+                                        const group_placement& where);
+
+/// Placement of each group of a dimension under the job's rank order (§4.1). For dp it is the DP×CP
+/// group the gradients are reduced in; for ep the expert generator's EP group; for embedding the
+/// first and last pipeline stage. Throws input_error when the groups spread unevenly over nodes.
+group_placement placement_of(const job_spec& job, parallel_dim dim);
+
+// ---- rank order and groups (§4.1) ----------------------------------------------------------------
+
+/// "tp-cp-ep-dp-pp" (or comma-separated) → dims fastest first, as parallel_dim values. Throws
+/// input_error naming --rank-order unless it is a permutation of tp, cp, ep, dp, pp.
+std::array<std::int8_t, 5> parse_rank_order(std::string_view text);
+/// The order as Megatron spells it, e.g. "tp-cp-ep-dp-pp".
+std::string format_rank_order(const std::array<std::int8_t, 5>& order);
+/// Device name of a global rank as seeds/003 prints it: n<node>_g<local gpu>.
+std::string device_name(std::int64_t rank, std::int64_t gpus_per_node);
+
+/// A set of process groups: every group of one kind, by global rank.
+struct comm_group_set {
+  std::string_view name;          ///< "tp", "cp", "ep", "dp", "dp-cp", "expert-dp", "pp", "embedding"
+  std::int64_t group_size = 1;
+  std::int64_t num_groups = 0;
+  group_placement placement;
+  std::vector<std::vector<std::int64_t>> ranks;  ///< every group's global ranks; empty in the summary
+};
+
+/// Every group of `name`'s kind, in Megatron's order (parallel_state.py generate_masked_orthogonal_rank_groups).
+comm_group_set process_groups(const job_spec& job, parallel_dim dim);
+
+// ---- traffic (§4.2) and time (§4.3) --------------------------------------------------------------
+
+/// One collective of the iteration, as a GPU that runs it sees it.
+struct comm_collective {
+  collective_kind kind = collective_kind::all_reduce;
+  comm_phase phase = comm_phase::forward;
+  std::string_view what;            ///< e.g. "attention and MLP output all-reduce"
+  std::string_view group;           ///< group it runs in ("tp", "dp-cp", "world", ...)
+  std::int64_t group_size = 1;
+  link_kind link = link_kind::nvlink;
+  std::string_view algorithm;       ///< as estimate_collective chose it
+  double bytes_per_call = 0;        ///< nccl-tests buffer size, bytes
+  std::int64_t calls_per_iteration = 0;  ///< on one GPU of the stage where it moves the most bytes
+  std::int64_t calls_per_iteration_cluster = 0;  ///< summed over every GPU that takes part
+  double bytes_per_iteration_cluster = 0;        ///< Σ calls × bytes over every GPU, bytes
+  double time_per_call_s = 0;
+};
+
+/// Traffic of one parallel dimension for one iteration. "Per GPU" is the busiest GPU (the pipeline
+/// stage with the most bytes); "cluster" sums every GPU's calls and bytes (seeds/003's convention).
+struct comm_dimension {
+  parallel_dim dim = parallel_dim::tp;
+  comm_group_set groups;            ///< the groups its collectives run in
+  comm_group_set expert_groups;     ///< dp only, MoE: the expert-DP groups (group_size 0 when none)
+  std::int64_t busiest_stage = 0;
+  std::int64_t calls_per_iteration_per_gpu = 0;
+  double bytes_per_iteration_per_gpu = 0;       ///< Σ calls × bytes_per_call, bytes
+  double wire_bytes_per_iteration_per_gpu = 0;  ///< Σ calls × bytes × bus_factor: what a GPU sends, bytes
+  std::int64_t calls_per_iteration_cluster = 0;
+  double bytes_per_iteration_cluster = 0;
+  double time_per_iteration_s = 0;  ///< Σ calls × time_per_call on the busiest GPU, no overlap
+  std::vector<comm_collective> collectives;
+};
+
+/// The communication of one iteration (§4).
+struct comm_report {
+  std::array<comm_dimension, 6> dimensions;  ///< indexed by parallel_dim
+  comm_dimension scalars;           ///< loss and gradient-norm all-reduces (few bytes, latency-bound)
+  std::array<std::int8_t, 5> rank_order{};
+  std::int64_t world_size = 0;
+  std::int64_t gpus_per_node = 0;
+  std::int64_t num_nodes = 0;       ///< nodes the job uses
+  std::int64_t num_microbatches = 0;
+  std::int64_t calls_per_iteration_cluster = 0;  ///< all dimensions and scalars
+  double bytes_per_iteration_cluster = 0;
+  double time_per_iteration_per_gpu_s = 0;       ///< Σ of the dimensions' busiest-GPU times
+
+  const comm_dimension& operator[](parallel_dim d) const { return dimensions[static_cast<std::size_t>(d)]; }
+};
+
+/// The per-dimension summary without group lists: the fast path (§4.4; under 1 µs).
+comm_report summarize_comm(const job_spec& job);
+/// The summary plus every group of every dimension.
+comm_report analyze_comm(const job_spec& job);
+
+}  // namespace trainplan
