@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trainplan/args.h"
+#include "trainplan/comm.h"
 #include "trainplan/error.h"
 #include "trainplan/memory.h"
 #include "trainplan/model.h"
@@ -53,11 +54,19 @@ int cmd_memory(const std::vector<std::string>& args, const output_options& out) 
   return 0;
 }
 
+int cmd_comm(const std::vector<std::string>& args, const output_options& out) {
+  const parsed_job pj = parse_job_args(args.empty() ? std::vector<std::string>{"--preset", "bloom-176b-production"} : args);
+  const comm_report r = analyze_comm(pj.job);
+  std::cout << (out.json ? render_comm_json(pj, r) : render_comm_text(pj, r));
+  return 0;
+}
+
 const std::vector<command>& commands() {
   static const std::vector<command> table = {
       {"models", "list the embedded model catalog", false, cmd_models},
       {"model", "parameter tree of a model, with shapes and exact counts", true, cmd_model},
       {"memory", "memory per GPU for every pipeline stage; does the layout fit", true, cmd_memory},
+      {"comm", "process groups, traffic per parallel dimension and collective time per iteration", true, cmd_comm},
   };
   return table;
 }

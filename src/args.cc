@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "trainplan/comm.h"
 #include "trainplan/error.h"
 
 namespace trainplan {
@@ -247,6 +248,20 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--embedding-as-stage", "", "parallel",
                       "each embedding takes one layer slot of its pipeline stage (BLOOM)",
                       SWITCH(b.job.parallel.embedding_as_stage = true)));
+    t.push_back(value("--rank-order", "", "ORDER", "tp-cp-ep-dp-pp", "parallel",
+                      "rank order of the parallel dimensions, fastest first (Megatron's order string)",
+                      [](job_builder& b, const std::string& v, const std::string&) {
+                        b.job.parallel.rank_order = parse_rank_order(v);
+                      }));
+    t.push_back(value("--cp-comm-type", "", "KIND", "p2p", "parallel",
+                      "context-parallel K/V exchange: p2p (ring) or all_gather",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.parallel.cp_comm = choose<cp_comm_kind>(
+                            v, f, {{"p2p", cp_comm_kind::p2p}, {"all_gather", cp_comm_kind::all_gather}});
+                      }));
+    t.push_back(swtch("--scatter-gather-tensors-in-pipeline", "", "parallel",
+                      "legacy Megatron: send 1/t of each activation between stages, all-gather over TP",
+                      SWITCH(b.job.parallel.pp_scatter_gather = true)));
     t.push_back(value("--pp-partition-method", "", "METHOD", "type:transformer", "parallel",
                       "Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage",
                       [](job_builder& b, const std::string& v, const std::string& f) {

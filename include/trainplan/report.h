@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "trainplan/args.h"
+#include "trainplan/comm.h"
 #include "trainplan/memory.h"
 #include "trainplan/model.h"
 
@@ -25,5 +26,10 @@ std::string render_model_json(const model_spec& m, const parameter_breakdown& p,
 
 std::string render_memory_text(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r);
 std::string render_memory_json(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r);
+
+/// Communication per iteration (docs/formulas.md §4): cluster summary and per-dimension detail with the
+/// first groups of each dimension (text), or every group (JSON, {"comm":{"dimensions":{...}}}).
+std::string render_comm_text(const parsed_job& pj, const comm_report& r);
+std::string render_comm_json(const parsed_job& pj, const comm_report& r);
 
 }  // namespace trainplan
