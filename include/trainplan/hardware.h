@@ -13,6 +13,32 @@ std::string_view to_string(dtype d);
 /// Bytes of one element (tf32 is stored as fp32).
 int bytes_of(dtype d);
 
+/// One GEMM tile shape the BLAS library may pick, with its sustained fraction of the tensor-core peak
+/// (smaller tiles reuse less data per load; docs/formulas.md §5.2).
+struct gemm_tile {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  double peak_fraction = 0;  ///< of the dense peak, for a problem that fills every tile and wave
+};
+
+/// How close the GPU gets to its peaks (docs/formulas.md §5.2, §5.3). A zero field means "the catalog
+/// default for this GPU" (src/compute_defaults.cc, one table); a calibration file or a cluster file
+/// sets any of them.
+struct compute_efficiency {
+  std::vector<gemm_tile> tiles;          ///< candidate CTA tiles; the best one is used (cuBLAS heuristics)
+  double tiles_per_sm = 0;               ///< concurrent CTAs per SM (one wave = SMs × this)
+  double align8_factor = 0;              ///< every dim a multiple of 8 but one not of 64
+  double align64_factor = 0;             ///< every dim a multiple of 64 but one not of 128
+  double unaligned_factor = 0;           ///< a 16-bit dim not a multiple of 8: no vectorised tensor-core loads
+  double k_half = 0;                     ///< reduction length at which a GEMM reaches half its rate (prologue)
+  double ramp_flops = 0;                 ///< problem size at which a GEMM reaches half its rate (launch/tail)
+  double attention_bmm_factor = 0;       ///< batched attention GEMMs (scores, context) relative to dense GEMMs
+  double flash_attention_fraction = 0;   ///< flash-attention kernel rate / dense peak
+  double memory_bandwidth_fraction = 0;  ///< elementwise kernels' achieved / datasheet bandwidth
+  double kernel_overhead_s = 0;          ///< launch and tail of one kernel
+  double unfused_softmax_factor = 0;     ///< softmax slowdown when the fused kernel's shape rule fails
+};
+
 /// One GPU model. Peak rates are dense (no structured sparsity).
 struct gpu_spec {
   std::string name;
@@ -28,6 +54,7 @@ struct gpu_spec {
   double intra_node_bandwidth_bytes_per_s = 0;  ///< NVLink/xGMI per GPU, one direction
   std::int64_t cuda_context_bytes = 0;  ///< CUDA/HIP context + NCCL/library workspaces, as nvidia-smi shows
   std::string source;             ///< datasheet
+  compute_efficiency compute;     ///< zero fields: the catalog default (docs/formulas.md §5.6)
 
   /// Peak for the datatype of the GEMMs (bf16/fp16 share a rate).
   double peak_flops(dtype d) const;

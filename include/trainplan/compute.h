@@ -1,0 +1,85 @@
+// Compute time of every kernel of a layer, forward and backward (docs/formulas.md §5.1-§5.3).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "trainplan/hardware.h"
+#include "trainplan/parallel.h"
+
+namespace trainplan {
+
+/// The catalog default efficiencies of `gpu` (by name; unknown GPUs get the entry of the catalog GPU
+/// with the nearest peak). One table, src/compute_defaults.cc; reasons in docs/formulas.md §5.6.
+compute_efficiency default_compute_efficiency(const gpu_spec& gpu);
+
+/// The efficiencies the model uses: the catalog default with every nonzero field of gpu.compute on top.
+compute_efficiency effective_compute_efficiency(const gpu_spec& gpu);
+
+/// C[m×n] = A[m×k]·B[k×n], `batch` independent products.
+struct gemm_shape {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::int64_t batch = 1;
+};
+
+struct gemm_estimate {
+  double flops = 0;       ///< 2·m·n·k·batch
+  double efficiency = 0;  ///< achieved / dense peak, all factors together
+  double time_s = 0;      ///< including the per-kernel overhead
+};
+
+/// One GEMM timed as FLOPs ÷ (peak × efficiency) + overhead, efficiency from the best tile's tile and
+/// wave quantization, alignment, the reduction-length prologue and the small-problem ramp (§5.2).
+gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& eff, dtype precision,
+                            const gemm_shape& shape);
+
+/// Time and work of one pass over one unit (a layer, the embedding, the output) for one micro-batch on
+/// one GPU. Seconds and FLOPs.
+struct pass_time {
+  double gemm_s = 0;       ///< dense GEMMs (QKV, projection, MLP, experts, router, logits)
+  double attention_s = 0;  ///< attention core: score/context GEMMs and softmax/dropout, or flash
+  double memory_s = 0;     ///< memory-bound kernels: norms, activations, dropout, residuals, loss
+  double flops = 0;        ///< as Megatron counts them (full s² attention)
+  double total_s() const { return gemm_s + attention_s + memory_s; }
+};
+
+/// A unit's forward and backward (the backward excludes recomputation).
+struct unit_time {
+  pass_time forward;
+  pass_time backward;
+};
+
+/// What one pipeline rank does per micro-batch (with VPP: per model chunk). Seconds, FLOPs.
+struct stage_compute {
+  std::int64_t stage = 0;
+  std::int64_t num_layers = 0;   ///< per chunk
+  double forward_s = 0;          ///< forward of the chunk's layers (+ embedding, + output and loss)
+  double backward_s = 0;         ///< backward including the recomputed forward
+  double recompute_s = 0;        ///< the recomputed part of backward_s
+  double forward_flops = 0;      ///< counted FLOPs, per micro-batch per chunk
+  double backward_flops = 0;     ///< including recomputation
+  double optimizer_s = 0;        ///< optimizer step of this rank, once per iteration
+};
+
+struct compute_report {
+  unit_time dense_layer;
+  unit_time moe_layer;           ///< zero for dense models
+  unit_time embedding;
+  unit_time output;              ///< final norm, logits, cross-entropy
+  double layer_recompute_fraction = 0;  ///< of a layer's forward redone in backward (full: 1)
+  std::vector<stage_compute> stages;    ///< one per pipeline rank
+  bool fused_softmax = true;     ///< Megatron's fused softmax kernel applies (§5.3)
+  /// Whole job, one iteration (all GPUs together).
+  double model_flops = 0;        ///< no recomputation: 3 × forward
+  double hardware_flops = 0;     ///< with recomputation (Narayanan et al. eq. 3 with full recompute)
+};
+
+/// Compute time of `job` (finalized). Allocates only the stage vector.
+compute_report estimate_compute(const job_spec& job);
+
+/// Forward and backward of one transformer layer for one micro-batch on one GPU.
+unit_time layer_compute(const job_spec& job, const compute_efficiency& eff, bool moe_layer);
+
+}  // namespace trainplan

@@ -1,0 +1,82 @@
+// Pipeline schedules: GPipe, 1F1B and interleaved 1F1B, simulated event by event or in closed form
+// (docs/formulas.md §5.4).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace trainplan {
+
+enum class schedule_kind { gpipe, one_f_one_b, interleaved };
+std::string_view to_string(schedule_kind k);
+
+/// One pipeline rank's work per micro-batch and model chunk. Seconds.
+struct stage_times {
+  double forward_s = 0;   ///< compute + the TP/CP/EP communication inside the forward
+  double backward_s = 0;  ///< the same for the backward, recomputation included
+  double grad_reduce_s = 0;  ///< DP gradient reduction of this rank, once per iteration
+  double optimizer_s = 0;    ///< optimizer step of this rank
+};
+
+struct schedule_input {
+  schedule_kind kind = schedule_kind::one_f_one_b;
+  std::int64_t num_microbatches = 1;
+  std::int64_t num_chunks = 1;       ///< model chunks per rank (interleaved); 1 otherwise
+  std::vector<stage_times> stages;   ///< one per pipeline rank
+  double p2p_s = 0;                  ///< one activation (or gradient) transfer; blocks the sender
+  bool overlap_grad_reduce = false;  ///< the DP reduction runs under the last micro-batch's backward
+  bool record_events = false;        ///< fill schedule_result::events (the simulation then always runs)
+};
+
+/// One forward or backward of one micro-batch on one rank, in the timeline.
+struct schedule_event {
+  std::int64_t stage = 0;
+  std::int64_t chunk = 0;
+  std::int64_t microbatch = 0;
+  bool backward = false;
+  double start_s = 0;
+  double end_s = 0;  ///< includes the send to the next rank
+};
+
+struct stage_usage {
+  double busy_s = 0;        ///< forward and backward work (sends excluded)
+  double send_s = 0;        ///< time blocked sending activations/gradients
+  double idle_s = 0;        ///< waiting inside the pipeline phase
+  double pipeline_end_s = 0;  ///< end of this rank's last backward
+  double grad_reduce_exposed_s = 0;
+};
+
+struct schedule_result {
+  double iteration_s = 0;
+  double pipeline_s = 0;          ///< from the first forward to the last backward on any rank
+  double bubble_fraction = 0;     ///< idle + send share of the pipeline phase, averaged over ranks
+  double grad_reduce_exposed_s = 0;  ///< what the DP reduction adds after the pipeline phase
+  double optimizer_s = 0;
+  std::int64_t critical_stage = 0;  ///< rank whose end sets the iteration
+  bool closed_form = false;       ///< true when the closed form gave the result
+  std::vector<stage_usage> stages;
+  std::vector<schedule_event> events;
+};
+
+/// The schedule Megatron runs for the layout: interleaved when chunks > 1, else 1F1B (GPipe on request).
+/// Throws input_error naming the flags when the layout cannot run it (micro-batches not a multiple of
+/// the pipeline size for interleaving, as Megatron requires).
+void check_schedule(const schedule_input& in);
+
+/// Event-driven simulation: each rank runs its operation list in Megatron's order (schedules.py); an
+/// operation starts when the rank is free and its input has arrived.
+schedule_result simulate_schedule(const schedule_input& in);
+
+/// Closed form for uniform stages (§5.4): (m·v + p − 1)·(F + B + sends) for 1F1B and interleaved,
+/// GPipe likewise. Precondition: every stage has the same forward and backward times.
+schedule_result closed_form_schedule(const schedule_input& in);
+
+/// True when every stage has the same forward and backward time (relative 1e-9).
+bool stages_uniform(const schedule_input& in);
+
+/// Closed form when the stages are uniform (and, interleaved, without transfers) and no events are
+/// wanted, else the simulation.
+schedule_result run_schedule(const schedule_input& in);
+
+}  // namespace trainplan

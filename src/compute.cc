@@ -1,0 +1,326 @@
+// Compute time per kernel, layer and pipeline stage (docs/formulas.md §5.1-§5.3).
+#include "trainplan/compute.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "trainplan/model.h"
+
+namespace trainplan {
+
+namespace {
+
+double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+/// Elements a 16-bit (8-bit, 32-bit) operand needs per dimension for vectorised tensor-core loads: 16 bytes.
+std::int64_t alignment_elements(dtype d) { return std::max(1, 16 / bytes_of(d)); }
+
+/// Alignment factor of one dimension (§5.2): multiples of 128 are free.
+double alignment_factor(std::int64_t dim, std::int64_t elems, const compute_efficiency& e) {
+  if (dim % elems != 0) return e.unaligned_factor;
+  if (dim % 128 == 0) return 1.0;
+  if (dim % 64 == 0) return e.align64_factor;
+  return e.align8_factor;
+}
+
+/// Memory-bound work: bytes ÷ (bandwidth × fraction) + per-kernel overhead.
+double memory_time_s(const gpu_spec& gpu, const compute_efficiency& e, double bytes, int kernels) {
+  return bytes / (gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction) + kernels * e.kernel_overhead_s;
+}
+
+/// Adds one GEMM (forward shape) to the forward pass and its two backward GEMMs (data and weight
+/// gradients, each with the forward's FLOPs) to the backward pass (§5.1). `weight_grad` false for
+/// products of two activations (attention), whose backward is two data-gradient GEMMs.
+void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& f, unit_time& u,
+              double pass_time::*bucket, double scale = 1.0) {
+  const gemm_estimate fw = estimate_gemm(gpu, e, d, f);
+  // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n].
+  const gemm_estimate dx = estimate_gemm(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch});
+  const gemm_estimate dw = estimate_gemm(gpu, e, d, gemm_shape{f.k, f.n, f.m, f.batch});
+  u.forward.*bucket += fw.time_s * scale;
+  u.forward.flops += fw.flops * scale;
+  u.backward.*bucket += (dx.time_s + dw.time_s) * scale;
+  u.backward.flops += (dx.flops + dw.flops) * scale;
+}
+
+/// Memory-bound kernels: forward bytes, backward = `backward_factor` × forward (reads the saved input
+/// and the output gradient, writes the input gradient; §5.3).
+void add_memory(const gpu_spec& gpu, const compute_efficiency& e, double bytes, int kernels, unit_time& u,
+                double pass_time::*bucket = &pass_time::memory_s) {
+  constexpr double kBackwardFactor = 2.0;
+  u.forward.*bucket += memory_time_s(gpu, e, bytes, kernels);
+  u.backward.*bucket += memory_time_s(gpu, e, bytes * kBackwardFactor, kernels);
+}
+
+/// Megatron's fused scale-mask-softmax applies (megatron/model/fused_softmax.py, is_kernel_available,
+/// 2022): 16 < sk ≤ 2048 (4096 from 2023), sq % 4 == 0, b·np % 4 == 0 (§5.3).
+bool fused_softmax_applies(std::int64_t sq, std::int64_t sk, std::int64_t b, std::int64_t np) {
+  return sk > 16 && sk <= 4096 && sq % 4 == 0 && (b * np) % 4 == 0;
+}
+
+}  // namespace
+
+compute_efficiency effective_compute_efficiency(const gpu_spec& gpu) {
+  compute_efficiency e = default_compute_efficiency(gpu);
+  const compute_efficiency& o = gpu.compute;
+  if (!o.tiles.empty()) e.tiles = o.tiles;
+  auto take = [](double& into, double v) {
+    if (v > 0) into = v;
+  };
+  take(e.tiles_per_sm, o.tiles_per_sm);
+  take(e.align8_factor, o.align8_factor);
+  take(e.align64_factor, o.align64_factor);
+  take(e.unaligned_factor, o.unaligned_factor);
+  take(e.k_half, o.k_half);
+  take(e.ramp_flops, o.ramp_flops);
+  take(e.attention_bmm_factor, o.attention_bmm_factor);
+  take(e.flash_attention_fraction, o.flash_attention_fraction);
+  take(e.memory_bandwidth_fraction, o.memory_bandwidth_fraction);
+  take(e.kernel_overhead_s, o.kernel_overhead_s);
+  take(e.unfused_softmax_factor, o.unfused_softmax_factor);
+  return e;
+}
+
+gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& s) {
+  gemm_estimate out;
+  const double m = static_cast<double>(s.m), n = static_cast<double>(s.n), k = static_cast<double>(s.k),
+               b = static_cast<double>(s.batch);
+  out.flops = 2.0 * m * n * k * b;
+  if (out.flops <= 0) return out;
+  // Tile and wave quantization (§5.2): the best tile the library offers.
+  const double slots = static_cast<double>(gpu.sm_count) * e.tiles_per_sm;
+  double best = 0;
+  for (const gemm_tile& t : e.tiles) {
+    const double tm = static_cast<double>(t.m), tn = static_cast<double>(t.n);
+    const double tiles = ceil_div(m, tm) * ceil_div(n, tn) * b;
+    const double waves = ceil_div(tiles, slots);
+    const double util = (m * n * b) / (waves * slots * tm * tn);
+    best = std::max(best, t.peak_fraction * util);
+  }
+  const std::int64_t elems = alignment_elements(d);
+  const double align = std::min({alignment_factor(s.m, elems, e), alignment_factor(s.n, elems, e),
+                                 alignment_factor(s.k, elems, e)});
+  const double prologue = k / (k + e.k_half);
+  const double ramp = out.flops / (out.flops + e.ramp_flops);
+  out.efficiency = best * align * prologue * ramp;
+  out.time_s = out.flops / (gpu.peak_flops(d) * out.efficiency) + e.kernel_overhead_s;
+  return out;
+}
+
+unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool moe_layer) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const gpu_spec& gpu = job.cluster.gpu;
+  const dtype d = job.training.precision;
+  const double eb = bytes_of(d);
+  const std::int64_t t = p.tp;
+  const std::int64_t b = job.training.micro_batch_size;
+  const std::int64_t s = m.seq_length;
+  const std::int64_t sq = s / p.cp;           // query rows on this GPU (§5.1)
+  const std::int64_t tokens = b * sq;         // rows of every dense GEMM
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t np = m.num_attention_heads / t;
+  const std::int64_t dh = m.kv_channels;
+  unit_time u;
+
+  // Attention (§5.1): QKV, core, projection.
+  add_gemm(gpu, e, d, {tokens, (m.q_width() + 2 * m.kv_width()) / t, h}, u, &pass_time::gemm_s);
+  if (job.training.flash_attention) {
+    // Flash attention: one fused kernel; causal masking skips half the tiles; backward ≈ 2.5× forward
+    // (it recomputes the scores; Dao 2023).
+    const double flops = 4.0 * b * np * static_cast<double>(sq) * s * dh;  // counted (full s²)
+    const double rate = gpu.peak_flops(d) * e.flash_attention_fraction;
+    u.forward.attention_s += 0.5 * flops / rate + e.kernel_overhead_s;
+    u.forward.flops += flops;
+    u.backward.attention_s += 2.5 * 0.5 * flops / rate + e.kernel_overhead_s;
+    u.backward.flops += 2 * flops;
+  } else {
+    const double scale = 1.0 / e.attention_bmm_factor;
+    add_gemm(gpu, e, d, {sq, s, dh, b * np}, u, &pass_time::attention_s, scale);  // Q·Kᵀ
+    add_gemm(gpu, e, d, {sq, dh, s, b * np}, u, &pass_time::attention_s, scale);  // P·V
+    // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the
+    // probabilities and a 1-byte mask (§5.3).
+    const double scores = static_cast<double>(b) * np * sq * s;
+    const bool fused = fused_softmax_applies(sq, s, b, np);
+    double softmax_bytes = 2 * eb * scores;
+    if (!fused) softmax_bytes *= e.unfused_softmax_factor;
+    if (m.position_embedding == position_embedding_kind::alibi) softmax_bytes += eb * scores;
+    add_memory(gpu, e, softmax_bytes, fused ? 1 : 3, u, &pass_time::attention_s);
+    if (m.attention_dropout > 0) add_memory(gpu, e, (2 * eb + 1) * scores, 1, u, &pass_time::attention_s);
+  }
+  add_gemm(gpu, e, d, {tokens, h, m.q_width() / t}, u, &pass_time::gemm_s);
+
+  // MLP or experts.
+  const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
+  double act_elems = 0;  // activation-function inputs, elements
+  auto dense_mlp = [&](std::int64_t ffn) {
+    add_gemm(gpu, e, d, {tokens, gate * ffn / t, h}, u, &pass_time::gemm_s);
+    add_gemm(gpu, e, d, {tokens, h, ffn / t}, u, &pass_time::gemm_s);
+    act_elems += static_cast<double>(tokens) * gate * ffn / t;
+  };
+  if (moe_layer) {
+    const moe_spec& x = m.moe;
+    add_gemm(gpu, e, d, {tokens, x.num_experts, h}, u, &pass_time::gemm_s);  // router
+    const std::int64_t local_experts = x.num_experts / p.ep;
+    // Balanced routing: each local expert sees ep·tokens·topk / experts rows (§5.1).
+    const std::int64_t rows = std::max<std::int64_t>(1, p.ep * tokens * x.router_topk / x.num_experts);
+    const std::int64_t f = x.expert_ffn_hidden_size;
+    add_gemm(gpu, e, d, {rows, gate * f / t, h, local_experts}, u, &pass_time::gemm_s);
+    add_gemm(gpu, e, d, {rows, h, f / t, local_experts}, u, &pass_time::gemm_s);
+    act_elems += static_cast<double>(rows) * local_experts * gate * f / t;
+    // Permute and un-permute the routed tokens.
+    add_memory(gpu, e, 4 * eb * static_cast<double>(tokens) * x.router_topk * h, 2, u);
+    if (x.shared_expert_ffn_hidden_size > 0) dense_mlp(x.shared_expert_ffn_hidden_size);
+  } else {
+    dense_mlp(m.ffn_hidden_size);
+  }
+  // Activation function (fused with its bias): read the input, write the output (gated: half as wide).
+  add_memory(gpu, e, eb * act_elems * (gate == 2 ? 1.5 : 2.0), 1, u);
+
+  // Norms and bias-dropout-residual (§5.3). Without sequence parallelism every TP rank does them on the
+  // whole hidden vector.
+  const double hidden_elems = static_cast<double>(tokens) * h / (p.sequence_parallel ? t : 1);
+  add_memory(gpu, e, 2 * 2 * eb * hidden_elems, 2, u);  // two norms: read + write
+  const double dropout_mask = m.hidden_dropout > 0 ? 1.0 : 0.0;
+  add_memory(gpu, e, 2 * (3 * eb + dropout_mask) * hidden_elems, 2, u);  // two bias-dropout-adds
+  if (m.position_embedding == position_embedding_kind::rope) {
+    add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.q_width() + m.kv_width()) / t, 2, u);
+  }
+  return u;
+}
+
+namespace {
+
+/// Word (and position) embedding lookup, its norm, and the backward scatter into the gradient.
+unit_time embedding_compute(const job_spec& job, const compute_efficiency& e) {
+  const model_spec& m = job.model;
+  const double eb = bytes_of(job.training.precision);
+  const double elems = static_cast<double>(job.training.micro_batch_size) * m.seq_length / job.parallel.cp *
+                       m.hidden_size;
+  unit_time u;
+  double bytes = 2 * eb * elems;                      // gather rows, write output
+  if (m.position_embedding == position_embedding_kind::learned) bytes += 2 * eb * elems;
+  if (m.embedding_norm) bytes += 2 * eb * elems;
+  if (m.hidden_dropout > 0) bytes += (2 * eb + 1) * elems;
+  add_memory(job.cluster.gpu, e, bytes, 4, u);
+  return u;
+}
+
+/// Final norm, logits GEMM over the vocabulary shard, vocab-parallel cross-entropy in fp32.
+unit_time output_compute(const job_spec& job, const compute_efficiency& e) {
+  const model_spec& m = job.model;
+  const gpu_spec& gpu = job.cluster.gpu;
+  const dtype d = job.training.precision;
+  const double eb = bytes_of(d);
+  const std::int64_t tokens = job.training.micro_batch_size * m.seq_length / job.parallel.cp;
+  const std::int64_t vocab = padded_vocab(m, job.parallel.tp) / job.parallel.tp;
+  unit_time u;
+  if (m.final_norm) add_memory(gpu, e, 2 * 2 * eb * static_cast<double>(tokens) * m.hidden_size, 1, u);
+  add_gemm(gpu, e, d, {tokens, vocab, m.hidden_size}, u, &pass_time::gemm_s);
+  // Cross-entropy: cast to fp32, max, exp-sum, loss; backward writes the logits' gradient (§5.3).
+  add_memory(gpu, e, static_cast<double>(tokens) * vocab * (eb + 3 * 4.0), 4, u);
+  return u;
+}
+
+}  // namespace
+
+compute_report estimate_compute(const job_spec& job) {
+  compute_report r;
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const training_config& tc = job.training;
+  r.dense_layer = layer_compute(job, e, false);
+  if (m.is_moe()) r.moe_layer = layer_compute(job, e, true);
+  r.embedding = embedding_compute(job, e);
+  r.output = output_compute(job, e);
+  {
+    const std::int64_t np = m.num_attention_heads / p.tp;
+    const std::int64_t sq = m.seq_length / p.cp;
+    r.fused_softmax = tc.flash_attention || fused_softmax_applies(sq, m.seq_length, tc.micro_batch_size, np);
+  }
+
+  // Recomputation (§5.4): full redoes the layer's forward in backward; selective redoes the attention core.
+  auto recompute_of = [&](const unit_time& u) {
+    switch (tc.recompute) {
+      case recompute_granularity::full: return std::pair{u.forward.total_s(), u.forward.flops};
+      case recompute_granularity::selective: return std::pair{u.forward.attention_s, 0.0};
+      case recompute_granularity::none: break;
+    }
+    return std::pair{0.0, 0.0};
+  };
+  const auto [dense_re_s, dense_re_flops] = recompute_of(r.dense_layer);
+  const auto [moe_re_s, moe_re_flops] = recompute_of(r.moe_layer);
+  r.layer_recompute_fraction = tc.recompute == recompute_granularity::full ? 1.0 : 0.0;
+
+  // Parameters each rank updates in its optimizer step (ZeRO ≥ 1 shards them over DP; §5.5).
+  const parameter_breakdown params = count_parameters(m, p.tp);
+  const double shard = tc.zero_stage >= 1 ? static_cast<double>(p.dp) : 1.0;
+  // Adam on fp32 master weights: read master, grad, m, v; write master, m, v and the 16-bit copy.
+  const double opt_bytes_per_param = tc.optimizer == optimizer_kind::adam ? 4.0 * 7 + 2 : 4.0 * 3 + 2;
+  const gpu_spec& gpu = job.cluster.gpu;
+
+  const std::vector<stage_layout> layout = pipeline_layout(job);
+  r.stages.reserve(layout.size());
+  const double vpp = static_cast<double>(p.vpp);
+  for (const stage_layout& sl : layout) {
+    stage_compute sc;
+    sc.stage = sl.stage;
+    const double dense = static_cast<double>(sl.num_layers - sl.num_moe_layers);
+    const double moe = static_cast<double>(sl.num_moe_layers);
+    // Layers whose forward is recomputed: all with the uniform method, the first N with block.
+    double recomputed = dense + moe;
+    if (tc.recompute == recompute_granularity::full && tc.recompute_method_ == recompute_method::block) {
+      recomputed = std::min<double>(recomputed, static_cast<double>(tc.recompute_num_layers));
+    }
+    const double dense_re = recomputed * (dense / std::max(1.0, dense + moe));
+    const double moe_re = recomputed - dense_re;
+    double fwd = dense * r.dense_layer.forward.total_s() + moe * r.moe_layer.forward.total_s();
+    double bwd = dense * r.dense_layer.backward.total_s() + moe * r.moe_layer.backward.total_s();
+    double re = dense_re * dense_re_s + moe_re * moe_re_s;
+    double fwd_flops = dense * r.dense_layer.forward.flops + moe * r.moe_layer.forward.flops;
+    double bwd_flops = dense * r.dense_layer.backward.flops + moe * r.moe_layer.backward.flops +
+                       dense_re * dense_re_flops + moe_re * moe_re_flops;
+    // With VPP the rank runs vpp chunks per micro-batch: times are per chunk (the embedding and output
+    // sit on the first and last chunk; spread over chunks here, §5.4).
+    if (sl.has_embedding) {
+      fwd += r.embedding.forward.total_s();
+      bwd += r.embedding.backward.total_s();
+    }
+    if (sl.has_output) {
+      fwd += r.output.forward.total_s();
+      bwd += r.output.backward.total_s();
+      fwd_flops += r.output.forward.flops;
+      bwd_flops += r.output.backward.flops;
+    }
+    sc.num_layers = static_cast<std::int64_t>(std::llround((dense + moe) / vpp));
+    sc.forward_s = fwd / vpp;
+    sc.recompute_s = re / vpp;
+    sc.backward_s = (bwd + re) / vpp;
+    sc.forward_flops = fwd_flops / vpp;
+    sc.backward_flops = bwd_flops / vpp;
+    // Optimizer step of this rank's parameter shard (memory-bound; §5.5).
+    double rank_params = dense * static_cast<double>(params.dense_layer.total()) / p.tp +
+                         moe * static_cast<double>(params.moe_layer.total()) / p.tp;
+    if (sl.has_embedding) rank_params += static_cast<double>(params.embedding()) / p.tp;
+    if (sl.has_output) rank_params += static_cast<double>(params.output_layer + params.final_norm) / p.tp;
+    sc.optimizer_s = memory_time_s(gpu, e, rank_params / shard * opt_bytes_per_param, 8);
+    r.stages.push_back(sc);
+  }
+
+  // Whole-job FLOPs per iteration: every micro-batch of every pipeline, each DP replica (§5.7).
+  const double microbatches = static_cast<double>(job.num_microbatches()) * p.dp * p.cp;
+  double fwd_all = 0, bwd_all = 0;
+  for (const stage_compute& sc : r.stages) {
+    fwd_all += sc.forward_flops * vpp;
+    bwd_all += sc.backward_flops * vpp;
+  }
+  // FLOPs above are per GPU (one TP shard); the job's total multiplies by TP.
+  const double tp = static_cast<double>(p.tp);
+  r.hardware_flops = (fwd_all + bwd_all) * microbatches * tp;
+  // Model FLOPs: forward + backward (2 × forward), no recomputation.
+  r.model_flops = 3.0 * fwd_all * microbatches * tp;
+  return r;
+}
+
+}  // namespace trainplan
