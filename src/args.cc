@@ -297,6 +297,9 @@ const std::vector<flag_def>& flag_table() {
                       SWITCH(b.job.training.distributed_optimizer = true)));
     t.push_back(swtch("--accumulate-allreduce-grads-in-fp32", "", "training", "fp32 main gradients (forced with bf16)",
                       SWITCH(b.job.training.accumulate_allreduce_grads_in_fp32 = true)));
+    t.push_back(swtch("--overlap-grad-reduce", "", "training",
+                      "DP gradient reduction overlapped with the last backward (Megatron; §5.4)",
+                      SWITCH(b.job.training.overlap_grad_reduce = true)));
     t.push_back(swtch("--use-flash-attn", "--flash-attention", "training", "flash attention",
                       SWITCH(b.job.training.flash_attention = true)));
     t.push_back(swtch("--bias-swiglu-fusion", "", "training", "fused bias+SwiGLU (Megatron core's default)",
@@ -385,7 +388,7 @@ constexpr const char* kIgnoredFlags[] = {
     "--use-legacy-models", "--transformer-impl", "--rotary-percent", "--rotary-base", "--rotary-interleaved",
     "--norm-epsilon", "--layernorm-epsilon", "--apply-query-key-layer-scaling", "--initial-loss-scale",
     "--loss-scale", "--loss-scale-window", "--hysteresis", "--min-loss-scale", "--data-impl", "--dataloader-type",
-    "--num-workers", "--use-checkpoint-args", "--no-load-optim", "--no-load-rng", "--finetune", "--overlap-grad-reduce",
+    "--num-workers", "--use-checkpoint-args", "--no-load-optim", "--no-load-rng", "--finetune",
     "--overlap-param-gather", "--rampup-batch-size", "--kill-switch-path", "--abort-on-unmet-fused-kernel-constraints",
     "--pad-vocab-size-to", "--deepspeed_config", "--deepspeed-config", "--deepspeed-activation-checkpointing",
     "--partition-activations", "--no-pipeline-parallel", "--checkpoint-num-layers", "--openai-gelu", "--onnx-safe",

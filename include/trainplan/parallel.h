@@ -64,6 +64,7 @@ struct training_config {
   bool offload_optimizer = false;     ///< optimizer states (and master weights) in CPU memory
   std::int64_t bucket_size_bytes = 0;  ///< gradient-reduction bucket; 0 = the framework's default
   double allocator_reserve_fraction = 0.10;  ///< caching allocator's reserve above allocated (§3.8)
+  bool overlap_grad_reduce = false;   ///< DP reduction under the last backward (Megatron --overlap-grad-reduce, §5.4)
 };
 
 /// Everything one estimate needs.

@@ -1,0 +1,56 @@
+// Iteration time, throughput, TFLOPs, MFU/HFU and where the time goes (docs/formulas.md §5.5, §5.7).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "trainplan/compute.h"
+#include "trainplan/parallel.h"
+#include "trainplan/schedule.h"
+
+namespace trainplan {
+
+/// Where one iteration's time goes, on the rank that sets it. Seconds; they add up to iteration_s.
+struct time_breakdown {
+  double compute_s = 0;          ///< forward, backward and recomputation kernels
+  double tp_comm_s = 0;          ///< exposed TP/CP/EP (and ZeRO-3 gather) communication inside micro-batches
+  double pipeline_s = 0;         ///< pipeline bubble and point-to-point transfers
+  double dp_comm_s = 0;          ///< exposed gradient reduction (and embedding-group all-reduce)
+  double optimizer_s = 0;        ///< optimizer step and the ZeRO parameter all-gather after it
+};
+
+/// Communication inside one micro-batch on one rank, per chunk. Seconds.
+struct stage_comm {
+  double forward_s = 0;
+  double backward_s = 0;         ///< recomputation's collectives included
+  double grad_reduce_s = 0;      ///< once per iteration, can overlap the last backward
+  double param_gather_s = 0;     ///< ZeRO-1/2 all-gather of updated weights after the step
+};
+
+struct time_report {
+  double iteration_s = 0;
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;        ///< Megatron's report: with recomputation (Narayanan et al. eq. 3)
+  double model_tflops_per_gpu = 0;  ///< no recomputation
+  double mfu = 0;                   ///< model FLOPs / (time · GPUs · dense peak)
+  double hfu = 0;                   ///< hardware FLOPs (with recomputation) likewise
+  double bubble_fraction = 0;
+  double p2p_s = 0;                 ///< one activation transfer between pipeline ranks
+  schedule_kind schedule = schedule_kind::one_f_one_b;
+  time_breakdown breakdown;
+  compute_report compute;
+  std::vector<stage_comm> comm;     ///< per pipeline rank
+  schedule_result pipeline;
+};
+
+/// Full evaluation of `job` (finalized): compute, communication, schedule, totals. With
+/// `record_events` the schedule is simulated and its events kept (trainplan schedule).
+/// `kind` overrides Megatron's choice (interleaved when VPP > 1, else 1F1B), e.g. for GPipe.
+time_report estimate_time(const job_spec& job, bool record_events = false);
+time_report estimate_time(const job_spec& job, schedule_kind kind, bool record_events);
+
+/// The schedule Megatron runs for the layout.
+schedule_kind default_schedule(const job_spec& job);
+
+}  // namespace trainplan
