@@ -27,12 +27,17 @@ struct job_builder {
   std::int64_t gpus_per_node = 0;
   bool dp_given = false;
   std::string gpu_name;
-  std::optional<double> gpu_memory_gib, gpu_usable_gib, gpu_peak_tflops, gpu_bandwidth_gb_per_s, intra_gb_per_s,
-      nic_gbit_per_s, intra_latency_us, inter_latency_us, context_mib;
+  std::optional<double> gpu_memory_gib, gpu_peak_tflops, gpu_bandwidth_gb_per_s, intra_gb_per_s, nic_gbit_per_s,
+      intra_latency_us, inter_latency_us;
+  std::optional<std::int64_t> gpu_usable_gib, context_mib;  // as bytes
   std::int64_t nics_per_node = 0;
   std::vector<std::string> ignored;
   bool launch = false;
   std::string preset;
+  std::vector<std::string> explicit_fields;  // model fields set by a flag
+  bool is_explicit(const char* f) const {
+    return std::find(explicit_fields.begin(), explicit_fields.end(), f) != explicit_fields.end();
+  }
 };
 
 using handler = std::function<void(job_builder&, const std::string& value, const std::string& flag)>;
@@ -55,13 +60,22 @@ std::int64_t to_int(const std::string& v, const std::string& flag) {
     char* end = nullptr;
     errno = 0;
     const double d = std::strtod(v.c_str(), &end);
-    if (!v.empty() && end == v.c_str() + v.size() && errno == 0 && std::isfinite(d) && d == std::floor(d) &&
-        std::fabs(d) < 9.2e18) {
+    const bool decimal = v.find_first_not_of("0123456789+-.eE") == std::string::npos;  // not 0x10, " 4"
+    if (decimal && !v.empty() && end == v.c_str() + v.size() && errno == 0 && std::isfinite(d) &&
+        d == std::floor(d) && std::fabs(d) < 9.2e18) {
       return static_cast<std::int64_t>(d);
     }
     throw input_error(flag + " expects an integer, got '" + v + "'");
   }
   return out;
+}
+
+/// An integer of at least `lo` (0 or 1): 0 is the internal "not given", so an explicit 0 or a negative
+/// value must not fall back silently to a default.
+std::int64_t to_int_min(const std::string& v, const std::string& flag, std::int64_t lo) {
+  const std::int64_t x = to_int(v, flag);
+  if (x < lo) throw input_error(flag + (lo > 0 ? " must be a positive integer, got " : " must not be negative, got ") + v);
+  return x;
 }
 
 double to_double(const std::string& v, const std::string& flag) {
@@ -80,6 +94,17 @@ double to_positive(const std::string& v, const std::string& flag) {
   return d;
 }
 
+/// A size given in `unit` bytes (GiB, MiB) as whole bytes; absurd values are an error, never a wrapped cast.
+std::int64_t to_bytes(const std::string& v, const std::string& flag, double unit, bool allow_zero) {
+  const double d = allow_zero ? to_double(v, flag) : to_positive(v, flag);
+  if (d < 0) throw input_error(flag + " must not be negative, got " + v);
+  const double bytes = d * unit;
+  if (bytes > 0x1p62) throw input_error(flag + ": " + v + " is absurdly large (more than 2^62 bytes)");
+  const auto whole = static_cast<std::int64_t>(bytes);
+  if (!allow_zero && whole < 1) throw input_error(flag + ": " + v + " is less than one byte");
+  return whole;
+}
+
 template <typename E>
 E choose(const std::string& v, const std::string& flag, std::initializer_list<std::pair<const char*, E>> table) {
   std::vector<std::string> names;
@@ -93,10 +118,14 @@ E choose(const std::string& v, const std::string& flag, std::initializer_list<st
 }
 
 #define INT_FIELD(path) [](job_builder& b, const std::string& v, const std::string& f) { path = to_int(v, f); }
-#define MODEL_INT(field)                                                 \
+#define INT_FIELD_MIN(path, lo) \
+  [](job_builder& b, const std::string& v, const std::string& f) { path = to_int_min(v, f, lo); }
+#define MODEL_INT(field) MODEL_INT_MIN(field, 1)
+#define MODEL_INT_MIN(field, lo)                                         \
   [](job_builder& b, const std::string& v, const std::string& f) {       \
-    b.job.model.field = to_int(v, f);                                    \
+    b.job.model.field = to_int_min(v, f, lo);                            \
     b.model_fields = true;                                               \
+    b.explicit_fields.push_back(#field);                                 \
   }
 #define MODEL_SWITCH(stmt)                                                \
   [](job_builder& b, const std::string&, const std::string&) {            \
@@ -209,12 +238,12 @@ const std::vector<flag_def>& flag_table() {
                       [](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.hidden_dropout = to_double(v, f);
                       }));
-    t.push_back(value("--num-experts", "", "N", "0 (dense)", "model", "MoE experts", MODEL_INT(moe.num_experts)));
+    t.push_back(value("--num-experts", "", "N", "0 (dense)", "model", "MoE experts", MODEL_INT_MIN(moe.num_experts, 0)));
     t.push_back(value("--moe-router-topk", "", "K", "2", "model", "experts per token", MODEL_INT(moe.router_topk)));
     t.push_back(value("--moe-ffn-hidden-size", "", "N", "--ffn-hidden-size", "model", "FFN width of one expert",
                       MODEL_INT(moe.expert_ffn_hidden_size)));
     t.push_back(value("--moe-shared-expert-intermediate-size", "", "N", "0", "model", "total width of shared experts",
-                      MODEL_INT(moe.shared_expert_ffn_hidden_size)));
+                      MODEL_INT_MIN(moe.shared_expert_ffn_hidden_size, 0)));
     t.push_back(value("--moe-layer-freq", "", "N", "1", "model", "every N-th layer is MoE", MODEL_INT(moe.layer_freq)));
     // ---- parallel ----
     t.push_back(value("--tensor-model-parallel-size", "--tp", "N", "1", "parallel", "tensor parallel size t",
@@ -232,7 +261,7 @@ const std::vector<flag_def>& flag_table() {
                         b.dp_given = true;
                       }));
     t.push_back(value("--num-layers-per-virtual-pipeline-stage", "--vpp-layers", "N", "0 (no interleaving)", "parallel",
-                      "layers per model chunk: interleaved 1F1B", INT_FIELD(b.job.parallel.num_layers_per_virtual_stage)));
+                      "layers per model chunk: interleaved 1F1B", INT_FIELD_MIN(b.job.parallel.num_layers_per_virtual_stage, 0)));
     t.push_back(value("--virtual-pipeline-model-parallel-size", "--vpp", "N", "1", "parallel",
                       "model chunks per pipeline rank (sets the layers per virtual stage)",
                       [](job_builder& b, const std::string& v, const std::string& f) {
@@ -240,9 +269,9 @@ const std::vector<flag_def>& flag_table() {
                         if (b.job.parallel.vpp < 1) throw input_error(f + " must be a positive integer, got " + v);
                       }));
     t.push_back(value("--decoder-first-pipeline-num-layers", "", "N", "even split", "parallel",
-                      "layers on the first pipeline stage", INT_FIELD(b.job.parallel.first_stage_layers)));
+                      "layers on the first pipeline stage", INT_FIELD_MIN(b.job.parallel.first_stage_layers, 0)));
     t.push_back(value("--decoder-last-pipeline-num-layers", "", "N", "even split", "parallel",
-                      "layers on the last pipeline stage", INT_FIELD(b.job.parallel.last_stage_layers)));
+                      "layers on the last pipeline stage", INT_FIELD_MIN(b.job.parallel.last_stage_layers, 0)));
     t.push_back(swtch("--sequence-parallel", "--sp", "parallel", "Megatron sequence parallelism",
                       SWITCH(b.job.parallel.sequence_parallel = true)));
     t.push_back(swtch("--embedding-as-stage", "", "parallel",
@@ -275,7 +304,7 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--micro-batch-size", "--mbs", "N", "1", "training", "micro-batch size b",
                       INT_FIELD(b.job.training.micro_batch_size)));
     t.push_back(value("--global-batch-size", "--gbs", "N", "MBS×DP", "training", "global batch size (samples)",
-                      INT_FIELD(b.job.training.global_batch_size)));
+                      INT_FIELD_MIN(b.job.training.global_batch_size, 1)));
     t.push_back(swtch("--bf16", "", "training", "bf16 mixed precision (default)", SWITCH(b.job.training.precision = dtype::bf16)));
     t.push_back(swtch("--fp16", "", "training", "fp16 mixed precision", SWITCH(b.job.training.precision = dtype::fp16)));
     t.push_back(swtch("--fp32", "", "training", "fp32 training", SWITCH(b.job.training.precision = dtype::fp32)));
@@ -334,8 +363,19 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--offload-optimizer", "--optimizer-cpu-offload", "training",
                       "optimizer states and master weights in CPU memory", SWITCH(b.job.training.offload_optimizer = true)));
     t.push_back(value("--bucket-size-bytes", "", "BYTES", "framework default", "training",
-                      "gradient-reduction bucket size", INT_FIELD(b.job.training.bucket_size_bytes)));
-    t.push_back(value("--allocator-reserve-fraction", "", "X", "0.10", "training",
+                      "gradient-reduction bucket size", INT_FIELD_MIN(b.job.training.bucket_size_bytes, 1)));
+    t.push_back(value("--grad-accum-dtype", "", "DTYPE", "fp32 with bf16", "training",
+                      "DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.training.grad_accum_dtype = choose<dtype>(
+                            v, f, {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}, {"fp16", dtype::fp16}});
+                        b.job.training.grad_accum_dtype_set = true;
+                      }));
+    t.push_back(value("--nccl-buffer-mib", "", "MIB", "192", "training", "NCCL buffers per communicator per GPU, MiB",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.training.nccl_buffer_bytes_per_communicator = to_bytes(v, f, 1048576.0, true);
+                      }));
+    t.push_back(value("--allocator-reserve-fraction", "", "X", "0.08", "training",
                       "caching allocator's reserve above the allocated peak",
                       [](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.allocator_reserve_fraction = to_double(v, f);
@@ -346,13 +386,13 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--gpu", "", "NAME", "the cluster's", "hardware", "GPU model (replaces the cluster's)",
                       [](job_builder& b, const std::string& v, const std::string&) { b.gpu_name = v; }));
     t.push_back(value("--gpus-per-node", "", "N", "the cluster's", "hardware", "GPUs per node",
-                      INT_FIELD(b.gpus_per_node)));
+                      INT_FIELD_MIN(b.gpus_per_node, 1)));
     t.push_back(value("--num-nodes", "--nnodes", "N", "the cluster's", "hardware", "nodes used",
-                      INT_FIELD(b.num_nodes)));
+                      INT_FIELD_MIN(b.num_nodes, 1)));
     t.push_back(value("--num-gpus", "--world-size", "N", "nodes × GPUs per node", "hardware", "GPUs used",
-                      INT_FIELD(b.num_gpus)));
+                      INT_FIELD_MIN(b.num_gpus, 1)));
     t.push_back(value("--gpu-memory-gib", "", "GIB", "the GPU's", "hardware", "usable GPU memory, GiB",
-                      [](job_builder& b, const std::string& v, const std::string& f) { b.gpu_usable_gib = to_positive(v, f); }));
+                      [](job_builder& b, const std::string& v, const std::string& f) { b.gpu_usable_gib = to_bytes(v, f, 1073741824.0, false); }));
     t.push_back(value("--gpu-peak-tflops", "", "TFLOPS", "the GPU's", "hardware", "dense bf16 peak, TFLOP/s",
                       [](job_builder& b, const std::string& v, const std::string& f) { b.gpu_peak_tflops = to_positive(v, f); }));
     t.push_back(value("--gpu-memory-bandwidth-gb-per-s", "", "GB/S", "the GPU's", "hardware", "HBM bandwidth, 1e9 B/s",
@@ -362,13 +402,13 @@ const std::vector<flag_def>& flag_table() {
                       [](job_builder& b, const std::string& v, const std::string& f) { b.intra_gb_per_s = to_positive(v, f); }));
     t.push_back(value("--nic-bandwidth-gbit-per-s", "", "GBIT/S", "the cluster's", "hardware", "one NIC, one direction, Gb/s",
                       [](job_builder& b, const std::string& v, const std::string& f) { b.nic_gbit_per_s = to_positive(v, f); }));
-    t.push_back(value("--nics-per-node", "", "N", "the cluster's", "hardware", "NICs per node", INT_FIELD(b.nics_per_node)));
+    t.push_back(value("--nics-per-node", "", "N", "the cluster's", "hardware", "NICs per node", INT_FIELD_MIN(b.nics_per_node, 1)));
     t.push_back(value("--intra-node-latency-us", "", "US", "the cluster's", "hardware", "latency per algorithm step, µs",
                       [](job_builder& b, const std::string& v, const std::string& f) { b.intra_latency_us = to_positive(v, f); }));
     t.push_back(value("--inter-node-latency-us", "", "US", "the cluster's", "hardware", "latency per algorithm step, µs",
                       [](job_builder& b, const std::string& v, const std::string& f) { b.inter_latency_us = to_positive(v, f); }));
     t.push_back(value("--cuda-context-mib", "", "MIB", "the GPU's", "hardware", "CUDA context + library workspaces, MiB",
-                      [](job_builder& b, const std::string& v, const std::string& f) { b.context_mib = to_positive(v, f); }));
+                      [](job_builder& b, const std::string& v, const std::string& f) { b.context_mib = to_bytes(v, f, 1048576.0, false); }));
     return t;
   }();
   return table;
@@ -512,7 +552,9 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
     }
     if (def->takes_value) {
       if (!has_inline) {
-        if (i + 1 >= tokens.size()) throw input_error(flag + " needs a value (" + def->info.value_name + ")");
+        if (i + 1 >= tokens.size() || tokens[i + 1].starts_with("--")) {
+          throw input_error(flag + " needs a value (" + def->info.value_name + ")");
+        }
         val = tokens[++i];
       }
     } else if (has_inline) {
@@ -628,7 +670,33 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
   out.preset = b.preset;
   std::stable_sort(flags.begin(), flags.end(),
                    [](const pending& x, const pending& y) { return x.def->priority < y.def->priority; });
-  for (const auto& p : flags) p.def->apply(b, p.value, p.flag);
+  model_spec base;
+  bool base_taken = false;
+  for (const auto& p : flags) {
+    if (p.def->priority > 0 && !base_taken) {
+      base = b.job.model;
+      base_taken = true;
+    }
+    p.def->apply(b, p.value, p.flag);
+  }
+  if (b.model_chosen && b.model_fields) {
+    // Fields the base model derived (Megatron's defaults) follow the overridden sizes unless given.
+    model_spec& m = b.job.model;
+    if (!b.is_explicit("kv_channels") && base.kv_channels * base.num_attention_heads == base.hidden_size) m.kv_channels = 0;
+    if (!b.is_explicit("num_query_groups") && base.num_query_groups == base.num_attention_heads) m.num_query_groups = 0;
+    if (!b.is_explicit("ffn_hidden_size")) {
+      model_spec rule = base;
+      rule.ffn_hidden_size = 0;
+      rule.kv_channels = 0;
+      rule.num_query_groups = 0;
+      finalize_model(rule);
+      if (rule.ffn_hidden_size == base.ffn_hidden_size) m.ffn_hidden_size = 0;
+    }
+    if (!b.is_explicit("max_position_embeddings") && base.max_position_embeddings == base.seq_length &&
+        m.position_embedding != position_embedding_kind::learned) {
+      m.max_position_embeddings = 0;
+    }
+  }
 
   if (!b.model_chosen && !b.model_fields) {
     throw input_error("no model: give --model NAME|FILE (`trainplan models` lists the catalog) or Megatron's "
@@ -639,7 +707,7 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
   // Hardware overrides (§6).
   cluster_spec& c = b.job.cluster;
   if (!b.gpu_name.empty()) c.gpu = find_gpu(b.gpu_name);
-  if (b.gpu_usable_gib) c.gpu.usable_memory_bytes = static_cast<std::int64_t>(*b.gpu_usable_gib * 1073741824.0);
+  if (b.gpu_usable_gib) c.gpu.usable_memory_bytes = *b.gpu_usable_gib;
   if (b.gpu_peak_tflops) c.gpu.peak_bf16_flops = *b.gpu_peak_tflops * 1e12;
   if (b.gpu_bandwidth_gb_per_s) c.gpu.memory_bandwidth_bytes_per_s = *b.gpu_bandwidth_gb_per_s * 1e9;
   if (b.intra_gb_per_s) c.gpu.intra_node_bandwidth_bytes_per_s = *b.intra_gb_per_s * 1e9;
@@ -647,7 +715,7 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
   if (b.nics_per_node != 0) c.nics_per_node = b.nics_per_node;
   if (b.intra_latency_us) c.intra_node_latency_s = *b.intra_latency_us * 1e-6;
   if (b.inter_latency_us) c.inter_node_latency_s = *b.inter_latency_us * 1e-6;
-  if (b.context_mib) c.gpu.cuda_context_bytes = static_cast<std::int64_t>(*b.context_mib * 1048576.0);
+  if (b.context_mib) c.gpu.cuda_context_bytes = *b.context_mib;
   if (b.gpus_per_node != 0) {
     if (b.gpus_per_node < 1) throw input_error("--gpus-per-node must be a positive integer, got " + std::to_string(b.gpus_per_node));
     c.gpus_per_node = b.gpus_per_node;

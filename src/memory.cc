@@ -121,13 +121,16 @@ state_bytes bytes_per_parameter(const training_config& t, double shards) {
         case 0:
         case 1:
           b.weights = e;
-          b.gradients = bf16_optimizer ? e + 4.0 : e;
           b.optimizer = t.zero_stage == 1 ? opt / d : opt;
-          if (!bf16_optimizer && e < 4) {
-            // fp16: the step casts gradients to fp32 (runtime/fp16/fused_optimizer.py: per-parameter
-            // .to(fp32) copies and their flattened concatenation) or, under ZeRO-1, flattens and casts
-            // the partition (zero/stage_1_and_2.py).
-            b.step_transient = t.zero_stage == 0 ? 8.0 : (4.0 + e) / d;
+          if (bf16_optimizer) {
+            b.gradients = e + 4.0;  // 16-bit grads + full fp32 accumulation buffer, not sharded
+          } else if (t.zero_stage == 1) {
+            // zero/stage_1_and_2.py: 16-bit grads + the fp32 gradient of this rank's partition.
+            b.gradients = e + (e < 4 ? 4.0 / d : 0.0);
+          } else {
+            b.gradients = e;
+            // fp16/fused_optimizer.py step: per-parameter .to(fp32) copies and their flattened concatenation.
+            if (e < 4) b.step_transient = 8.0;
           }
           break;
         case 2:  // estimate_zero2_model_states_mem_needs: 2Ψ + 18Ψ/N
@@ -316,7 +319,9 @@ memory_report estimate_memory(const job_spec& job) {
       per_microbatch_extra += (m.hidden_dropout > 0 ? h * tokens / rep : 0.0);   // embedding dropout mask
       per_microbatch_extra += m.embedding_norm ? e * h * tokens : 0.0;           // embedding norm input
     }
-    if (deepspeed && !st.has_output) per_microbatch_extra += e * h * tokens;    // retained stage output
+    // DeepSpeed's pipeline engine keeps each sent stage output for backward, partitioned over the TP
+    // group when TP > 1 (runtime/pipe/engine.py, is_pipe_partitioned).
+    if (deepspeed && !st.has_output) per_microbatch_extra += e * h * tokens / act.t;
     double output_stored = 0;
     double loss_transient = 0;
     if (st.has_output) {
@@ -332,14 +337,21 @@ memory_report estimate_memory(const job_spec& job) {
     s.activations_per_microbatch_bytes = stored_per_layer * static_cast<double>(st.num_layers) + per_microbatch_extra;
     s.activations_bytes = stored_per_layer * layers_in_flight + per_microbatch_extra * static_cast<double>(in_flight) +
                           output_stored;
-    s.transient_bytes = std::max(working + grad_working, loss_transient);
+    // Under full recomputation the rebuilt layer's activations are freed as its gradients appear, so
+    // the gradient tensors do not add to the rebuilt working set.
+    s.transient_bytes = std::max(full ? working : working + grad_working, loss_transient);
     const double static_bytes = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.buffers_bytes;
     const double train_peak = static_bytes + s.activations_bytes + s.transient_bytes;
     const double step_peak = static_bytes + step_transient;
     s.allocated_bytes = std::max(train_peak, step_peak);
     s.other_bytes = s.allocated_bytes - (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes);
-    // §3.8: the caching allocator's reserve, then the CUDA context.
-    s.reserved_bytes = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction) + static_cast<double>(gpu.cuda_context_bytes);
+    // §3.8: the caching allocator's reserve, then the CUDA context and NCCL's buffers, outside PyTorch.
+    const bool embedding_group = tied_copy && (st.has_embedding || st.has_output);
+    const double communicators = 1.0 + (tp > 1) + (par.dp > 1) + (par.cp > 1) + (par.ep > 1) +
+                                 (pp > 1 ? (deepspeed ? 2.0 : 1.0) : 0.0) + (pp > 1 && tp > 1) + embedding_group;
+    s.reserved_bytes = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction) +
+                       static_cast<double>(gpu.cuda_context_bytes) +
+                       communicators * static_cast<double>(tr.nccl_buffer_bytes_per_communicator);
     s.headroom_bytes = r.capacity_bytes - s.reserved_bytes;
     s.fits = s.headroom_bytes >= 0;
     if (s.reserved_bytes > peak_reserved) {

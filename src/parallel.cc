@@ -142,8 +142,13 @@ void finalize_job(job_spec& job) {
         throw input_error("DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: --zero-stage " +
                           to_string(t.zero_stage) + " with --pipeline-model-parallel-size " + to_string(p.pp));
       }
-      // DeepSpeed's BF16_Optimizer accumulates gradients in fp32 (BLOOM's "fp32 grad accumulation").
-      if (t.precision == dtype::bf16) t.accumulate_allreduce_grads_in_fp32 = true;
+      // DeepSpeed's BF16_Optimizer accumulates gradients in fp32 (BLOOM's "fp32 grad accumulation")
+      // unless data_types.grad_accum_dtype says otherwise.
+      if (t.grad_accum_dtype_set) {
+        t.accumulate_allreduce_grads_in_fp32 = t.grad_accum_dtype == dtype::fp32 && t.precision != dtype::fp32;
+      } else if (t.precision == dtype::bf16) {
+        t.accumulate_allreduce_grads_in_fp32 = true;
+      }
       break;
     case framework_kind::fsdp:
       if (t.distributed_optimizer) {
@@ -166,6 +171,9 @@ void finalize_job(job_spec& job) {
     require_positive(t.recompute_num_layers, "--recompute-num-layers", m.num_layers);
   } else if (t.recompute_num_layers != 0) {
     throw input_error("--recompute-num-layers needs --recompute-granularity full");
+  }
+  if (t.nccl_buffer_bytes_per_communicator < 0) {
+    throw input_error("--nccl-buffer-mib must not be negative");
   }
   if (!(t.allocator_reserve_fraction >= 0 && t.allocator_reserve_fraction < 4)) {
     throw input_error("--allocator-reserve-fraction must be in [0, 4), got " + std::to_string(t.allocator_reserve_fraction));

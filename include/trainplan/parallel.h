@@ -63,8 +63,13 @@ struct training_config {
   optimizer_kind optimizer = optimizer_kind::adam;
   bool offload_optimizer = false;     ///< optimizer states (and master weights) in CPU memory
   std::int64_t bucket_size_bytes = 0;  ///< gradient-reduction bucket; 0 = the framework's default
-  double allocator_reserve_fraction = 0.10;  ///< caching allocator's reserve above allocated (§3.8)
+  double allocator_reserve_fraction = 0.08;  ///< caching allocator's reserve above allocated (§3.8)
   bool overlap_grad_reduce = false;   ///< DP reduction under the last backward (Megatron --overlap-grad-reduce, §5.4)
+  /// NCCL buffers of one communicator on one GPU: NCCL_BUFFSIZE (4 MiB) × send/recv × channels (§3.8).
+  std::int64_t nccl_buffer_bytes_per_communicator = 192ll << 20;
+  /// DeepSpeed's data_types.grad_accum_dtype; bf16 training defaults to fp32 accumulation (BF16_Optimizer).
+  dtype grad_accum_dtype = dtype::fp32;
+  bool grad_accum_dtype_set = false;
 };
 
 /// Everything one estimate needs.
