@@ -27,7 +27,7 @@ const std::vector<default_entry>& table() {
     // A100: Megatron-DeepSpeed GEMMs in 2022 sustained ≈ 0.66 of 312 TFLOPs at BLOOM's shapes (BLOOM's
     // single-node 157 TFLOPs including everything; NVIDIA's 2021 paper 163-170 TFLOPs/GPU end to end).
     compute_efficiency a100;
-    a100.tiles = tiles_scaled(0.66);
+    a100.tiles = tiles_scaled(0.70);
     a100.tiles_per_sm = 1;
     a100.align8_factor = 0.93;
     a100.align64_factor = 0.97;
