@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -14,6 +16,8 @@
 #include "trainplan/memory.h"
 #include "trainplan/model.h"
 #include "trainplan/report.h"
+#include "trainplan/time.h"
+#include "trainplan/validate.h"
 
 namespace {
 
@@ -61,12 +65,59 @@ int cmd_comm(const std::vector<std::string>& args, const output_options& out) {
   return 0;
 }
 
+/// Job flags with the production preset when none are given.
+parsed_job job_or_default(const std::vector<std::string>& args) {
+  return parse_job_args(args.empty() ? std::vector<std::string>{"--preset", "bloom-176b-production"} : args);
+}
+
+int cmd_time(const std::vector<std::string>& args, const output_options& out) {
+  const parsed_job pj = job_or_default(args);
+  const time_report r = estimate_time(pj.job);
+  std::cout << (out.json ? render_time_json(pj, r) : render_time_text(pj, r));
+  return 0;
+}
+
+int cmd_schedule(const std::vector<std::string>& args, const output_options& out) {
+  // "--gpipe" picks GPipe instead of Megatron's schedule; the rest are job flags.
+  std::vector<std::string> rest;
+  bool gpipe = false;
+  for (const std::string& a : args) {
+    if (a == "--gpipe") gpipe = true;
+    else rest.push_back(a);
+  }
+  const parsed_job pj = job_or_default(rest);
+  const time_report r = estimate_time(pj.job, gpipe ? schedule_kind::gpipe : default_schedule(pj.job), true);
+  std::cout << (out.json ? render_schedule_json(pj, r) : render_schedule_text(pj, r));
+  return 0;
+}
+
+int cmd_validate(const std::vector<std::string>& args, const output_options& out) {
+  validation_report r;
+  if (args.empty()) {
+    r = validate_shipped();
+  } else if (args.size() == 2 && args[0] == "--csv") {
+    std::ifstream in(args[1]);
+    if (!in) throw input_error("--csv: cannot read '" + args[1] + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    r = run_validation(read_measurements(text.str(), args[1]));
+  } else {
+    throw input_error("validate takes no job flags; use --csv FILE for your own measurements, got '" + args[0] + "'");
+  }
+  std::cout << (out.json ? render_validation_json(r) : render_validation_text(r));
+  return 0;
+}
+
 const std::vector<command>& commands() {
   static const std::vector<command> table = {
       {"models", "list the embedded model catalog", false, cmd_models},
       {"model", "parameter tree of a model, with shapes and exact counts", true, cmd_model},
       {"memory", "memory per GPU for every pipeline stage; does the layout fit", true, cmd_memory},
       {"comm", "process groups, traffic per parallel dimension and collective time per iteration", true, cmd_comm},
+      {"time", "iteration time, throughput, TFLOPs, MFU and where the time goes", true, cmd_time},
+      {"schedule", "the pipeline timeline as a text Gantt chart (--json: its events; --gpipe: GPipe)", true,
+       cmd_schedule},
+      {"validate", "predicted against measured over the shipped tables (--csv FILE: your own)", true, cmd_validate},
   };
   return table;
 }
@@ -87,6 +138,21 @@ int run(int argc, char** argv) {
   if (argv_s.front() == "help" && argv_s.size() > 1 && argv_s[1] == "flags") {
     std::cout << "Job flags (Megatron-LM names are accepted as they are):\n" << job_flags_help();
     return 0;
+  }
+  if (argv_s.front() == "help") {
+    // `trainplan help` and `trainplan help COMMAND` are --help of the program or the command.
+    if (argv_s.size() > 2) throw input_error("help takes at most one command, got '" + argv_s[2] + "'");
+    if (argv_s.size() == 2) {
+      bool known = false;
+      for (const auto& c : commands()) known = known || argv_s[1] == c.name;
+      if (!known) {
+        throw input_error("help: unknown command '" + argv_s[1] + "'" + did_you_mean(argv_s[1], command_names()) +
+                          "; `trainplan --help` lists them");
+      }
+      argv_s = {argv_s[1], "--help"};
+    } else {
+      argv_s = {"--help"};
+    }
   }
   const std::string& first = argv_s.front();
   if (!first.starts_with("-")) {

@@ -8,6 +8,8 @@
 #include "trainplan/comm.h"
 #include "trainplan/memory.h"
 #include "trainplan/model.h"
+#include "trainplan/time.h"
+#include "trainplan/validate.h"
 
 namespace trainplan {
 
@@ -31,5 +33,18 @@ std::string render_memory_json(const parsed_job& pj, const parameter_breakdown& 
 /// first groups of each dimension (text), or every group (JSON, {"comm":{"dimensions":{...}}}).
 std::string render_comm_text(const parsed_job& pj, const comm_report& r);
 std::string render_comm_json(const parsed_job& pj, const comm_report& r);
+
+/// Iteration time (docs/formulas.md §5): totals, breakdown and per-stage work (text), or
+/// {"schema_version":1,"time":{"iteration_s",…,"breakdown_s":{…},"stages":[…]}} (JSON).
+std::string render_time_text(const parsed_job& pj, const time_report& r);
+std::string render_time_json(const parsed_job& pj, const time_report& r);
+
+/// The pipeline timeline as a text Gantt chart (one row per rank, `width` columns), or its events (JSON).
+std::string render_schedule_text(const parsed_job& pj, const time_report& r, int width = 100);
+std::string render_schedule_json(const parsed_job& pj, const time_report& r);
+
+/// Predicted against measured per row, per table, per seed table and overall (§5.8).
+std::string render_validation_text(const validation_report& r);
+std::string render_validation_json(const validation_report& r);
 
 }  // namespace trainplan
