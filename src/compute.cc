@@ -30,17 +30,18 @@ double memory_time_s(const gpu_spec& gpu, const compute_efficiency& e, double by
 
 /// Adds one GEMM (forward shape) to the forward pass and its two backward GEMMs (data and weight
 /// gradients, each with the forward's FLOPs) to the backward pass (§5.1). `weight_grad` false for
-/// products of two activations (attention), whose backward is two data-gradient GEMMs.
+/// products of two activations (attention), whose backward is two data-gradient GEMMs. `time_scale`
+/// slows a GEMM family down (batched attention GEMMs) without changing its FLOPs.
 void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& f, unit_time& u,
-              double pass_time::*bucket, double scale = 1.0) {
+              double pass_time::*bucket, double time_scale = 1.0) {
   const gemm_estimate fw = estimate_gemm(gpu, e, d, f);
   // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n].
   const gemm_estimate dx = estimate_gemm(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch});
   const gemm_estimate dw = estimate_gemm(gpu, e, d, gemm_shape{f.k, f.n, f.m, f.batch});
-  u.forward.*bucket += fw.time_s * scale;
-  u.forward.flops += fw.flops * scale;
-  u.backward.*bucket += (dx.time_s + dw.time_s) * scale;
-  u.backward.flops += (dx.flops + dw.flops) * scale;
+  u.forward.*bucket += fw.time_s * time_scale;
+  u.forward.flops += fw.flops;
+  u.backward.*bucket += (dx.time_s + dw.time_s) * time_scale;
+  u.backward.flops += dx.flops + dw.flops;
 }
 
 /// Memory-bound kernels: forward bytes, backward = `backward_factor` × forward (reads the saved input

@@ -1,0 +1,39 @@
+// Speed of a full evaluation of one layout: memory, communication, compute, schedule (issue 4: < 20 µs
+// for BLOOM on 384 GPUs).
+#include <benchmark/benchmark.h>
+
+#include "trainplan/args.h"
+#include "trainplan/memory.h"
+#include "trainplan/schedule.h"
+#include "trainplan/time.h"
+
+namespace {
+
+using namespace trainplan;
+
+void BM_FullEvaluationBloom384(benchmark::State& state) {
+  const parsed_job pj = parse_job_args({"--preset", "bloom-176b-production"});
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(estimate_memory(pj.job));
+    benchmark::DoNotOptimize(estimate_time(pj.job));
+  }
+}
+BENCHMARK(BM_FullEvaluationBloom384);
+
+void BM_TimeOnlyBloom384(benchmark::State& state) {
+  const parsed_job pj = parse_job_args({"--preset", "bloom-176b-production"});
+  for (auto _ : state) benchmark::DoNotOptimize(estimate_time(pj.job));
+}
+BENCHMARK(BM_TimeOnlyBloom384);
+
+void BM_Simulate1F1B(benchmark::State& state) {
+  schedule_input in;
+  in.num_microbatches = state.range(0);
+  in.stages.assign(12, stage_times{0.17, 0.51, 1.3, 0.01});
+  in.stages.front().forward_s = 0.14;
+  in.p2p_s = 0.027;
+  for (auto _ : state) benchmark::DoNotOptimize(simulate_schedule(in));
+}
+BENCHMARK(BM_Simulate1F1B)->Arg(128)->Arg(512);
+
+}  // namespace

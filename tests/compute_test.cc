@@ -1,0 +1,79 @@
+// Compute model: GEMM efficiency factors, pass ratios, FLOP counting (docs/formulas.md §5.1-§5.3).
+#include "trainplan/compute.h"
+
+#include <gtest/gtest.h>
+
+#include "trainplan/args.h"
+
+namespace trainplan {
+namespace {
+
+const gpu_spec& a100() { return find_gpu("a100-sxm4-80gb"); }
+
+TEST(Compute, WaveQuantization) {
+  // 108 SMs, 256×128 tiles: 108 tiles fill one wave; 109 need a second, nearly empty one.
+  const compute_efficiency e = effective_compute_efficiency(a100());
+  const auto full = estimate_gemm(a100(), e, dtype::bf16, {256 * 12, 128 * 9, 8192, 1});
+  const auto spill = estimate_gemm(a100(), e, dtype::bf16, {256 * 12 + 256, 128 * 9, 8192, 1});
+  EXPECT_GT(full.efficiency, spill.efficiency * 1.3);
+}
+
+TEST(Compute, TileQuantizationAndAlignment) {
+  const compute_efficiency e = effective_compute_efficiency(a100());
+  const auto aligned = estimate_gemm(a100(), e, dtype::fp16, {4096, 4096, 4096, 1});
+  const auto ragged = estimate_gemm(a100(), e, dtype::fp16, {4096, 4100, 4096, 1});   // multiple of 4 only
+  const auto odd8 = estimate_gemm(a100(), e, dtype::fp16, {4096, 4104, 4096, 1});     // multiple of 8 only
+  EXPECT_LT(ragged.efficiency, 0.2 * aligned.efficiency);
+  EXPECT_LT(odd8.efficiency, aligned.efficiency);
+  EXPECT_GT(odd8.efficiency, 0.8 * aligned.efficiency);
+}
+
+TEST(Compute, SmallGemmsRampDown) {
+  const compute_efficiency e = effective_compute_efficiency(a100());
+  EXPECT_LT(estimate_gemm(a100(), e, dtype::bf16, {64, 64, 64, 1}).efficiency, 0.05);
+}
+
+TEST(Compute, EveryCatalogGpuHasDefaults) {
+  for (const gpu_spec& g : gpu_catalog()) {
+    const compute_efficiency e = effective_compute_efficiency(g);
+    SCOPED_TRACE(g.name);
+    EXPECT_FALSE(e.tiles.empty());
+    EXPECT_GT(e.memory_bandwidth_fraction, 0);
+    EXPECT_GT(e.unaligned_factor, 0);
+    EXPECT_GT(e.kernel_overhead_s, 0);
+  }
+}
+
+TEST(Compute, OverrideWinsOverDefault) {
+  gpu_spec g = a100();
+  g.compute.memory_bandwidth_fraction = 0.5;
+  EXPECT_DOUBLE_EQ(effective_compute_efficiency(g).memory_bandwidth_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(effective_compute_efficiency(g).unaligned_factor,
+                   effective_compute_efficiency(a100()).unaligned_factor);
+}
+
+TEST(Compute, BackwardIsTwiceForwardAndRecomputeAddsAForward) {
+  parsed_job pj = parse_job_args({"--preset", "bloom-176b-production"});
+  const compute_report r = estimate_compute(pj.job);
+  EXPECT_DOUBLE_EQ(r.dense_layer.backward.flops, 2 * r.dense_layer.forward.flops);
+  const double ratio = r.dense_layer.backward.gemm_s / r.dense_layer.forward.gemm_s;
+  EXPECT_GT(ratio, 1.8);
+  EXPECT_LT(ratio, 2.3);
+  const stage_compute& mid = r.stages[5];
+  EXPECT_NEAR(mid.recompute_s, 6 * r.dense_layer.forward.total_s(), 1e-12);
+}
+
+TEST(Compute, HardwareFlopsAreNarayananEq3) {
+  // BLOOM's log line: 105.22 s/iteration → 149.02 TFLOPs on 384 GPUs (full recomputation).
+  parsed_job pj = parse_job_args({"--preset", "bloom-176b-production"});
+  const compute_report r = estimate_compute(pj.job);
+  const double B = 2048, s = 2048, l = 70, h = 14336, V = 250880;
+  const double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  EXPECT_NEAR(r.hardware_flops / eq3, 1.0, 1e-9);
+  EXPECT_NEAR(r.hardware_flops / (105.22 * 384 * 1e12), 149.02, 0.01);
+  EXPECT_NEAR(r.model_flops / r.hardware_flops, 72.0 / 96 * (1 + s / (6 * h) + V / (12 * l * h)) /
+                                                    (1 + s / (6 * h) + V / (16 * l * h)), 1e-9);
+}
+
+}  // namespace
+}  // namespace trainplan

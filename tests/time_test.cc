@@ -1,0 +1,186 @@
+// Iteration time against BLOOM's measurements, and the effects its engineers found
+// (docs/formulas.md §5.8; tests/data/bloom-*-measurements.csv).
+#include "trainplan/time.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "test_support.h"
+#include "trainplan/args.h"
+#include "trainplan/error.h"
+#include "trainplan/validate.h"
+
+namespace trainplan {
+namespace {
+
+/// Prediction for a bloom-prequel row by source line (the job from the shared test helper).
+double predicted_s(int source_line) {
+  static const auto rows = testing::read_csv(testing::data_path("bloom-prequel-measurements.csv"));
+  for (const auto& r : rows) {
+    if (r.at("source_line") == std::to_string(source_line)) {
+      return estimate_time(parse_job_args(testing::bloom_row_args(r)).job).iteration_s;
+    }
+  }
+  ADD_FAILURE() << "no row " << source_line;
+  return 0;
+}
+
+const validation_report& shipped() {
+  static const validation_report r = validate_shipped();
+  return r;
+}
+
+TEST(TimeValidation, PrequelMedianErrorWithinFivePercent) {
+  const validation_report& r = shipped();
+  ASSERT_EQ(r.tables.front().name, "bloom-prequel-measurements.csv");
+  EXPECT_GE(r.tables.front().rows, 125);
+  EXPECT_LE(r.tables.front().median_abs_error, 0.05);
+  // Reported, and bounded so that a regression shows: the worst row today is under 30%.
+  EXPECT_LT(r.tables.front().max_abs_error, 0.30);
+  RecordProperty("max_abs_error", std::to_string(r.tables.front().max_abs_error));
+}
+
+TEST(TimeValidation, LibraryRowsMatchTheSharedTestHelper) {
+  // validate's own reading of the CSV builds the same jobs as the memory tests' helper.
+  const auto rows = testing::read_csv(testing::data_path("bloom-prequel-measurements.csv"));
+  std::size_t i = 0;
+  for (const validation_row& v : shipped().rows) {
+    if (v.table != "bloom-prequel-measurements.csv") continue;
+    const auto& row = rows[i++];
+    // Rows 525-527: validate corrects the GBS to the seed's heading (512); 02-17 bf16 rows: the helper
+    // also sets 16-bit gradient accumulation, a flag validate does not use (< 0.3% apart).
+    if (!v.skipped.empty() || v.label == "525" || v.label == "526" || v.label == "527") continue;
+    EXPECT_NEAR(v.predicted_s / v.environment_factor /
+                    estimate_time(parse_job_args(testing::bloom_row_args(row)).job).iteration_s,
+                1.0, 0.003)
+        << v.label;
+  }
+}
+
+TEST(TimeValidation, SpearmanWithinSeedTables) {
+  // Seed tables whose ranking the model reproduces (≥ 0.8). The others are listed with their value
+  // and the reason in docs/formulas.md §5.8; they are checked not to get worse.
+  const std::map<std::string, double> known_misses = {
+      {"02-20 hidden 14400 vs 13824", 0.3},  {"02-21 14336/72 PP12 MBS", -0.2}, {"02-21 14336/72 PP6 MBS", 0.5},
+      {"02-21 13824/84", -0.2},              {"02-23 final round", -0.2},       {"02-23 heads at 14336", 0.2},
+      {"02-24 heads at 12288", 0.5},         {"02-25 GBS", 0.7},                {"02-25 lower PP", -0.4},
+      {"02-25 TP", 0.6},                     {"02-26 heads at 13824 TP4", 0.5}, {"02-26 13312", -0.5},
+      {"02-27 re-do", 0.5},                  {"02-28 13312/82", 0.3},           {"02-28 14336/70", 0.6},
+  };
+  int passing = 0;
+  for (const validation_stats& g : shipped().groups) {
+    if (g.rows < 3) continue;
+    SCOPED_TRACE(g.name);
+    auto miss = known_misses.find(g.name);
+    if (miss == known_misses.end()) {
+      EXPECT_GE(g.spearman, 0.8);
+      ++passing;
+    } else {
+      EXPECT_GE(g.spearman, miss->second - 1e-9);
+    }
+  }
+  EXPECT_GE(passing, 10);
+}
+
+TEST(TimeValidation, ProductionLayoutWithinThreePercent) {
+  const parsed_job pj = parse_job_args(testing::bloom_production_args());
+  const time_report r = estimate_time(pj.job);
+  EXPECT_NEAR(r.iteration_s / 105.22, 1.0, 0.03);
+  EXPECT_NEAR(r.tflops_per_gpu / 149.02, 1.0, 0.03);
+  EXPECT_NEAR(r.samples_per_s / 19.463, 1.0, 0.03);
+  const time_breakdown& b = r.breakdown;
+  EXPECT_NEAR(b.compute_s + b.tp_comm_s + b.pipeline_s + b.dp_comm_s + b.optimizer_s, r.iteration_s, 1e-6);
+  EXPECT_GT(r.mfu, 0.3);
+  EXPECT_LT(r.mfu, r.hfu);
+}
+
+// ---- the effects under "Why" in issue 4 ---------------------------------------------------------
+
+TEST(TimeEffects, Hidden13824BeatsHidden14400) {
+  // Rows 464/465: 221.21 s → 160.29 s (head dim 150 is not a multiple of 8).
+  const double ratio = predicted_s(465) / predicted_s(464);
+  EXPECT_LT(ratio, 0.80);
+  EXPECT_GT(ratio, 0.60);  // measured 0.72
+}
+
+TEST(TimeEffects, HeadDim108IsSlow) {
+  // Rows 589 (128 heads, head dim 108) vs 560 (64 heads): 162.72 s vs 121.28 s (+34%).
+  const double ratio = predicted_s(589) / predicted_s(560);
+  EXPECT_GT(ratio, 1.15);
+  EXPECT_LT(ratio, 1.50);
+}
+
+TEST(TimeEffects, MicroBatchTwoBeatsOneAndEight) {
+  // Rows 394/420/421/422 (PP 10): 221.21, 207.92, 208.18, 229.69 s.
+  const double mbs1 = predicted_s(394), mbs2 = predicted_s(420), mbs8 = predicted_s(422);
+  EXPECT_LT(mbs2, mbs1);
+  EXPECT_LT(mbs2, mbs8);
+  EXPECT_GT(mbs1 / mbs2, 1.01);
+  EXPECT_GT(mbs8 / mbs2, 1.03);
+}
+
+TEST(TimeEffects, TensorParallel4BeatsTensorParallel8) {
+  // Rows 753 (TP 4, DP 8) vs 752 (TP 8, DP 4), PP 12: 102.03 s vs 121.63 s.
+  const double ratio = predicted_s(753) / predicted_s(752);
+  EXPECT_LT(ratio, 0.95);
+  EXPECT_GT(ratio, 0.75);  // measured 0.84
+}
+
+TEST(TimeEffects, GlobalBatch512LosesTflopsToTheBubble) {
+  // Rows 689/692: GBS 512 at 113.52 TFLOPs, 2048 at 151.64 (ratio 0.75).
+  const double t512 = 512 / predicted_s(689), t2048 = 2048 / predicted_s(692);
+  EXPECT_GT(t512 / t2048, 0.65);
+  EXPECT_LT(t512 / t2048, 0.85);
+}
+
+TEST(TimeEffects, ZeroStage0IsSlowerThanStage1) {
+  // Rows 535 (ZeRO 0) vs 534 (ZeRO 1): 137.34 s vs 120.29 s. The model reproduces the direction only
+  // (an unsharded optimizer step; the seed ran the two on different code branches, §5.8).
+  EXPECT_GT(predicted_s(535), predicted_s(534));
+}
+
+TEST(TimeBadInput, InterleavingNeedsMicrobatchesMultipleOfStages) {
+  try {
+    parse_job_args({"--model", "bloom-176b", "--num-layers", "72", "--cluster", "jean-zay-a100", "--num-nodes", "48",
+                    "--tp", "4", "--pp", "12", "--mbs", "2", "--gbs", "96",
+                    "--num-layers-per-virtual-pipeline-stage", "2"});
+    FAIL() << "expected input_error";
+  } catch (const input_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--pipeline-model-parallel-size"), std::string::npos) << m;
+    EXPECT_NE(m.find("--global-batch-size"), std::string::npos) << m;
+  }
+}
+
+TEST(TimeCli, TimeJsonHasTheSchema) {
+  const std::string cmd = std::string(TRAINPLAN_BINARY) + " time --preset bloom-176b-production --json";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  EXPECT_EQ(pclose(p), 0);
+  for (const char* key : {"\"schema_version\": 1", "\"iteration_s\"", "\"samples_per_s\"", "\"tokens_per_s\"",
+                          "\"tflops_per_gpu\"", "\"model_tflops_per_gpu\"", "\"mfu\"", "\"hfu\"",
+                          "\"bubble_fraction\"", "\"breakdown_s\""}) {
+    EXPECT_NE(out.find(key), std::string::npos) << key;
+  }
+}
+
+TEST(TimeCli, VppWithoutEnoughLayersExitsTwo) {
+  const std::string cmd = std::string(TRAINPLAN_BINARY) +
+                          " time --preset bloom-176b-production --num-layers-per-virtual-pipeline-stage 4 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  const int rc = pclose(p);
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  EXPECT_NE(out.find("--num-layers-per-virtual-pipeline-stage"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace trainplan
