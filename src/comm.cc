@@ -3,6 +3,7 @@
 #include "trainplan/comm.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -297,7 +298,8 @@ collective_estimate flat_time(collective_kind kind, double bytes, std::int64_t n
   if (kind != collective_kind::all_reduce) return {ring, "ring"};
   // NCCL's double binary tree: 2·⌈log2 n⌉ steps, each node sends and receives the buffer once per
   // phase (reduce, broadcast): 2·bytes (§4.3).
-  const double tree = 2.0 * std::ceil(std::log2(static_cast<double>(n))) * link.latency_s + 2.0 * bytes / link.bytes_per_s;
+  const auto log2n = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(n - 1)));  // ⌈log2 n⌉
+  const double tree = 2.0 * log2n * link.latency_s + 2.0 * bytes / link.bytes_per_s;
   return tree < ring ? collective_estimate{tree, "tree"} : collective_estimate{ring, "ring"};
 }
 
@@ -464,21 +466,22 @@ std::vector<stage_class> stage_classes(const job_spec& job, const parameter_brea
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const training_config& t = job.training;
-  const std::vector<stage_layout> layout = pipeline_layout(job);
   const auto dense_layer = layer_params_on_gpu(m, params.dense_layer, p.tp, p.ep, false);
   const auto moe_layer = m.is_moe() ? layer_params_on_gpu(m, params.moe_layer, p.tp, p.ep, true) : std::pair{0.0, 0.0};
   const double word = static_cast<double>(params.word_embeddings / p.tp);
+  const double embedding = word + static_cast<double>(params.position_embeddings + params.embedding_norm);
   const bool deepspeed = t.framework == framework_kind::deepspeed;
   std::vector<stage_class> classes;
   classes.reserve(3);
-  for (const stage_layout& s : layout) {
+  auto add = [&](std::int64_t stage, std::int64_t count, std::int64_t layers, std::int64_t moe_layers, bool first,
+                 bool last) {
     stage_class c;
-    c.first_stage = s.stage;
-    c.num_stages = 1;
-    c.layers = s.num_layers;
-    c.moe_layers = s.num_moe_layers;
-    c.first = s.has_embedding;
-    c.last = s.has_output;
+    c.first_stage = stage;
+    c.num_stages = count;
+    c.layers = layers;
+    c.moe_layers = moe_layers;
+    c.first = first;
+    c.last = last;
     if (t.recompute == recompute_granularity::full) {
       // §4.2.1: uniform recomputes every layer; block the first N layers of each model chunk.
       c.recomputed_layers = t.recompute_method_ == recompute_method::uniform
@@ -490,17 +493,32 @@ std::vector<stage_class> stage_classes(const job_spec& job, const parameter_brea
     c.dense_params = static_cast<double>(n_dense) * (dense_layer.first + dense_layer.second) +
                      static_cast<double>(c.moe_layers) * moe_layer.first;
     c.expert_params = static_cast<double>(c.moe_layers) * moe_layer.second;
-    const double embedding = word + static_cast<double>(params.position_embeddings + params.embedding_norm);
     if (c.first) c.dense_params += embedding;
     if (c.last) {
       c.dense_params += static_cast<double>(params.final_norm + params.output_layer / p.tp);
       if (m.tie_embeddings && p.pp > 1) c.dense_params += deepspeed ? embedding : word;
     }
     if (!classes.empty() && classes.back().same_as(c)) {
-      ++classes.back().num_stages;
+      classes.back().num_stages += count;
     } else {
       classes.push_back(c);
     }
+  };
+  // Regular layouts (even split, every layer alike): first, middle and last stage without walking the
+  // layers (§2.2). Everything else follows pipeline_layout stage by stage.
+  const bool all_alike = !m.is_moe() || (m.moe.layer_freq == 1 && m.moe.first_dense_layers == 0);
+  const bool even = p.first_stage_layers < 0 && p.last_stage_layers < 0 && !p.embedding_as_stage &&
+                    m.num_layers % p.pp == 0;
+  if (all_alike && even) {
+    const std::int64_t n = m.num_layers / p.pp;
+    const std::int64_t n_moe = m.is_moe() ? n : 0;
+    add(0, 1, n, n_moe, true, p.pp == 1);
+    if (p.pp > 2) add(1, p.pp - 2, n, n_moe, false, false);
+    if (p.pp > 1) add(p.pp - 1, 1, n, n_moe, false, true);
+    return classes;
+  }
+  for (const stage_layout& st : pipeline_layout(job)) {
+    add(st.stage, 1, st.num_layers, st.num_moe_layers, st.has_embedding, st.has_output);
   }
   return classes;
 }
@@ -513,6 +531,22 @@ struct emitted {
   int group;            ///< index into the analysis' group table
   double calls;         ///< per iteration, one GPU of the class
   double bytes;         ///< per call
+};
+
+/// The rows one table emits for one stage class, and the collectives being accumulated from them;
+/// fixed capacity, made once per analysis and reused by every dimension.
+struct row_sink {
+  static constexpr std::size_t kCapacity = 16;
+  std::array<emitted, kCapacity> rows;
+  std::array<comm_collective, kCapacity> collectives;
+  std::size_t n = 0;
+  void push_back(const emitted& e) {
+    TRAINPLAN_CHECK(n < kCapacity);
+    rows[n++] = e;
+  }
+  void clear() { n = 0; }
+  std::size_t size() const { return n; }
+  const emitted& operator[](std::size_t i) const { return rows[i]; }
 };
 
 enum group_ref : int { g_tp, g_cp, g_ep, g_dp, g_edp, g_pp, g_emb, g_world, g_mp, g_count };
@@ -532,6 +566,26 @@ struct comm_context {
   std::array<group_placement, g_count> placement{};
   std::array<std::int64_t, g_count> size{};
   std::array<std::string_view, g_count> name{};
+
+  /// Estimates already made in this analysis, by (kind, group, bytes): most rows share a buffer.
+  struct priced_entry {
+    double bytes;
+    int key;  ///< kind × g_count + group
+    collective_estimate est;
+  };
+  mutable std::array<priced_entry, 16> memo;
+  mutable std::size_t memo_size = 0;
+  collective_estimate price(collective_kind kind, int group, double bytes) const {
+    const int key = static_cast<int>(kind) * g_count + group;
+    for (std::size_t i = 0; i < memo_size; ++i) {
+      const priced_entry& e = memo[i];
+      if (e.bytes == bytes && e.key == key) return e.est;
+    }
+    const collective_estimate est =
+        estimate_collective(job.cluster, kind, bytes, placement[static_cast<std::size_t>(group)]);
+    if (memo_size < memo.size()) memo[memo_size++] = {bytes, key, est};
+    return est;
+  }
 };
 
 /// Gradient and parameter dtypes on the wire (§4.2.4): Megatron reduces its main grads (fp32 with
@@ -544,7 +598,7 @@ double wire_grad_bytes(const training_config& t) {
 }
 
 // -- TP (§4.2.1) --
-void tp_table(const comm_context& x, const stage_class& c, std::vector<emitted>& out) {
+void tp_table(const comm_context& x, const stage_class& c, row_sink& out) {
   const auto& p = x.job.parallel;
   if (p.tp == 1) return;
   const double a = x.tokens * static_cast<double>(x.job.model.hidden_size) * x.act_bytes;  // full tensor
@@ -578,7 +632,7 @@ void tp_table(const comm_context& x, const stage_class& c, std::vector<emitted>&
 }
 
 // -- CP (§4.2.2) --
-void cp_table(const comm_context& x, const stage_class& c, std::vector<emitted>& out) {
+void cp_table(const comm_context& x, const stage_class& c, row_sink& out) {
   const auto& p = x.job.parallel;
   if (p.cp == 1) return;
   const model_spec& md = x.job.model;
@@ -605,7 +659,7 @@ void cp_table(const comm_context& x, const stage_class& c, std::vector<emitted>&
 }
 
 // -- EP (§4.2.5) --
-void ep_table(const comm_context& x, const stage_class& c, std::vector<emitted>& out) {
+void ep_table(const comm_context& x, const stage_class& c, row_sink& out) {
   const auto& p = x.job.parallel;
   const model_spec& md = x.job.model;
   if (p.ep == 1 || !md.is_moe()) return;
@@ -620,7 +674,7 @@ void ep_table(const comm_context& x, const stage_class& c, std::vector<emitted>&
 }
 
 // -- PP (§4.2.3) --
-void pp_table(const comm_context& x, const stage_class& c, std::vector<emitted>& out) {
+void pp_table(const comm_context& x, const stage_class& c, row_sink& out) {
   const auto& p = x.job.parallel;
   if (p.pp == 1) return;
   const bool split = x.sp || p.pp_scatter_gather;
@@ -643,7 +697,7 @@ void pp_table(const comm_context& x, const stage_class& c, std::vector<emitted>&
 }
 
 // -- tied embedding (§4.2.6) --
-void embedding_table(const comm_context& x, const stage_class& c, std::vector<emitted>& out) {
+void embedding_table(const comm_context& x, const stage_class& c, row_sink& out) {
   const auto& p = x.job.parallel;
   const model_spec& md = x.job.model;
   if (p.pp == 1 || !md.tie_embeddings) return;
@@ -724,7 +778,7 @@ double bucket_calls(const training_config& t, double elements, double elem_bytes
   return 1;
 }
 
-void dp_rows(const comm_context& x, const stage_class& c, double params, bool expert, std::vector<emitted>& out) {
+void dp_rows(const comm_context& x, const stage_class& c, double params, bool expert, row_sink& out) {
   const training_config& t = x.job.training;
   const dp_schedule& s = dp_schedule_for(t);
   // ZeRO-3/FSDP units: one per transformer layer, plus the embedding and the output/root module.
@@ -748,13 +802,13 @@ void dp_rows(const comm_context& x, const stage_class& c, double params, bool ex
   }
 }
 
-void dp_table(const comm_context& x, const stage_class& c, std::vector<emitted>& out) {
+void dp_table(const comm_context& x, const stage_class& c, row_sink& out) {
   if (x.size[g_dp] > 1) dp_rows(x, c, c.dense_params, false, out);
   if (x.job.model.is_moe() && x.size[g_edp] > 1) dp_rows(x, c, c.expert_params, true, out);
 }
 
 // -- scalars (§4.2.7) --
-void scalar_table(const comm_context& x, const stage_class& c, std::vector<emitted>& out) {
+void scalar_table(const comm_context& x, const stage_class& c, row_sink& out) {
   const training_config& t = x.job.training;
   if (x.size[g_dp] > 1) {
     out.push_back({collective_kind::all_reduce, comm_phase::forward, "loss average over DP", g_dp, c.last ? x.m : 0, 4});
@@ -768,30 +822,30 @@ void scalar_table(const comm_context& x, const stage_class& c, std::vector<emitt
   }
 }
 
-using table_fn = void (*)(const comm_context&, const stage_class&, std::vector<emitted>&);
+using table_fn = void (*)(const comm_context&, const stage_class&, row_sink&);
 constexpr std::array<table_fn, 7> kTables = {tp_table, cp_table, ep_table, dp_table, pp_table, embedding_table,
                                              scalar_table};
 
 /// Run one table over the stage classes and fill `dim` (§4.4: per-GPU = busiest stage, cluster = Σ).
-/// A row's displayed calls and buffer are those of the class where it moves the most bytes; its time
-/// per call is priced once per distinct buffer.
+/// A row's displayed calls and buffer are those of the class where it moves the most bytes; rows that
+/// never run are dropped.
 void fill_dimension(const comm_context& x, const std::vector<stage_class>& classes, table_fn table,
-                    std::vector<emitted>& scratch, comm_dimension& dim) {
-  constexpr std::size_t kMaxRows = 16;
+                    row_sink& scratch, comm_dimension& dim) {
   const double gpus_per_stage = static_cast<double>(x.job.num_gpus / x.job.parallel.pp);
-  std::array<double, kMaxRows> row_best{};
-  std::array<double, kMaxRows> priced_bytes{};
-  std::array<collective_estimate, kMaxRows> priced{};
+  std::array<double, row_sink::kCapacity> row_best;
+  std::array<comm_collective, row_sink::kCapacity>& rows = scratch.collectives;
+  std::size_t num_rows = 0;
   double best_bytes = -1;
   for (const stage_class& c : classes) {
     scratch.clear();
     table(x, c, scratch);
-    TRAINPLAN_CHECK(scratch.size() <= kMaxRows);
-    if (dim.collectives.empty() && !scratch.empty()) {
-      dim.collectives.resize(scratch.size());
+    if (scratch.size() == 0) return;  // this dimension does not talk in this job
+    if (num_rows == 0) {
+      num_rows = scratch.size();
       for (std::size_t i = 0; i < scratch.size(); ++i) {
         const emitted& e = scratch[i];
-        comm_collective& out = dim.collectives[i];
+        comm_collective& out = rows[i];
+        out = comm_collective{};
         const group_placement& where = x.placement[static_cast<std::size_t>(e.group)];
         out.kind = e.kind;
         out.phase = e.phase;
@@ -799,29 +853,22 @@ void fill_dimension(const comm_context& x, const std::vector<stage_class>& class
         out.group = x.name[static_cast<std::size_t>(e.group)];
         out.group_size = x.size[static_cast<std::size_t>(e.group)];
         out.link = where.group_size > 1 ? where.link : link_kind::nvlink;
-        priced[i] = estimate_collective(x.job.cluster, e.kind, e.bytes, where);
-        priced_bytes[i] = e.bytes;
-        out.algorithm = priced[i].algorithm;
-        out.bytes_per_call = e.bytes;
-        out.time_per_call_s = priced[i].time_s;
-        row_best[i] = -1;
+        row_best[i] = 0;
       }
     }
     double calls = 0, bytes = 0, wire = 0, time = 0;
     for (std::size_t i = 0; i < scratch.size(); ++i) {
       const emitted& e = scratch[i];
-      comm_collective& out = dim.collectives[i];
-      if (e.bytes != priced_bytes[i]) {
-        priced[i] = estimate_collective(x.job.cluster, e.kind, e.bytes, x.placement[static_cast<std::size_t>(e.group)]);
-        priced_bytes[i] = e.bytes;
-      }
+      if (e.calls <= 0) continue;
+      comm_collective& out = rows[i];
+      const collective_estimate est = x.price(e.kind, e.group, e.bytes);
       const double moved = e.calls * e.bytes;
-      if (moved > row_best[i]) {
+      if (moved > row_best[i] || out.calls_per_iteration == 0) {
         row_best[i] = moved;
         out.bytes_per_call = e.bytes;
         out.calls_per_iteration = static_cast<std::int64_t>(e.calls);
-        out.time_per_call_s = priced[i].time_s;
-        if (moved > 0) out.algorithm = priced[i].algorithm;
+        out.time_per_call_s = est.time_s;
+        out.algorithm = est.algorithm;
       }
       const double n = gpus_per_stage * static_cast<double>(c.num_stages);
       out.calls_per_iteration_cluster += static_cast<std::int64_t>(n * e.calls);
@@ -830,7 +877,7 @@ void fill_dimension(const comm_context& x, const std::vector<stage_class>& class
       bytes += moved;
       // What the GPU sends: the bus factor; of a row of isends and irecvs, the isends.
       wire += e.kind == collective_kind::send_recv ? moved / 2 : moved * bus_factor(e.kind, out.group_size);
-      time += e.calls * priced[i].time_s;
+      time += e.calls * est.time_s;
     }
     if (bytes > best_bytes || (bytes == best_bytes && calls > static_cast<double>(dim.calls_per_iteration_per_gpu))) {
       best_bytes = bytes;
@@ -841,7 +888,13 @@ void fill_dimension(const comm_context& x, const std::vector<stage_class>& class
       dim.time_per_iteration_s = time;
     }
   }
-  for (const comm_collective& c : dim.collectives) {
+  std::size_t running = 0;
+  for (std::size_t i = 0; i < num_rows; ++i) running += rows[i].calls_per_iteration > 0 ? 1 : 0;
+  dim.collectives.reserve(running);
+  for (std::size_t i = 0; i < num_rows; ++i) {
+    const comm_collective& c = rows[i];
+    if (c.calls_per_iteration == 0) continue;
+    dim.collectives.push_back(c);
     dim.calls_per_iteration_cluster += c.calls_per_iteration_cluster;
     dim.bytes_per_iteration_cluster += c.bytes_per_iteration_cluster;
   }
@@ -910,8 +963,7 @@ comm_report summarize_comm(const job_spec& job) {
   r.num_nodes = detail::ceil_div(job.num_gpus, gpn);
   r.num_microbatches = job.num_microbatches();
   constexpr std::array<int, 6> kDimGroup = {g_tp, g_cp, g_ep, g_dp, g_pp, g_emb};
-  std::vector<emitted> scratch;
-  scratch.reserve(16);
+  row_sink scratch;
   for (std::size_t d = 0; d < r.dimensions.size(); ++d) {
     comm_dimension& dim = r.dimensions[d];
     dim.dim = static_cast<parallel_dim>(d);
@@ -919,7 +971,6 @@ comm_report summarize_comm(const job_spec& job) {
     if (dim.dim == parallel_dim::embedding) dim.groups.num_groups = p.pp > 1 ? job.num_gpus / p.pp : 0;
     if (dim.dim == parallel_dim::dp && job.model.is_moe()) dim.expert_groups = summary_set(x, g_edp);
     else dim.expert_groups.group_size = 0;
-    dim.collectives.reserve(10);
     fill_dimension(x, classes, kTables[d], scratch, dim);
     r.calls_per_iteration_cluster += dim.calls_per_iteration_cluster;
     r.bytes_per_iteration_cluster += dim.bytes_per_iteration_cluster;
