@@ -1,0 +1,114 @@
+// Command-local flags (search, shapes, plan): one table per command drives parsing and help; tokens
+// no entry claims are handed back for parse_job_args. Internal header.
+#pragma once
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trainplan/error.h"
+
+namespace trainplan::detail {
+
+struct local_flag {
+  std::string name;                 ///< "--train-tokens"
+  std::vector<std::string> aliases;
+  std::string value_name;           ///< "" for switches
+  int arity = 1;                    ///< values it takes (0: a switch)
+  std::string help;
+  std::function<void(const std::vector<std::string>& values, const std::string& flag)> apply;
+};
+
+inline double parse_number(const std::string& v, const std::string& flag) {
+  char* end = nullptr;
+  errno = 0;
+  const double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || errno != 0 || !std::isfinite(d)) {
+    throw input_error(flag + " expects a number, got '" + v + "'");
+  }
+  return d;
+}
+
+inline double parse_nonnegative(const std::string& v, const std::string& flag) {
+  const double d = parse_number(v, flag);
+  if (d < 0) throw input_error(flag + " must not be negative, got " + v);
+  return d;
+}
+
+inline double parse_positive(const std::string& v, const std::string& flag) {
+  const double d = parse_number(v, flag);
+  if (d <= 0) throw input_error(flag + " must be positive, got " + v);
+  return d;
+}
+
+/// A whole number (1e9 style accepted) of at least `lo`.
+inline std::int64_t parse_count(const std::string& v, const std::string& flag, std::int64_t lo = 1) {
+  const double d = parse_number(v, flag);
+  if (d != std::floor(d) || std::fabs(d) > 9e18) throw input_error(flag + " expects an integer, got '" + v + "'");
+  const auto n = static_cast<std::int64_t>(d);
+  if (n < lo) throw input_error(flag + " must be at least " + std::to_string(lo) + ", got " + v);
+  return n;
+}
+
+/// Claim the table's flags from `args` (in order, "--flag v" or "--flag=v"); return the rest.
+inline std::vector<std::string> take_local_flags(const std::vector<local_flag>& table,
+                                                 const std::vector<std::string>& args) {
+  std::vector<std::string> rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {  // a launch line: not ours
+      rest.insert(rest.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
+    std::string tok = args[i];
+    std::string inline_value;
+    bool has_inline = false;
+    if (auto eq = tok.find('='); tok.starts_with("--") && eq != std::string::npos) {
+      inline_value = tok.substr(eq + 1);
+      tok = tok.substr(0, eq);
+      has_inline = true;
+    }
+    const local_flag* def = nullptr;
+    for (const local_flag& f : table) {
+      if (f.name == tok) def = &f;
+      for (const std::string& a : f.aliases)
+        if (a == tok) def = &f;
+    }
+    if (def == nullptr) {
+      rest.push_back(args[i]);
+      continue;
+    }
+    std::vector<std::string> values;
+    if (has_inline) {
+      if (def->arity != 1) throw input_error(tok + " takes " + std::to_string(def->arity) + " values, not '='");
+      values.push_back(inline_value);
+    }
+    while (static_cast<int>(values.size()) < def->arity) {
+      if (i + 1 >= args.size() || (args[i + 1].starts_with("--") && args[i + 1].size() > 2)) {
+        throw input_error(tok + " needs " + (def->arity == 1 ? "a value" : std::to_string(def->arity) + " values") +
+                          " (" + def->value_name + ")");
+      }
+      values.push_back(args[++i]);
+    }
+    def->apply(values, tok);
+  }
+  return rest;
+}
+
+inline std::string local_flags_help(const std::vector<local_flag>& table) {
+  std::string out;
+  for (const local_flag& f : table) {
+    std::string left = "  " + f.name;
+    for (const auto& a : f.aliases) left += ", " + a;
+    if (!f.value_name.empty()) left += " " + f.value_name;
+    if (left.size() < 44) left.resize(44, ' ');
+    else left += "\n" + std::string(44, ' ');
+    out += left + f.help + "\n";
+  }
+  return out;
+}
+
+}  // namespace trainplan::detail

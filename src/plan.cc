@@ -1,0 +1,290 @@
+// The training campaign (docs/formulas.md §7.5-§7.8): ramp-up phases, days, GPU-hours, checkpoints,
+// failures (Young/Daly), evaluation and goodput.
+#include "trainplan/plan.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "local_flags.h"
+#include "trainplan/args.h"
+#include "trainplan/error.h"
+#include "trainplan/model.h"
+#include "trainplan/time.h"
+
+namespace trainplan {
+
+namespace {
+
+using detail::local_flag;
+using detail::parse_count;
+using detail::parse_nonnegative;
+using detail::parse_positive;
+
+constexpr double kSecondsPerDay = 86400;
+constexpr double kSecondsPerHour = 3600;
+
+/// The plan command's own flags (§7.5-§7.8). `in` is bound when parsing.
+std::vector<local_flag> plan_table(plan_inputs* in) {
+  auto num = [in](double plan_inputs::*field, bool positive) {
+    return [in, field, positive](const std::vector<std::string>& v, const std::string& f) {
+      in->*field = positive ? parse_positive(v[0], f) : parse_nonnegative(v[0], f);
+    };
+  };
+  auto count = [in](std::int64_t plan_inputs::*field, std::int64_t lo) {
+    return [in, field, lo](const std::vector<std::string>& v, const std::string& f) { in->*field = parse_count(v[0], f, lo); };
+  };
+  return {
+      {"--train-tokens", {}, "TOKENS", 1, "token budget, e.g. 350e9", num(&plan_inputs::train_tokens, true)},
+      {"--train-samples", {}, "N", 1, "sample budget (Megatron --train-samples)", count(&plan_inputs::train_samples, 1)},
+      {"--train-iters", {}, "N", 1, "iterations at the full batch (Megatron --train-iters)", count(&plan_inputs::train_iters, 1)},
+      {"--start-iteration", {}, "N", 1, "iterations already done (a log line's 'iteration N/M')",
+       count(&plan_inputs::start_iteration, 0)},
+      {"--rampup-batch-size", {}, "START INCR SAMPLES", 3,
+       "Megatron batch ramp-up: from START by INCR over SAMPLES samples",
+       [in](const std::vector<std::string>& v, const std::string& f) {
+         in->rampup = {parse_count(v[0], f + " START"), parse_count(v[1], f + " INCR"), parse_count(v[2], f + " SAMPLES")};
+       }},
+      {"--iteration-s", {}, "S", 1, "given iteration time at the full batch (no job needed)",
+       num(&plan_inputs::iteration_s, true)},
+      {"--tflops-per-gpu", {}, "TFLOPS", 1, "given achieved TFLOP/s per GPU (no job needed; with --model-params)",
+       num(&plan_inputs::tflops_per_gpu, true)},
+      {"--model-params", {}, "N", 1, "parameter count when no --model is given (e.g. 200e9)",
+       num(&plan_inputs::model_params, true)},
+      {"--flops-per-param-token", {}, "X", 1, "FLOPs per parameter per token [8: fwd 2 + bwd 4 + recompute 2]",
+       num(&plan_inputs::flops_per_param_token, true)},
+      {"--allocation-gpu-hours", {}, "H", 1, "GPU-hours allocated: the sufficiency check",
+       num(&plan_inputs::allocation_gpu_hours, true)},
+      {"--checkpoint-bytes-per-param", {}, "B", 1, "checkpoint bytes per parameter [14: bf16 + fp32 master + 2 moments]",
+       num(&plan_inputs::checkpoint_bytes_per_param, true)},
+      {"--checkpoint-write-gb-per-s", {}, "GB/S", 1, "file-system write bandwidth, 1e9 B/s [62: seeds/004]",
+       [in](const std::vector<std::string>& v, const std::string& f) {
+         in->checkpoint_write_bytes_per_s = parse_positive(v[0], f) * 1e9;
+       }},
+      {"--gpu-mtbf-hours", {}, "H", 1, "mean time between failures of one GPU [64512: 1/week on 384 GPUs]; 0: none",
+       num(&plan_inputs::gpu_mtbf_hours, false)},
+      {"--restart-minutes", {}, "MIN", 1, "time lost to each restart besides the lost work [0]",
+       [in](const std::vector<std::string>& v, const std::string& f) { in->restart_s = parse_nonnegative(v[0], f) * 60; }},
+      {"--eval-interval", {}, "N", 1, "evaluate every N iterations [0: never]", count(&plan_inputs::eval_interval_iters, 0)},
+      {"--eval-cost-iterations", {}, "X", 1, "one evaluation's time in iterations [seeds/004: 7]",
+       num(&plan_inputs::eval_cost_iters, false)},
+  };
+}
+
+/// Flags of a plan from given speed figures, where no layout exists (§7.5).
+std::vector<local_flag> given_table(plan_inputs* in) {
+  return {
+      {"--num-gpus", {"--world-size"}, "N", 1, "GPUs", [in](const auto& v, const auto& f) { in->num_gpus = parse_count(v[0], f); }},
+      {"--global-batch-size", {"--gbs"}, "N", 1, "samples per iteration",
+       [in](const auto& v, const auto& f) { in->global_batch_size = parse_count(v[0], f); }},
+      {"--seq-length", {"--seq-len"}, "N", 1, "sequence length",
+       [in](const auto& v, const auto& f) { in->seq_length = parse_count(v[0], f); }},
+  };
+}
+
+struct phase_plan {
+  std::int64_t batch;
+  double samples;
+};
+
+/// Megatron's ramp-up (num_microbatches_calculator.py RampupBatchsizeNumMicroBatches): the batch is
+/// start + k·increment while consumed samples < (k+1)·samples/increments, then the full batch.
+std::vector<plan_phase> phases_of(const plan_inputs& in, double total_samples) {
+  std::vector<plan_phase> out;
+  double consumed = 0;
+  if (in.rampup.enabled()) {
+    const rampup_spec& r = in.rampup;
+    if (r.start > in.global_batch_size) {
+      throw input_error("--rampup-batch-size START (" + std::to_string(r.start) + ") exceeds --global-batch-size (" +
+                        std::to_string(in.global_batch_size) + ")");
+    }
+    const std::int64_t diff = in.global_batch_size - r.start;
+    if (diff % r.increment != 0) {
+      throw input_error("--rampup-batch-size: --global-batch-size − START (" + std::to_string(diff) +
+                        ") must be a multiple of INCR (" + std::to_string(r.increment) + "), as Megatron requires");
+    }
+    const std::int64_t increments = diff / r.increment;
+    const double per_increment = increments > 0 ? static_cast<double>(r.samples) / increments : 0;
+    for (std::int64_t k = 0; k < increments && consumed < total_samples; ++k) {
+      const std::int64_t batch = r.start + k * r.increment;
+      const double end = std::min(total_samples, (k + 1) * per_increment);
+      if (end <= consumed) continue;
+      const auto iters = static_cast<std::int64_t>(std::ceil((end - consumed) / batch));
+      out.push_back({batch, iters, iters * batch, 0, 0});
+      consumed += static_cast<double>(iters * batch);
+    }
+  }
+  if (consumed < total_samples) {
+    const auto iters = static_cast<std::int64_t>(std::ceil((total_samples - consumed) / in.global_batch_size - 1e-9));
+    out.push_back({in.global_batch_size, iters, iters * in.global_batch_size, 0, 0});
+  }
+  return out;
+}
+
+}  // namespace
+
+double checkpoint_bytes(double params, double bytes_per_param) { return params * bytes_per_param; }
+
+double young_daly_interval_s(double save_s, double mtbf_s) {
+  if (!(save_s > 0) || !(mtbf_s > 0) || !std::isfinite(mtbf_s)) return 0;
+  return std::sqrt(2 * save_s * mtbf_s);
+}
+
+std::vector<std::string> parse_plan_flags(const std::vector<std::string>& args, plan_inputs& in) {
+  return detail::take_local_flags(plan_table(&in), args);
+}
+
+std::string plan_flags_help() {
+  plan_inputs dummy;
+  return detail::local_flags_help(plan_table(&dummy)) +
+         "  with --iteration-s or --tflops-per-gpu (no layout): --num-gpus N, --gbs N, --seq-length N, and\n"
+         "  --model NAME or --model-params N\n";
+}
+
+bool plan_has_given_speed(const plan_inputs& in) { return in.iteration_s > 0 || in.tflops_per_gpu > 0; }
+
+namespace {
+std::vector<std::string> parse_plan_given_flags(const std::vector<std::string>& args, plan_inputs& in) {
+  return detail::take_local_flags(given_table(&in), args);
+}
+}  // namespace
+
+plan_request parse_plan_request(const std::vector<std::string>& args) {
+  plan_request req;
+  std::vector<std::string> rest = parse_plan_flags(args, req.inputs);
+  if (plan_has_given_speed(req.inputs)) {
+    rest = parse_plan_given_flags(rest, req.inputs);
+    if (!rest.empty()) {
+      const parsed_job pj = parse_job_args(rest, model_need::model_only);
+      if (req.inputs.model_params <= 0) req.inputs.model_params = static_cast<double>(count_parameters(pj.job.model).total);
+      if (req.inputs.seq_length <= 0) req.inputs.seq_length = pj.job.model.seq_length;
+    }
+    return req;
+  }
+  req.job = parse_job_args(rest.empty() ? std::vector<std::string>{"--preset", "bloom-176b-production"} : rest);
+  req.has_job = true;
+  plan_from_job(req.job.job, req.inputs);
+  return req;
+}
+
+void plan_from_job(const job_spec& job, plan_inputs& in) {
+  in.global_batch_size = job.training.global_batch_size;
+  in.seq_length = job.model.seq_length;
+  in.num_gpus = job.num_gpus;
+  if (in.model_params <= 0) in.model_params = static_cast<double>(count_parameters(job.model, job.parallel.tp).total);
+  const time_report full = estimate_time(job);
+  in.tflops_per_gpu = full.tflops_per_gpu;
+  auto cache = std::make_shared<std::map<std::int64_t, double>>();
+  (*cache)[job.training.global_batch_size] = full.iteration_s;
+  in.iteration_s_at_batch = [job, cache](std::int64_t batch) {
+    if (auto it = cache->find(batch); it != cache->end()) return it->second;
+    const std::int64_t step = job.training.micro_batch_size * job.parallel.dp;
+    if (batch % step != 0) {
+      throw input_error("--rampup-batch-size: batch " + std::to_string(batch) + " is not a multiple of MBS × DP (" +
+                        std::to_string(step) + "), as Megatron requires of every ramp-up batch");
+    }
+    job_spec j = job;
+    j.training.global_batch_size = batch;
+    const double s = estimate_time(j).iteration_s;
+    (*cache)[batch] = s;
+    return s;
+  };
+}
+
+plan_report make_plan(const plan_inputs& in) {
+  plan_report r;
+  r.from_job = static_cast<bool>(in.iteration_s_at_batch);
+  const int budgets = (in.train_tokens > 0) + (in.train_samples > 0) + (in.train_iters > 0);
+  if (budgets != 1) {
+    throw input_error(budgets == 0 ? "plan needs the work: --train-tokens, --train-samples or --train-iters"
+                                   : "give one of --train-tokens, --train-samples, --train-iters");
+  }
+  if (in.num_gpus <= 0) throw input_error("plan needs the GPU count: --num-gpus (or a job's --num-nodes)");
+  if (!r.from_job && in.iteration_s <= 0 && in.tflops_per_gpu <= 0) {
+    throw input_error("plan needs a speed: a job layout, --iteration-s or --tflops-per-gpu");
+  }
+  if (!r.from_job && in.iteration_s <= 0 && in.model_params <= 0) {
+    throw input_error("--tflops-per-gpu needs the parameter count: --model NAME or --model-params N");
+  }
+  if (in.start_iteration > 0 && in.train_iters == 0) {
+    throw input_error("--start-iteration needs --train-iters (the log line's 'iteration N/M')");
+  }
+  if (in.train_iters > 0 && in.rampup.enabled()) {
+    throw input_error("--rampup-batch-size needs --train-samples or --train-tokens (Megatron rejects it with --train-iters)");
+  }
+  if (in.start_iteration >= in.train_iters && in.train_iters > 0) {
+    throw input_error("--start-iteration (" + std::to_string(in.start_iteration) + ") must be below --train-iters (" +
+                      std::to_string(in.train_iters) + ")");
+  }
+  const bool by_tokens_only = in.global_batch_size <= 0 || in.seq_length <= 0;
+  if (by_tokens_only && (in.iteration_s > 0 || in.train_iters > 0 || in.train_samples > 0 || in.rampup.enabled())) {
+    throw input_error("plan needs --global-batch-size and --seq-length (or --model) for iterations and samples");
+  }
+
+  // Seconds per token at a given rate, seeds/000: flops_per_param_token · params / (GPUs · TFLOPs).
+  const double per_token_s = in.tflops_per_gpu > 0 && in.model_params > 0
+                                 ? in.flops_per_param_token * in.model_params / (in.num_gpus * in.tflops_per_gpu * 1e12)
+                                 : 0;
+  auto iteration_at = [&](std::int64_t batch) {
+    if (in.iteration_s_at_batch) return in.iteration_s_at_batch(batch);
+    if (in.iteration_s > 0) return in.iteration_s * batch / in.global_batch_size;  // time ∝ samples (§7.5)
+    return per_token_s * static_cast<double>(batch * in.seq_length);
+  };
+
+  if (by_tokens_only) {
+    plan_phase p;
+    p.time_s = in.train_tokens * per_token_s;
+    r.phases.push_back(p);
+    r.total_tokens = in.train_tokens;
+  } else {
+    double samples = 0;
+    if (in.train_tokens > 0) samples = std::ceil(in.train_tokens / in.seq_length);
+    if (in.train_samples > 0) samples = static_cast<double>(in.train_samples);
+    if (in.train_iters > 0) samples = static_cast<double>(in.train_iters - in.start_iteration) * in.global_batch_size;
+    r.phases = phases_of(in, samples);
+    for (plan_phase& p : r.phases) {
+      p.iteration_s = iteration_at(p.global_batch_size);
+      p.time_s = p.iteration_s * static_cast<double>(p.iterations);
+      r.total_iterations += p.iterations;
+      r.total_samples += static_cast<double>(p.samples);
+    }
+    r.total_tokens = r.total_samples * in.seq_length;
+  }
+  for (const plan_phase& p : r.phases) r.train_s += p.time_s;
+  const double full_iteration_s = by_tokens_only ? 0 : iteration_at(in.global_batch_size);
+  r.tflops_per_gpu = in.tflops_per_gpu;
+
+  // Checkpoints and failures (§7.6, §7.7).
+  r.checkpoint_bytes = checkpoint_bytes(in.model_params, in.checkpoint_bytes_per_param);
+  r.checkpoint_save_s = r.checkpoint_bytes / in.checkpoint_write_bytes_per_s;
+  r.job_mtbf_s = in.gpu_mtbf_hours > 0 ? in.gpu_mtbf_hours * kSecondsPerHour / in.num_gpus : 0;
+  r.checkpoint_interval_s = young_daly_interval_s(r.checkpoint_save_s, r.job_mtbf_s);
+  if (full_iteration_s > 0 && r.checkpoint_interval_s > 0) {
+    r.checkpoint_interval_iters = std::max<std::int64_t>(1, std::llround(r.checkpoint_interval_s / full_iteration_s));
+  }
+  r.checkpoint_overhead_s = r.checkpoint_interval_s > 0 ? r.train_s / r.checkpoint_interval_s * r.checkpoint_save_s : 0;
+  // Evaluation (§7.8): every N iterations costs E iterations (seeds/004: 7 per 1000).
+  if (in.eval_interval_iters > 0 && r.total_iterations > 0) {
+    r.eval_s = static_cast<double>(r.total_iterations / in.eval_interval_iters) * in.eval_cost_iters * full_iteration_s;
+  }
+  const double failure_free_s = r.train_s + r.checkpoint_overhead_s + r.eval_s;
+  if (r.job_mtbf_s > 0) {
+    // First order: failures over the failure-free time, each losing half an interval plus the restart.
+    r.expected_failures = failure_free_s / r.job_mtbf_s;
+    r.expected_lost_hours = r.expected_failures * (r.checkpoint_interval_s / 2 + in.restart_s) / kSecondsPerHour;
+  }
+  r.wall_s = failure_free_s + r.expected_lost_hours * kSecondsPerHour;
+  r.goodput = r.wall_s > 0 ? r.train_s / r.wall_s : 0;
+  r.train_days = r.wall_s / kSecondsPerDay;
+  r.gpu_hours = r.wall_s * in.num_gpus / kSecondsPerHour;
+  r.compute_gpu_hours = r.train_s * in.num_gpus / kSecondsPerHour;
+  r.allocation_gpu_hours = in.allocation_gpu_hours;
+  if (in.allocation_gpu_hours > 0) {
+    r.allocation_sufficient = in.allocation_gpu_hours >= r.gpu_hours;
+    r.allocation_margin = in.allocation_gpu_hours / r.gpu_hours;
+  }
+  return r;
+}
+
+}  // namespace trainplan
