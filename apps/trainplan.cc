@@ -2,6 +2,9 @@
 // its job flags with the library (parse_job_args), computes once, and hands the result to a renderer.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -15,7 +18,9 @@
 #include "trainplan/error.h"
 #include "trainplan/memory.h"
 #include "trainplan/model.h"
+#include "trainplan/plan.h"
 #include "trainplan/report.h"
+#include "trainplan/search.h"
 #include "trainplan/time.h"
 #include "trainplan/validate.h"
 
@@ -108,6 +113,59 @@ int cmd_validate(const std::vector<std::string>& args, const output_options& out
   return 0;
 }
 
+/// A progress bar on stderr when it is a terminal and the search has run for over a second.
+search_progress progress_bar() {
+  if (isatty(STDERR_FILENO) == 0) return {};
+  const auto start = std::chrono::steady_clock::now();
+  return [start](std::int64_t done, std::int64_t total) {
+    if (std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) return;
+    const int width = 40;
+    const int filled = total > 0 ? static_cast<int>(width * done / total) : width;
+    std::fprintf(stderr, "\r[%s%s] %3d%%", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(width - filled), ' ').c_str(),
+                 total > 0 ? static_cast<int>(100 * done / total) : 100);
+    if (done >= total) std::fprintf(stderr, "\r%s\r", std::string(width + 8, ' ').c_str());
+  };
+}
+
+int cmd_search(const std::vector<std::string>& args, const output_options& out) {
+  const search_request req = parse_search_request(args);
+  const search_result r = run_search(req.base.job, req.space, progress_bar());
+  if (req.explain_row > 0) {
+    if (req.explain_row > static_cast<std::int64_t>(r.candidates.size())) {
+      throw input_error("--explain " + std::to_string(req.explain_row) + ": the search evaluated only " +
+                        std::to_string(r.candidates.size()) + " layouts");
+    }
+    parsed_job pj = req.base;
+    pj.job = candidate_job(req.base.job, r.candidates[static_cast<std::size_t>(req.explain_row - 1)]);
+    const parameter_breakdown p = count_parameters(pj.job.model, pj.job.parallel.tp);
+    std::cout << "Row " << req.explain_row << " of the search\n\n"
+              << render_memory_text(pj, p, estimate_memory(pj.job)) << "\n"
+              << render_comm_text(pj, summarize_comm(pj.job)) << "\n"
+              << render_time_text(pj, estimate_time(pj.job));
+    return 0;
+  }
+  if (out.json) std::cout << render_search_json(req.base, req.space, r);
+  else if (req.csv) std::cout << render_search_csv(r);
+  else std::cout << render_search_text(req.base, req.space, r);
+  if (out.json || req.csv) std::cerr << render_search_counts(r);
+  return 0;
+}
+
+int cmd_shapes(const std::vector<std::string>& args, const output_options& out) {
+  const shapes_request req = parse_shapes_request(args);
+  const shapes_result r = run_shapes(req.base.job, req.rules, req.space);
+  std::cout << (out.json ? render_shapes_json(req.rules, r) : render_shapes_text(req.rules, r));
+  return 0;
+}
+
+int cmd_plan(const std::vector<std::string>& args, const output_options& out) {
+  const plan_request req = parse_plan_request(args);
+  const plan_report r = make_plan(req.inputs);
+  std::cout << (out.json ? render_plan_json(r) : render_plan_text(r, req.inputs.num_gpus));
+  return 0;
+}
+
 const std::vector<command>& commands() {
   static const std::vector<command> table = {
       {"models", "list the embedded model catalog", false, cmd_models},
@@ -118,8 +176,22 @@ const std::vector<command>& commands() {
       {"schedule", "the pipeline timeline as a text Gantt chart (--json: its events; --gpipe: GPipe)", true,
        cmd_schedule},
       {"validate", "predicted against measured over the shipped tables (--csv FILE: your own)", true, cmd_validate},
+      {"search", "every valid layout ranked by time per iteration (no flags: BLOOM-176B, 48 nodes, GBS 2048)", true,
+       cmd_search},
+      {"shapes", "(hidden, layers, heads) near --target-params, each with its fastest layout", true, cmd_shapes},
+      {"plan", "the campaign: ramp-up, days, GPU-hours, checkpoints, failures, goodput (--train-tokens N)", true,
+       cmd_plan},
   };
   return table;
+}
+
+/// Commands with flags of their own (parsed in the library), listed before the job flags in their help.
+std::string local_flags_of(const std::string& name) {
+  static const std::vector<std::pair<std::string, std::string (*)()>> table = {
+      {"search", search_flags_help}, {"shapes", shapes_flags_help}, {"plan", plan_flags_help}};
+  for (const auto& [n, help] : table)
+    if (n == name) return name + " flags:\n" + help() + "\n";
+  return "";
 }
 
 std::vector<std::string> command_names() {
@@ -131,9 +203,10 @@ std::vector<std::string> command_names() {
 int run(int argc, char** argv) {
   std::vector<std::string> argv_s(argv + 1, argv + argc);
   if (argv_s.empty()) {
-    // The main job on an embedded default: BLOOM-176B in its production layout on its cluster.
-    std::cout << "trainplan: BLOOM-176B in its production layout (--preset bloom-176b-production)\n\n";
-    return cmd_memory({}, {});
+    // The main job: the layout search for BLOOM-176B on its cluster, 48 nodes, GBS 2048 (README).
+    std::cout << "trainplan: the layout search for BLOOM-176B on jean-zay-a100, 48 nodes, GBS 2048 "
+                 "(`trainplan search`; `trainplan memory` for the production layout)\n\n";
+    return cmd_search({}, {});
   }
   if (argv_s.front() == "help" && argv_s.size() > 1 && argv_s[1] == "flags") {
     std::cout << "Job flags (Megatron-LM names are accepted as they are):\n" << job_flags_help();
@@ -166,7 +239,7 @@ int run(int argc, char** argv) {
 
   CLI::App app{"trainplan: plan LLM training on GPU clusters before a GPU-hour is spent"};
   app.require_subcommand(0, 1);
-  app.footer("With no command: the memory analysis of BLOOM-176B in its production layout.\n"
+  app.footer("With no command: the layout search for BLOOM-176B on jean-zay-a100, 48 nodes, GBS 2048.\n"
              "`trainplan help flags` lists every job flag with its default.");
   int rc = 0;
   std::vector<std::pair<CLI::App*, const command*>> subs;
@@ -176,7 +249,7 @@ int run(int argc, char** argv) {
     sub->add_flag("--json", out.json, "JSON output (schema_version 1)");
     if (c.takes_job_flags) {
       sub->allow_extras();
-      sub->footer("Job flags (Megatron-LM names accepted; `-- torchrun ... pretrain_gpt.py <flags>` reads a launch line):\n" +
+      sub->footer(local_flags_of(c.name) + "Job flags (Megatron-LM names accepted; `-- torchrun ... pretrain_gpt.py <flags>` reads a launch line):\n" +
                   job_flags_help());
     }
     subs.emplace_back(sub, &c);

@@ -8,6 +8,8 @@
 #include "trainplan/comm.h"
 #include "trainplan/memory.h"
 #include "trainplan/model.h"
+#include "trainplan/plan.h"
+#include "trainplan/search.h"
 #include "trainplan/time.h"
 #include "trainplan/validate.h"
 
@@ -46,5 +48,21 @@ std::string render_schedule_json(const parsed_job& pj, const time_report& r);
 /// Predicted against measured per row, per table, per seed table and overall (§5.8).
 std::string render_validation_text(const validation_report& r);
 std::string render_validation_json(const validation_report& r);
+
+/// Layout search (docs/formulas.md §7.1-§7.3): the top K in the seed's column order with units and the
+/// counts (text), every evaluated layout ranked (JSON {"schema_version":1,"search":{…,"candidates":[…]}}, CSV).
+std::string render_search_text(const parsed_job& pj, const search_space& s, const search_result& r);
+std::string render_search_json(const parsed_job& pj, const search_space& s, const search_result& r);
+std::string render_search_csv(const search_result& r);
+/// "N layouts enumerated, N pruned (…), N evaluated …, in S s on T threads".
+std::string render_search_counts(const search_result& r);
+
+/// Architecture shapes near a target size, each with its best layout (§7.4).
+std::string render_shapes_text(const shape_rules& rules, const shapes_result& r);
+std::string render_shapes_json(const shape_rules& rules, const shapes_result& r);
+
+/// The training plan (§7.5-§7.8): phases, days, GPU-hours, checkpoints, failures, goodput.
+std::string render_plan_text(const plan_report& r, std::int64_t num_gpus);
+std::string render_plan_json(const plan_report& r);
 
 }  // namespace trainplan
