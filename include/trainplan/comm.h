@@ -75,7 +75,7 @@ struct comm_group_set {
   std::vector<std::vector<std::int64_t>> ranks;  ///< every group's global ranks; empty in the summary
 };
 
-/// Every group of `name`'s kind, in Megatron's order (parallel_state.py generate_masked_orthogonal_rank_groups).
+/// Every group of dimension `dim`, in Megatron's order (parallel_state.py generate_masked_orthogonal_rank_groups).
 comm_group_set process_groups(const job_spec& job, parallel_dim dim);
 
 // ---- traffic (§4.2) and time (§4.3) --------------------------------------------------------------
