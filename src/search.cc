@@ -328,6 +328,9 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
   // ---- enumerate; prune by divisibility and constraints (§7.1) ----
   std::vector<proto> protos;
   std::int64_t had_world = 0, had_batch = 0, had_dp_multiple = 0;
+  // Why the last filters rejected combinations, with one example each, for the empty-space message.
+  std::int64_t bad_split_pp = 0, bad_mbs = 0, bad_vpp_pp = 0;
+  bool bad_sp = false;
   for (std::int64_t n : nodes) {
     const std::int64_t gpus = n * gpn;
     for (std::int64_t tp : tps) {
@@ -384,6 +387,7 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
               const std::int64_t per_combo =
                   static_cast<std::int64_t>(zeros.size() * vpps.size() * recomputes.size() * sps.size() * embs.size());
               if (gbs % (mbs * dp) != 0) {
+                bad_mbs = mbs;
                 res.enumerated += std::max<std::int64_t>(per_combo, 1);
                 res.pruned_divisibility += std::max<std::int64_t>(per_combo, 1);
                 continue;
@@ -399,6 +403,9 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
                       for (int z : zeros) {
                         ++res.enumerated;
                         if (stage_layers == 0 || !vpp_ok || !sp_ok) {
+                          if (stage_layers == 0) bad_split_pp = pp;
+                          if (!vpp_ok) bad_vpp_pp = pp;
+                          bad_sp = bad_sp || !sp_ok;
                           ++res.pruned_divisibility;
                           continue;
                         }
@@ -440,8 +447,19 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
     } else if (had_dp_multiple == 0) {
       why = "--dp-multiple-of " + std::to_string(s.dp_multiple_of) + " leaves no data-parallel size";
     } else {
-      why = "every combination breaks a layout rule (--mbs must divide GBS/DP; --pp must split the layers; "
-            "--vpp needs micro-batches divisible by PP; --sequence-parallel needs TP > 1)";
+      // Name only the rules that rejected something.
+      std::vector<std::string> rules;
+      if (bad_split_pp > 0) {
+        rules.push_back("--pp " + std::to_string(bad_split_pp) + " does not split the " + std::to_string(m.num_layers) +
+                        " layers (pick a divisor, or --embedding-as-stage / --framework deepspeed for uneven splits)");
+      }
+      if (bad_mbs > 0) rules.push_back("--mbs " + std::to_string(bad_mbs) + " does not divide GBS/DP");
+      if (bad_vpp_pp > 0) {
+        rules.push_back("--vpp needs the micro-batches to be a multiple of PP (" + std::to_string(bad_vpp_pp) + ")");
+      }
+      if (bad_sp) rules.push_back("--sequence-parallel needs TP > 1 dividing the sequence");
+      why = "every combination breaks a layout rule: ";
+      for (std::size_t i = 0; i < rules.size(); ++i) why += (i ? "; " : "") + rules[i];
     }
     throw input_error("nothing to search: " + why);
   }

@@ -131,14 +131,18 @@ TEST(Search, BadInputNamesTheConstraint) {
   EXPECT_NE(error_of(with({"--tp", "3"})).find("heads"), std::string::npos);
   EXPECT_NE(error_of(with({"--pp", "100"})).find("--pp"), std::string::npos);
   EXPECT_NE(error_of(with({"--dp-multiple-of", "1000"})).find("--dp-multiple-of"), std::string::npos);
-  EXPECT_NE(error_of({"--model", "bloom-176b", "--cluster", "jean-zay-a100", "--num-nodes", "48", "--gbs", "2047",
-                      "--tp", "8", "--pp", "8"})
+  // 48 nodes, TP 8, PP 12: DP is 4, which does not divide 2047.
+  EXPECT_NE(error_of({"--model", "bloom-176b", "--cluster", "jean-zay-a100", "--num-nodes", "48", "--nodes", "48",
+                      "--gbs", "2047", "--tp", "8", "--pp", "12"})
                 .find("--global-batch-size 2047"),
+            std::string::npos);
+  // PP 8 does not split BLOOM's 70 layers under Megatron's even split: the message names it.
+  EXPECT_NE(error_of(with({"--framework", "megatron", "--tp", "8", "--pp", "8"})).find("--pp 8 does not split the 70 layers"),
             std::string::npos);
   EXPECT_NE(error_of(with({"--nodes", "1", "--tp", "1", "--pp", "1", "--recompute", "none"})).find("nothing fits"),
             std::string::npos);
   EXPECT_NE(error_of(with({"--max-gpus", "4"})).find("--max-gpus"), std::string::npos);
-  EXPECT_NE(error_of(with({"--recompute", "sometimes"})).find("did you mean"), std::string::npos);
+  EXPECT_NE(error_of(with({"--recompute", "ful"})).find("did you mean 'full'"), std::string::npos);
   EXPECT_NE(error_of(with({"--dp", "8"})).find("--dp"), std::string::npos);
   EXPECT_NE(error_of({"--model", "bloom-176b"}).find("--global-batch-size"), std::string::npos);
   EXPECT_NE(error_of(with({"--zero-stage", "3", "--pp", "2"})).find("--zero-stage 3"), std::string::npos);
