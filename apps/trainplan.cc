@@ -59,7 +59,10 @@ int cmd_memory(const std::vector<std::string>& args, const output_options& out) 
   const parsed_job pj = parse_job_args(args.empty() ? std::vector<std::string>{"--preset", "bloom-176b-production"} : args);
   const parameter_breakdown p = count_parameters(pj.job.model, pj.job.parallel.tp);
   const memory_report r = estimate_memory(pj.job);
-  std::cout << (out.json ? render_memory_json(pj, p, r) : render_memory_text(pj, p, r));
+  // Megatron-LM's own formula beside ours, where it models the job (docs/formulas.md §3.9).
+  const megatron_theoretical_memory megatron = megatron_theoretical(pj.job);
+  const megatron_theoretical_memory* shown = megatron_theoretical_applies(pj.job) ? &megatron : nullptr;
+  std::cout << (out.json ? render_memory_json(pj, p, r, shown) : render_memory_text(pj, p, r, shown));
   return 0;
 }
 

@@ -371,6 +371,13 @@ const std::vector<flag_def>& flag_table() {
                             v, f, {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}, {"fp16", dtype::fp16}});
                         b.job.training.grad_accum_dtype_set = true;
                       }));
+    t.push_back(value("--host-overhead-ms", "", "MS", "framework's (deepspeed 3.0, others 0)", "training",
+                      "host time per layer per pass the GPU waits for, ms",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        const double ms = to_double(v, f);
+                        if (ms < 0 || ms > 1e6) throw input_error(f + " must be between 0 and 1e6 ms, got " + v);
+                        b.job.training.host_overhead_per_layer_pass_s = ms * 1e-3;
+                      }));
     t.push_back(value("--nccl-buffer-mib", "", "MIB", "192", "training", "NCCL buffers per communicator per GPU, MiB",
                       [](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.nccl_buffer_bytes_per_communicator = to_bytes(v, f, 1048576.0, true);
@@ -531,14 +538,14 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
       auto consume_value = [&] {
         if (!has_inline && i + 1 < tokens.size() && !tokens[i + 1].starts_with("--")) ++i;
       };
-      if (launch) {
-        bool ignored = false;
-        for (const char* p : kIgnoredFlags) ignored = ignored || matches(p, flag);
-        if (ignored) {
-          b.ignored.push_back(flag);
-          consume_value();
-          continue;
-        }
+      // Megatron flags that change no estimate are accepted wherever they appear, so that the
+      // arguments of pretrain_gpt.py can be pasted as they are; they are listed as ignored.
+      bool ignored = false;
+      for (const char* p : kIgnoredFlags) ignored = ignored || matches(p, flag);
+      if (ignored) {
+        b.ignored.push_back(flag);
+        consume_value();
+        continue;
       }
       for (const char* p : kUnmodelledFlags) {
         if (matches(p, flag)) {

@@ -381,6 +381,12 @@ memory_report estimate_memory(const job_spec& job) {
   return r;
 }
 
+bool megatron_theoretical_applies(const job_spec& job) {
+  const training_config& t = job.training;
+  return t.framework == framework_kind::megatron && t.recompute != recompute_granularity::full &&
+         job.parallel.cp == 1 && !job.model.is_moe() && !t.offload_optimizer;
+}
+
 megatron_theoretical_memory megatron_theoretical(const job_spec& job) {
   // megatron/training/theoretical_memory_usage.py, as quoted in docs/formulas.md §3.9.
   const model_spec& m = job.model;

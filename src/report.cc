@@ -200,7 +200,8 @@ json parallel_json(const job_spec& job) {
 
 }  // namespace
 
-std::string render_memory_json(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r) {
+std::string render_memory_json(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r,
+                               const megatron_theoretical_memory* megatron) {
   const job_spec& job = pj.job;
   json j;
   j["schema_version"] = kSchemaVersion;
@@ -236,11 +237,18 @@ std::string render_memory_json(const parsed_job& pj, const parameter_breakdown& 
                                  {"gradients_bytes", whole_bytes(r.full_gradients_bytes)},
                                  {"optimizer_bytes", whole_bytes(r.full_optimizer_bytes)},
                                  {"activations_bytes", whole_bytes(r.full_activations_bytes)}}}};
+  if (megatron != nullptr) {
+    j["memory"]["megatron_theoretical"] = {
+        {"weight_and_optimizer_bytes", whole_bytes(megatron->weight_and_optimizer_bytes)},
+        {"activation_bytes", whole_bytes(megatron->activation_bytes)},
+        {"total_bytes", whole_bytes(megatron->total())}};
+  }
   j["ignored_flags"] = pj.ignored_flags;
   return j.dump(2) + "\n";
 }
 
-std::string render_memory_text(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r) {
+std::string render_memory_text(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r,
+                               const megatron_theoretical_memory* megatron) {
   const job_spec& job = pj.job;
   const auto& par = job.parallel;
   const auto& t = job.training;
@@ -287,6 +295,12 @@ std::string render_memory_text(const parsed_job& pj, const parameter_breakdown& 
                      100.0 * peak.headroom_bytes / r.capacity_bytes);
   out += fmt::format("  micro-batches in flight on stage {}: {}; activations per micro-batch {} GiB\n", peak.stage,
                      peak.microbatches_in_flight, format_gib(peak.activations_per_microbatch_bytes));
+  if (megatron != nullptr) {
+    out += fmt::format("  Megatron-LM's theoretical_memory_usage.py for comparison: {} GiB (weights and optimizer {} GiB, "
+                       "activations {} GiB; it omits the logits, buffers and allocator; docs/formulas.md §3.9)\n",
+                       format_gib(megatron->total()), format_gib(megatron->weight_and_optimizer_bytes),
+                       format_gib(megatron->activation_bytes));
+  }
   if (!pj.ignored_flags.empty()) {
     out += "\nIgnored (they change no estimate):";
     for (const auto& f : pj.ignored_flags) out += " " + f;

@@ -328,9 +328,12 @@ TEST(ArgsLaunchLine, HarmlessFlagsAreIgnoredAndListed) {
   expect_same_memory(estimate_memory(flags.job), estimate_memory(launch.job));
 }
 
-TEST(ArgsLaunchLine, HarmlessFlagsOutsideALaunchLineAreUnknown) {
-  // Outside a launch line, --lr is a typo or a misunderstanding: trainplan has no such flag.
-  EXPECT_THAT(error_of({"--model", "llama2-7b", "--lr", "3e-4"}), StartsWith("unknown flag --lr"));
+TEST(ArgsLaunchLine, HarmlessFlagsOutsideALaunchLineAreIgnoredToo) {
+  // The arguments of pretrain_gpt.py can be pasted as flags: harmless ones are listed as ignored.
+  const parsed_job pj = parse({"--model", "llama2-7b", "--lr", "3e-4", "--train-iters", "1000"});
+  EXPECT_THAT(pj.ignored_flags, ::testing::ElementsAre("--lr", "--train-iters"));
+  // A real typo is still an error with a suggestion.
+  EXPECT_THAT(error_of({"--model", "llama2-7b", "--micro-batch-sise", "2"}), StartsWith("unknown flag --micro-batch-sise"));
 }
 
 TEST(ArgsLaunchLine, UnmodelledFlagIsAnErrorNamingIt) {

@@ -68,5 +68,8 @@ struct megatron_theoretical_memory {
   double total() const { return weight_and_optimizer_bytes + activation_bytes; }
 };
 megatron_theoretical_memory megatron_theoretical(const job_spec& job);
+/// Whether Megatron's formula models `job` at all: Megatron-LM, no full recomputation, no ZeRO-2/3,
+/// no context parallelism, a dense model (§3.9).
+bool megatron_theoretical_applies(const job_spec& job);
 
 }  // namespace trainplan

@@ -70,6 +70,9 @@ struct training_config {
   /// DeepSpeed's data_types.grad_accum_dtype; bf16 training defaults to fp32 accumulation (BF16_Optimizer).
   dtype grad_accum_dtype = dtype::fp32;
   bool grad_accum_dtype_set = false;
+  /// Host time per transformer layer per pass (forward, recomputed forward, backward) that the GPU
+  /// waits for; < 0: the framework's default (docs/formulas.md §5.9).
+  double host_overhead_per_layer_pass_s = -1;
 };
 
 /// Everything one estimate needs.

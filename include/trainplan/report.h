@@ -28,8 +28,11 @@ std::string render_models_json();
 std::string render_model_text(const model_spec& m, const parameter_breakdown& p, std::int64_t tp);
 std::string render_model_json(const model_spec& m, const parameter_breakdown& p, std::int64_t tp);
 
-std::string render_memory_text(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r);
-std::string render_memory_json(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r);
+/// `megatron`, when given, is shown beside ours (Megatron-LM's theoretical_memory_usage.py, §3.9).
+std::string render_memory_text(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r,
+                               const megatron_theoretical_memory* megatron = nullptr);
+std::string render_memory_json(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r,
+                               const megatron_theoretical_memory* megatron = nullptr);
 
 /// Communication per iteration (docs/formulas.md §4): cluster summary and per-dimension detail with the
 /// first groups of each dimension (text), or every group (JSON, {"comm":{"dimensions":{...}}}).
