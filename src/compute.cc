@@ -2,6 +2,7 @@
 #include "trainplan/compute.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "trainplan/model.h"
@@ -17,7 +18,10 @@ std::int64_t alignment_elements(dtype d) { return std::max(1, 16 / bytes_of(d));
 
 /// Alignment factor of one dimension (§5.2): multiples of 128 are free.
 double alignment_factor(std::int64_t dim, std::int64_t elems, const compute_efficiency& e) {
-  if (dim % elems != 0) return e.unaligned_factor;
+  // elems is a power of two (16 bytes / element size): a mask, not an integer division (hot path).
+  const bool aligned = std::has_single_bit(static_cast<std::uint64_t>(elems)) ? (dim & (elems - 1)) == 0
+                                                                               : dim % elems == 0;
+  if (!aligned) return e.unaligned_factor;
   if (dim % 128 == 0) return 1.0;
   if (dim % 64 == 0) return e.align64_factor;
   return e.align8_factor;
@@ -225,6 +229,39 @@ unit_time output_compute(const job_spec& job, const compute_efficiency& e) {
 
 }  // namespace
 
+double host_overhead_per_layer_pass_s(const training_config& t) {
+  if (t.host_overhead_per_layer_pass_s >= 0) return t.host_overhead_per_layer_pass_s;
+  // Megatron-DeepSpeed's activation checkpointing saves and restores CUDA RNG states around every
+  // layer (deepspeed/runtime/activation_checkpointing), a host synchronisation per layer pass that
+  // exposes the Python/launch time of the layer's ops: ≈ 2.5 ms per pass on BLOOM's nodes, fitted to
+  // the MBS sweeps of seeds/000 (§5.9). Megatron-LM and FSDP launch asynchronously: hidden.
+  return t.framework == framework_kind::deepspeed && t.recompute == recompute_granularity::full ? 2.5e-3 : 0.0;
+}
+
+double accumulation_bytes_per_parameter(const training_config& t) {
+  // Memory traffic per parameter per micro-batch beyond the weight-gradient GEMM (§5.9).
+  if (t.framework == framework_kind::megatron) return 0;  // gradient_accumulation_fusion: into main_grad
+  const double e = t.precision == dtype::fp32 ? 4.0 : 2.0;
+  double bytes = 3 * e;  // autograd's AccumulateGrad: read old, read new, write (16-bit .grad)
+  if (t.framework == framework_kind::deepspeed && t.accumulate_allreduce_grads_in_fp32 && e < 4) {
+    bytes += e + 8;  // BF16_Optimizer.update_hp_grads after every micro-batch: read 16-bit, read+write fp32
+  }
+  return bytes;
+}
+
+double allocator_slowdown(double reserved_fraction) {
+  // PyTorch's caching allocator, when a request finds no free cached block and cudaMalloc fails, frees
+  // every cached block (cudaFree synchronises the device) and retries; near capacity this happens
+  // within every micro-batch. Onset at 90% of usable memory reserved (the allocator's rounding and
+  // fragmentation leave ~10% unusable), growing quadratically to +40% of the rank's compute at 100%,
+  // fitted to BLOOM's MBS 8 rows at 73-76 GB of 80 (seeds/000, 2022-02-20: +10% end to end over MBS 4,
+  // the first rank being the one near capacity; §5.9). Beyond 100% the job does not fit (§3); the
+  // factor stays at its cap.
+  constexpr double kOnset = 0.90, kAtCapacity = 0.40;
+  const double x = std::clamp((reserved_fraction - kOnset) / (1.0 - kOnset), 0.0, 1.0);
+  return 1.0 + kAtCapacity * x * x;
+}
+
 compute_report estimate_compute(const job_spec& job) {
   compute_report r;
   const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
@@ -261,6 +298,16 @@ compute_report estimate_compute(const job_spec& job) {
   const double opt_bytes_per_param = tc.optimizer == optimizer_kind::adam ? 4.0 * 7 + 2 : 4.0 * 3 + 2;
   const gpu_spec& gpu = job.cluster.gpu;
 
+  // §5.9: host time per layer pass, and the gradient accumulation traffic of every micro-batch.
+  const double host_s = host_overhead_per_layer_pass_s(tc);
+  const double accumulate_bytes = accumulation_bytes_per_parameter(tc);
+  const double dense_layer_params = static_cast<double>(params.dense_layer.total()) / static_cast<double>(p.tp);
+  const double moe_layer_params = m.is_moe() ? static_cast<double>(params.moe_layer.total()) /
+                                                   static_cast<double>(p.tp * p.ep)
+                                             : 0.0;
+  const double dense_accumulate_s = memory_time_s(gpu, e, accumulate_bytes * dense_layer_params, accumulate_bytes > 0 ? 1 : 0);
+  const double moe_accumulate_s = memory_time_s(gpu, e, accumulate_bytes * moe_layer_params, accumulate_bytes > 0 ? 1 : 0);
+
   const std::vector<stage_layout> layout = pipeline_layout(job);
   r.stages.reserve(layout.size());
   const double vpp = static_cast<double>(p.vpp);
@@ -279,6 +326,9 @@ compute_report estimate_compute(const job_spec& job) {
     double fwd = dense * r.dense_layer.forward.total_s() + moe * r.moe_layer.forward.total_s();
     double bwd = dense * r.dense_layer.backward.total_s() + moe * r.moe_layer.backward.total_s();
     double re = dense_re * dense_re_s + moe_re * moe_re_s;
+    fwd += (dense + moe) * host_s;
+    bwd += (dense + moe) * host_s + dense * dense_accumulate_s + moe * moe_accumulate_s;
+    if (tc.recompute == recompute_granularity::full) re += recomputed * host_s;
     double fwd_flops = dense * r.dense_layer.forward.flops + moe * r.moe_layer.forward.flops;
     double bwd_flops = dense * r.dense_layer.backward.flops + moe * r.moe_layer.backward.flops +
                        dense_re * dense_re_flops + moe_re * moe_re_flops;

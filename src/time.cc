@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "trainplan/comm.h"
+#include "trainplan/memory.h"
 #include "trainplan/model.h"
 
 namespace trainplan {
@@ -115,6 +116,18 @@ time_report estimate_time(const job_spec& job, schedule_kind kind, bool record_e
   time_report r;
   r.schedule = kind;
   r.compute = estimate_compute(job);
+  {
+    // §5.9: a rank whose reserved memory nears capacity runs its micro-batches slower (allocator retries).
+    const memory_report mem = estimate_memory(job);
+    for (std::size_t i = 0; i < r.compute.stages.size() && i < mem.stages.size(); ++i) {
+      stage_compute& sc = r.compute.stages[i];
+      const double f = allocator_slowdown(mem.stages[i].reserved_bytes / mem.capacity_bytes);
+      sc.allocator_slowdown = f;
+      sc.forward_s *= f;
+      sc.backward_s *= f;
+      sc.recompute_s *= f;
+    }
+  }
   r.comm = stage_communication(job, r.compute);
   const parallel_config& p = job.parallel;
   const training_config& tc = job.training;

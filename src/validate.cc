@@ -262,6 +262,11 @@ std::vector<validation_row> read_measurements(const std::string& csv_text, const
               "--position-embedding-type", "alibi", "--embed-layernorm", "--tp", field(r, "tp"), "--pp",
               field(r, "pp"), "--num-gpus", gpus, "--mbs", field(r, "mbs"), "--gbs", field(r, "gbs"),
               "--recompute-granularity", "full", field(r, "precision") == "bf16" ? "--bf16" : "--fp16"};
+    // Until 2022-02-28 bf16 ran on the fp16 ZeRO-1 optimizer (16-bit gradient accumulation); BLOOM's
+    // BF16_Optimizer with fp32 accumulation arrived that day (the CSV's notes, §5.8).
+    if (field(r, "precision") == "bf16" && !v.date.empty() && v.date < "2022-02-28") {
+      v.args.insert(v.args.end(), {"--grad-accum-dtype", "bf16"});
+    }
     // Production (bloom-final) and the 02-27/28 rows give each embedding its own pipeline slot.
     if (field(r, "notes").find("embedding partitioned as its own pipeline slot") != std::string::npos ||
         table.find("final") != std::string::npos) {

@@ -59,8 +59,38 @@ TEST(Compute, BackwardIsTwiceForwardAndRecomputeAddsAForward) {
   const double ratio = r.dense_layer.backward.gemm_s / r.dense_layer.forward.gemm_s;
   EXPECT_GT(ratio, 1.8);
   EXPECT_LT(ratio, 2.3);
+  // The recomputed forward of each of the rank's 6 layers, plus its host time per pass (§5.9).
   const stage_compute& mid = r.stages[5];
-  EXPECT_NEAR(mid.recompute_s, 6 * r.dense_layer.forward.total_s(), 1e-12);
+  const double host = host_overhead_per_layer_pass_s(pj.job.training);
+  EXPECT_DOUBLE_EQ(host, 2.5e-3);  // DeepSpeed with full recomputation
+  EXPECT_NEAR(mid.recompute_s, 6 * (r.dense_layer.forward.total_s() + host), 1e-12);
+}
+
+TEST(Compute, HostOverheadAndAccumulationFollowTheFramework) {
+  // §5.9: DeepSpeed's checkpointing synchronises around every layer; Megatron-LM does not, and fuses
+  // the gradient accumulation into the weight-gradient GEMM.
+  parsed_job ds = parse_job_args({"--preset", "bloom-176b-production"});
+  parsed_job mg = parse_job_args({"--preset", "bloom-176b-production", "--framework", "megatron"});
+  EXPECT_DOUBLE_EQ(host_overhead_per_layer_pass_s(mg.job.training), 0.0);
+  EXPECT_DOUBLE_EQ(accumulation_bytes_per_parameter(mg.job.training), 0.0);
+  // bf16 with BF16_Optimizer: AccumulateGrad (3 × 2 bytes) + update_hp_grads (2 + 8 bytes).
+  EXPECT_DOUBLE_EQ(accumulation_bytes_per_parameter(ds.job.training), 16.0);
+  parsed_job own = parse_job_args({"--preset", "bloom-176b-production", "--host-overhead-ms", "1"});
+  EXPECT_DOUBLE_EQ(host_overhead_per_layer_pass_s(own.job.training), 1e-3);
+  // The overhead is per layer pass: forward, recomputed forward and backward of a 6-layer rank.
+  const compute_report a = estimate_compute(own.job);
+  parsed_job none = parse_job_args({"--preset", "bloom-176b-production", "--host-overhead-ms", "0"});
+  const compute_report b = estimate_compute(none.job);
+  EXPECT_NEAR(a.stages[5].forward_s - b.stages[5].forward_s, 6e-3, 1e-12);
+  EXPECT_NEAR(a.stages[5].backward_s - b.stages[5].backward_s, 12e-3, 1e-12);
+}
+
+TEST(Compute, AllocatorSlowdownStartsAtNinetyPercent) {
+  EXPECT_DOUBLE_EQ(allocator_slowdown(0.5), 1.0);
+  EXPECT_DOUBLE_EQ(allocator_slowdown(0.9), 1.0);
+  EXPECT_NEAR(allocator_slowdown(0.95), 1.10, 1e-12);
+  EXPECT_NEAR(allocator_slowdown(1.0), 1.40, 1e-12);
+  EXPECT_NEAR(allocator_slowdown(1.3), 1.40, 1e-12);  // capped: beyond capacity the job does not fit
 }
 
 TEST(Compute, HardwareFlopsAreNarayananEq3) {

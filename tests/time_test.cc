@@ -49,8 +49,8 @@ TEST(TimeValidation, LibraryRowsMatchTheSharedTestHelper) {
   for (const validation_row& v : shipped().rows) {
     if (v.table != "bloom-prequel-measurements.csv") continue;
     const auto& row = rows[i++];
-    // Rows 525-527: validate corrects the GBS to the seed's heading (512); 02-17 bf16 rows: the helper
-    // also sets 16-bit gradient accumulation, a flag validate does not use (< 0.3% apart).
+    // Rows 525-527: validate corrects the GBS to the seed's heading (512). Both set 16-bit gradient
+    // accumulation for the bf16 rows before 2022-02-28 (the fp16 optimizer then).
     if (!v.skipped.empty() || v.label == "525" || v.label == "526" || v.label == "527") continue;
     EXPECT_NEAR(v.predicted_s / v.environment_factor /
                     estimate_time(parse_job_args(testing::bloom_row_args(row)).job).iteration_s,
@@ -60,28 +60,37 @@ TEST(TimeValidation, LibraryRowsMatchTheSharedTestHelper) {
 }
 
 TEST(TimeValidation, SpearmanWithinSeedTables) {
-  // Seed tables whose ranking the model reproduces (≥ 0.8). The others are listed with their value
-  // and the reason in docs/formulas.md §5.8; they are checked not to get worse.
-  const std::map<std::string, double> known_misses = {
-      {"02-20 hidden 14400 vs 13824", 0.3},  {"02-21 14336/72 PP12 MBS", -0.2}, {"02-21 14336/72 PP6 MBS", 0.5},
-      {"02-21 13824/84", -0.2},              {"02-23 final round", -0.2},       {"02-23 heads at 14336", 0.2},
-      {"02-24 heads at 12288", 0.5},         {"02-25 GBS", 0.7},                {"02-25 lower PP", -0.4},
-      {"02-25 TP", 0.6},                     {"02-26 heads at 13824 TP4", 0.5}, {"02-26 13312", -0.5},
-      {"02-27 re-do", 0.5},                  {"02-28 13312/82", 0.3},           {"02-28 14336/70", 0.6},
+  // Every seed table must rank ≥ 0.8, except these, whose own rows contradict each other or differ by
+  // less than the seed's run-to-run noise (docs/formulas.md §5.8 gives each in full). Each keeps a
+  // floor at today's value so that a regression fails.
+  struct exception {
+    double floor;
+    const char* why;
+  };
+  const std::map<std::string, exception> exceptions = {
+      {"02-20 MBS at PP12", {0.5, "MBS 2 and 4 differ by 0.8% (161.96 vs 163.32 s), inside the noise"}},
+      {"02-23 heads at 14336",
+       {0.6, "112 heads (head dim 128) +15% at TP 8; the same shape at TP 4 (row 754) runs at par"}},
+      {"02-24 heads at 12288",
+       {0.5, "96 heads (head dim 128) +12% at TP 8; the same shape at TP 4 (rows 709, 723, 725) at par"}},
+      {"02-25 GBS", {0.75, "row 613: GBS 1568 in the time of GBS 2048 (row 614), 23% fewer samples"}},
+      {"02-25 TP",
+       {0.6, "five of nine rows within 2.8%, the spread of the repeated layout 635/636 (110.48/113.54 s)"}},
+      {"02-28 13312/82", {0.6, "104 heads (head dim 128) +18% over 64 and 128 heads at TP 4"}},
   };
   int passing = 0;
   for (const validation_stats& g : shipped().groups) {
     if (g.rows < 3) continue;
     SCOPED_TRACE(g.name);
-    auto miss = known_misses.find(g.name);
-    if (miss == known_misses.end()) {
+    auto ex = exceptions.find(g.name);
+    if (ex == exceptions.end()) {
       EXPECT_GE(g.spearman, 0.8);
       ++passing;
     } else {
-      EXPECT_GE(g.spearman, miss->second - 1e-9);
+      EXPECT_GE(g.spearman, ex->second.floor - 1e-9) << ex->second.why;
     }
   }
-  EXPECT_GE(passing, 10);
+  EXPECT_GE(passing, 20);
 }
 
 TEST(TimeValidation, ProductionLayoutWithinThreePercent) {

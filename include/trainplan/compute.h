@@ -61,6 +61,7 @@ struct stage_compute {
   double forward_flops = 0;      ///< counted FLOPs, per micro-batch per chunk
   double backward_flops = 0;     ///< including recomputation
   double optimizer_s = 0;        ///< optimizer step of this rank, once per iteration
+  double allocator_slowdown = 1; ///< factor already applied to forward/backward near capacity (§5.9)
 };
 
 struct compute_report {
@@ -75,6 +76,15 @@ struct compute_report {
   double model_flops = 0;        ///< no recomputation: 3 × forward
   double hardware_flops = 0;     ///< with recomputation (Narayanan et al. eq. 3 with full recompute)
 };
+
+/// Host time per layer per pass that the GPU waits for: the job's setting or the framework's default
+/// (docs/formulas.md §5.9). Seconds.
+double host_overhead_per_layer_pass_s(const training_config& t);
+/// Memory traffic per parameter per micro-batch for gradient accumulation outside the GEMMs (§5.9). Bytes.
+double accumulation_bytes_per_parameter(const training_config& t);
+/// Slowdown (≥ 1) of a rank's forward and backward when the memory it reserves fills `reserved_fraction`
+/// of the usable memory: PyTorch's caching allocator frees its cache and retries (§5.9).
+double allocator_slowdown(double reserved_fraction);
 
 /// Compute time of `job` (finalized). Allocates only the stage vector.
 compute_report estimate_compute(const job_spec& job);
