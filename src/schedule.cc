@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "trainplan/error.h"
@@ -27,15 +29,26 @@ struct op {
 };
 
 /// Megatron's interleaved order (core/pipeline_parallel/schedules.py, get_model_chunk_id): virtual
-/// micro-batch k runs chunk (k / p) % v, and micro-batch (k / (p·v))·p + k % p.
-op interleaved_op(std::int64_t k, std::int64_t p, std::int64_t v, bool backward) {
-  op o;
-  o.backward = backward;
-  const std::int64_t c = (k / p) % v;
-  o.chunk = backward ? v - 1 - c : c;
-  o.microbatch = (k / (p * v)) * p + k % p;
-  return o;
-}
+/// micro-batch k runs chunk (k / p) % v (backward: v − 1 − that), and micro-batch (k / (p·v))·p + k % p.
+/// Counted for k = 0, 1, 2, … without integer divisions (they dominated building the lists).
+struct interleaved_counter {
+  std::int64_t p, v;
+  std::int64_t i = 0, c = 0, group = 0;  ///< k % p, (k / p) % v, k / (p·v)
+  op next(bool backward) {
+    op o;
+    o.backward = backward;
+    o.chunk = backward ? v - 1 - c : c;
+    o.microbatch = group * p + i;
+    if (++i == p) {
+      i = 0;
+      if (++c == v) {
+        c = 0;
+        ++group;
+      }
+    }
+    return o;
+  }
+};
 
 /// One rank's operation order. A table of schedules: each builds the list as schedules.py does.
 void build_ops(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v,
@@ -59,12 +72,14 @@ void build_ops(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64
     case schedule_kind::interleaved: {  // warm-up (p − r − 1)·2 + (v − 1)·p virtual forwards
       const std::int64_t total = m * v;
       const std::int64_t warm = std::min((p - rank - 1) * 2 + (v - 1) * p, total);
-      for (std::int64_t k = 0; k < warm; ++k) out.push_back(interleaved_op(k, p, v, false));
+      interleaved_counter fwd{p, v}, bwd{p, v};  // virtual micro-batch k of each direction, in order
+      out.reserve(static_cast<std::size_t>(2 * total));
+      for (std::int64_t k = 0; k < warm; ++k) out.push_back(fwd.next(false));
       for (std::int64_t k = 0; k < total - warm; ++k) {
-        out.push_back(interleaved_op(k + warm, p, v, false));
-        out.push_back(interleaved_op(k, p, v, true));
+        out.push_back(fwd.next(false));
+        out.push_back(bwd.next(true));
       }
-      for (std::int64_t k = total - warm; k < total; ++k) out.push_back(interleaved_op(k, p, v, true));
+      for (std::int64_t k = total - warm; k < total; ++k) out.push_back(bwd.next(true));
       return;
     }
   }
@@ -138,15 +153,20 @@ schedule_result simulate_schedule(const schedule_input& in) {
   const std::int64_t v = in.num_chunks;
   schedule_result r;
   r.stages.resize(static_cast<std::size_t>(p));
+  // Buffers reused across calls on this thread (the search simulates many layouts).
+  thread_local std::vector<double> done;
+  thread_local std::vector<std::vector<op>> ops;
+  thread_local std::vector<std::size_t> next;
+  thread_local std::vector<double> free_at;
   // Finish time of every (rank, chunk, micro-batch, direction); < 0 while not run.
-  std::vector<double> done(static_cast<std::size_t>(p * v * m * 2), -1.0);
+  done.assign(static_cast<std::size_t>(p * v * m * 2), -1.0);
   auto at = [&](std::int64_t rank, std::int64_t c, std::int64_t j, bool bwd) -> double& {
     return done[static_cast<std::size_t>(((rank * v + c) * m + j) * 2 + (bwd ? 1 : 0))];
   };
-  std::vector<std::vector<op>> ops(static_cast<std::size_t>(p));
+  if (ops.size() < static_cast<std::size_t>(p)) ops.resize(static_cast<std::size_t>(p));
   for (std::int64_t rank = 0; rank < p; ++rank) build_ops(in.kind, rank, p, m, v, ops[static_cast<std::size_t>(rank)]);
-  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
-  std::vector<double> free_at(static_cast<std::size_t>(p), 0.0);
+  next.assign(static_cast<std::size_t>(p), 0);
+  free_at.assign(static_cast<std::size_t>(p), 0.0);
   const std::size_t total_ops = static_cast<std::size_t>(2 * p * v * m);
   if (in.record_events) r.events.reserve(total_ops);
   std::size_t scheduled = 0;
@@ -212,13 +232,17 @@ schedule_result closed_form_schedule(const schedule_input& in) {
   // count of transfer times on the critical path (§5.4):
   //   GPipe        2(m − 1) + 2(p − 1)        (each phase: fill, then a send per micro-batch)
   //   1F1B, p = 2  (m − 1) + 2                 (each rank sends once per steady micro-batch)
-  //   1F1B, p ≥ 3  2(m − 1) + 2(p − 1) − 1     (middle ranks send twice per steady micro-batch)
+  //   1F1B, p ≥ 3  2(m − 1) + 2(p − 1) − 1     (middle ranks send twice per steady micro-batch;
+  //                m = 1: 2(p − 1), as GPipe)
   //   interleaved  m·(2v − 1) + 2p − 3
   double sends = 0;
   if (p > 1) {
     switch (in.kind) {
       case schedule_kind::gpipe: sends = 2 * (m - 1) + 2 * (pd - 1); break;
-      case schedule_kind::one_f_one_b: sends = p == 2 ? (m - 1) + 2 : 2 * (m - 1) + 2 * (pd - 1) - 1; break;
+      case schedule_kind::one_f_one_b:
+        // One micro-batch is GPipe's single round trip: 2(p − 1).
+        sends = p == 2 ? (m - 1) + 2 : m == 1 ? 2 * (pd - 1) : 2 * (m - 1) + 2 * (pd - 1) - 1;
+        break;
       case schedule_kind::interleaved: sends = m * (2 * v - 1) + 2 * pd - 3; break;
     }
   }
@@ -234,18 +258,255 @@ schedule_result closed_form_schedule(const schedule_input& in) {
     u.send_s = (fwd_sends + bwd_sends) * c;
     // Rank r's last backward ends r backward passes (and sends) before rank 0's.
     u.pipeline_end_s = total - (rank > 0 ? b + static_cast<double>(rank - 1) * (b + c) : 0.0);
-    u.idle_s = u.pipeline_end_s - u.busy_s - u.send_s;
+  }
+  // Idle as the simulation counts it: up to the end of the pipeline phase on any rank.
+  for (stage_usage& u : r.stages) u.idle_s = total - u.busy_s - u.send_s;
+  finish(in, r);
+  return r;
+}
+
+namespace {
+
+/// Usage totals the simulation accumulates op by op, in closed form: m·v forwards and backwards per
+/// rank, a send after every one but the last rank's last-chunk forwards and the first rank's
+/// first-chunk backwards.
+void fill_usage(const schedule_input& in, const double* end, schedule_result& r) {
+  const auto p = static_cast<std::int64_t>(in.stages.size());
+  const double m = static_cast<double>(in.num_microbatches);
+  const double mv = m * static_cast<double>(in.num_chunks);
+  r.stages.resize(static_cast<std::size_t>(p));
+  r.pipeline_s = 0;
+  for (std::int64_t rank = 0; rank < p; ++rank) {
+    const stage_times& st = in.stages[static_cast<std::size_t>(rank)];
+    stage_usage& u = r.stages[static_cast<std::size_t>(rank)];
+    u.busy_s = mv * (st.forward_s + st.backward_s);
+    const double fwd_sends = p > 1 ? mv - (rank == p - 1 ? m : 0.0) : 0.0;
+    const double bwd_sends = p > 1 ? mv - (rank == 0 ? m : 0.0) : 0.0;
+    u.send_s = (fwd_sends + bwd_sends) * in.p2p_s;
+    u.pipeline_end_s = end[rank];
+    r.pipeline_s = std::max(r.pipeline_s, u.pipeline_end_s);
+  }
+  for (stage_usage& u : r.stages) u.idle_s = r.pipeline_s - u.busy_s - u.send_s;
+}
+
+/// Scratch for the fast paths, reused across calls on one thread.
+struct fast_scratch {
+  std::vector<double> free_at;   ///< end of each rank's last operation
+  std::vector<double> fwd_end;   ///< end of each rank's last two forwards, by micro-batch parity (2p)
+  std::vector<double> saved;     ///< the state after the previous steady step (2p)
+};
+
+fast_scratch& scratch() {
+  thread_local fast_scratch s;
+  return s;
+}
+
+/// 1F1B in Megatron's per-rank order (build_ops), evaluated step by step (§5.4 "Fast path"). Rank r
+/// warms up with w_r = min(p − r − 1, m) forwards; its forward of micro-batch j belongs to step
+/// j − w_r and its backward of micro-batch j to step j. Every input of a step's operations comes from
+/// an earlier step, from a lower rank's forward of the same step or a higher rank's backward of the
+/// same step, so one pass — for each step, forwards by ascending rank, then backwards by descending
+/// rank — meets every operation after its inputs and after the rank's previous operation.
+///
+/// Steady steps (every rank runs one forward and one backward) apply one and the same max-plus map to
+/// the state (each rank's last forward and last backward end). Once a step moves every component of
+/// the state by the same amount λ (to 64 ulp of the state's size), every later steady step does (the
+/// map commutes with adding a constant and does not expand differences), so the remaining steady steps
+/// are added as n·λ; the error of that is at most n × the tolerance, under 1e-10 relative for
+/// m ≤ 10⁴.
+void one_f_one_b_fast(const schedule_input& in, schedule_result& r) {
+  const auto p = static_cast<std::int64_t>(in.stages.size());
+  const std::int64_t m = in.num_microbatches;
+  const double c = in.p2p_s;
+  fast_scratch& s = scratch();
+  s.free_at.assign(static_cast<std::size_t>(p), 0.0);
+  s.fwd_end.assign(static_cast<std::size_t>(2 * p), 0.0);
+  s.saved.assign(static_cast<std::size_t>(2 * p), 0.0);
+  double* free_at = s.free_at.data();
+  double* fe = s.fwd_end.data();
+  double* saved = s.saved.data();
+  const stage_times* st = in.stages.data();
+  auto warm = [&](std::int64_t rank) { return std::min(p - rank - 1, m); };
+  const std::int64_t w0 = warm(0);
+  // Steps [0, steady_end) are steady on every rank.
+  const std::int64_t steady_end = m - w0;
+  bool have_saved = false;
+  bool jumped = false;
+  for (std::int64_t k = -w0; k < m; ++k) {
+    for (std::int64_t rank = 0; rank < p; ++rank) {  // forwards, ascending rank
+      const std::int64_t j = k + warm(rank);
+      if (j < 0 || j >= m) continue;
+      const double ready = rank > 0 ? fe[2 * (rank - 1) + (j & 1)] : 0.0;
+      const double end =
+          std::max(free_at[rank], ready) + st[rank].forward_s + (rank == p - 1 ? 0.0 : c);
+      fe[2 * rank + (j & 1)] = end;
+      free_at[rank] = end;
+    }
+    if (k >= 0) {
+      for (std::int64_t rank = p - 1; rank >= 0; --rank) {  // backwards of micro-batch k, descending rank
+        const double ready = rank < p - 1 ? free_at[rank + 1] : fe[2 * rank + (k & 1)];
+        free_at[rank] = std::max(free_at[rank], ready) + st[rank].backward_s + (rank == 0 ? 0.0 : c);
+      }
+    }
+    if (jumped || k < 0 || k >= steady_end - 1) continue;
+    // State after steady step k: rank r's forward of micro-batch k + w_r and backward of k.
+    double scale = 0;
+    for (std::int64_t rank = 0; rank < p; ++rank) scale = std::max(scale, free_at[rank]);
+    const double tol = 64 * std::numeric_limits<double>::epsilon() * scale;
+    bool periodic = have_saved;
+    double lambda = have_saved ? free_at[0] - saved[0] : 0.0;
+    for (std::int64_t rank = 0; rank < p; ++rank) {
+      const double f_now = fe[2 * rank + ((k + warm(rank)) & 1)];
+      if (periodic) {
+        periodic = std::fabs(free_at[rank] - saved[2 * rank] - lambda) <= tol &&
+                   std::fabs(f_now - saved[2 * rank + 1] - lambda) <= tol;
+      }
+      saved[2 * rank] = free_at[rank];
+      saved[2 * rank + 1] = f_now;
+    }
+    have_saved = true;
+    if (!periodic) continue;
+    // Jump to the last steady step.
+    const std::int64_t target = steady_end - 1;
+    const double shift = static_cast<double>(target - k) * lambda;
+    for (std::int64_t rank = 0; rank < p; ++rank) {
+      free_at[rank] += shift;
+      fe[2 * rank + ((target + warm(rank)) & 1)] = saved[2 * rank + 1] + shift;
+    }
+    jumped = true;
+    k = target;
+  }
+  fill_usage(in, free_at, r);
+}
+
+/// GPipe: every forward (micro-batch by micro-batch, ascending rank), then every backward (descending
+/// rank), a valid dependency order.
+void gpipe_fast(const schedule_input& in, schedule_result& r) {
+  const auto p = static_cast<std::int64_t>(in.stages.size());
+  const std::int64_t m = in.num_microbatches;
+  const double c = in.p2p_s;
+  fast_scratch& s = scratch();
+  s.free_at.assign(static_cast<std::size_t>(p), 0.0);
+  double* free_at = s.free_at.data();
+  const stage_times* st = in.stages.data();
+  for (std::int64_t j = 0; j < m; ++j) {
+    double ready = 0;
+    for (std::int64_t rank = 0; rank < p; ++rank) {
+      ready = std::max(free_at[rank], ready) + st[rank].forward_s + (rank == p - 1 ? 0.0 : c);
+      free_at[rank] = ready;
+    }
+  }
+  for (std::int64_t j = 0; j < m; ++j) {
+    // The last rank's backward waits for its own forward of j, done before its last forward.
+    double ready = 0;
+    for (std::int64_t rank = p - 1; rank >= 0; --rank) {
+      ready = std::max(free_at[rank], ready) + st[rank].backward_s + (rank == 0 ? 0.0 : c);
+      free_at[rank] = ready;
+    }
+  }
+  fill_usage(in, free_at, r);
+}
+
+/// Any schedule, without polling: the simulation's per-operation rule, evaluated by chasing
+/// dependencies. A rank runs its list until an input is missing, then the rank that owes the input
+/// runs until it has produced it, and so on (a stack of waiting ranks); every operation is evaluated
+/// once, after its input and its rank's previous operation, so the end times are the simulation's.
+void chase_schedule(const schedule_input& in, schedule_result& r) {
+  const auto p = static_cast<std::int64_t>(in.stages.size());
+  const std::int64_t m = in.num_microbatches;
+  const std::int64_t v = in.num_chunks;
+  thread_local std::vector<double> done;
+  thread_local std::vector<std::vector<op>> ops;
+  thread_local std::vector<std::size_t> next;
+  thread_local std::vector<std::pair<std::int64_t, std::size_t>> waiting;  // (rank, input it waits for)
+  fast_scratch& s = scratch();
+  done.assign(static_cast<std::size_t>(p * v * m * 2), -1.0);
+  if (ops.size() < static_cast<std::size_t>(p)) ops.resize(static_cast<std::size_t>(p));
+  for (std::int64_t rank = 0; rank < p; ++rank) build_ops(in.kind, rank, p, m, v, ops[static_cast<std::size_t>(rank)]);
+  next.assign(static_cast<std::size_t>(p), 0);
+  s.free_at.assign(static_cast<std::size_t>(p), 0.0);
+  waiting.clear();
+  auto index = [&](std::int64_t rank, std::int64_t c, std::int64_t j, bool bwd) {
+    return static_cast<std::size_t>(((rank * v + c) * m + j) * 2 + (bwd ? 1 : 0));
+  };
+  for (std::int64_t start = 0; start < p; ++start) {
+    std::int64_t rank = start;
+    for (;;) {
+      const auto ri = static_cast<std::size_t>(rank);
+      const std::vector<op>& list = ops[ri];
+      const stage_times& st = in.stages[ri];
+      std::size_t missing = SIZE_MAX;
+      std::int64_t owner = 0;  // rank that owes the missing input
+      bool resume = false;
+      while (next[ri] < list.size()) {
+        const op& o = list[next[ri]];
+        std::size_t dep = SIZE_MAX;
+        std::int64_t from = rank;
+        if (!o.backward) {
+          if (rank > 0) dep = index(from = rank - 1, o.chunk, o.microbatch, false);
+          else if (o.chunk > 0) dep = index(from = p - 1, o.chunk - 1, o.microbatch, false);
+        } else {
+          if (rank < p - 1) dep = index(from = rank + 1, o.chunk, o.microbatch, true);
+          else if (o.chunk < v - 1) dep = index(from = 0, o.chunk + 1, o.microbatch, true);
+          else dep = index(rank, o.chunk, o.microbatch, false);
+        }
+        const double ready = dep == SIZE_MAX ? 0.0 : done[dep];
+        if (ready < 0) {
+          missing = dep;
+          owner = from;
+          break;
+        }
+        const double work = o.backward ? st.backward_s : st.forward_s;
+        const double send = o.backward ? send_bwd(in, rank, o.chunk) : send_fwd(in, rank, o.chunk, p);
+        const double end = std::max(s.free_at[ri], ready) + work + send;
+        done[index(rank, o.chunk, o.microbatch, o.backward)] = end;
+        s.free_at[ri] = end;
+        ++next[ri];
+        if (!waiting.empty() && done[waiting.back().second] >= 0) {
+          resume = true;
+          break;
+        }
+      }
+      if (missing != SIZE_MAX) {
+        TRAINPLAN_CHECK_MSG(waiting.size() < static_cast<std::size_t>(p), "pipeline schedule deadlocked");
+        waiting.emplace_back(rank, missing);
+        rank = owner;
+        continue;
+      }
+      if (resume || !waiting.empty()) {
+        // The input the top waiter needs lies on this rank: it is done once the rank's list is.
+        TRAINPLAN_CHECK_MSG(done[waiting.back().second] >= 0, "pipeline schedule deadlocked");
+        rank = waiting.back().first;
+        waiting.pop_back();
+        continue;
+      }
+      break;  // this rank is through and nobody waits
+    }
+  }
+  fill_usage(in, s.free_at.data(), r);
+}
+
+}  // namespace
+
+schedule_result fast_schedule(const schedule_input& in) {
+  check_schedule(in);
+  schedule_result r;
+  switch (in.kind) {
+    case schedule_kind::one_f_one_b: one_f_one_b_fast(in, r); break;
+    case schedule_kind::gpipe: gpipe_fast(in, r); break;
+    case schedule_kind::interleaved: chase_schedule(in, r); break;
   }
   finish(in, r);
   return r;
 }
 
 schedule_result run_schedule(const schedule_input& in) {
+  if (in.record_events) return simulate_schedule(in);
   // The interleaved count of sends holds while a transfer is short against a chunk's work; with
   // transfers the simulation decides.
   const bool closed = stages_uniform(in) && (in.kind != schedule_kind::interleaved || in.p2p_s == 0);
-  if (!in.record_events && closed) return closed_form_schedule(in);
-  return simulate_schedule(in);
+  if (closed) return closed_form_schedule(in);
+  return fast_schedule(in);
 }
 
 }  // namespace trainplan

@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "trainplan/error.h"
 
 namespace trainplan {
@@ -98,6 +103,133 @@ TEST(Schedule, EventsCoverEveryOperationOnce) {
   const auto r = run_schedule(in);
   EXPECT_EQ(r.events.size(), 4u * 8 * 2 * 2);
   for (const auto& e : r.events) EXPECT_LT(e.start_s, e.end_s);
+}
+
+// ---- the fast path against the event simulation (§5.4 "Fast path") ------------------------------
+
+void expect_same(const schedule_result& fast, const schedule_result& sim) {
+  auto rel = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max({std::fabs(a), std::fabs(b), 1e-300}); };
+  EXPECT_PRED2(rel, fast.pipeline_s, sim.pipeline_s);
+  EXPECT_PRED2(rel, fast.iteration_s, sim.iteration_s);
+  EXPECT_NEAR(fast.bubble_fraction, sim.bubble_fraction, 1e-9);
+  EXPECT_NEAR(fast.grad_reduce_exposed_s, sim.grad_reduce_exposed_s, 1e-9 * sim.iteration_s);
+  EXPECT_PRED2(rel, fast.optimizer_s, sim.optimizer_s);
+  ASSERT_EQ(fast.stages.size(), sim.stages.size());
+  for (std::size_t i = 0; i < sim.stages.size(); ++i) {
+    SCOPED_TRACE("stage " + std::to_string(i));
+    EXPECT_PRED2(rel, fast.stages[i].pipeline_end_s, sim.stages[i].pipeline_end_s);
+    EXPECT_PRED2(rel, fast.stages[i].busy_s, sim.stages[i].busy_s);
+    EXPECT_NEAR(fast.stages[i].send_s, sim.stages[i].send_s, 1e-9 * sim.pipeline_s);
+    EXPECT_NEAR(fast.stages[i].idle_s, sim.stages[i].idle_s, 1e-9 * sim.pipeline_s);
+  }
+  // The critical stage may differ only between stages that end together.
+  const auto fc = static_cast<std::size_t>(fast.critical_stage), sc = static_cast<std::size_t>(sim.critical_stage);
+  EXPECT_NEAR(fast.stages[fc].pipeline_end_s + fast.stages[fc].grad_reduce_exposed_s,
+              sim.stages[sc].pipeline_end_s + sim.stages[sc].grad_reduce_exposed_s, 1e-9 * sim.iteration_s);
+}
+
+/// Stage shapes: uniform; BLOOM's embedding-as-stage (lighter first and last ranks); one slow middle
+/// rank; every rank different (a fixed pseudo-random draw).
+std::vector<stage_times> stage_pattern(int pattern, std::int64_t p, double f, double b) {
+  std::vector<stage_times> s(static_cast<std::size_t>(p), stage_times{f, b, 0, 0});
+  switch (pattern) {
+    case 0: break;
+    case 1:  // 70 layers over 12 slots: 5 on the first and last ranks (embedding, logits), 6 elsewhere
+      s.front().forward_s = f * 5 / 6 + 0.01;
+      s.front().backward_s = b * 5 / 6 + 0.02;
+      s.back().forward_s = f * 5 / 6 + 0.05;
+      s.back().backward_s = b * 5 / 6 + 0.09;
+      break;
+    case 2:
+      s[static_cast<std::size_t>(p / 2)].forward_s = 1.5 * f;
+      s[static_cast<std::size_t>(p / 2)].backward_s = 1.4 * b;
+      break;
+    case 3: {
+      std::uint64_t x = 88172645463325252ull;
+      for (auto& st : s) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        st.forward_s = f * (0.5 + static_cast<double>(x % 1000) / 1000);
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        st.backward_s = b * (0.5 + static_cast<double>(x % 1000) / 1000);
+      }
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    s[i].grad_reduce_s = 0.3 + 0.1 * static_cast<double>(i % 3);
+    s[i].optimizer_s = 0.05 * static_cast<double>(i % 2);
+  }
+  return s;
+}
+
+TEST(ScheduleFastPath, AgreesWithTheEventSimulation) {
+  int cases = 0;
+  for (auto kind : {schedule_kind::gpipe, schedule_kind::one_f_one_b, schedule_kind::interleaved}) {
+    for (std::int64_t p : {1, 2, 3, 4, 12}) {
+      for (std::int64_t m : {1, 2, 3, 5, 12, 24, 128, 1024}) {
+        const std::int64_t v = kind == schedule_kind::interleaved ? 3 : 1;
+        if (kind == schedule_kind::interleaved && (p == 1 || m % p != 0)) continue;
+        // Transfers: none, short, comparable to a chunk's forward (0.17), longer than it.
+        for (double c : {0.0, 0.004, 0.027, 0.2, 0.5}) {
+          for (int pattern = 0; pattern < 4; ++pattern) {
+            for (bool overlap : {false, true}) {
+              schedule_input in;
+              in.kind = kind;
+              in.num_microbatches = m;
+              in.num_chunks = v;
+              in.stages = stage_pattern(pattern, p, 0.17, 0.51);
+              in.p2p_s = c;
+              in.overlap_grad_reduce = overlap;
+              SCOPED_TRACE(std::string(to_string(kind)) + " p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                           " c=" + std::to_string(c) + " pattern=" + std::to_string(pattern));
+              const schedule_result sim = simulate_schedule(in);
+              const schedule_result fast = fast_schedule(in);
+              EXPECT_FALSE(fast.closed_form);
+              EXPECT_TRUE(fast.events.empty());
+              expect_same(fast, sim);
+              // run_schedule (closed form or fast path) agrees too.
+              expect_same(run_schedule(in), sim);
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 1000);
+}
+
+TEST(ScheduleFastPath, BloomProductionShapeManyMicrobatches) {
+  // The production layout's shape (12 ranks, embedding and logits in their own slots, 128 and more
+  // micro-batches), where the 1F1B fast path extrapolates the steady state.
+  for (std::int64_t m : {128, 512, 4096}) {
+    schedule_input in;
+    in.num_microbatches = m;
+    in.stages.assign(12, stage_times{0.17, 0.51, 1.3, 0.01});
+    in.stages.front().forward_s = 0.14;
+    in.stages.front().backward_s = 0.43;
+    in.stages.back().forward_s = 0.16;
+    in.stages.back().backward_s = 0.47;
+    in.p2p_s = 0.027;
+    SCOPED_TRACE("m=" + std::to_string(m));
+    expect_same(fast_schedule(in), simulate_schedule(in));
+    expect_same(run_schedule(in), simulate_schedule(in));
+  }
+}
+
+TEST(ScheduleFastPath, RecordEventsUsesTheSimulation) {
+  auto in = uniform(schedule_kind::one_f_one_b, 4, 8, 1, 1.0, 2.0, 0.1);
+  in.stages[1].forward_s = 1.3;
+  in.record_events = true;
+  const auto r = run_schedule(in);
+  EXPECT_EQ(r.events.size(), 4u * 8 * 2);
+  EXPECT_TRUE(fast_schedule(in).events.empty());
+  expect_same(fast_schedule(in), r);
+}
+
+TEST(ScheduleFastPath, RejectsWhatTheSimulationRejects) {
+  EXPECT_THROW(fast_schedule(uniform(schedule_kind::interleaved, 4, 6, 2, 1.0, 2.0, 0.0)), input_error);
+  EXPECT_THROW(fast_schedule(uniform(schedule_kind::one_f_one_b, 4, 8, 2, 1.0, 2.0, 0.0)), input_error);
 }
 
 }  // namespace
