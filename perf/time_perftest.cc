@@ -36,4 +36,29 @@ void BM_Simulate1F1B(benchmark::State& state) {
 }
 BENCHMARK(BM_Simulate1F1B)->Arg(128)->Arg(512);
 
+/// The same schedule on the fast path (run_schedule without events): one in-order pass, the steady
+/// state extrapolated.
+void BM_Fast1F1B(benchmark::State& state) {
+  schedule_input in;
+  in.num_microbatches = state.range(0);
+  in.stages.assign(12, stage_times{0.17, 0.51, 1.3, 0.01});
+  in.stages.front().forward_s = 0.14;
+  in.p2p_s = 0.027;
+  for (auto _ : state) benchmark::DoNotOptimize(fast_schedule(in));
+}
+BENCHMARK(BM_Fast1F1B)->Arg(128)->Arg(512);
+
+/// Interleaved (VPP 3) with transfers: the simulation on reused buffers.
+void BM_FastInterleaved(benchmark::State& state) {
+  schedule_input in;
+  in.kind = schedule_kind::interleaved;
+  in.num_chunks = 3;
+  in.num_microbatches = state.range(0);
+  in.stages.assign(12, stage_times{0.06, 0.17, 1.3, 0.01});
+  in.stages.front().forward_s = 0.05;
+  in.p2p_s = 0.027;
+  for (auto _ : state) benchmark::DoNotOptimize(fast_schedule(in));
+}
+BENCHMARK(BM_FastInterleaved)->Arg(48)->Arg(120);
+
 }  // namespace

@@ -25,16 +25,15 @@ std::vector<stage_comm> stage_communication(const job_spec& job, const compute_r
 
   // TP: two all-reduces per layer per pass (with SP: two all-gathers + two reduce-scatters).
   double tp_layer_fwd = 0;
+  double tp_embed = 0;
   if (p.tp > 1) {
     const group_placement tp = placement_of(job, parallel_dim::tp);
+    tp_embed = collective_time_s(cl, collective_kind::all_reduce, act_bytes, tp);
     tp_layer_fwd = p.sequence_parallel
                        ? 2 * (collective_time_s(cl, collective_kind::all_gather, act_bytes, tp) +
                               collective_time_s(cl, collective_kind::reduce_scatter, act_bytes, tp))
-                       : 2 * collective_time_s(cl, collective_kind::all_reduce, act_bytes, tp);
+                       : 2 * tp_embed;
   }
-  const double tp_embed = p.tp > 1 ? collective_time_s(cl, collective_kind::all_reduce, act_bytes,
-                                                       placement_of(job, parallel_dim::tp))
-                                   : 0.0;
   // CP: K and V gathered around the ring, overlapped with the attention core (§5.5).
   double cp_layer_fwd = 0, cp_layer_bwd = 0;
   if (p.cp > 1) {
@@ -65,6 +64,12 @@ std::vector<stage_comm> stage_communication(const job_spec& job, const compute_r
   const double grad_bytes_per_param = tc.accumulate_allreduce_grads_in_fp32 ? 4.0 : eb;
   const std::vector<stage_layout> layout = pipeline_layout(job);
   std::vector<stage_comm> out(layout.size());
+  // The embedding group's all-reduce (tied embeddings, PP > 1): the same on the first and last rank.
+  double tied_embedding_s = 0;
+  if (m.tie_embeddings && p.pp > 1) {
+    const double emb = static_cast<double>(params.word_embeddings) / p.tp * grad_bytes_per_param;
+    tied_embedding_s = collective_time_s(cl, collective_kind::all_reduce, emb, placement_of(job, parallel_dim::embedding));
+  }
   const double vpp = static_cast<double>(p.vpp);
   for (std::size_t i = 0; i < layout.size(); ++i) {
     const stage_layout& sl = layout[i];
@@ -94,10 +99,7 @@ std::vector<stage_comm> stage_communication(const job_spec& job, const compute_r
       }
     }
     // Tied embeddings with PP > 1: the first and last ranks all-reduce the embedding gradient.
-    if (m.tie_embeddings && p.pp > 1 && (sl.has_embedding || sl.has_output)) {
-      const double emb = static_cast<double>(params.word_embeddings) / p.tp * grad_bytes_per_param;
-      c.grad_reduce_s += collective_time_s(cl, collective_kind::all_reduce, emb, placement_of(job, parallel_dim::embedding));
-    }
+    if (m.tie_embeddings && p.pp > 1 && (sl.has_embedding || sl.has_output)) c.grad_reduce_s += tied_embedding_s;
   }
   return out;
 }

@@ -105,6 +105,27 @@ TEST(TimeValidation, ProductionLayoutWithinThreePercent) {
   EXPECT_LT(r.mfu, r.hfu);
 }
 
+TEST(TimeFastPath, ProductionLayoutAgreesWithTheEventSimulation) {
+  // estimate_time runs the schedule's fast path (uneven stages: embedding and logits in their own
+  // slots); with events it runs the event simulation. Both give the same times (§5.4 "Fast path").
+  for (const auto& args : {testing::bloom_production_args(),
+                           std::vector<std::string>{"--preset", "bloom-176b-production", "--gbs", "192"}}) {
+    const parsed_job pj = parse_job_args(args);
+    for (schedule_kind kind : {schedule_kind::one_f_one_b, schedule_kind::gpipe}) {
+      const time_report fast = estimate_time(pj.job, kind, false);
+      const time_report sim = estimate_time(pj.job, kind, true);
+      EXPECT_FALSE(fast.pipeline.closed_form);
+      EXPECT_FALSE(sim.pipeline.events.empty());
+      EXPECT_NEAR(fast.iteration_s / sim.iteration_s, 1.0, 1e-9);
+      EXPECT_NEAR(fast.bubble_fraction, sim.bubble_fraction, 1e-9);
+      EXPECT_NEAR(fast.breakdown.pipeline_s / sim.breakdown.pipeline_s, 1.0, 1e-9);
+      for (std::size_t i = 0; i < sim.pipeline.stages.size(); ++i) {
+        EXPECT_NEAR(fast.pipeline.stages[i].pipeline_end_s / sim.pipeline.stages[i].pipeline_end_s, 1.0, 1e-9);
+      }
+    }
+  }
+}
+
 // ---- the effects under "Why" in issue 4 ---------------------------------------------------------
 
 TEST(TimeEffects, Hidden13824BeatsHidden14400) {
