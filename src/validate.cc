@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "csv.h"
 #include "measurements.h"
 #include "trainplan/args.h"
 #include "trainplan/error.h"
@@ -18,22 +19,7 @@ namespace {
 
 using row_map = std::map<std::string, std::string>;
 
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (char ch : line) {
-    if (ch == '"') quoted = !quoted;
-    else if (ch == ',' && !quoted) {
-      out.push_back(cur);
-      cur.clear();
-    } else if (ch != '\r') {
-      cur += ch;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
+using detail::split_csv_line;
 
 std::string field(const row_map& r, const std::string& key) {
   auto it = r.find(key);

@@ -5,31 +5,14 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "csv.h"
 #include "trainplan/model.h"
 
 namespace trainplan::testing {
 
 std::string data_path(const std::string& name) { return std::string(TRAINPLAN_TEST_DATA_DIR) + "/" + name; }
 
-namespace {
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> fields;
-  std::string cur;
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      fields.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
-  }
-  fields.push_back(cur);
-  return fields;
-}
-}  // namespace
+using detail::split_csv_line;
 
 std::vector<csv_row> read_csv(const std::string& path) {
   std::ifstream in(path);
