@@ -11,6 +11,7 @@
 #include <string>
 
 #include "trainplan/comm.h"
+#include "local_flags.h"
 #include "trainplan/error.h"
 
 namespace trainplan {
@@ -78,15 +79,7 @@ std::int64_t to_int_min(const std::string& v, const std::string& flag, std::int6
   return x;
 }
 
-double to_double(const std::string& v, const std::string& flag) {
-  char* end = nullptr;
-  errno = 0;
-  const double d = std::strtod(v.c_str(), &end);
-  if (v.empty() || end != v.c_str() + v.size() || errno != 0 || !std::isfinite(d)) {
-    throw input_error(flag + " expects a number, got '" + v + "'");
-  }
-  return d;
-}
+double to_double(const std::string& v, const std::string& flag) { return detail::parse_number(v, flag); }
 
 double to_positive(const std::string& v, const std::string& flag) {
   const double d = to_double(v, flag);

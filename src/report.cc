@@ -63,6 +63,14 @@ json layer_json(const layer_parameters& l) {
 
 }  // namespace
 
+/// The flags a launch line or pasted arguments carried that change no estimate.
+static void append_ignored_flags(std::string& out, const parsed_job& pj) {
+  if (pj.ignored_flags.empty()) return;
+  out += "\nIgnored (they change no estimate):";
+  for (const auto& f : pj.ignored_flags) out += " " + f;
+  out += "\n";
+}
+
 std::string format_gib(double bytes, int digits) { return fmt::format("{:.{}f}", bytes / kGiB, digits); }
 
 std::string format_count(std::int64_t n) {
@@ -301,11 +309,7 @@ std::string render_memory_text(const parsed_job& pj, const parameter_breakdown& 
                        format_gib(megatron->total()), format_gib(megatron->weight_and_optimizer_bytes),
                        format_gib(megatron->activation_bytes));
   }
-  if (!pj.ignored_flags.empty()) {
-    out += "\nIgnored (they change no estimate):";
-    for (const auto& f : pj.ignored_flags) out += " " + f;
-    out += "\n";
-  }
+  append_ignored_flags(out, pj);
   return out;
 }
 
@@ -491,11 +495,7 @@ std::string render_comm_text(const parsed_job& pj, const comm_report& r) {
                                                        "Pipeline parallel (pp)", "Tied embedding (embedding)"};
   for (std::size_t i = 0; i < r.dimensions.size(); ++i) dimension_text(out, kTitles[i], r.dimensions[i], r.gpus_per_node);
   dimension_text(out, "Scalars (loss, gradient norm)", r.scalars, r.gpus_per_node);
-  if (!pj.ignored_flags.empty()) {
-    out += "\nIgnored (they change no estimate):";
-    for (const auto& f : pj.ignored_flags) out += " " + f;
-    out += "\n";
-  }
+  append_ignored_flags(out, pj);
   return out;
 }
 
