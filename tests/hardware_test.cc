@@ -27,11 +27,12 @@ std::string data_path(const std::string& name) {
 
 /// Writes `text` to a fresh file in the test temp dir and returns its path.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::path(::testing::TempDir()) / "trainplan_hardware_test";
-  std::filesystem::create_directories(dir);
-  // Prefix the test's name: ctest runs tests in parallel processes sharing the temp dir.
+  // A directory per test: ctest runs tests in parallel processes sharing the temp dir.
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const auto path = (dir / (std::string(info->test_suite_name()) + "." + info->name() + "." + name)).string();
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "trainplan_hardware_test" /
+                   (std::string(info->test_suite_name()) + "." + info->name());
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / name).string();
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
   return path;
 }
