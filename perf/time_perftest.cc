@@ -11,12 +11,10 @@ namespace {
 
 using namespace trainplan;
 
+/// evaluate_layout: memory and time with the shared pieces computed once, results returned by value.
 void BM_FullEvaluationBloom384(benchmark::State& state) {
   const parsed_job pj = parse_job_args({"--preset", "bloom-176b-production"});
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(estimate_memory(pj.job));
-    benchmark::DoNotOptimize(estimate_time(pj.job));
-  }
+  for (auto _ : state) benchmark::DoNotOptimize(evaluate_layout(pj.job));
 }
 BENCHMARK(BM_FullEvaluationBloom384);
 
@@ -59,6 +57,19 @@ void BM_FastInterleaved(benchmark::State& state) {
   in.p2p_s = 0.027;
   for (auto _ : state) benchmark::DoNotOptimize(fast_schedule(in));
 }
-BENCHMARK(BM_FastInterleaved)->Arg(48)->Arg(120);
+BENCHMARK(BM_FastInterleaved)->Arg(48)->Arg(120)->Arg(480);
+
+/// The event simulation of the same interleaved schedules (reference).
+void BM_SimulateInterleaved(benchmark::State& state) {
+  schedule_input in;
+  in.kind = schedule_kind::interleaved;
+  in.num_chunks = 3;
+  in.num_microbatches = state.range(0);
+  in.stages.assign(12, stage_times{0.06, 0.17, 1.3, 0.01});
+  in.stages.front().forward_s = 0.05;
+  in.p2p_s = 0.027;
+  for (auto _ : state) benchmark::DoNotOptimize(simulate_schedule(in));
+}
+BENCHMARK(BM_SimulateInterleaved)->Arg(48)->Arg(120);
 
 }  // namespace

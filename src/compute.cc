@@ -66,7 +66,13 @@ bool fused_softmax_applies(std::int64_t sq, std::int64_t sk, std::int64_t b, std
 }  // namespace
 
 compute_efficiency effective_compute_efficiency(const gpu_spec& gpu) {
-  compute_efficiency e = default_compute_efficiency(gpu);
+  compute_efficiency e;
+  effective_compute_efficiency(gpu, e);
+  return e;
+}
+
+void effective_compute_efficiency(const gpu_spec& gpu, compute_efficiency& e) {
+  e = default_compute_efficiency_ref(gpu);  // copy-assignment reuses e.tiles' storage
   const compute_efficiency& o = gpu.compute;
   if (!o.tiles.empty()) e.tiles = o.tiles;
   auto take = [](double& into, double v) {
@@ -83,7 +89,6 @@ compute_efficiency effective_compute_efficiency(const gpu_spec& gpu) {
   take(e.memory_bandwidth_fraction, o.memory_bandwidth_fraction);
   take(e.kernel_overhead_s, o.kernel_overhead_s);
   take(e.unfused_softmax_factor, o.unfused_softmax_factor);
-  return e;
 }
 
 gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& s) {
@@ -264,12 +269,19 @@ double allocator_slowdown(double reserved_fraction) {
 
 compute_report estimate_compute(const job_spec& job) {
   compute_report r;
-  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  estimate_compute(job, count_parameters(job.model, job.parallel.tp), pipeline_layout(job), r);
+  return r;
+}
+
+void estimate_compute(const job_spec& job, const parameter_breakdown& params, const std::vector<stage_layout>& layout,
+                      compute_report& r) {
+  thread_local compute_efficiency e;
+  effective_compute_efficiency(job.cluster.gpu, e);
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const training_config& tc = job.training;
   r.dense_layer = layer_compute(job, e, false);
-  if (m.is_moe()) r.moe_layer = layer_compute(job, e, true);
+  r.moe_layer = m.is_moe() ? layer_compute(job, e, true) : unit_time{};
   r.embedding = embedding_compute(job, e);
   r.output = output_compute(job, e);
   {
@@ -292,7 +304,6 @@ compute_report estimate_compute(const job_spec& job) {
   r.layer_recompute_fraction = tc.recompute == recompute_granularity::full ? 1.0 : 0.0;
 
   // Parameters each rank updates in its optimizer step (ZeRO ≥ 1 shards them over DP; §5.5).
-  const parameter_breakdown params = count_parameters(m, p.tp);
   const double shard = tc.zero_stage >= 1 ? static_cast<double>(p.dp) : 1.0;
   // Adam on fp32 master weights: read master, grad, m, v; write master, m, v and the 16-bit copy.
   const double opt_bytes_per_param = tc.optimizer == optimizer_kind::adam ? 4.0 * 7 + 2 : 4.0 * 3 + 2;
@@ -308,7 +319,7 @@ compute_report estimate_compute(const job_spec& job) {
   const double dense_accumulate_s = memory_time_s(gpu, e, accumulate_bytes * dense_layer_params, accumulate_bytes > 0 ? 1 : 0);
   const double moe_accumulate_s = memory_time_s(gpu, e, accumulate_bytes * moe_layer_params, accumulate_bytes > 0 ? 1 : 0);
 
-  const std::vector<stage_layout> layout = pipeline_layout(job);
+  r.stages.clear();
   r.stages.reserve(layout.size());
   const double vpp = static_cast<double>(p.vpp);
   for (const stage_layout& sl : layout) {
@@ -371,7 +382,6 @@ compute_report estimate_compute(const job_spec& job) {
   r.hardware_flops = (fwd_all + bwd_all) * microbatches * tp;
   // Model FLOPs: forward + backward (2 × forward), no recomputation.
   r.model_flops = 3.0 * fwd_all * microbatches * tp;
-  return r;
 }
 
 }  // namespace trainplan

@@ -71,7 +71,9 @@ const std::vector<default_entry>& table() {
 
 }  // namespace
 
-compute_efficiency default_compute_efficiency(const gpu_spec& gpu) {
+compute_efficiency default_compute_efficiency(const gpu_spec& gpu) { return default_compute_efficiency_ref(gpu); }
+
+const compute_efficiency& default_compute_efficiency_ref(const gpu_spec& gpu) {
   const auto& t = table();
   for (const default_entry& d : t) {
     if (d.gpu == gpu.name) return d.efficiency;

@@ -194,16 +194,25 @@ layer_activation_bytes layer_activations(const job_spec& job, bool moe_layer) {
 }
 
 memory_report estimate_memory(const job_spec& job) {
+  memory_report r;
+  estimate_memory(job, count_parameters(job.model, job.parallel.tp), pipeline_layout(job), r);
+  return r;
+}
+
+void estimate_memory(const job_spec& job, const parameter_breakdown& params, const std::vector<stage_layout>& layout,
+                     memory_report& r) {
   const model_spec& m = job.model;
   const parallel_config& par = job.parallel;
   const training_config& tr = job.training;
   const gpu_spec& gpu = job.cluster.gpu;
   const std::int64_t tp = par.tp;
   const std::int64_t pp = par.pp;
-  const parameter_breakdown params = count_parameters(m, tp);
-  const std::vector<stage_layout> layout = pipeline_layout(job);
-
-  memory_report r;
+  {
+    std::vector<stage_memory> keep = std::move(r.stages);  // reuse its storage
+    r = memory_report{};
+    keep.clear();
+    r.stages = std::move(keep);
+  }
   r.capacity_bytes = static_cast<double>(gpu.usable_memory_bytes);
   const activation_setting act = setting_for(job);
   const double e = act.e;
@@ -378,7 +387,6 @@ memory_report estimate_memory(const job_spec& job) {
   r.full_activations_bytes =
       static_cast<double>(params.num_dense_layers) * layer_bytes(m, whole, false, tr.bias_swiglu_fusion).total() +
       static_cast<double>(params.num_moe_layers) * (m.is_moe() ? layer_bytes(m, whole, true, tr.bias_swiglu_fusion).total() : 0.0);
-  return r;
 }
 
 bool megatron_theoretical_applies(const job_spec& job) {

@@ -239,9 +239,15 @@ void finalize_job(job_spec& job) {
 }
 
 std::vector<stage_layout> pipeline_layout(const job_spec& job) {
+  std::vector<stage_layout> stages;
+  pipeline_layout(job, stages);
+  return stages;
+}
+
+void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
-  std::vector<stage_layout> stages(static_cast<std::size_t>(p.pp));
+  stages.assign(static_cast<std::size_t>(p.pp), stage_layout{});
   auto count_moe = [&](std::int64_t first, std::int64_t n) {
     if (!m.is_moe()) return std::int64_t{0};
     std::int64_t c = 0;
@@ -283,7 +289,6 @@ std::vector<stage_layout> pipeline_layout(const job_spec& job) {
   }
   stages.front().has_embedding = true;
   stages.back().has_output = true;
-  return stages;
 }
 
 }  // namespace trainplan

@@ -293,7 +293,8 @@ void fill_usage(const schedule_input& in, const double* end, schedule_result& r)
 struct fast_scratch {
   std::vector<double> free_at;   ///< end of each rank's last operation
   std::vector<double> fwd_end;   ///< end of each rank's last two forwards, by micro-batch parity (2p)
-  std::vector<double> saved;     ///< the state after the previous steady step (2p)
+  std::vector<double> saved;     ///< the state after the previous steady step (2p; interleaved 4p)
+  std::vector<std::int64_t> counters;  ///< interleaved: each rank's chunk counters (4p)
 };
 
 fast_scratch& scratch() {
@@ -377,6 +378,127 @@ void one_f_one_b_fast(const schedule_input& in, schedule_result& r) {
     k = target;
   }
   fill_usage(in, free_at, r);
+}
+
+/// Interleaved 1F1B in Megatron's per-rank order (build_ops), evaluated step by step (§5.4 "Fast
+/// path"). Rank r warms up with W_r = 2(p − r − 1) + (v − 1)p virtual forwards; its forward of virtual
+/// micro-batch k belongs to step k − W_r − r and its backward of virtual k to step k − r. With every
+/// warm-up uncapped (W_0 ≤ m·v), each operation's input is produced in the step just before its own
+/// (rank r − 1's forward of the same k; rank p − 1's forward k − p for rank 0's later chunks; rank
+/// r + 1's backward of the same k; rank 0's backward k − p for rank p − 1's earlier chunks), or is the
+/// rank's own forward of the same step (the last rank's last chunk): steps in order, each rank its
+/// forward then its backward, is a dependency order, and a step reads only the previous step's ends.
+///
+/// Steady steps [0, m·v − W_0) repeat their pattern (chunks, sends, inputs) every p·v steps. After
+/// each such period the state (each rank's last forward and backward end) is compared with the state a
+/// period earlier; once every component moved by the same λ (to 64 ulp), every later period does (the
+/// period's max-plus map commutes with adding a constant), and whole periods are added as n·λ, as for
+/// 1F1B. Returns false when a warm-up is capped (m = p with p > 2): the caller chases dependencies.
+bool interleaved_fast(const schedule_input& in, schedule_result& r) {
+  const auto p = static_cast<std::int64_t>(in.stages.size());
+  const std::int64_t m = in.num_microbatches;
+  const std::int64_t v = in.num_chunks;
+  const std::int64_t mv = m * v;
+  const std::int64_t w0 = 2 * (p - 1) + (v - 1) * p;
+  if (w0 > mv) return false;
+  const double c = in.p2p_s;
+  fast_scratch& s = scratch();
+  const auto pz = static_cast<std::size_t>(p);
+  s.free_at.assign(pz, 0.0);
+  // fwd_end: [0, p) the previous step's forward ends, [p, 2p) this step's; saved likewise for backward.
+  s.fwd_end.assign(2 * pz, 0.0);
+  s.saved.assign(4 * pz, 0.0);  // [0, 2p): previous/current backward ends; [2p, 4p): period snapshot
+  s.counters.resize(4 * pz);
+  double* free_at = s.free_at.data();
+  double* fe_prev = s.fwd_end.data();
+  double* fe_cur = fe_prev + p;
+  double* be_prev = s.saved.data();
+  double* be_cur = be_prev + p;
+  double* snap = be_prev + 2 * p;  // per rank: forward end, backward end
+  std::int64_t* ctr = s.counters.data();  // per rank: forward (k mod p, (k / p) mod v), backward likewise
+  const stage_times* st = in.stages.data();
+  const std::int64_t first = -w0;  // rank 0's first forward
+  // At the first step rank r's forward k is −r and its backward k is −r − W_0 ≤ 0: every rank's first
+  // operation in either direction is virtual micro-batch 0.
+  std::fill(s.counters.begin(), s.counters.end(), 0);
+  const std::int64_t steady_end = mv - w0;  // steps [0, steady_end) run a forward and a backward everywhere
+  const std::int64_t period = p * v;
+  bool have_snap = false;
+  bool jumped = false;
+  for (std::int64_t step = first; step < mv; ++step) {
+    for (std::int64_t rank = 0; rank < p; ++rank) {
+      const std::int64_t wr = 2 * (p - rank - 1) + (v - 1) * p;
+      const std::int64_t kf = step + wr + rank;
+      std::int64_t* cr = ctr + 4 * rank;
+      double fe = fe_prev[rank];
+      if (kf >= 0 && kf < mv) {
+        const std::int64_t chunk = cr[1];
+        double ready = 0;
+        if (rank > 0) ready = fe_prev[rank - 1];
+        else if (chunk > 0) ready = fe_prev[p - 1];
+        const double send = (rank == p - 1 && chunk == v - 1) ? 0.0 : c;
+        fe = std::max(free_at[rank], ready) + st[rank].forward_s + send;
+        free_at[rank] = fe;
+        if (++cr[0] == p) {
+          cr[0] = 0;
+          if (++cr[1] == v) cr[1] = 0;
+        }
+      }
+      fe_cur[rank] = fe;
+      const std::int64_t kb = step + rank;
+      double be = be_prev[rank];
+      if (kb >= 0 && kb < mv) {
+        const std::int64_t chunk = v - 1 - cr[3];
+        double ready;
+        if (rank < p - 1) ready = be_prev[rank + 1];
+        else if (chunk < v - 1) ready = be_prev[0];
+        else ready = fe;  // the last rank's own forward of the last chunk, this step
+        const double send = (rank == 0 && chunk == 0) ? 0.0 : c;
+        be = std::max(free_at[rank], ready) + st[rank].backward_s + send;
+        free_at[rank] = be;
+        if (++cr[2] == p) {
+          cr[2] = 0;
+          if (++cr[3] == v) cr[3] = 0;
+        }
+      }
+      be_cur[rank] = be;
+    }
+    std::swap(fe_prev, fe_cur);
+    std::swap(be_prev, be_cur);
+    // After step `step`, the previous-step arrays hold its ends. Period boundaries of the steady state.
+    if (jumped || step < 0 || (step + 1) % period != 0 || step >= steady_end) continue;
+    double scale = 0;
+    for (std::int64_t rank = 0; rank < p; ++rank) scale = std::max(scale, free_at[rank]);
+    const double tol = 64 * std::numeric_limits<double>::epsilon() * scale;
+    bool periodic = have_snap;
+    const double lambda = have_snap ? be_prev[0] - snap[1] : 0.0;
+    for (std::int64_t rank = 0; rank < p; ++rank) {
+      if (periodic) {
+        periodic = std::fabs(fe_prev[rank] - snap[2 * rank] - lambda) <= tol &&
+                   std::fabs(be_prev[rank] - snap[2 * rank + 1] - lambda) <= tol;
+      }
+      snap[2 * rank] = fe_prev[rank];
+      snap[2 * rank + 1] = be_prev[rank];
+    }
+    have_snap = true;
+    if (!periodic) continue;
+    // Whole periods that stay inside the steady steps; counters repeat with the period.
+    const std::int64_t n = (steady_end - 1 - step) / period;
+    if (n <= 0) {
+      jumped = true;
+      continue;
+    }
+    const double shift = static_cast<double>(n) * lambda;
+    for (std::int64_t rank = 0; rank < p; ++rank) {
+      fe_prev[rank] += shift;
+      be_prev[rank] += shift;
+      free_at[rank] += shift;  // a steady step ends with the rank's backward
+    }
+    step += n * period;
+    jumped = true;
+  }
+  fill_usage(in, free_at, r);
+  return true;
 }
 
 /// GPipe: every forward (micro-batch by micro-batch, ascending rank), then every backward (descending
@@ -494,7 +616,9 @@ schedule_result fast_schedule(const schedule_input& in) {
   switch (in.kind) {
     case schedule_kind::one_f_one_b: one_f_one_b_fast(in, r); break;
     case schedule_kind::gpipe: gpipe_fast(in, r); break;
-    case schedule_kind::interleaved: chase_schedule(in, r); break;
+    case schedule_kind::interleaved:
+      if (!interleaved_fast(in, r)) chase_schedule(in, r);
+      break;
   }
   finish(in, r);
   return r;

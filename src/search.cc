@@ -554,8 +554,14 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
     proto& pr = protos[order[oi]];
     search_candidate& c = pr.c;
     if (!s.exhaustive && score_of(s, c.lower_bound_s, c.num_gpus) > threshold.load(std::memory_order_relaxed)) return;
+    // One evaluation's buffers per worker thread, reused from layout to layout; the memory report of
+    // the last fit check is the one the time model uses (§7.3).
+    thread_local layout_evaluation ev;
+    thread_local std::vector<stage_layout> layout;
+    parameter_breakdown params;
     auto fits_now = [&]() {
-      const memory_report mr = estimate_memory(j);
+      memory_report& mr = ev.memory;
+      estimate_memory(j, params, layout, mr);
       c.peak_reserved_bytes = mr.peak_reserved_bytes;
       c.headroom_bytes = capacity - mr.peak_reserved_bytes;
       return mr.fits && c.headroom_bytes >= need_headroom;
@@ -572,6 +578,8 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
         c.recompute_num_layers = hi;
         apply_candidate(j, base, c);
         finalize_job(j);
+        params = count_parameters(j.model, j.parallel.tp);
+        pipeline_layout(j, layout);
         if (fits_now()) {
           while (lo < hi) {
             const std::int64_t mid = (lo + hi) / 2;
@@ -586,13 +594,16 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
       } else {
         apply_candidate(j, base, c);
         finalize_job(j);
+        params = count_parameters(j.model, j.parallel.tp);
+        pipeline_layout(j, layout);
         fits = fits_now();
       }
       if (!fits) {
         fates[oi] = fate::no_fit;
         return;
       }
-      const time_report t = estimate_time(j);
+      time_report& t = ev.time;
+      estimate_time(j, ev.memory, t);
       c.iteration_s = t.iteration_s;
       c.tflops_per_gpu = t.tflops_per_gpu;
       c.mfu = t.mfu;

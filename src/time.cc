@@ -13,7 +13,8 @@ namespace {
 
 /// Communication of each rank per micro-batch and per iteration (§5.5). Collective times come from the
 /// communication model (collective_time_s, placement_of; §4).
-std::vector<stage_comm> stage_communication(const job_spec& job, const compute_report& cr) {
+void stage_communication(const job_spec& job, const compute_report& cr, const parameter_breakdown& params,
+                         const std::vector<stage_layout>& layout, std::vector<stage_comm>& out) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const training_config& tc = job.training;
@@ -50,7 +51,6 @@ std::vector<stage_comm> stage_communication(const job_spec& job, const compute_r
   }
   // ZeRO-3: each layer's weights gathered before forward and backward (and recompute), gradients
   // reduce-scattered; prefetch hides them under the previous layer's compute.
-  const parameter_breakdown params = count_parameters(m, p.tp);
   const group_placement dp = placement_of(job, parallel_dim::dp);
   double z3_fwd = 0, z3_bwd = 0;
   if (tc.zero_stage == 3 && p.dp > 1) {
@@ -62,8 +62,7 @@ std::vector<stage_comm> stage_communication(const job_spec& job, const compute_r
   }
 
   const double grad_bytes_per_param = tc.accumulate_allreduce_grads_in_fp32 ? 4.0 : eb;
-  const std::vector<stage_layout> layout = pipeline_layout(job);
-  std::vector<stage_comm> out(layout.size());
+  out.assign(layout.size(), stage_comm{});
   // The embedding group's all-reduce (tied embeddings, PP > 1): the same on the first and last rank.
   double tied_embedding_s = 0;
   if (m.tie_embeddings && p.pp > 1) {
@@ -101,48 +100,51 @@ std::vector<stage_comm> stage_communication(const job_spec& job, const compute_r
     // Tied embeddings with PP > 1: the first and last ranks all-reduce the embedding gradient.
     if (m.tie_embeddings && p.pp > 1 && (sl.has_embedding || sl.has_output)) c.grad_reduce_s += tied_embedding_s;
   }
-  return out;
 }
 
-}  // namespace
+/// Shared pieces of one layout's evaluation, computed once: the parameter count at the job's TP and
+/// the pipeline layout (buffers reused per thread).
+struct shared_pieces {
+  parameter_breakdown params;
+  std::vector<stage_layout> layout;
+};
 
-schedule_kind default_schedule(const job_spec& job) {
-  return job.parallel.vpp > 1 ? schedule_kind::interleaved : schedule_kind::one_f_one_b;
+shared_pieces& pieces_of(const job_spec& job) {
+  thread_local shared_pieces s;
+  s.params = count_parameters(job.model, job.parallel.tp);
+  pipeline_layout(job, s.layout);
+  return s;
 }
 
-time_report estimate_time(const job_spec& job, bool record_events) {
-  return estimate_time(job, default_schedule(job), record_events);
-}
-
-time_report estimate_time(const job_spec& job, schedule_kind kind, bool record_events) {
-  time_report r;
+/// The time model (§5.4-§5.7) from the shared pieces and the layout's memory (for the allocator
+/// slowdown, §5.9). Fills `r`, reusing its vectors.
+void time_from(const job_spec& job, const parameter_breakdown& params, const std::vector<stage_layout>& layout,
+               const memory_report& mem, schedule_kind kind, bool record_events, time_report& r) {
   r.schedule = kind;
-  r.compute = estimate_compute(job);
-  {
-    // §5.9: a rank whose reserved memory nears capacity runs its micro-batches slower (allocator retries).
-    const memory_report mem = estimate_memory(job);
-    for (std::size_t i = 0; i < r.compute.stages.size() && i < mem.stages.size(); ++i) {
-      stage_compute& sc = r.compute.stages[i];
-      const double f = allocator_slowdown(mem.stages[i].reserved_bytes / mem.capacity_bytes);
-      sc.allocator_slowdown = f;
-      sc.forward_s *= f;
-      sc.backward_s *= f;
-      sc.recompute_s *= f;
-    }
+  estimate_compute(job, params, layout, r.compute);
+  // §5.9: a rank whose reserved memory nears capacity runs its micro-batches slower (allocator retries).
+  for (std::size_t i = 0; i < r.compute.stages.size() && i < mem.stages.size(); ++i) {
+    stage_compute& sc = r.compute.stages[i];
+    const double f = allocator_slowdown(mem.stages[i].reserved_bytes / mem.capacity_bytes);
+    sc.allocator_slowdown = f;
+    sc.forward_s *= f;
+    sc.backward_s *= f;
+    sc.recompute_s *= f;
   }
-  r.comm = stage_communication(job, r.compute);
+  stage_communication(job, r.compute, params, layout, r.comm);
   const parallel_config& p = job.parallel;
   const training_config& tc = job.training;
   const model_spec& m = job.model;
 
   // Point-to-point transfer of one micro-batch's activations between neighbouring ranks.
+  r.p2p_s = 0;
   if (p.pp > 1) {
     const double bytes = static_cast<double>(tc.micro_batch_size) * m.seq_length / p.cp * m.hidden_size *
                          bytes_of(tc.precision);
     r.p2p_s = collective_time_s(job.cluster, collective_kind::send_recv, bytes, placement_of(job, parallel_dim::pp));
   }
 
-  schedule_input in;
+  thread_local schedule_input in;
   in.kind = kind;
   in.num_microbatches = job.num_microbatches();
   in.num_chunks = kind == schedule_kind::interleaved ? p.vpp : 1;
@@ -190,7 +192,55 @@ time_report estimate_time(const job_spec& job, schedule_kind kind, bool record_e
   b.pipeline_s = r.pipeline.pipeline_s - b.compute_s - b.tp_comm_s;
   b.dp_comm_s = r.pipeline.grad_reduce_exposed_s;
   b.optimizer_s = r.pipeline.optimizer_s;
+}
+
+}  // namespace
+
+schedule_kind default_schedule(const job_spec& job) {
+  return job.parallel.vpp > 1 ? schedule_kind::interleaved : schedule_kind::one_f_one_b;
+}
+
+time_report estimate_time(const job_spec& job, bool record_events) {
+  return estimate_time(job, default_schedule(job), record_events);
+}
+
+time_report estimate_time(const job_spec& job, schedule_kind kind, bool record_events) {
+  const shared_pieces& sp = pieces_of(job);
+  thread_local memory_report mem;
+  estimate_memory(job, sp.params, sp.layout, mem);
+  time_report r;
+  time_from(job, sp.params, sp.layout, mem, kind, record_events, r);
   return r;
+}
+
+time_report estimate_time(const job_spec& job, const memory_report& memory, bool record_events) {
+  return estimate_time(job, memory, default_schedule(job), record_events);
+}
+
+time_report estimate_time(const job_spec& job, const memory_report& memory, schedule_kind kind, bool record_events) {
+  const shared_pieces& sp = pieces_of(job);
+  time_report r;
+  time_from(job, sp.params, sp.layout, memory, kind, record_events, r);
+  return r;
+}
+
+void estimate_time(const job_spec& job, const memory_report& memory, time_report& out) {
+  const shared_pieces& sp = pieces_of(job);
+  time_from(job, sp.params, sp.layout, memory, default_schedule(job), false, out);
+}
+
+void evaluate_layout(const job_spec& job, layout_evaluation& out) { evaluate_layout(job, default_schedule(job), out); }
+
+void evaluate_layout(const job_spec& job, schedule_kind kind, layout_evaluation& out) {
+  const shared_pieces& sp = pieces_of(job);
+  estimate_memory(job, sp.params, sp.layout, out.memory);
+  time_from(job, sp.params, sp.layout, out.memory, kind, false, out.time);
+}
+
+layout_evaluation evaluate_layout(const job_spec& job) {
+  layout_evaluation e;
+  evaluate_layout(job, e);
+  return e;
 }
 
 }  // namespace trainplan

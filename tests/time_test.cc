@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "test_support.h"
 #include "trainplan/args.h"
@@ -121,6 +123,105 @@ TEST(TimeFastPath, ProductionLayoutAgreesWithTheEventSimulation) {
       EXPECT_NEAR(fast.breakdown.pipeline_s / sim.breakdown.pipeline_s, 1.0, 1e-9);
       for (std::size_t i = 0; i < sim.pipeline.stages.size(); ++i) {
         EXPECT_NEAR(fast.pipeline.stages[i].pipeline_end_s / sim.pipeline.stages[i].pipeline_end_s, 1.0, 1e-9);
+      }
+    }
+  }
+}
+
+// ---- one evaluation path (issue 5 Speed): shared pieces computed once, identical results ----------
+
+void expect_identical(const memory_report& a, const memory_report& b) {
+  EXPECT_EQ(a.peak_allocated_bytes, b.peak_allocated_bytes);
+  EXPECT_EQ(a.peak_reserved_bytes, b.peak_reserved_bytes);
+  EXPECT_EQ(a.peak_stage, b.peak_stage);
+  EXPECT_EQ(a.fits, b.fits);
+  EXPECT_EQ(a.full_weights_bytes, b.full_weights_bytes);
+  EXPECT_EQ(a.full_activations_bytes, b.full_activations_bytes);
+  EXPECT_EQ(a.layer_activations.total(), b.layer_activations.total());
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (std::size_t i = 0; i < a.stages.size(); ++i) {
+    EXPECT_EQ(a.stages[i].num_layers, b.stages[i].num_layers);
+    EXPECT_EQ(a.stages[i].parameters, b.stages[i].parameters);
+    EXPECT_EQ(a.stages[i].allocated_bytes, b.stages[i].allocated_bytes);
+    EXPECT_EQ(a.stages[i].reserved_bytes, b.stages[i].reserved_bytes);
+    EXPECT_EQ(a.stages[i].activations_bytes, b.stages[i].activations_bytes);
+    EXPECT_EQ(a.stages[i].buffers_bytes, b.stages[i].buffers_bytes);
+  }
+}
+
+void expect_identical(const time_report& a, const time_report& b) {
+  EXPECT_EQ(a.iteration_s, b.iteration_s);
+  EXPECT_EQ(a.samples_per_s, b.samples_per_s);
+  EXPECT_EQ(a.tflops_per_gpu, b.tflops_per_gpu);
+  EXPECT_EQ(a.mfu, b.mfu);
+  EXPECT_EQ(a.hfu, b.hfu);
+  EXPECT_EQ(a.bubble_fraction, b.bubble_fraction);
+  EXPECT_EQ(a.p2p_s, b.p2p_s);
+  EXPECT_EQ(a.schedule, b.schedule);
+  EXPECT_EQ(a.breakdown.compute_s, b.breakdown.compute_s);
+  EXPECT_EQ(a.breakdown.tp_comm_s, b.breakdown.tp_comm_s);
+  EXPECT_EQ(a.breakdown.pipeline_s, b.breakdown.pipeline_s);
+  EXPECT_EQ(a.breakdown.dp_comm_s, b.breakdown.dp_comm_s);
+  EXPECT_EQ(a.breakdown.optimizer_s, b.breakdown.optimizer_s);
+  EXPECT_EQ(a.compute.model_flops, b.compute.model_flops);
+  EXPECT_EQ(a.compute.hardware_flops, b.compute.hardware_flops);
+  EXPECT_EQ(a.compute.moe_layer.forward.total_s(), b.compute.moe_layer.forward.total_s());
+  EXPECT_EQ(a.pipeline.closed_form, b.pipeline.closed_form);
+  ASSERT_EQ(a.compute.stages.size(), b.compute.stages.size());
+  ASSERT_EQ(a.comm.size(), b.comm.size());
+  ASSERT_EQ(a.pipeline.stages.size(), b.pipeline.stages.size());
+  for (std::size_t i = 0; i < a.comm.size(); ++i) {
+    EXPECT_EQ(a.compute.stages[i].forward_s, b.compute.stages[i].forward_s);
+    EXPECT_EQ(a.compute.stages[i].backward_s, b.compute.stages[i].backward_s);
+    EXPECT_EQ(a.compute.stages[i].optimizer_s, b.compute.stages[i].optimizer_s);
+    EXPECT_EQ(a.compute.stages[i].allocator_slowdown, b.compute.stages[i].allocator_slowdown);
+    EXPECT_EQ(a.comm[i].forward_s, b.comm[i].forward_s);
+    EXPECT_EQ(a.comm[i].backward_s, b.comm[i].backward_s);
+    EXPECT_EQ(a.comm[i].grad_reduce_s, b.comm[i].grad_reduce_s);
+    EXPECT_EQ(a.comm[i].param_gather_s, b.comm[i].param_gather_s);
+    EXPECT_EQ(a.pipeline.stages[i].pipeline_end_s, b.pipeline.stages[i].pipeline_end_s);
+  }
+}
+
+TEST(TimeEvaluation, EvaluateLayoutEqualsTheSeparateEstimates) {
+  // A spread of layouts, evaluated in turn into one reused evaluation (as a search worker does): dense
+  // and MoE, PP 1 to 12, uneven and even splits, interleaving, CP, ZeRO stages and frameworks. Each must
+  // equal estimate_memory + estimate_time bit for bit, whatever the previous layout left in the buffers.
+  const std::vector<std::vector<std::string>> layouts = {
+      testing::bloom_production_args(),
+      {"--model", "mixtral-8x7b", "--num-gpus", "64", "--tp", "2", "--pp", "4", "--ep", "8", "--sequence-parallel",
+       "--use-distributed-optimizer", "--mbs", "1", "--gbs", "64", "--bf16"},
+      {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-nodes", "8", "--tp", "8", "--pp", "4",
+       "--num-layers-per-virtual-pipeline-stage", "5", "--sequence-parallel", "--recompute-granularity", "selective",
+       "--use-flash-attn", "--use-distributed-optimizer", "--mbs", "1", "--gbs", "32", "--bf16"},
+      {"--model", "llama2-7b", "--num-gpus", "8", "--mbs", "4", "--gbs", "64", "--bf16"},
+      {"--preset", "bloom-176b-production", "--gbs", "192"},
+      {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-nodes", "4", "--tp", "8", "--cp", "2", "--pp", "2",
+       "--mbs", "1", "--gbs", "16", "--seq-length", "16384", "--bf16", "--use-flash-attn"},
+      {"--model", "bloom-176b", "--cluster", "jean-zay-a100", "--num-nodes", "40", "--tp", "4", "--pp", "10",
+       "--mbs", "2", "--gbs", "2048", "--bf16", "--use-distributed-optimizer", "--recompute-granularity", "full"},
+      {"--model", "llama2-7b", "--num-gpus", "16", "--framework", "deepspeed", "--zero-stage", "3", "--mbs", "2",
+       "--gbs", "64", "--bf16"},
+  };
+  layout_evaluation reused;
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& args : layouts) {
+      std::string line;
+      for (const auto& a : args) line += a + " ";
+      SCOPED_TRACE(line);
+      const parsed_job pj = parse_job_args(args);
+      const memory_report mem = estimate_memory(pj.job);
+      const time_report t = estimate_time(pj.job);
+      evaluate_layout(pj.job, reused);
+      expect_identical(reused.memory, mem);
+      expect_identical(reused.time, t);
+      const layout_evaluation fresh = evaluate_layout(pj.job);
+      expect_identical(fresh.memory, mem);
+      expect_identical(fresh.time, t);
+      expect_identical(estimate_time(pj.job, mem), t);
+      for (schedule_kind kind : {schedule_kind::gpipe, default_schedule(pj.job)}) {
+        if (kind == schedule_kind::gpipe && pj.job.parallel.vpp > 1) continue;
+        expect_identical(estimate_time(pj.job, mem, kind, false), estimate_time(pj.job, kind, false));
       }
     }
   }

@@ -12,9 +12,13 @@ namespace trainplan {
 /// The catalog default efficiencies of `gpu` (by name; unknown GPUs get the entry of the catalog GPU
 /// with the nearest peak). One table, src/compute_defaults.cc; reasons in docs/formulas.md §5.6.
 compute_efficiency default_compute_efficiency(const gpu_spec& gpu);
+/// The same entry, by reference into the table (no copy of its tile list; hot path).
+const compute_efficiency& default_compute_efficiency_ref(const gpu_spec& gpu);
 
 /// The efficiencies the model uses: the catalog default with every nonzero field of gpu.compute on top.
 compute_efficiency effective_compute_efficiency(const gpu_spec& gpu);
+/// The same into `out`, reusing its tile list's storage (no allocation once it has held a list).
+void effective_compute_efficiency(const gpu_spec& gpu, compute_efficiency& out);
 
 /// C[m×n] = A[m×k]·B[k×n], `batch` independent products.
 struct gemm_shape {
@@ -88,6 +92,10 @@ double allocator_slowdown(double reserved_fraction);
 
 /// Compute time of `job` (finalized). Allocates only the stage vector.
 compute_report estimate_compute(const job_spec& job);
+/// The same from the job's parameter count (count_parameters(job.model, tp)) and pipeline_layout(job),
+/// computed once by the caller; fills `out` reusing its stage vector. Identical results.
+void estimate_compute(const job_spec& job, const parameter_breakdown& params, const std::vector<stage_layout>& layout,
+                      compute_report& out);
 
 /// Forward and backward of one transformer layer for one micro-batch on one GPU.
 unit_time layer_compute(const job_spec& job, const compute_efficiency& eff, bool moe_layer);

@@ -56,6 +56,10 @@ struct memory_report {
 
 /// Evaluate the memory of `job` (finalized). No rendering, no allocation beyond the stage vector.
 memory_report estimate_memory(const job_spec& job);
+/// The same from the job's parameter count (count_parameters(job.model, tp)) and pipeline_layout(job),
+/// computed once by the caller; fills `out`, reusing its stage vector. Identical results.
+void estimate_memory(const job_spec& job, const parameter_breakdown& params, const std::vector<stage_layout>& layout,
+                     memory_report& out);
 
 /// Activations of one layer for one micro-batch on one GPU without recomputation (§3.4).
 layer_activation_bytes layer_activations(const job_spec& job, bool moe_layer);

@@ -104,5 +104,7 @@ struct stage_layout {
 /// Layers per pipeline rank following Megatron's rules: even split, or first/last stage counts with
 /// the rest even; BLOOM's embedding-as-stage counts each embedding as one layer slot.
 std::vector<stage_layout> pipeline_layout(const job_spec& job);
+/// The same into `out` (its storage reused: no allocation once it has held as many stages).
+void pipeline_layout(const job_spec& job, std::vector<stage_layout>& out);
 
 }  // namespace trainplan

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "trainplan/compute.h"
+#include "trainplan/memory.h"
 #include "trainplan/parallel.h"
 #include "trainplan/schedule.h"
 
@@ -49,6 +50,25 @@ struct time_report {
 /// `kind` overrides Megatron's choice (interleaved when VPP > 1, else 1F1B), e.g. for GPipe.
 time_report estimate_time(const job_spec& job, bool record_events = false);
 time_report estimate_time(const job_spec& job, schedule_kind kind, bool record_events);
+/// The same with the layout's memory already estimated (estimate_memory(job)); the time model uses it
+/// for the allocator slowdown (§5.9) instead of estimating it again. Identical results.
+time_report estimate_time(const job_spec& job, const memory_report& memory, bool record_events = false);
+time_report estimate_time(const job_spec& job, const memory_report& memory, schedule_kind kind, bool record_events);
+/// The same (Megatron's schedule, no events) into `out`, reusing its vectors.
+void estimate_time(const job_spec& job, const memory_report& memory, time_report& out);
+
+/// One layout's full evaluation: its memory (§3) and its time (§5), identical to estimate_memory(job)
+/// and estimate_time(job), with what they share (parameter count, pipeline layout, memory) computed
+/// once (§7.3).
+struct layout_evaluation {
+  memory_report memory;
+  time_report time;
+};
+layout_evaluation evaluate_layout(const job_spec& job);
+/// The same into `out`, reusing its vectors: no allocation but the schedule's stage vector once the
+/// buffers have grown (the search keeps one per worker).
+void evaluate_layout(const job_spec& job, layout_evaluation& out);
+void evaluate_layout(const job_spec& job, schedule_kind kind, layout_evaluation& out);
 
 /// The schedule Megatron runs for the layout.
 schedule_kind default_schedule(const job_spec& job);
