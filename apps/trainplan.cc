@@ -240,7 +240,7 @@ int run(int argc, char** argv) {
     }
   }
 
-  CLI::App app{"trainplan: plan LLM training on GPU clusters before a GPU-hour is spent"};
+  CLI::App app{"trainplan: plan LLM training on GPU clusters before a GPU-hour is spent", "trainplan"};
   app.require_subcommand(0, 1);
   app.footer("With no command: the layout search for BLOOM-176B on jean-zay-a100, 48 nodes, GBS 2048.\n"
              "`trainplan help flags` lists every job flag with its default.");
