@@ -287,20 +287,33 @@ struct link_rate {
   double latency_s;
 };
 
-/// Flat ring (or tree for all-reduce) over `n` ranks on one kind of link.
+/// Flat ring (or tree for all-reduce) over `n` ranks on one kind of link: latency steps × α plus the
+/// buffer × bus factor F(n) / bandwidth, the steps and F as kCollectiveTable has them (§4.3).
 collective_estimate flat_time(collective_kind kind, double bytes, std::int64_t n, const link_rate& link) {
   if (n <= 1 && kind != collective_kind::send_recv) return {0, "none"};
-  const collective_traits& t = traits(kind);
-  const double steps = t.ring_steps_per_rank > 0 ? t.ring_steps_per_rank * static_cast<double>(n - 1) : 1.0;
-  const double ring = steps * link.latency_s + bytes * bus_factor(kind, n) / link.bytes_per_s;
-  if (kind == collective_kind::send_recv) return {ring, "p2p"};
-  if (kind == collective_kind::all_to_all) return {ring, "pairwise"};
-  if (kind != collective_kind::all_reduce) return {ring, "ring"};
-  // NCCL's double binary tree: 2·⌈log2 n⌉ steps, each node sends and receives the buffer once per
-  // phase (reduce, broadcast): 2·bytes (§4.3).
-  const auto log2n = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(n - 1)));  // ⌈log2 n⌉
-  const double tree = 2.0 * log2n * link.latency_s + 2.0 * bytes / link.bytes_per_s;
-  return tree < ring ? collective_estimate{tree, "tree"} : collective_estimate{ring, "ring"};
+  const double nd = static_cast<double>(n);
+  const double lat = link.latency_s;
+  const double bw = link.bytes_per_s;
+  switch (kind) {
+    case collective_kind::all_reduce: {  // 2(n−1) steps, F = 2(n−1)/n
+      const double ring = 2.0 * (nd - 1) * lat + bytes * (2.0 * (nd - 1) / nd) / bw;
+      // NCCL's double binary tree: 2·⌈log2 n⌉ steps, each node sends and receives the buffer once per
+      // phase (reduce, broadcast): 2·bytes (§4.3).
+      const auto log2n = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(n - 1)));  // ⌈log2 n⌉
+      const double tree = 2.0 * log2n * lat + 2.0 * bytes / bw;
+      return tree < ring ? collective_estimate{tree, "tree"} : collective_estimate{ring, "ring"};
+    }
+    case collective_kind::all_gather:
+    case collective_kind::reduce_scatter:  // n−1 steps, F = (n−1)/n
+      return {1.0 * (nd - 1) * lat + bytes * (1.0 * (nd - 1) / nd) / bw, "ring"};
+    case collective_kind::all_to_all:  // n−1 pairwise exchanges, F = (n−1)/n
+      return {1.0 * (nd - 1) * lat + bytes * (1.0 * (nd - 1) / nd) / bw, "pairwise"};
+    case collective_kind::send_recv:  // one step, F = 1
+      return {lat + bytes * 1.0 / bw, "p2p"};
+    case collective_kind::broadcast:  // n−1 pipelined steps, F = 1
+      return {1.0 * (nd - 1) * lat + bytes * 1.0 / bw, "ring"};
+  }
+  return {0, "none"};
 }
 
 }  // namespace
@@ -318,46 +331,73 @@ double bus_factor(collective_kind k, std::int64_t group_size) {
   return t.factor_n_minus_1_over_n * (n - 1) / n + t.factor_constant;
 }
 
+namespace {
+
+/// The link rates of one group, worked out once (§4.3): NVLink inside a node; across nodes the node's
+/// NICs shared by every GPU of the node sending at once (collectives: concurrent groups × members per
+/// node; send/recv: one flow per concurrent group).
+struct link_pricer {
+  link_rate nvlink;
+  link_rate net;      ///< collectives across nodes
+  link_rate net_p2p;  ///< send/recv across nodes
+  std::int64_t n;     ///< group size
+  std::int64_t m;     ///< members per node
+  std::int64_t k;     ///< nodes
+  bool flat_nvlink;
+
+  link_pricer() = default;  // uninitialised: a summary sets the pricers of the groups it uses
+  link_pricer(const cluster_spec& c, const group_placement& where)
+      : nvlink{c.gpu.intra_node_bandwidth_bytes_per_s * c.efficiency.intra_node, c.intra_node_latency_s},
+        n(where.group_size), m(where.gpus_per_node), k(where.num_nodes),
+        flat_nvlink(where.link == link_kind::nvlink || where.num_nodes <= 1) {
+    if (flat_nvlink || n <= 1) return;
+    const double node_bw = c.node_network_bandwidth_bytes_per_s() * c.efficiency.inter_node;
+    const double flows = static_cast<double>(where.concurrent_groups_per_node * m);
+    const double flows_p2p = static_cast<double>(where.concurrent_groups_per_node);
+    net = {node_bw / std::max(1.0, flows), c.inter_node_latency_s};
+    net_p2p = {node_bw / std::max(1.0, flows_p2p), c.inter_node_latency_s};
+  }
+
+  collective_estimate estimate(collective_kind kind, double bytes) const {
+    if (n <= 1 || bytes <= 0) return {0, "none"};
+    if (flat_nvlink) return flat_time(kind, bytes, n, nvlink);
+    if (kind == collective_kind::send_recv) return flat_time(kind, bytes, 2, net_p2p);
+    if (m <= 1) return flat_time(kind, bytes, k, net);
+
+    // Hierarchical: inside the node on NVLink, across nodes on 1/m of the buffer per GPU.
+    const double shard = bytes / static_cast<double>(m);
+    switch (kind) {
+      case collective_kind::all_reduce: {
+        const collective_estimate inter = flat_time(collective_kind::all_reduce, shard, k, net);
+        const double t = flat_time(collective_kind::reduce_scatter, bytes, m, nvlink).time_s + inter.time_s +
+                         flat_time(collective_kind::all_gather, bytes, m, nvlink).time_s;
+        return {t, inter.algorithm == std::string_view("tree") ? "hierarchical tree" : "hierarchical ring"};
+      }
+      case collective_kind::all_gather:
+      case collective_kind::reduce_scatter:
+        return {flat_time(kind, shard, k, net).time_s + flat_time(kind, bytes, m, nvlink).time_s, "hierarchical ring"};
+      case collective_kind::broadcast:
+        return {flat_time(kind, bytes, k, net).time_s + flat_time(kind, bytes, m, nvlink).time_s, "hierarchical ring"};
+      case collective_kind::all_to_all: {
+        const double nd = static_cast<double>(n);
+        const double md = static_cast<double>(m);
+        const double off_node = bytes * (nd - md) / nd / net.bytes_per_s;
+        const double on_node = bytes * (md - 1) / nd / nvlink.bytes_per_s;
+        const double lat = static_cast<double>(k - 1) * net.latency_s + static_cast<double>(m - 1) * nvlink.latency_s;
+        return {lat + std::max(off_node, on_node), "pairwise"};
+      }
+      case collective_kind::send_recv: break;
+    }
+    return flat_time(kind, bytes, k, net);
+  }
+};
+
+}  // namespace
+
 collective_estimate estimate_collective(const cluster_spec& c, collective_kind kind, double bytes,
                                         const group_placement& where) {
-  const link_rate nvlink{c.gpu.intra_node_bandwidth_bytes_per_s * c.efficiency.intra_node, c.intra_node_latency_s};
   if (where.group_size <= 1 || bytes <= 0) return {0, "none"};
-  if (where.link == link_kind::nvlink || where.num_nodes <= 1) return flat_time(kind, bytes, where.group_size, nvlink);
-
-  // Across nodes: the node's NICs are shared by every GPU of the node sending at once (§4.3).
-  const double node_bw = c.node_network_bandwidth_bytes_per_s() * c.efficiency.inter_node;
-  const std::int64_t m = where.gpus_per_node;
-  const std::int64_t k = where.num_nodes;
-  const bool p2p = kind == collective_kind::send_recv;
-  const double flows = static_cast<double>(where.concurrent_groups_per_node * (p2p ? 1 : m));
-  const link_rate net{node_bw / std::max(1.0, flows), c.inter_node_latency_s};
-  if (m <= 1 || p2p) return flat_time(kind, bytes, p2p ? 2 : k, net);
-
-  // Hierarchical: inside the node on NVLink, across nodes on 1/m of the buffer per GPU.
-  const double shard = bytes / static_cast<double>(m);
-  switch (kind) {
-    case collective_kind::all_reduce: {
-      const collective_estimate inter = flat_time(collective_kind::all_reduce, shard, k, net);
-      const double t = flat_time(collective_kind::reduce_scatter, bytes, m, nvlink).time_s + inter.time_s +
-                       flat_time(collective_kind::all_gather, bytes, m, nvlink).time_s;
-      return {t, inter.algorithm == std::string_view("tree") ? "hierarchical tree" : "hierarchical ring"};
-    }
-    case collective_kind::all_gather:
-    case collective_kind::reduce_scatter:
-      return {flat_time(kind, shard, k, net).time_s + flat_time(kind, bytes, m, nvlink).time_s, "hierarchical ring"};
-    case collective_kind::broadcast:
-      return {flat_time(kind, bytes, k, net).time_s + flat_time(kind, bytes, m, nvlink).time_s, "hierarchical ring"};
-    case collective_kind::all_to_all: {
-      const double n = static_cast<double>(where.group_size);
-      const double md = static_cast<double>(m);
-      const double off_node = bytes * (n - md) / n / net.bytes_per_s;
-      const double on_node = bytes * (md - 1) / n / nvlink.bytes_per_s;
-      const double lat = static_cast<double>(k - 1) * net.latency_s + static_cast<double>(m - 1) * nvlink.latency_s;
-      return {lat + std::max(off_node, on_node), "pairwise"};
-    }
-    case collective_kind::send_recv: break;
-  }
-  return flat_time(kind, bytes, k, net);
+  return link_pricer(c, where).estimate(kind, bytes);
 }
 
 double collective_time_s(const cluster_spec& cluster, collective_kind kind, double bytes, const group_placement& where) {
@@ -438,11 +478,14 @@ struct stage_class {
   bool last = false;   ///< holds the output layer and the loss
   double dense_params = 0;   ///< on one GPU, replicated over DP×CP
   double expert_params = 0;  ///< on one GPU, replicated over expert-DP
-  bool same_as(const stage_class& o) const {
-    return layers == o.layers && moe_layers == o.moe_layers && recomputed_layers == o.recomputed_layers &&
-           recomputed_moe_layers == o.recomputed_moe_layers && first == o.first && last == o.last &&
-           dense_params == o.dense_params && expert_params == o.expert_params;
-  }
+  // Per iteration (× m micro-batches), as the tables count calls:
+  double mb_layers = 0;          ///< L = layers × m
+  double mb_recomputed = 0;      ///< R = recomputed layers × m
+  double mb_moe_layers = 0;      ///< MoE layers × m
+  double mb_recomputed_moe = 0;  ///< recomputed MoE layers × m
+  double mb_first = 0;           ///< m on the first stage, else 0
+  double mb_last = 0;            ///< m on the last stage, else 0
+  double gpus = 0;               ///< GPUs of the class: num_stages × GPUs per stage
 };
 
 /// Parameters of one layer on one GPU (§2.4: column/row-parallel weights split by t, norms and
@@ -462,7 +505,42 @@ std::pair<double, double> layer_params_on_gpu(const model_spec& m, const layer_p
   return {dense, expert};
 }
 
-std::vector<stage_class> stage_classes(const job_spec& job, const parameter_breakdown& params) {
+/// The stage classes of one analysis: up to kInline held in place, more (irregular layouts with many
+/// distinct stages) spill to the heap.
+class class_list {
+ public:
+  static constexpr std::size_t kInline = 8;
+  class_list() {}
+  class_list(const class_list&) = delete;
+  class_list& operator=(const class_list&) = delete;
+  ~class_list() {}
+  std::size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const stage_class* begin() const { return data(); }
+  const stage_class* end() const { return data() + n_; }
+  stage_class& back() { return (spill_.empty() ? inline_ : spill_.data())[n_ - 1]; }
+  void push_back(const stage_class& c) {
+    if (spill_.empty() && n_ < kInline) {
+      std::construct_at(inline_ + n_++, c);
+      return;
+    }
+    if (spill_.empty()) spill_.assign(inline_, inline_ + kInline);
+    spill_.push_back(c);
+    ++n_;
+  }
+
+ private:
+  const stage_class* data() const { return spill_.empty() ? inline_ : spill_.data(); }
+  union {
+    stage_class inline_[kInline];  ///< the first n_ are set (left uninitialised: nothing to construct)
+  };
+  std::vector<stage_class> spill_;
+  std::size_t n_ = 0;
+};
+
+/// The pipeline stages, grouped into classes of adjacent stages that communicate alike when `merge`
+/// (the summary), one class per stage otherwise (the reference).
+void stage_classes(const job_spec& job, const parameter_breakdown& params, bool merge, class_list& classes) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const training_config& t = job.training;
@@ -471,10 +549,20 @@ std::vector<stage_class> stage_classes(const job_spec& job, const parameter_brea
   const double word = static_cast<double>(params.word_embeddings / p.tp);
   const double embedding = word + static_cast<double>(params.position_embeddings + params.embedding_norm);
   const bool deepspeed = t.framework == framework_kind::deepspeed;
-  std::vector<stage_class> classes;
-  classes.reserve(3);
+  const double mb = static_cast<double>(job.num_microbatches());
+  const double gpus_per_stage = static_cast<double>(job.num_gpus / p.pp);
   auto add = [&](std::int64_t stage, std::int64_t count, std::int64_t layers, std::int64_t moe_layers, bool first,
                  bool last) {
+    // Everything below follows from (layers, MoE layers, first, last): a stage like the one before
+    // joins its class.
+    if (merge && !classes.empty()) {
+      stage_class& b = classes.back();
+      if (b.layers == layers && b.moe_layers == moe_layers && b.first == first && b.last == last) {
+        b.num_stages += count;
+        b.gpus = gpus_per_stage * static_cast<double>(b.num_stages);
+        return;
+      }
+    }
     stage_class c;
     c.first_stage = stage;
     c.num_stages = count;
@@ -493,61 +581,39 @@ std::vector<stage_class> stage_classes(const job_spec& job, const parameter_brea
     c.dense_params = static_cast<double>(n_dense) * (dense_layer.first + dense_layer.second) +
                      static_cast<double>(c.moe_layers) * moe_layer.first;
     c.expert_params = static_cast<double>(c.moe_layers) * moe_layer.second;
+    c.mb_layers = static_cast<double>(c.layers) * mb;
+    c.mb_recomputed = static_cast<double>(c.recomputed_layers) * mb;
+    c.mb_moe_layers = static_cast<double>(c.moe_layers) * mb;
+    c.mb_recomputed_moe = static_cast<double>(c.recomputed_moe_layers) * mb;
+    c.mb_first = c.first ? mb : 0;
+    c.mb_last = c.last ? mb : 0;
     if (c.first) c.dense_params += embedding;
     if (c.last) {
       c.dense_params += static_cast<double>(params.final_norm + params.output_layer / p.tp);
       if (m.tie_embeddings && p.pp > 1) c.dense_params += deepspeed ? embedding : word;
     }
-    if (!classes.empty() && classes.back().same_as(c)) {
-      classes.back().num_stages += count;
-    } else {
-      classes.push_back(c);
-    }
+    c.gpus = gpus_per_stage * static_cast<double>(c.num_stages);
+    classes.push_back(c);
   };
   // Regular layouts (even split, every layer alike): first, middle and last stage without walking the
   // layers (§2.2). Everything else follows pipeline_layout stage by stage.
   const bool all_alike = !m.is_moe() || (m.moe.layer_freq == 1 && m.moe.first_dense_layers == 0);
   const bool even = p.first_stage_layers < 0 && p.last_stage_layers < 0 && !p.embedding_as_stage &&
                     m.num_layers % p.pp == 0;
-  if (all_alike && even) {
+  if (merge && all_alike && even) {
     const std::int64_t n = m.num_layers / p.pp;
     const std::int64_t n_moe = m.is_moe() ? n : 0;
     add(0, 1, n, n_moe, true, p.pp == 1);
     if (p.pp > 2) add(1, p.pp - 2, n, n_moe, false, false);
     if (p.pp > 1) add(p.pp - 1, 1, n, n_moe, false, true);
-    return classes;
+    return;
   }
-  for (const stage_layout& st : pipeline_layout(job)) {
+  thread_local std::vector<stage_layout> stages;  // reused: no allocation once it has held pp stages
+  pipeline_layout(job, stages);
+  for (const stage_layout& st : stages) {
     add(st.stage, 1, st.num_layers, st.num_moe_layers, st.has_embedding, st.has_output);
   }
-  return classes;
 }
-
-/// A collective the table emits for one stage class: calls per iteration on one GPU and the buffer.
-struct emitted {
-  collective_kind kind;
-  comm_phase phase;
-  std::string_view what;
-  int group;            ///< index into the analysis' group table
-  double calls;         ///< per iteration, one GPU of the class
-  double bytes;         ///< per call
-};
-
-/// The rows one table emits for one stage class, and the collectives being accumulated from them;
-/// fixed capacity, made once per analysis and reused by every dimension.
-struct row_sink {
-  static constexpr std::size_t kCapacity = 16;
-  std::array<emitted, kCapacity> rows;
-  std::array<comm_collective, kCapacity> collectives;
-  std::size_t n = 0;
-  void push_back(const emitted& e) {
-    TRAINPLAN_CHECK(n < kCapacity);
-    rows[n++] = e;
-  }
-  void clear() { n = 0; }
-  std::size_t size() const { return n; }
-  const emitted& operator[](std::size_t i) const { return rows[i]; }
-};
 
 enum group_ref : int { g_tp, g_cp, g_ep, g_dp, g_edp, g_pp, g_emb, g_world, g_mp, g_count };
 constexpr std::array<std::string_view, g_count> kGroupNames = {"tp", "cp", "ep", "dp", "expert-dp",
@@ -555,6 +621,7 @@ constexpr std::array<std::string_view, g_count> kGroupNames = {"tp", "cp", "ep",
 
 /// Everything the traffic tables need, computed once per job.
 struct comm_context {
+  comm_context(const job_spec& j, const parameter_breakdown& p) : job(j), params(p) {}
   const job_spec& job;
   const parameter_breakdown& params;
   double act_bytes = 2;        ///< bytes of one activation element
@@ -566,26 +633,134 @@ struct comm_context {
   std::array<group_placement, g_count> placement{};
   std::array<std::int64_t, g_count> size{};
   std::array<std::string_view, g_count> name{};
+  std::array<link_pricer, g_count> pricer;  ///< each group's link rates (§4.3), set once placed
+};
 
-  /// Estimates already made in this analysis, by (kind, group, bytes): most rows share a buffer.
-  struct priced_entry {
-    double bytes;
-    int key;  ///< kind × g_count + group
-    collective_estimate est;
-  };
-  mutable std::array<priced_entry, 16> memo;
-  mutable std::size_t memo_size = 0;
-  collective_estimate price(collective_kind kind, int group, double bytes) const {
-    const int key = static_cast<int>(kind) * g_count + group;
-    for (std::size_t i = 0; i < memo_size; ++i) {
-      const priced_entry& e = memo[i];
-      if (e.bytes == bytes && e.key == key) return e.est;
-    }
-    const collective_estimate est =
-        estimate_collective(job.cluster, kind, bytes, placement[static_cast<std::size_t>(group)]);
-    if (memo_size < memo.size()) memo[memo_size++] = {bytes, key, est};
-    return est;
+/// A collective's calls per iteration on one GPU of a stage class, and its buffer (bytes per call).
+struct calls_bytes {
+  double calls;
+  double bytes;
+};
+
+/// What one stage class adds up in the dimension being filled.
+struct class_totals {
+  double calls;
+  double bytes;
+  double wire;
+  double time;
+};
+
+/// Receives the collectives of one dimension's table and evaluates each over every stage class as it
+/// comes (§4.4): the row shows the class where it moves the most bytes, the cluster sums every GPU of
+/// every class, each class adds to its own totals, and the busiest class gives the per-GPU figures.
+/// Rows that never run are dropped. A collective is priced once per distinct (kind, group, buffer) in a
+/// row (the reference prices every call with estimate_collective).
+class row_sink {
+ public:
+  row_sink(const comm_context& x, const class_list& classes, class_totals* totals, bool reference)
+      : x_(x), classes_(classes.begin()), num_classes_(classes.size()), totals_(totals), reference_(reference) {
+    for (std::size_t i = 0; i < num_classes_; ++i) totals_[i] = {0, 0, 0, 0};
   }
+
+  /// Start a dimension (the class totals are zero: set so by the constructor and by end()).
+  void begin(comm_dimension& dim) {
+    dim_ = &dim;
+    any_ = false;
+  }
+
+  /// One collective of the table: `of(c)` gives its calls_bytes on a GPU of stage class c.
+  template <class F>
+  void row(collective_kind kind, comm_phase phase, std::string_view what, int group, F&& of) {
+    any_ = true;
+    const auto g = static_cast<std::size_t>(group);
+    // What the GPU sends per byte: the bus factor; of a row of isends and irecvs, the isends.
+    const double factor = kind == collective_kind::send_recv ? 0.5 : bus_factor(kind, x_.size[g]);
+    if (kind != last_kind_ || group != last_group_) last_bytes_ = -1;  // the last price is another's
+    last_kind_ = kind;
+    last_group_ = group;
+    // The class where it moves the most bytes, and the cluster's sums.
+    double best = 0, best_bytes = 0, best_time = 0;
+    std::int64_t best_calls = 0;
+    std::string_view best_algorithm;
+    std::int64_t cluster_calls = 0;
+    double cluster_bytes = 0;
+    for (std::size_t i = 0; i < num_classes_; ++i) {
+      const stage_class& c = classes_[i];
+      const calls_bytes e = of(c);
+      if (e.calls <= 0) continue;
+      if (e.bytes != last_bytes_ || reference_) {
+        last_est_ = reference_ ? estimate_collective(x_.job.cluster, kind, e.bytes, x_.placement[g])
+                               : x_.pricer[g].estimate(kind, e.bytes);
+        last_bytes_ = e.bytes;
+      }
+      const double time = last_est_.time_s;
+      const double moved = e.calls * e.bytes;
+      if (moved > best || best_calls == 0) {
+        best = moved;
+        best_bytes = e.bytes;
+        best_calls = static_cast<std::int64_t>(e.calls);
+        best_time = time;
+        best_algorithm = last_est_.algorithm;
+      }
+      cluster_calls += static_cast<std::int64_t>(c.gpus * e.calls);
+      cluster_bytes += c.gpus * moved;
+      class_totals& t = totals_[i];
+      t.calls += e.calls;
+      t.bytes += moved;
+      t.wire += moved * factor;
+      t.time += e.calls * time;
+    }
+    if (best_calls == 0) return;  // never runs
+    comm_collective& out = dim_->collectives.next_slot();
+    out.kind = kind;
+    out.phase = phase;
+    out.what = what;
+    out.group = x_.name[g];
+    out.group_size = x_.size[g];
+    out.link = x_.placement[g].group_size > 1 ? x_.placement[g].link : link_kind::nvlink;
+    out.algorithm = best_algorithm;
+    out.bytes_per_call = best_bytes;
+    out.calls_per_iteration = best_calls;
+    out.calls_per_iteration_cluster = cluster_calls;
+    out.bytes_per_iteration_cluster = cluster_bytes;
+    out.time_per_call_s = best_time;
+    dim_->collectives.commit();
+    dim_->calls_per_iteration_cluster += cluster_calls;
+    dim_->bytes_per_iteration_cluster += cluster_bytes;
+  }
+
+  /// Per GPU: the busiest class (the most bytes; ties: the most calls); the class totals start again.
+  void end() {
+    comm_dimension& dim = *dim_;
+    double best_bytes = -1;
+    for (std::size_t i = 0; i < num_classes_; ++i) {
+      class_totals& t = totals_[i];
+      if (any_ && (t.bytes > best_bytes ||
+                   (t.bytes == best_bytes && t.calls > static_cast<double>(dim.calls_per_iteration_per_gpu)))) {
+        best_bytes = t.bytes;
+        dim.busiest_stage = classes_[i].first_stage;
+        dim.calls_per_iteration_per_gpu = static_cast<std::int64_t>(t.calls);
+        dim.bytes_per_iteration_per_gpu = t.bytes;
+        dim.wire_bytes_per_iteration_per_gpu = t.wire;
+        dim.time_per_iteration_s = t.time;
+      }
+      t = {0, 0, 0, 0};
+    }
+  }
+
+ private:
+  const comm_context& x_;
+  const stage_class* classes_;
+  std::size_t num_classes_;
+  class_totals* totals_;
+  bool reference_;
+  comm_dimension* dim_ = nullptr;
+  bool any_ = false;
+  // The last price made: most rows share their buffer with the class before or the row before.
+  double last_bytes_ = -1;  ///< −1: none for (last_kind_, last_group_)
+  collective_kind last_kind_ = collective_kind::all_reduce;
+  int last_group_ = -1;
+  collective_estimate last_est_;
 };
 
 /// Gradient and parameter dtypes on the wire (§4.2.4): Megatron reduces its main grads (fp32 with
@@ -597,107 +772,127 @@ double wire_grad_bytes(const training_config& t) {
   return fp32 ? 4.0 : static_cast<double>(bytes_of(t.precision));
 }
 
+// The tables: each collective with its calls on a GPU of stage class c (per iteration: L = layers × m,
+// R = recomputed layers × m, first/last = m on the end stages; stage_class::mb_*) and its buffer.
+using ck = collective_kind;
+using cph = comm_phase;
+
 // -- TP (§4.2.1) --
-void tp_table(const comm_context& x, const stage_class& c, row_sink& out) {
+void tp_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   if (p.tp == 1) return;
   const double a = x.tokens * static_cast<double>(x.job.model.hidden_size) * x.act_bytes;  // full tensor
-  const double L = static_cast<double>(c.layers) * x.m;
-  const double R = static_cast<double>(c.recomputed_layers) * x.m;
-  const double first = c.first ? x.m : 0;
-  const double last = c.last ? x.m : 0;
   const double ce = x.tokens * 4.0;  // fp32 [s, b] of the vocab-parallel cross-entropy
-  using k = collective_kind;
-  using ph = comm_phase;
+  using C = const stage_class&;
   if (!x.sp) {
-    out.push_back({k::all_reduce, ph::forward, "attention and MLP output all-reduce (2 per layer)", g_tp, 2 * L, a});
-    out.push_back({k::all_reduce, ph::backward, "QKV and fc1 input-gradient all-reduce (2 per layer)", g_tp, 2 * L, a});
-    out.push_back({k::all_reduce, ph::backward, "recomputed forward all-reduce (2 per recomputed layer)", g_tp, 2 * R, a});
-    out.push_back({k::all_reduce, ph::forward, "vocab-parallel embedding output all-reduce", g_tp, first, a});
-    out.push_back({k::all_reduce, ph::backward, "output layer input-gradient all-reduce", g_tp, last, a});
+    out.row(ck::all_reduce, cph::forward, "attention and MLP output all-reduce (2 per layer)", g_tp,
+            [&](C c) { return calls_bytes{2 * c.mb_layers, a}; });
+    out.row(ck::all_reduce, cph::backward, "QKV and fc1 input-gradient all-reduce (2 per layer)", g_tp,
+            [&](C c) { return calls_bytes{2 * c.mb_layers, a}; });
+    out.row(ck::all_reduce, cph::backward, "recomputed forward all-reduce (2 per recomputed layer)", g_tp,
+            [&](C c) { return calls_bytes{2 * c.mb_recomputed, a}; });
+    out.row(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp,
+            [&](C c) { return calls_bytes{c.mb_first, a}; });
+    out.row(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp,
+            [&](C c) { return calls_bytes{c.mb_last, a}; });
   } else {
-    out.push_back({k::all_gather, ph::forward, "sequence all-gather before QKV and fc1 (2 per layer)", g_tp, 2 * L, a});
-    out.push_back({k::reduce_scatter, ph::forward, "reduce-scatter after projection and fc2 (2 per layer)", g_tp, 2 * L, a});
-    out.push_back({k::all_gather, ph::backward,
-                   "output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer", g_tp, 4 * L, a});
-    out.push_back({k::reduce_scatter, ph::backward, "QKV and fc1 input-gradient reduce-scatter (2 per layer)", g_tp, 2 * L, a});
-    out.push_back({k::all_gather, ph::backward, "recomputed forward all-gather (2 per recomputed layer)", g_tp, 2 * R, a});
-    out.push_back({k::reduce_scatter, ph::backward, "recomputed forward reduce-scatter (2 per recomputed layer)", g_tp, 2 * R, a});
-    out.push_back({k::reduce_scatter, ph::forward, "vocab-parallel embedding output reduce-scatter", g_tp, first, a});
-    out.push_back({k::all_gather, ph::forward, "sequence all-gather before the output layer", g_tp, last, a});
-    out.push_back({k::reduce_scatter, ph::backward, "output layer input-gradient reduce-scatter", g_tp, last, a});
+    out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1 (2 per layer)", g_tp,
+            [&](C c) { return calls_bytes{2 * c.mb_layers, a}; });
+    out.row(ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2 (2 per layer)", g_tp,
+            [&](C c) { return calls_bytes{2 * c.mb_layers, a}; });
+    out.row(ck::all_gather, cph::backward,
+            "output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer", g_tp,
+            [&](C c) { return calls_bytes{4 * c.mb_layers, a}; });
+    out.row(ck::reduce_scatter, cph::backward, "QKV and fc1 input-gradient reduce-scatter (2 per layer)", g_tp,
+            [&](C c) { return calls_bytes{2 * c.mb_layers, a}; });
+    out.row(ck::all_gather, cph::backward, "recomputed forward all-gather (2 per recomputed layer)", g_tp,
+            [&](C c) { return calls_bytes{2 * c.mb_recomputed, a}; });
+    out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter (2 per recomputed layer)", g_tp,
+            [&](C c) { return calls_bytes{2 * c.mb_recomputed, a}; });
+    out.row(ck::reduce_scatter, cph::forward, "vocab-parallel embedding output reduce-scatter", g_tp,
+            [&](C c) { return calls_bytes{c.mb_first, a}; });
+    out.row(ck::all_gather, cph::forward, "sequence all-gather before the output layer", g_tp,
+            [&](C c) { return calls_bytes{c.mb_last, a}; });
+    out.row(ck::reduce_scatter, cph::backward, "output layer input-gradient reduce-scatter", g_tp,
+            [&](C c) { return calls_bytes{c.mb_last, a}; });
   }
-  out.push_back({k::all_reduce, ph::forward, "cross-entropy max, target logit and sum-exp all-reduces (3)", g_tp,
-                 3 * last, ce});
+  out.row(ck::all_reduce, cph::forward, "cross-entropy max, target logit and sum-exp all-reduces (3)", g_tp,
+          [&](C c) { return calls_bytes{3 * c.mb_last, ce}; });
 }
 
 // -- CP (§4.2.2) --
-void cp_table(const comm_context& x, const stage_class& c, row_sink& out) {
+void cp_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   if (p.cp == 1) return;
   const model_spec& md = x.job.model;
   // K and V of the local sequence chunk and the local (TP-split) query groups.
   const double kv = 2.0 * x.tokens * static_cast<double>(md.kv_width() / p.tp) * x.act_bytes;
-  const double L = static_cast<double>(c.layers) * x.m;
-  const double R = static_cast<double>(c.recomputed_layers) * x.m;
   const double steps = static_cast<double>(p.cp - 1);
-  using k = collective_kind;
-  using ph = comm_phase;
+  using C = const stage_class&;
   if (p.cp_comm == cp_comm_kind::p2p) {
-    out.push_back({k::send_recv, ph::forward, "K/V ring exchange (isend + irecv per step, c−1 steps per layer)", g_cp,
-                   2 * steps * L, kv});
-    out.push_back({k::send_recv, ph::backward, "K/V and dK/dV ring exchange (2 × (isend + irecv) per step)", g_cp,
-                   4 * steps * L, kv});
-    out.push_back({k::send_recv, ph::backward, "recomputed forward K/V ring exchange", g_cp, 2 * steps * R, kv});
+    out.row(ck::send_recv, cph::forward, "K/V ring exchange (isend + irecv per step, c−1 steps per layer)", g_cp,
+            [&](C c) { return calls_bytes{2 * steps * c.mb_layers, kv}; });
+    out.row(ck::send_recv, cph::backward, "K/V and dK/dV ring exchange (2 × (isend + irecv) per step)", g_cp,
+            [&](C c) { return calls_bytes{4 * steps * c.mb_layers, kv}; });
+    out.row(ck::send_recv, cph::backward, "recomputed forward K/V ring exchange", g_cp,
+            [&](C c) { return calls_bytes{2 * steps * c.mb_recomputed, kv}; });
   } else {
     const double gathered = kv / 2.0 * static_cast<double>(p.cp);  // one of K or V, whole sequence
-    out.push_back({k::all_gather, ph::forward, "K and V all-gather (2 per layer)", g_cp, 2 * L, gathered});
-    out.push_back({k::all_gather, ph::backward, "K and V re-gather (2 per layer)", g_cp, 2 * L, gathered});
-    out.push_back({k::reduce_scatter, ph::backward, "dK and dV reduce-scatter (2 per layer)", g_cp, 2 * L, gathered});
-    out.push_back({k::all_gather, ph::backward, "recomputed forward K and V all-gather", g_cp, 2 * R, gathered});
+    out.row(ck::all_gather, cph::forward, "K and V all-gather (2 per layer)", g_cp,
+            [&](C c) { return calls_bytes{2 * c.mb_layers, gathered}; });
+    out.row(ck::all_gather, cph::backward, "K and V re-gather (2 per layer)", g_cp,
+            [&](C c) { return calls_bytes{2 * c.mb_layers, gathered}; });
+    out.row(ck::reduce_scatter, cph::backward, "dK and dV reduce-scatter (2 per layer)", g_cp,
+            [&](C c) { return calls_bytes{2 * c.mb_layers, gathered}; });
+    out.row(ck::all_gather, cph::backward, "recomputed forward K and V all-gather", g_cp,
+            [&](C c) { return calls_bytes{2 * c.mb_recomputed, gathered}; });
   }
 }
 
 // -- EP (§4.2.5) --
-void ep_table(const comm_context& x, const stage_class& c, row_sink& out) {
+void ep_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   const model_spec& md = x.job.model;
   if (p.ep == 1 || !md.is_moe()) return;
   const double tokens = x.tokens / (x.sp ? static_cast<double>(p.tp) : 1.0);
   const double sent = tokens * static_cast<double>(md.moe.router_topk * md.hidden_size) * x.act_bytes;
-  const double L = static_cast<double>(c.moe_layers) * x.m;
-  const double R = static_cast<double>(c.recomputed_moe_layers) * x.m;
-  using k = collective_kind;
-  out.push_back({k::all_to_all, comm_phase::forward, "token dispatch and combine (2 per MoE layer)", g_ep, 2 * L, sent});
-  out.push_back({k::all_to_all, comm_phase::backward, "gradient dispatch and combine (2 per MoE layer)", g_ep, 2 * L, sent});
-  out.push_back({k::all_to_all, comm_phase::backward, "recomputed forward dispatch and combine", g_ep, 2 * R, sent});
+  using C = const stage_class&;
+  out.row(ck::all_to_all, cph::forward, "token dispatch and combine (2 per MoE layer)", g_ep,
+          [&](C c) { return calls_bytes{2 * c.mb_moe_layers, sent}; });
+  out.row(ck::all_to_all, cph::backward, "gradient dispatch and combine (2 per MoE layer)", g_ep,
+          [&](C c) { return calls_bytes{2 * c.mb_moe_layers, sent}; });
+  out.row(ck::all_to_all, cph::backward, "recomputed forward dispatch and combine", g_ep,
+          [&](C c) { return calls_bytes{2 * c.mb_recomputed_moe, sent}; });
 }
 
 // -- PP (§4.2.3) --
-void pp_table(const comm_context& x, const stage_class& c, row_sink& out) {
+void pp_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   if (p.pp == 1) return;
   const bool split = x.sp || p.pp_scatter_gather;
   const double full = x.tokens * static_cast<double>(x.job.model.hidden_size) * x.act_bytes;
   const double msg = split ? full / static_cast<double>(p.tp) : full;
   const double v = static_cast<double>(p.vpp);
+  const double m = x.m;
+  using C = const stage_class&;
   // Per micro-batch, each model chunk sends its output forward and its input gradient backward; the
   // first chunk of stage 0 receives nothing forward and the last chunk of the last stage sends nothing.
-  const double fwd = (v - (c.last ? 1 : 0)) + (v - (c.first ? 1 : 0));  // isends + irecvs
-  const double bwd = (v - (c.first ? 1 : 0)) + (v - (c.last ? 1 : 0));
-  using k = collective_kind;
-  out.push_back({k::send_recv, comm_phase::forward, "activation isend + irecv between stages", g_pp, fwd * x.m, msg});
-  out.push_back({k::send_recv, comm_phase::backward, "activation-gradient isend + irecv between stages", g_pp,
-                 bwd * x.m, msg});
+  out.row(ck::send_recv, cph::forward, "activation isend + irecv between stages", g_pp, [&](C c) {
+    const double fwd = (v - (c.last ? 1 : 0)) + (v - (c.first ? 1 : 0));  // isends + irecvs
+    return calls_bytes{fwd * m, msg};
+  });
+  out.row(ck::send_recv, cph::backward, "activation-gradient isend + irecv between stages", g_pp, [&](C c) {
+    const double bwd = (v - (c.first ? 1 : 0)) + (v - (c.last ? 1 : 0));
+    return calls_bytes{bwd * m, msg};
+  });
   if (p.pp_scatter_gather && !x.sp && p.tp > 1) {
-    const double recvs = ((v - (c.first ? 1 : 0)) + (v - (c.last ? 1 : 0))) * x.m;
-    out.push_back({k::all_gather, comm_phase::forward, "TP all-gather of each received 1/t chunk (scatter/gather)",
-                   g_tp, recvs, full});
+    out.row(ck::all_gather, cph::forward, "TP all-gather of each received 1/t chunk (scatter/gather)", g_tp,
+            [&](C c) { return calls_bytes{((v - (c.first ? 1 : 0)) + (v - (c.last ? 1 : 0))) * m, full}; });
   }
 }
 
 // -- tied embedding (§4.2.6) --
-void embedding_table(const comm_context& x, const stage_class& c, row_sink& out) {
+void embedding_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   const model_spec& md = x.job.model;
   if (p.pp == 1 || !md.tie_embeddings) return;
@@ -706,9 +901,9 @@ void embedding_table(const comm_context& x, const stage_class& c, row_sink& out)
   if (x.job.training.framework == framework_kind::deepspeed) {
     elems += static_cast<double>(params.position_embeddings + params.embedding_norm);  // the whole tied module
   }
-  out.push_back({collective_kind::all_reduce, comm_phase::backward,
-                 "tied word-embedding gradient all-reduce, first and last stage", g_emb,
-                 (c.first || c.last) ? 1.0 : 0.0, elems * x.grad_bytes});
+  const double bytes = elems * x.grad_bytes;
+  out.row(ck::all_reduce, cph::backward, "tied word-embedding gradient all-reduce, first and last stage", g_emb,
+          [&](const stage_class& c) { return calls_bytes{(c.first || c.last) ? 1.0 : 0.0, bytes}; });
 }
 
 // -- DP (§4.2.4): one table of (framework, ZeRO stage) → collectives --
@@ -729,8 +924,6 @@ struct dp_schedule {
   std::array<dp_op, 3> ops;
   int num_ops;
 };
-using ck = collective_kind;
-using cph = comm_phase;
 constexpr dp_op kGradAllReduce{ck::all_reduce, cph::backward, dp_bytes::grads, dp_count::per_iteration,
                                "gradient all-reduce", "expert gradient all-reduce"};
 constexpr dp_op kGradReduceScatter{ck::reduce_scatter, cph::backward, dp_bytes::grads, dp_count::per_iteration,
@@ -778,135 +971,57 @@ double bucket_calls(const training_config& t, double elements, double elem_bytes
   return 1;
 }
 
-void dp_rows(const comm_context& x, const stage_class& c, double params, bool expert, row_sink& out) {
+void dp_rows(const comm_context& x, bool expert, row_sink& out) {
   const training_config& t = x.job.training;
   const dp_schedule& s = dp_schedule_for(t);
-  // ZeRO-3/FSDP units: one per transformer layer, plus the embedding and the output/root module.
-  const double units = static_cast<double>(c.layers) + (c.first ? 1 : 0) + (c.last && !c.first ? 1 : 0);
+  const double m = x.m;
   for (int i = 0; i < s.num_ops; ++i) {
     const dp_op& op = s.ops[static_cast<std::size_t>(i)];
     const double elem = op.bytes == dp_bytes::grads ? x.grad_bytes : x.param_bytes;
-    double calls = 0;
-    double bytes = 0;
-    if (params > 0) {
+    out.row(op.kind, op.phase, expert ? op.what_expert : op.what, expert ? g_edp : g_dp, [&](const stage_class& c) {
+      const double params = expert ? c.expert_params : c.dense_params;
+      if (params <= 0) return calls_bytes{0, 0};
       if (op.count == dp_count::per_unit_per_microbatch) {
-        calls = units * x.m;
-        bytes = params * elem / units;  // the mean unit
-      } else {
-        const double buckets = bucket_calls(t, params, elem);
-        calls = buckets * (op.count == dp_count::per_microbatch ? x.m : 1.0);
-        bytes = params * elem / buckets;
+        // ZeRO-3/FSDP units: one per transformer layer, plus the embedding and the output/root module.
+        const double units = static_cast<double>(c.layers) + (c.first ? 1 : 0) + (c.last && !c.first ? 1 : 0);
+        return calls_bytes{units * m, params * elem / units};  // the mean unit
       }
-    }
-    out.push_back({op.kind, op.phase, expert ? op.what_expert : op.what, expert ? g_edp : g_dp, calls, bytes});
+      const double buckets = bucket_calls(t, params, elem);
+      return calls_bytes{buckets * (op.count == dp_count::per_microbatch ? m : 1.0), params * elem / buckets};
+    });
   }
 }
 
-void dp_table(const comm_context& x, const stage_class& c, row_sink& out) {
-  if (x.size[g_dp] > 1) dp_rows(x, c, c.dense_params, false, out);
-  if (x.job.model.is_moe() && x.size[g_edp] > 1) dp_rows(x, c, c.expert_params, true, out);
+void dp_table(const comm_context& x, row_sink& out) {
+  if (x.size[g_dp] > 1) dp_rows(x, false, out);
+  if (x.job.model.is_moe() && x.size[g_edp] > 1) dp_rows(x, true, out);
 }
 
 // -- scalars (§4.2.7) --
-void scalar_table(const comm_context& x, const stage_class& c, row_sink& out) {
+void scalar_table(const comm_context& x, row_sink& out) {
   const training_config& t = x.job.training;
   if (x.size[g_dp] > 1) {
-    out.push_back({collective_kind::all_reduce, comm_phase::forward, "loss average over DP", g_dp, c.last ? x.m : 0, 4});
+    out.row(ck::all_reduce, cph::forward, "loss average over DP", g_dp,
+            [&](const stage_class& c) { return calls_bytes{c.mb_last, 4}; });
   }
   const int norm_group = t.zero_stage >= 1 ? g_world : g_mp;
-  if (x.size[norm_group] > 1) {
-    out.push_back({collective_kind::all_reduce, comm_phase::optimizer, "gradient-norm all-reduce", norm_group, 1, 4});
-    if (t.precision == dtype::fp16) {
-      out.push_back({collective_kind::all_reduce, comm_phase::optimizer, "fp16 found-inf all-reduce", norm_group, 1, 4});
-    }
+  if (x.size[static_cast<std::size_t>(norm_group)] > 1) {
+    auto once = [](const stage_class&) { return calls_bytes{1, 4}; };
+    out.row(ck::all_reduce, cph::optimizer, "gradient-norm all-reduce", norm_group, once);
+    if (t.precision == dtype::fp16) out.row(ck::all_reduce, cph::optimizer, "fp16 found-inf all-reduce", norm_group, once);
   }
 }
 
-using table_fn = void (*)(const comm_context&, const stage_class&, row_sink&);
+using table_fn = void (*)(const comm_context&, row_sink&);
 constexpr std::array<table_fn, 7> kTables = {tp_table, cp_table, ep_table, dp_table, pp_table, embedding_table,
                                              scalar_table};
 
-/// Run one table over the stage classes and fill `dim` (§4.4: per-GPU = busiest stage, cluster = Σ).
-/// A row's displayed calls and buffer are those of the class where it moves the most bytes; rows that
-/// never run are dropped.
-void fill_dimension(const comm_context& x, const std::vector<stage_class>& classes, table_fn table,
-                    row_sink& scratch, comm_dimension& dim) {
-  const double gpus_per_stage = static_cast<double>(x.job.num_gpus / x.job.parallel.pp);
-  std::array<double, row_sink::kCapacity> row_best;
-  std::array<comm_collective, row_sink::kCapacity>& rows = scratch.collectives;
-  std::size_t num_rows = 0;
-  double best_bytes = -1;
-  for (const stage_class& c : classes) {
-    scratch.clear();
-    table(x, c, scratch);
-    if (scratch.size() == 0) return;  // this dimension does not talk in this job
-    if (num_rows == 0) {
-      num_rows = scratch.size();
-      for (std::size_t i = 0; i < scratch.size(); ++i) {
-        const emitted& e = scratch[i];
-        comm_collective& out = rows[i];
-        out = comm_collective{};
-        const group_placement& where = x.placement[static_cast<std::size_t>(e.group)];
-        out.kind = e.kind;
-        out.phase = e.phase;
-        out.what = e.what;
-        out.group = x.name[static_cast<std::size_t>(e.group)];
-        out.group_size = x.size[static_cast<std::size_t>(e.group)];
-        out.link = where.group_size > 1 ? where.link : link_kind::nvlink;
-        row_best[i] = 0;
-      }
-    }
-    double calls = 0, bytes = 0, wire = 0, time = 0;
-    for (std::size_t i = 0; i < scratch.size(); ++i) {
-      const emitted& e = scratch[i];
-      if (e.calls <= 0) continue;
-      comm_collective& out = rows[i];
-      const collective_estimate est = x.price(e.kind, e.group, e.bytes);
-      const double moved = e.calls * e.bytes;
-      if (moved > row_best[i] || out.calls_per_iteration == 0) {
-        row_best[i] = moved;
-        out.bytes_per_call = e.bytes;
-        out.calls_per_iteration = static_cast<std::int64_t>(e.calls);
-        out.time_per_call_s = est.time_s;
-        out.algorithm = est.algorithm;
-      }
-      const double n = gpus_per_stage * static_cast<double>(c.num_stages);
-      out.calls_per_iteration_cluster += static_cast<std::int64_t>(n * e.calls);
-      out.bytes_per_iteration_cluster += n * moved;
-      calls += e.calls;
-      bytes += moved;
-      // What the GPU sends: the bus factor; of a row of isends and irecvs, the isends.
-      wire += e.kind == collective_kind::send_recv ? moved / 2 : moved * bus_factor(e.kind, out.group_size);
-      time += e.calls * est.time_s;
-    }
-    if (bytes > best_bytes || (bytes == best_bytes && calls > static_cast<double>(dim.calls_per_iteration_per_gpu))) {
-      best_bytes = bytes;
-      dim.busiest_stage = c.first_stage;
-      dim.calls_per_iteration_per_gpu = static_cast<std::int64_t>(calls);
-      dim.bytes_per_iteration_per_gpu = bytes;
-      dim.wire_bytes_per_iteration_per_gpu = wire;
-      dim.time_per_iteration_s = time;
-    }
-  }
-  std::size_t running = 0;
-  for (std::size_t i = 0; i < num_rows; ++i) running += rows[i].calls_per_iteration > 0 ? 1 : 0;
-  dim.collectives.reserve(running);
-  for (std::size_t i = 0; i < num_rows; ++i) {
-    const comm_collective& c = rows[i];
-    if (c.calls_per_iteration == 0) continue;
-    dim.collectives.push_back(c);
-    dim.calls_per_iteration_cluster += c.calls_per_iteration_cluster;
-    dim.bytes_per_iteration_cluster += c.bytes_per_iteration_cluster;
-  }
-}
-
-comm_group_set summary_set(const comm_context& x, int g) {
-  comm_group_set s;
+/// The groups of `g` without their lists (set field by field: the empty rank list is left alone).
+void set_summary(comm_group_set& s, const comm_context& x, int g) {
   s.name = x.name[static_cast<std::size_t>(g)];
   s.group_size = x.size[static_cast<std::size_t>(g)];
   s.num_groups = s.group_size > 0 ? x.job.num_gpus / s.group_size : 0;
   s.placement = x.placement[static_cast<std::size_t>(g)];
-  return s;
 }
 
 /// Placement of a group of `n` ranks covering `a` and `b`'s nodes (the model-parallel group, §4.2.7).
@@ -921,9 +1036,8 @@ group_placement combined_placement(std::int64_t n, const group_placement& a, con
   return p;
 }
 
-}  // namespace
-
-comm_report summarize_comm(const job_spec& job) {
+/// The summary (§4.4): `reference` evaluates every stage on its own and prices with estimate_collective.
+comm_report summarize(const job_spec& job, bool reference) {
   const parallel_config& p = job.parallel;
   const training_config& t = job.training;
   const std::int64_t gpn = job.cluster.gpus_per_node;
@@ -952,9 +1066,15 @@ comm_report summarize_comm(const job_spec& job) {
   }
   x.placement[g_world] = combined_placement(job.num_gpus, {.num_nodes = detail::ceil_div(job.num_gpus, gpn)}, {}, gpn);
   x.placement[g_mp] = combined_placement(p.tp * p.pp, x.placement[g_tp], x.placement[g_pp], gpn);
-  for (int g = 0; g < g_count; ++g) x.placement[static_cast<std::size_t>(g)].group_size = x.size[static_cast<std::size_t>(g)];
+  for (std::size_t g = 0; g < g_count; ++g) {
+    x.placement[g].group_size = x.size[g];
+    if (reference) continue;
+    if (x.size[g] > 1) x.pricer[g] = link_pricer(job.cluster, x.placement[g]);
+    else x.pricer[g].n = 1;  // priced as "none"
+  }
 
-  const std::vector<stage_class> classes = stage_classes(job, params);
+  class_list classes;
+  stage_classes(job, params, !reference, classes);
 
   comm_report r;
   r.rank_order = p.rank_order;
@@ -963,28 +1083,46 @@ comm_report summarize_comm(const job_spec& job) {
   r.num_nodes = detail::ceil_div(job.num_gpus, gpn);
   r.num_microbatches = job.num_microbatches();
   constexpr std::array<int, 6> kDimGroup = {g_tp, g_cp, g_ep, g_dp, g_pp, g_emb};
-  row_sink scratch;
+  std::array<class_totals, class_list::kInline> inline_totals;
+  std::vector<class_totals> more_totals;
+  class_totals* totals = inline_totals.data();
+  if (classes.size() > inline_totals.size()) {
+    more_totals.resize(classes.size());
+    totals = more_totals.data();
+  }
+  row_sink sink(x, classes, totals, reference);
+  auto fill = [&](table_fn table, comm_dimension& dim) {
+    sink.begin(dim);
+    table(x, sink);
+    sink.end();
+  };
   for (std::size_t d = 0; d < r.dimensions.size(); ++d) {
     comm_dimension& dim = r.dimensions[d];
     dim.dim = static_cast<parallel_dim>(d);
-    dim.groups = summary_set(x, kDimGroup[d]);
+    set_summary(dim.groups, x, kDimGroup[d]);
     if (dim.dim == parallel_dim::embedding) dim.groups.num_groups = p.pp > 1 ? job.num_gpus / p.pp : 0;
-    if (dim.dim == parallel_dim::dp && job.model.is_moe()) dim.expert_groups = summary_set(x, g_edp);
+    if (dim.dim == parallel_dim::dp && job.model.is_moe()) set_summary(dim.expert_groups, x, g_edp);
     else dim.expert_groups.group_size = 0;
-    fill_dimension(x, classes, kTables[d], scratch, dim);
+    fill(kTables[d], dim);
     r.calls_per_iteration_cluster += dim.calls_per_iteration_cluster;
     r.bytes_per_iteration_cluster += dim.bytes_per_iteration_cluster;
     r.time_per_iteration_per_gpu_s += dim.time_per_iteration_s;
   }
   r.scalars.dim = parallel_dim::dp;
-  r.scalars.groups = summary_set(x, t.zero_stage >= 1 ? g_world : g_mp);
+  set_summary(r.scalars.groups, x, t.zero_stage >= 1 ? g_world : g_mp);
   r.scalars.expert_groups.group_size = 0;
-  fill_dimension(x, classes, scalar_table, scratch, r.scalars);
+  fill(scalar_table, r.scalars);
   r.calls_per_iteration_cluster += r.scalars.calls_per_iteration_cluster;
   r.bytes_per_iteration_cluster += r.scalars.bytes_per_iteration_cluster;
   r.time_per_iteration_per_gpu_s += r.scalars.time_per_iteration_s;
   return r;
 }
+
+}  // namespace
+
+comm_report summarize_comm(const job_spec& job) { return summarize(job, false); }
+
+comm_report detail::summarize_comm_reference(const job_spec& job) { return summarize(job, true); }
 
 comm_report analyze_comm(const job_spec& job) {
   comm_report r = summarize_comm(job);

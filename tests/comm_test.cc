@@ -3,11 +3,13 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -177,6 +179,115 @@ TEST(CommSeed003, SummaryEqualsAnalysisWithoutGroupLists) {
     EXPECT_EQ(s.dimensions[d].bytes_per_iteration_cluster, a.dimensions[d].bytes_per_iteration_cluster);
   }
   EXPECT_EQ(s.bytes_per_iteration_cluster, a.bytes_per_iteration_cluster);
+}
+
+/// Relative difference, 0 when both are 0.
+double rel(double a, double b) { return a == b ? 0 : std::abs(a - b) / std::max(std::abs(a), std::abs(b)); }
+
+void expect_same_dimension(const comm_dimension& s, const comm_dimension& r, const std::string& label) {
+  constexpr double kTol = 1e-12;
+  EXPECT_EQ(s.dim, r.dim) << label;
+  EXPECT_EQ(s.groups.name, r.groups.name) << label;
+  EXPECT_EQ(s.groups.group_size, r.groups.group_size) << label;
+  EXPECT_EQ(s.groups.num_groups, r.groups.num_groups) << label;
+  EXPECT_EQ(s.groups.placement.link, r.groups.placement.link) << label;
+  EXPECT_EQ(s.expert_groups.group_size, r.expert_groups.group_size) << label;
+  EXPECT_EQ(s.busiest_stage, r.busiest_stage) << label;
+  EXPECT_EQ(s.calls_per_iteration_per_gpu, r.calls_per_iteration_per_gpu) << label;
+  EXPECT_EQ(s.calls_per_iteration_cluster, r.calls_per_iteration_cluster) << label;
+  EXPECT_LE(rel(s.bytes_per_iteration_per_gpu, r.bytes_per_iteration_per_gpu), kTol) << label;
+  EXPECT_LE(rel(s.wire_bytes_per_iteration_per_gpu, r.wire_bytes_per_iteration_per_gpu), kTol) << label;
+  EXPECT_LE(rel(s.bytes_per_iteration_cluster, r.bytes_per_iteration_cluster), kTol) << label;
+  EXPECT_LE(rel(s.time_per_iteration_s, r.time_per_iteration_s), kTol) << label;
+  ASSERT_EQ(s.collectives.size(), r.collectives.size()) << label;
+  for (std::size_t i = 0; i < s.collectives.size(); ++i) {
+    const comm_collective& x = s.collectives[i];
+    const comm_collective& y = r.collectives[i];
+    EXPECT_EQ(x.what, y.what) << label;
+    EXPECT_EQ(x.kind, y.kind) << label << " " << x.what;
+    EXPECT_EQ(x.group, y.group) << label << " " << x.what;
+    EXPECT_EQ(x.link, y.link) << label << " " << x.what;
+    EXPECT_EQ(x.algorithm, y.algorithm) << label << " " << x.what;
+    EXPECT_EQ(x.calls_per_iteration, y.calls_per_iteration) << label << " " << x.what;
+    EXPECT_EQ(x.calls_per_iteration_cluster, y.calls_per_iteration_cluster) << label << " " << x.what;
+    EXPECT_LE(rel(x.bytes_per_call, y.bytes_per_call), kTol) << label << " " << x.what;
+    EXPECT_LE(rel(x.bytes_per_iteration_cluster, y.bytes_per_iteration_cluster), kTol) << label << " " << x.what;
+    EXPECT_LE(rel(x.time_per_call_s, y.time_per_call_s), kTol) << label << " " << x.what;
+  }
+}
+
+// The fast summary (stage classes evaluated once, link rates worked out once per group, prices reused)
+// against analyze_comm and against the plain evaluation of every pipeline stage with every collective
+// priced by estimate_collective, over a spread of layouts: every dimension, framework, ZeRO stage,
+// recomputation, interleaving, uneven stages, MoE, rank orders (§4.4).
+TEST(CommSummary, EqualsTheAnalysisAndTheStageByStageReferenceOnManyLayouts) {
+  const std::vector<std::string> small = {"--num-layers", "8", "--hidden-size", "1024", "--num-attention-heads", "16",
+                                          "--seq-length", "2048", "--vocab-size", "32000", "--mbs", "2"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = small;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const std::vector<std::vector<std::string>> layouts = {
+      seed003_args(),
+      {"--preset", "bloom-176b-production"},
+      {"--model", "mixtral-8x7b", "--num-gpus", "64", "--tp", "2", "--pp", "4", "--ep", "8", "--sequence-parallel",
+       "--use-distributed-optimizer", "--mbs", "1", "--gbs", "64", "--bf16"},
+      {"--model", "mixtral-8x7b", "--num-gpus", "32", "--tp", "2", "--pp", "2", "--ep", "4", "--mbs", "1", "--gbs",
+       "32", "--bf16", "--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers", "2"},
+      {"--model", "llama2-70b", "--num-gpus", "256", "--tp", "8", "--pp", "8", "--vpp", "2", "--sp",
+       "--use-distributed-optimizer", "--mbs", "1", "--gbs", "512", "--bf16", "--recompute-granularity", "full"},
+      {"--model", "llama3-8b", "--num-gpus", "64", "--tp", "2", "--cp", "2", "--pp", "2", "--mbs", "1", "--gbs",
+       "64", "--bf16", "--rank-order", "tp-dp-cp-ep-pp"},
+      with({"--num-gpus", "1"}),
+      with({"--tp", "4", "--sp", "--num-gpus", "4", "--gpus-per-node", "4", "--gbs", "6"}),
+      with({"--cp", "4", "--num-gpus", "8", "--cp-comm-type", "all_gather", "--gpus-per-node", "4"}),
+      with({"--cp", "2", "--num-gpus", "16", "--tp", "2", "--recompute-granularity", "full"}),
+      with({"--pp", "4", "--vpp", "2", "--num-gpus", "16", "--gbs", "64", "--gpus-per-node", "4"}),
+      with({"--tp", "2", "--pp", "2", "--num-gpus", "8", "--scatter-gather-tensors-in-pipeline"}),
+      with({"--pp", "3", "--num-gpus", "12", "--decoder-first-pipeline-num-layers", "2", "--gpus-per-node", "4"}),
+      with({"--pp", "3", "--num-gpus", "6", "--fp16", "--framework", "deepspeed", "--zero-stage", "1"}),
+      with({"--num-gpus", "16", "--framework", "deepspeed", "--zero-stage", "2", "--fp16", "--bucket-size-bytes",
+            "1000000"}),
+      with({"--num-gpus", "16", "--framework", "deepspeed", "--zero-stage", "3", "--bf16"}),
+      with({"--num-gpus", "16", "--framework", "fsdp", "--zero-stage", "3", "--bf16", "--gbs", "64"}),
+      with({"--num-gpus", "16", "--framework", "fsdp", "--zero-stage", "2", "--bf16"}),
+      with({"--num-gpus", "16", "--pp", "4", "--framework", "deepspeed", "--zero-stage", "1", "--bf16",
+            "--embedding-as-stage", "--num-layers", "10", "--gpus-per-node", "4"}),
+      with({"--num-gpus", "32", "--pp", "4", "--tp", "2", "--rank-order", "tp-pp-dp-cp-ep", "--bf16"}),
+      with({"--num-gpus", "16", "--num-experts", "8", "--moe-router-topk", "2", "--ep", "4", "--moe-layer-freq",
+            "2", "--pp", "2", "--bf16", "--use-distributed-optimizer"}),
+  };
+  for (const auto& args : layouts) {
+    std::string label;
+    for (const auto& a : args) label += a + " ";
+    const job_spec job = job_of(args);
+    const comm_report s = summarize_comm(job);
+    const comm_report a = analyze_comm(job);
+    const comm_report ref = detail::summarize_comm_reference(job);
+    for (std::size_t d = 0; d < s.dimensions.size(); ++d) {
+      expect_same_dimension(s.dimensions[d], a.dimensions[d], label + "(analysis)");
+      expect_same_dimension(s.dimensions[d], ref.dimensions[d], label + "(reference)");
+    }
+    expect_same_dimension(s.scalars, ref.scalars, label + "(reference, scalars)");
+    EXPECT_EQ(s.calls_per_iteration_cluster, ref.calls_per_iteration_cluster) << label;
+    EXPECT_LE(rel(s.bytes_per_iteration_cluster, ref.bytes_per_iteration_cluster), 1e-12) << label;
+    EXPECT_LE(rel(s.time_per_iteration_per_gpu_s, ref.time_per_iteration_per_gpu_s), 1e-12) << label;
+  }
+}
+
+TEST(CommSummary, CollectiveListCopiesAndBoundsLikeAVector) {
+  const comm_report r = summarize_comm(job_of(seed003_args()));
+  const comm_report copy = r;  // NOLINT(performance-unnecessary-copy-initialization): the copy is the test
+  const collective_list& tp = copy[parallel_dim::tp].collectives;
+  ASSERT_EQ(tp.size(), r[parallel_dim::tp].collectives.size());
+  ASSERT_FALSE(tp.empty());
+  EXPECT_EQ(tp.front().what, r[parallel_dim::tp].collectives.front().what);
+  EXPECT_EQ(tp.back().bytes_per_call, r[parallel_dim::tp].collectives.back().bytes_per_call);
+  EXPECT_THROW((void)tp.at(tp.size()), std::out_of_range);
+  collective_list full;
+  for (std::size_t i = 0; i < collective_list::kCapacity; ++i) full.push_back(comm_collective{});
+  EXPECT_THROW(full.push_back(comm_collective{}), std::length_error);
 }
 
 // ---- nccl-tests factors and time (§4.3) ----------------------------------------------------------

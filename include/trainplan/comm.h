@@ -3,9 +3,14 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "trainplan/parallel.h"
@@ -96,6 +101,63 @@ struct comm_collective {
   double time_per_call_s = 0;
 };
 
+/// The collectives of one dimension: a fixed-capacity list held inside the report, so that the summary
+/// allocates nothing (§4.4). Reads like a std::vector: size, empty, [], at, begin/end, front/back.
+class collective_list {
+ public:
+  static constexpr std::size_t kCapacity = 12;  ///< the most rows a dimension has is 10 (TP with SP)
+
+  collective_list() noexcept {}
+  collective_list(const collective_list& o) noexcept : n_(o.n_) { std::memcpy(storage_, o.storage_, n_ * kSize); }
+  collective_list& operator=(const collective_list& o) noexcept {
+    n_ = o.n_;
+    std::memmove(storage_, o.storage_, n_ * kSize);
+    return *this;
+  }
+
+  std::size_t size() const noexcept { return n_; }
+  bool empty() const noexcept { return n_ == 0; }
+  static constexpr std::size_t capacity() noexcept { return kCapacity; }
+  comm_collective* data() noexcept { return std::launder(reinterpret_cast<comm_collective*>(storage_)); }
+  const comm_collective* data() const noexcept {
+    return std::launder(reinterpret_cast<const comm_collective*>(storage_));
+  }
+  comm_collective* begin() noexcept { return data(); }
+  comm_collective* end() noexcept { return data() + n_; }
+  const comm_collective* begin() const noexcept { return data(); }
+  const comm_collective* end() const noexcept { return data() + n_; }
+  comm_collective& operator[](std::size_t i) noexcept { return data()[i]; }
+  const comm_collective& operator[](std::size_t i) const noexcept { return data()[i]; }
+  const comm_collective& at(std::size_t i) const {
+    if (i >= n_) throw std::out_of_range("collective_list::at");
+    return data()[i];
+  }
+  const comm_collective& front() const noexcept { return data()[0]; }
+  const comm_collective& back() const noexcept { return data()[n_ - 1]; }
+  /// Appends `c`; throws std::length_error past kCapacity.
+  comm_collective& push_back(const comm_collective& c) {
+    comm_collective& slot = next_slot();
+    slot = c;
+    commit();
+    return slot;
+  }
+  /// The slot the next push_back would fill, as it is: write every field, then commit() to keep it.
+  comm_collective& next_slot() {
+    if (n_ == kCapacity) throw std::length_error("collective_list: more than kCapacity collectives");
+    return data()[n_];
+  }
+  void commit() noexcept { ++n_; }
+  void clear() noexcept { n_ = 0; }
+
+ private:
+  // Bytes, so that the collectives in it need no construction (comm_collective is an implicit-lifetime
+  // aggregate: [intro.object]); only the first n_ are read.
+  static constexpr std::size_t kSize = sizeof(comm_collective);
+  static_assert(std::is_trivially_copyable_v<comm_collective> && std::is_aggregate_v<comm_collective>);
+  std::size_t n_ = 0;
+  alignas(comm_collective) std::byte storage_[kCapacity * kSize];
+};
+
 /// Traffic of one parallel dimension for one iteration. "Per GPU" is the busiest GPU (the pipeline
 /// stage with the most bytes); "cluster" sums every GPU's calls and bytes (seeds/003's convention).
 struct comm_dimension {
@@ -109,7 +171,7 @@ struct comm_dimension {
   std::int64_t calls_per_iteration_cluster = 0;
   double bytes_per_iteration_cluster = 0;
   double time_per_iteration_s = 0;  ///< Σ calls × time_per_call on the busiest GPU, no overlap
-  std::vector<comm_collective> collectives;
+  collective_list collectives;
 };
 
 /// The communication of one iteration (§4).
@@ -128,9 +190,17 @@ struct comm_report {
   const comm_dimension& operator[](parallel_dim d) const { return dimensions[static_cast<std::size_t>(d)]; }
 };
 
-/// The per-dimension summary without group lists: the fast path (§4.4; under 1 µs).
+/// The per-dimension summary without group lists: the fast path (§4.4; under 1 µs). Allocates nothing
+/// for regular layouts: stages that communicate alike are evaluated once, each group's link rates are
+/// worked out once, and a collective is priced once per distinct buffer.
 comm_report summarize_comm(const job_spec& job);
 /// The summary plus every group of every dimension.
 comm_report analyze_comm(const job_spec& job);
+
+namespace detail {
+/// The same summary computed the plain way, for tests: every pipeline stage on its own (from
+/// pipeline_layout), every collective priced by estimate_collective. Equals summarize_comm to rounding.
+comm_report summarize_comm_reference(const job_spec& job);
+}  // namespace detail
 
 }  // namespace trainplan
