@@ -540,7 +540,7 @@ class class_list {
 
 /// The pipeline stages, grouped into classes of adjacent stages that communicate alike when `merge`
 /// (the summary), one class per stage otherwise (the reference).
-void stage_classes(const job_spec& job, const parameter_breakdown& params, bool merge, class_list& classes) {
+[[gnu::noinline]] void stage_classes(const job_spec& job, const parameter_breakdown& params, bool merge, class_list& classes) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const training_config& t = job.training;
@@ -606,6 +606,47 @@ void stage_classes(const job_spec& job, const parameter_breakdown& params, bool 
     add(0, 1, n, n_moe, true, p.pp == 1);
     if (p.pp > 2) add(1, p.pp - 2, n, n_moe, false, false);
     if (p.pp > 1) add(p.pp - 1, 1, n, n_moe, false, true);
+    return;
+  }
+  if (merge && all_alike) {
+    // Every layer alike: the layers of each stage as pipeline_layout counts them, without the layer
+    // walk, and runs of like stages added as one class.
+    const std::int64_t items = m.num_layers + (p.embedding_as_stage ? 2 : 0);
+    const bool explicit_split = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
+    const std::int64_t first_n = std::max<std::int64_t>(0, p.first_stage_layers);
+    const std::int64_t last_n = std::max<std::int64_t>(0, p.last_stage_layers);
+    const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
+    const std::int64_t middle = middle_stages > 0 ? (m.num_layers - first_n - last_n) / middle_stages : 0;
+    const std::int64_t chunk = detail::ceil_div(items, p.pp);
+    std::int64_t run_start = 0, run_count = 0, run_n = 0;
+    bool run_first = false, run_last = false;
+    for (std::int64_t r = 0; r < p.pp; ++r) {
+      const bool first = r == 0;
+      const bool last = r == p.pp - 1;
+      std::int64_t n = 0;
+      if (p.vpp > 1) {
+        n = p.num_layers_per_virtual_stage * p.vpp;
+      } else if (explicit_split) {
+        n = (first && p.first_stage_layers >= 0) ? first_n : (last && p.last_stage_layers >= 0) ? last_n : middle;
+      } else {
+        // DeepSpeed's partition_uniform: ceil-sized chunks, the last rank takes what is left.
+        n = t.framework == framework_kind::deepspeed
+                ? std::min(chunk * (r + 1), items) - std::min(chunk * r, items)
+                : items / p.pp;
+        if (p.embedding_as_stage) n -= (first ? 1 : 0) + (last ? 1 : 0);
+      }
+      if (run_count > 0 && n == run_n && first == run_first && last == run_last) {
+        ++run_count;
+        continue;
+      }
+      if (run_count > 0) add(run_start, run_count, run_n, m.is_moe() ? run_n : 0, run_first, run_last);
+      run_start = r;
+      run_count = 1;
+      run_n = n;
+      run_first = first;
+      run_last = last;
+    }
+    add(run_start, run_count, run_n, m.is_moe() ? run_n : 0, run_first, run_last);
     return;
   }
   thread_local std::vector<stage_layout> stages;  // reused: no allocation once it has held pp stages
