@@ -289,7 +289,8 @@ struct link_rate {
 
 /// Flat ring (or tree for all-reduce) over `n` ranks on one kind of link: latency steps × α plus the
 /// buffer × bus factor F(n) / bandwidth, the steps and F as kCollectiveTable has them (§4.3).
-collective_estimate flat_time(collective_kind kind, double bytes, std::int64_t n, const link_rate& link) {
+[[gnu::always_inline]] inline collective_estimate flat_time(collective_kind kind, double bytes, std::int64_t n,
+                                                          const link_rate& link) {
   if (n <= 1 && kind != collective_kind::send_recv) return {0, "none"};
   const double nd = static_cast<double>(n);
   const double lat = link.latency_s;
@@ -358,7 +359,7 @@ struct link_pricer {
     net_p2p = {node_bw / std::max(1.0, flows_p2p), c.inter_node_latency_s};
   }
 
-  collective_estimate estimate(collective_kind kind, double bytes) const {
+  [[gnu::always_inline]] collective_estimate estimate(collective_kind kind, double bytes) const {
     if (n <= 1 || bytes <= 0) return {0, "none"};
     if (flat_nvlink) return flat_time(kind, bytes, n, nvlink);
     if (kind == collective_kind::send_recv) return flat_time(kind, bytes, 2, net_p2p);
@@ -519,14 +520,12 @@ class class_list {
   const stage_class* begin() const { return data(); }
   const stage_class* end() const { return data() + n_; }
   stage_class& back() { return (spill_.empty() ? inline_ : spill_.data())[n_ - 1]; }
-  void push_back(const stage_class& c) {
-    if (spill_.empty() && n_ < kInline) {
-      std::construct_at(inline_ + n_++, c);
-      return;
-    }
+  /// A new class at the end, default-initialised, to be filled in place.
+  stage_class& append() {
+    if (spill_.empty() && n_ < kInline) return *std::construct_at(inline_ + n_++);
     if (spill_.empty()) spill_.assign(inline_, inline_ + kInline);
-    spill_.push_back(c);
     ++n_;
+    return spill_.emplace_back();
   }
 
  private:
@@ -563,7 +562,7 @@ class class_list {
         return;
       }
     }
-    stage_class c;
+    stage_class& c = classes.append();
     c.first_stage = stage;
     c.num_stages = count;
     c.layers = layers;
@@ -593,7 +592,6 @@ class class_list {
       if (m.tie_embeddings && p.pp > 1) c.dense_params += deepspeed ? embedding : word;
     }
     c.gpus = gpus_per_stage * static_cast<double>(c.num_stages);
-    classes.push_back(c);
   };
   // Regular layouts (even split, every layer alike): first, middle and last stage without walking the
   // layers (§2.2). Everything else follows pipeline_layout stage by stage.
@@ -620,9 +618,17 @@ class class_list {
     const std::int64_t chunk = detail::ceil_div(items, p.pp);
     std::int64_t run_start = 0, run_count = 0, run_n = 0;
     bool run_first = false, run_last = false;
+    const bool ds_uniform = p.vpp <= 1 && !explicit_split && t.framework == framework_kind::deepspeed;
     for (std::int64_t r = 0; r < p.pp; ++r) {
       const bool first = r == 0;
       const bool last = r == p.pp - 1;
+      // Middle stages alike in a row count as one step: stages r..r_end have the same layers.
+      std::int64_t r_end = r;
+      if (!first && !last) {
+        r_end = p.pp - 2;
+        if (ds_uniform && chunk * (r + 1) <= items) r_end = std::min(r_end, items / chunk - 1);
+        else if (ds_uniform && chunk * r < items) r_end = r;
+      }
       std::int64_t n = 0;
       if (p.vpp > 1) {
         n = p.num_layers_per_virtual_stage * p.vpp;
@@ -635,13 +641,16 @@ class class_list {
                 : items / p.pp;
         if (p.embedding_as_stage) n -= (first ? 1 : 0) + (last ? 1 : 0);
       }
+      const std::int64_t count = r_end - r + 1;
       if (run_count > 0 && n == run_n && first == run_first && last == run_last) {
-        ++run_count;
+        run_count += count;
+        r = r_end;
         continue;
       }
       if (run_count > 0) add(run_start, run_count, run_n, m.is_moe() ? run_n : 0, run_first, run_last);
       run_start = r;
-      run_count = 1;
+      run_count = count;
+      r = r_end;
       run_n = n;
       run_first = first;
       run_last = last;
