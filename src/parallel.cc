@@ -28,16 +28,14 @@ void require_divisible(std::int64_t a, const std::string& a_flag, std::int64_t b
   }
 }
 
-/// Items per rank under DeepSpeed's uniform partition (deepspeed/runtime/utils.py partition_uniform,
-/// 2022: ceil-sized chunks, the last rank takes what is left).
+}  // namespace
+
 std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_t rank) {
   const std::int64_t chunk = detail::ceil_div(items, parts);
   const std::int64_t begin = std::min(chunk * rank, items);
   const std::int64_t end = std::min(chunk * (rank + 1), items);
   return end - begin;
 }
-
-}  // namespace
 
 std::string_view to_string(framework_kind k) {
   switch (k) {

@@ -110,12 +110,6 @@ std::vector<E> parse_enum_list(const std::string& text, const std::string& flag,
   return out;
 }
 
-/// DeepSpeed's uniform partition (as in parallel.cc): ceil-sized chunks, the last rank takes the rest.
-std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_t rank) {
-  const std::int64_t chunk = (items + parts - 1) / parts;
-  return std::min(chunk * (rank + 1), items) - std::min(chunk * rank, items);
-}
-
 /// Transformer layers on the busiest pipeline rank, or 0 when the split is invalid (§2.2).
 std::int64_t max_stage_layers(const model_spec& m, framework_kind fw, std::int64_t pp, bool emb, std::int64_t vpp) {
   const std::int64_t items = m.num_layers + (emb ? 2 : 0);

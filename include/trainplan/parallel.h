@@ -101,6 +101,11 @@ struct stage_layout {
   bool has_output = false;         ///< final norm, output layer (or tied copy), loss
 };
 
+/// Items (layers, or layer slots with --embedding-as-stage) of pipeline rank `rank` under DeepSpeed's
+/// uniform partition (deepspeed/runtime/utils.py partition_uniform, 2022: ceil-sized chunks, the last
+/// rank takes what is left; docs/formulas.md §2.2).
+std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_t rank);
+
 /// Layers per pipeline rank following Megatron's rules: even split, or first/last stage counts with
 /// the rest even; BLOOM's embedding-as-stage counts each embedding as one layer slot.
 std::vector<stage_layout> pipeline_layout(const job_spec& job);

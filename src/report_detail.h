@@ -1,0 +1,32 @@
+// Helpers shared by the renderers (src/report*.cc): the JSON type, byte units, the parallel block.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "trainplan/args.h"
+
+namespace trainplan::detail {
+
+using json = nlohmann::ordered_json;
+
+constexpr double kGiB = 1073741824.0;
+constexpr double kMiB = 1048576.0;
+
+/// Bytes as a whole number for JSON.
+inline std::int64_t whole_bytes(double b) { return static_cast<std::int64_t>(std::llround(b)); }
+
+/// The flags a launch line or pasted arguments carried that change no estimate.
+inline void append_ignored_flags(std::string& out, const parsed_job& pj) {
+  if (pj.ignored_flags.empty()) return;
+  out += "\nIgnored (they change no estimate):";
+  for (const auto& f : pj.ignored_flags) out += " " + f;
+  out += "\n";
+}
+
+/// The job's layout and training settings, as every JSON report gives them.
+json parallel_json(const job_spec& job);
+
+}  // namespace trainplan::detail

@@ -1,0 +1,250 @@
+// Renderers of search, shapes and plan (text, JSON, CSV). They format; they never compute.
+#include "trainplan/report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "report_detail.h"
+
+// ---- search, shapes, plan (docs/formulas.md §7) ------------------------------------------------------
+
+namespace trainplan {
+
+using detail::append_ignored_flags;
+using detail::json;
+using detail::kGiB;
+using detail::parallel_json;
+using detail::whole_bytes;
+
+namespace {
+
+std::string layout_recompute(const search_candidate& c) {
+  return c.recompute == recompute_choice::block ? fmt::format("block {}", c.recompute_num_layers)
+                                                : std::string(to_string(c.recompute));
+}
+
+json candidate_json(const search_candidate& c) {
+  return {{"num_gpus", c.num_gpus},
+          {"num_nodes", c.num_nodes},
+          {"dp", c.dp},
+          {"tp", c.tp},
+          {"pp", c.pp},
+          {"cp", c.cp},
+          {"ep", c.ep},
+          {"vpp", c.vpp},
+          {"mbs", c.mbs},
+          {"sequence_parallel", c.sequence_parallel},
+          {"embedding_as_stage", c.embedding_as_stage},
+          {"recompute", to_string(c.recompute)},
+          {"recompute_num_layers", c.recompute_num_layers},
+          {"zero_stage", c.zero_stage},
+          {"iteration_s", c.iteration_s},
+          {"tflops_per_gpu", c.tflops_per_gpu},
+          {"mfu", c.mfu},
+          {"samples_per_s", c.samples_per_s},
+          {"bubble_fraction", c.bubble_fraction},
+          {"peak_reserved_bytes", whole_bytes(c.peak_reserved_bytes)},
+          {"headroom_bytes", whole_bytes(c.headroom_bytes)},
+          {"lower_bound_s", c.lower_bound_s},
+          {"gpu_hours_per_iteration", c.gpu_hours_per_iteration},
+          {"train_days", c.train_days},
+          {"score", c.score}};
+}
+
+}  // namespace
+
+std::string render_search_counts(const search_result& r) {
+  return fmt::format(
+      "{} layouts enumerated, {} pruned ({} do not divide, {} outside the constraints, {} do not fit, {} bounded out "
+      "by compute), {} evaluated with the full time model, in {:.3f} s on {} threads\n",
+      r.enumerated, r.pruned, r.pruned_divisibility, r.pruned_constraint, r.pruned_memory, r.pruned_bound, r.evaluated,
+      r.elapsed_s, r.threads);
+}
+
+std::string render_search_text(const parsed_job& pj, const search_space& s, const search_result& r) {
+  const job_spec& job = pj.job;
+  std::string o = fmt::format("Search: {} ({:.1f}B parameters) on {} (up to {} nodes × {} {}), GBS {}, {} {}, ranked by {}\n\n",
+                              job.model.name, r.model_params / 1e9, job.cluster.name, job.cluster.num_nodes,
+                              job.cluster.gpus_per_node, job.cluster.gpu.name, job.training.global_batch_size,
+                              to_string(job.training.framework), to_string(job.training.precision), to_string(s.rank));
+  const bool days = s.train_tokens > 0;
+  o += fmt::format("{:>4} {:>5} {:>6} {:>3} {:>3} {:>3} {:>4} {:>5} {:>8} {:>9} {:>8} {:>6} {:>10} {:>3} {:>3} {:>3} {:>3} {:>9} {:>4} {:>3}{}\n",
+                   "#", "Nodes", "Size", "DP", "TP", "PP", "MBS", "GBS", "Mem GiB", "Sec/it s", "TFLOPs", "MFU %",
+                   "Headroom", "CP", "EP", "VPP", "SP", "Recompute", "ZeRO", "Emb", days ? "   Days" : "");
+  const std::size_t rows = std::min<std::size_t>(r.candidates.size(), static_cast<std::size_t>(s.top_k));
+  for (std::size_t i = 0; i < rows; ++i) {
+    const search_candidate& c = r.candidates[i];
+    o += fmt::format("{:>4} {:>5} {:>5.0f}B {:>3} {:>3} {:>3} {:>4} {:>5} {:>8.1f} {:>9.2f} {:>8.1f} {:>6.1f} {:>6.1f} GiB {:>3} {:>3} {:>3} {:>3} {:>9} {:>4} {:>3}{}\n",
+                     i + 1, c.num_nodes, r.model_params / 1e9, c.dp, c.tp, c.pp, c.mbs, job.training.global_batch_size,
+                     c.peak_reserved_bytes / kGiB, c.iteration_s, c.tflops_per_gpu, 100 * c.mfu, c.headroom_bytes / kGiB,
+                     c.cp, c.ep, c.vpp, c.sequence_parallel ? "on" : "off", layout_recompute(c), c.zero_stage,
+                     c.embedding_as_stage ? "yes" : "no", days ? fmt::format(" {:>6.1f}", c.train_days) : std::string());
+  }
+  o += "\nMem: peak reserved per GPU (nvidia-smi); TFLOPs per GPU as Megatron reports them (recomputation counted).\n";
+  o += render_search_counts(r);
+  o += "`--explain N` shows row N in full; `--json`/`--csv` give every evaluated layout.\n";
+  return o;
+}
+
+std::string render_search_json(const parsed_job& pj, const search_space& s, const search_result& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  json& sj = j["search"];
+  sj["model"] = pj.job.model.name;
+  sj["cluster"] = pj.job.cluster.name;
+  sj["global_batch_size"] = pj.job.training.global_batch_size;
+  sj["rank_by"] = to_string(s.rank);
+  sj["enumerated"] = r.enumerated;
+  sj["pruned"] = r.pruned;
+  sj["evaluated"] = r.evaluated;
+  sj["pruned_divisibility"] = r.pruned_divisibility;
+  sj["pruned_constraint"] = r.pruned_constraint;
+  sj["pruned_memory"] = r.pruned_memory;
+  sj["pruned_bound"] = r.pruned_bound;
+  sj["elapsed_s"] = r.elapsed_s;
+  sj["threads"] = r.threads;
+  sj["model_params"] = r.model_params;
+  json cands = json::array();
+  for (const search_candidate& c : r.candidates) cands.push_back(candidate_json(c));
+  sj["candidates"] = std::move(cands);
+  return j.dump(2) + "\n";
+}
+
+std::string render_search_csv(const search_result& r) {
+  std::string o =
+      "rank,num_gpus,num_nodes,dp,tp,pp,cp,ep,vpp,mbs,sequence_parallel,embedding_as_stage,recompute,recompute_num_layers,"
+      "zero_stage,iteration_s,tflops_per_gpu,mfu,samples_per_s,bubble_fraction,peak_reserved_bytes,headroom_bytes,"
+      "lower_bound_s,gpu_hours_per_iteration,train_days\n";
+  std::size_t rank = 0;
+  for (const search_candidate& c : r.candidates) {
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{:.6g}\n",
+                     ++rank, c.num_gpus, c.num_nodes, c.dp, c.tp, c.pp, c.cp, c.ep, c.vpp, c.mbs,
+                     c.sequence_parallel ? 1 : 0, c.embedding_as_stage ? 1 : 0, to_string(c.recompute),
+                     c.recompute_num_layers, c.zero_stage, c.iteration_s, c.tflops_per_gpu, c.mfu, c.samples_per_s,
+                     c.bubble_fraction, whole_bytes(c.peak_reserved_bytes), whole_bytes(c.headroom_bytes),
+                     c.lower_bound_s, c.gpu_hours_per_iteration, c.train_days);
+  }
+  return o;
+}
+
+std::string render_shapes_text(const shape_rules& rules, const shapes_result& r) {
+  std::string o = fmt::format("Shapes near {:.1f}B parameters (±{:.0f}%, hidden/layers {:.0f}-{:.0f}), each with its fastest layout\n\n",
+                              rules.target_params / 1e9, 100 * rules.tolerance, rules.min_ratio, rules.max_ratio);
+  o += fmt::format("{:>3} {:>7} {:>6} {:>5} {:>8} {:>6} {:>7} {:>5} {:>3} {:>3} {:>3} {:>4} {:>9} {:>8} {:>6} {:>9}\n", "#",
+                   "Hidden", "Layers", "Heads", "Size", "Ratio", "Wave %", "Nodes", "DP", "TP", "PP", "MBS", "Sec/it s",
+                   "TFLOPs", "MFU %", "Recompute");
+  std::size_t i = 0;
+  for (const shape_candidate& s : r.shapes) {
+    o += fmt::format("{:>3} {:>7} {:>6} {:>5} {:>7.1f}B {:>6.0f} {:>7.1f}", ++i, s.hidden, s.layers, s.heads,
+                     s.params / 1e9, s.ratio, 100 * s.gemm_wave_efficiency);
+    if (s.has_layout) {
+      const search_candidate& c = s.best;
+      o += fmt::format(" {:>5} {:>3} {:>3} {:>3} {:>4} {:>9.2f} {:>8.1f} {:>6.1f} {:>9}\n", c.num_nodes, c.dp, c.tp, c.pp,
+                       c.mbs, c.iteration_s, c.tflops_per_gpu, 100 * c.mfu, layout_recompute(c));
+    } else {
+      o += "   (no layout fits)\n";
+    }
+  }
+  o += fmt::format("\n{} shapes considered, {} searched for a layout, in {:.2f} s. Ranked by tokens/s × parameters "
+                   "of the best layout; Wave %: tile × wave quantization of the layer GEMMs at the largest TP.\n",
+                   r.considered, r.shapes.size(), r.elapsed_s);
+  return o;
+}
+
+std::string render_shapes_json(const shape_rules& rules, const shapes_result& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  json& sj = j["shapes"];
+  sj["target_params"] = rules.target_params;
+  sj["considered"] = r.considered;
+  sj["elapsed_s"] = r.elapsed_s;
+  json arr = json::array();
+  for (const shape_candidate& s : r.shapes) {
+    json e = {{"hidden_size", s.hidden}, {"num_layers", s.layers}, {"num_attention_heads", s.heads},
+              {"params", s.params}, {"ratio", s.ratio}, {"gemm_wave_efficiency", s.gemm_wave_efficiency},
+              {"param_tokens_per_s", s.param_tokens_per_s}};
+    e["best"] = s.has_layout ? candidate_json(s.best) : json(nullptr);
+    arr.push_back(std::move(e));
+  }
+  sj["candidates"] = std::move(arr);
+  return j.dump(2) + "\n";
+}
+
+std::string render_plan_text(const plan_report& r, std::int64_t num_gpus) {
+  std::string o = "Training plan";
+  o += r.from_job ? " (iteration times from the time model)\n\n" : " (from the given speed)\n\n";
+  if (r.phases.size() > 1 || r.phases.front().iterations > 0) {
+    o += fmt::format("{:>6} {:>7} {:>11} {:>14} {:>11} {:>10}\n", "phase", "batch", "iterations", "samples", "s/iter",
+                     "hours");
+    std::size_t i = 0;
+    for (const plan_phase& p : r.phases) {
+      ++i;
+      if (r.phases.size() > 12 && i > 3 && i + 3 <= r.phases.size()) {
+        if (i == 4) o += fmt::format("{:>6}\n", "...");
+        continue;
+      }
+      o += fmt::format("{:>6} {:>7} {:>11} {:>14} {:>11.2f} {:>10.1f}\n", i, p.global_batch_size, p.iterations, p.samples,
+                       p.iteration_s, p.time_s / 3600);
+    }
+    o += "\n";
+  }
+  o += fmt::format("  iterations           {:>14}\n", r.total_iterations);
+  o += fmt::format("  tokens               {:>14.4g}\n", r.total_tokens);
+  o += fmt::format("  compute time         {:>14.2f} days  ({:.0f} GPU-hours on {} GPUs)\n", r.train_s / 86400,
+                   r.compute_gpu_hours, num_gpus);
+  o += fmt::format("  checkpoint           {:>14.3f} TiB  ({:.2f} TB), saved in {:.1f} s\n", r.checkpoint_bytes / std::pow(2.0, 40),
+                   r.checkpoint_bytes / 1e12, r.checkpoint_save_s);
+  if (r.job_mtbf_s > 0) {
+    o += fmt::format("  job MTBF             {:>14.1f} hours\n", r.job_mtbf_s / 3600);
+    o += fmt::format("  checkpoint interval  {:>14.0f} s     (Young/Daly sqrt(2·C·MTBF){})\n", r.checkpoint_interval_s,
+                     r.checkpoint_interval_iters > 0 ? fmt::format("; every {} iterations", r.checkpoint_interval_iters)
+                                                     : std::string());
+    o += fmt::format("  checkpoint overhead  {:>14.1f} hours\n", r.checkpoint_overhead_s / 3600);
+    o += fmt::format("  expected failures    {:>14.1f}\n", r.expected_failures);
+    o += fmt::format("  expected lost work   {:>14.1f} hours\n", r.expected_lost_hours);
+  }
+  if (r.eval_s > 0) o += fmt::format("  evaluation           {:>14.1f} hours\n", r.eval_s / 3600);
+  o += fmt::format("  wall clock           {:>14.2f} days\n", r.train_days);
+  o += fmt::format("  GPU-hours            {:>14.0f}\n", r.gpu_hours);
+  o += fmt::format("  goodput              {:>13.1f}%\n", 100 * r.goodput);
+  if (r.allocation_gpu_hours > 0) {
+    o += fmt::format("  allocation           {:>14.0f} GPU-hours: {} ({:.2f}× the plan)\n", r.allocation_gpu_hours,
+                     r.allocation_sufficient ? "sufficient" : "NOT sufficient", r.allocation_margin);
+  }
+  return o;
+}
+
+std::string render_plan_json(const plan_report& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  json& p = j["plan"];
+  p["train_days"] = r.train_days;
+  p["compute_days"] = r.train_s / 86400;
+  p["gpu_hours"] = r.gpu_hours;
+  p["compute_gpu_hours"] = r.compute_gpu_hours;
+  p["checkpoint_bytes"] = r.checkpoint_bytes;
+  p["checkpoint_save_s"] = r.checkpoint_save_s;
+  p["checkpoint_interval_s"] = r.checkpoint_interval_s;
+  p["checkpoint_interval_iterations"] = r.checkpoint_interval_iters;
+  p["checkpoint_overhead_s"] = r.checkpoint_overhead_s;
+  p["job_mtbf_s"] = r.job_mtbf_s;
+  p["expected_failures"] = r.expected_failures;
+  p["expected_lost_hours"] = r.expected_lost_hours;
+  p["eval_s"] = r.eval_s;
+  p["goodput"] = r.goodput;
+  p["total_iterations"] = r.total_iterations;
+  p["total_tokens"] = r.total_tokens;
+  p["tflops_per_gpu"] = r.tflops_per_gpu;
+  p["allocation_gpu_hours"] = r.allocation_gpu_hours;
+  p["allocation_sufficient"] = r.allocation_sufficient;
+  json phases = json::array();
+  for (const plan_phase& ph : r.phases) {
+    phases.push_back({{"global_batch_size", ph.global_batch_size}, {"iterations", ph.iterations}, {"samples", ph.samples},
+                      {"iteration_s", ph.iteration_s}, {"time_s", ph.time_s}});
+  }
+  p["phases"] = std::move(phases);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace trainplan

@@ -1,0 +1,204 @@
+// Renderers of time, schedule and validation (text, JSON). They format; they never compute.
+#include "trainplan/report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "report_detail.h"
+
+// ---- time, schedule, validation (docs/formulas.md §5) --------------------------------------------
+
+namespace trainplan {
+
+using detail::append_ignored_flags;
+using detail::json;
+using detail::kGiB;
+using detail::parallel_json;
+using detail::whole_bytes;
+
+namespace {
+
+json time_json(const time_report& r) {
+  json t;
+  t["iteration_s"] = r.iteration_s;
+  t["samples_per_s"] = r.samples_per_s;
+  t["tokens_per_s"] = r.tokens_per_s;
+  t["tflops_per_gpu"] = r.tflops_per_gpu;
+  t["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+  t["mfu"] = r.mfu;
+  t["hfu"] = r.hfu;
+  t["bubble_fraction"] = r.bubble_fraction;
+  t["schedule"] = to_string(r.schedule);
+  t["p2p_s"] = r.p2p_s;
+  const time_breakdown& b = r.breakdown;
+  t["breakdown_s"] = {{"compute", b.compute_s},     {"tp_cp_ep_comm", b.tp_comm_s}, {"pipeline_bubble_and_p2p", b.pipeline_s},
+                      {"dp_comm", b.dp_comm_s},     {"optimizer", b.optimizer_s}};
+  json stages = json::array();
+  for (std::size_t i = 0; i < r.compute.stages.size(); ++i) {
+    const stage_compute& s = r.compute.stages[i];
+    const stage_usage& u = r.pipeline.stages[i];
+    stages.push_back({{"stage", s.stage},
+                      {"layers", s.num_layers},
+                      {"forward_s", s.forward_s + r.comm[i].forward_s},
+                      {"backward_s", s.backward_s + r.comm[i].backward_s},
+                      {"busy_s", u.busy_s},
+                      {"send_s", u.send_s},
+                      {"idle_s", u.idle_s},
+                      {"grad_reduce_exposed_s", u.grad_reduce_exposed_s}});
+  }
+  t["stages"] = stages;
+  return t;
+}
+
+}  // namespace
+
+std::string render_time_json(const parsed_job&, const time_report& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["time"] = time_json(r);
+  return j.dump(2) + "\n";
+}
+
+std::string render_time_text(const parsed_job& pj, const time_report& r) {
+  const job_spec& job = pj.job;
+  std::string o = fmt::format("{} on {} × {} ({}), TP {} PP {} DP {}{}, MBS {}, GBS {}, {} micro-batches, {}\n\n",
+                              job.model.name, job.num_gpus, job.cluster.gpu.name, job.cluster.name, job.parallel.tp,
+                              job.parallel.pp, job.parallel.dp,
+                              job.parallel.vpp > 1 ? fmt::format(" VPP {}", job.parallel.vpp) : std::string(),
+                              job.training.micro_batch_size, job.training.global_batch_size, job.num_microbatches(),
+                              to_string(r.schedule));
+  o += fmt::format("  iteration            {:10.2f} s\n", r.iteration_s);
+  o += fmt::format("  samples/s            {:10.2f}\n", r.samples_per_s);
+  o += fmt::format("  tokens/s             {:10.0f}\n", r.tokens_per_s);
+  o += fmt::format("  TFLOPs per GPU       {:10.2f}   (Megatron's report: Narayanan et al. eq. 3, recomputation counted)\n",
+                   r.tflops_per_gpu);
+  o += fmt::format("  model TFLOPs per GPU {:10.2f}\n", r.model_tflops_per_gpu);
+  o += fmt::format("  MFU / HFU            {:9.1f}% / {:.1f}%\n", 100 * r.mfu, 100 * r.hfu);
+  o += fmt::format("  bubble fraction      {:9.1f}%\n\n", 100 * r.bubble_fraction);
+  const time_breakdown& b = r.breakdown;
+  o += "Where the time goes (busiest pipeline rank):\n";
+  auto line = [&](const char* name, double s) {
+    o += fmt::format("  {:<28} {:9.2f} s {:6.1f}%\n", name, s, 100 * s / r.iteration_s);
+  };
+  line("compute", b.compute_s);
+  line("exposed TP/CP/EP comm", b.tp_comm_s);
+  line("pipeline bubble + p2p", b.pipeline_s);
+  line("exposed DP comm", b.dp_comm_s);
+  line("optimizer (+ param gather)", b.optimizer_s);
+  o += "\nPer pipeline rank (one micro-batch; busy/idle over the iteration):\n";
+  o += "  stage layers  forward_s backward_s     busy_s     send_s     idle_s\n";
+  for (std::size_t i = 0; i < r.compute.stages.size(); ++i) {
+    const stage_compute& s = r.compute.stages[i];
+    const stage_usage& u = r.pipeline.stages[i];
+    o += fmt::format("  {:5} {:6} {:10.4f} {:10.4f} {:10.2f} {:10.2f} {:10.2f}\n", s.stage, s.num_layers,
+                     s.forward_s + r.comm[i].forward_s, s.backward_s + r.comm[i].backward_s, u.busy_s, u.send_s,
+                     u.idle_s);
+  }
+  return o;
+}
+
+std::string render_schedule_json(const parsed_job&, const time_report& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  json s;
+  s["kind"] = to_string(r.schedule);
+  s["iteration_s"] = r.iteration_s;
+  s["pipeline_s"] = r.pipeline.pipeline_s;
+  s["bubble_fraction"] = r.bubble_fraction;
+  json ev = json::array();
+  for (const schedule_event& e : r.pipeline.events) {
+    ev.push_back({{"stage", e.stage},
+                  {"chunk", e.chunk},
+                  {"microbatch", e.microbatch},
+                  {"pass", e.backward ? "backward" : "forward"},
+                  {"start_s", e.start_s},
+                  {"end_s", e.end_s}});
+  }
+  s["events"] = ev;
+  j["schedule"] = s;
+  return j.dump(1) + "\n";
+}
+
+std::string render_schedule_text(const parsed_job& pj, const time_report& r, int width) {
+  const double total = r.pipeline.pipeline_s;
+  const std::size_t ranks = r.pipeline.stages.size();
+  std::vector<std::string> rows(ranks, std::string(static_cast<std::size_t>(width), '.'));
+  for (const schedule_event& e : r.pipeline.events) {
+    auto col = [&](double t) {
+      return std::min<std::size_t>(static_cast<std::size_t>(width) - 1,
+                                   static_cast<std::size_t>(t / total * width));
+    };
+    const char mark = e.backward ? 'B' : 'F';
+    for (std::size_t c = col(e.start_s); c <= col(std::max(e.start_s, e.end_s - 1e-12)); ++c) {
+      rows[static_cast<std::size_t>(e.stage)][c] = e.chunk > 0 ? static_cast<char>(e.backward ? 'b' : 'f') : mark;
+    }
+  }
+  std::string o = fmt::format("{} schedule, {} micro-batches, {} ranks: pipeline {:.2f} s, iteration {:.2f} s, bubble {:.1f}%\n",
+                              to_string(r.schedule), pj.job.num_microbatches(), ranks, total, r.iteration_s,
+                              100 * r.bubble_fraction);
+  o += "F/B forward/backward (f/b: later model chunks), '.' idle or sending; one column = " +
+       fmt::format("{:.3f} s\n", total / width);
+  for (std::size_t i = 0; i < ranks; ++i) o += fmt::format("  rank {:3} |{}|\n", i, rows[i]);
+  return o;
+}
+
+std::string render_validation_json(const validation_report& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  json rows = json::array();
+  for (const validation_row& v : r.rows) {
+    json x = {{"table", v.table}, {"row", v.label}, {"date", v.date}, {"group", v.group}};
+    if (v.skipped.empty()) {
+      x["measured_s"] = v.measured_s;
+      x["predicted_s"] = v.predicted_s;
+      x["error"] = v.error;
+      x["measured_tflops"] = v.measured_tflops;
+      x["predicted_tflops"] = v.predicted_tflops;
+    } else {
+      x["skipped"] = v.skipped;
+    }
+    rows.push_back(x);
+  }
+  auto stats = [](const validation_stats& s) {
+    return json{{"name", s.name}, {"rows", s.rows}, {"median_abs_error", s.median_abs_error},
+                {"max_abs_error", s.max_abs_error}, {"spearman", s.spearman}};
+  };
+  json tables = json::array(), groups = json::array();
+  for (const auto& s : r.tables) tables.push_back(stats(s));
+  for (const auto& s : r.groups) groups.push_back(stats(s));
+  j["validation"] = {{"rows", rows}, {"tables", tables}, {"groups", groups}, {"overall", stats(r.overall)}};
+  return j.dump(2) + "\n";
+}
+
+std::string render_validation_text(const validation_report& r) {
+  std::string o;
+  std::string table;
+  for (const validation_row& v : r.rows) {
+    if (v.table != table) {
+      table = v.table;
+      o += "\n" + table + "\n  row        date        measured_s predicted_s   error  group\n";
+    }
+    if (!v.skipped.empty()) {
+      o += fmt::format("  {:<10} {:<11} skipped: {}\n", v.label, v.date, v.skipped);
+    } else {
+      o += fmt::format("  {:<10} {:<11} {:10.2f} {:11.2f} {:+6.1f}%  {}\n", v.label, v.date, v.measured_s,
+                       v.predicted_s, 100 * v.error, v.group);
+    }
+  }
+  auto stats = [&](const validation_stats& s) {
+    o += fmt::format("  {:<32} {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  Spearman {:+.2f}\n", s.name, s.rows,
+                     100 * s.median_abs_error, 100 * s.max_abs_error, s.spearman);
+  };
+  o += "\nPer table:\n";
+  for (const auto& s : r.tables) stats(s);
+  if (!r.groups.empty()) {
+    o += "\nPer seed table (rows measured together, one thing varied):\n";
+    for (const auto& s : r.groups) stats(s);
+  }
+  o += "\nOverall:\n";
+  stats(r.overall);
+  return o;
+}
+
+}  // namespace trainplan
