@@ -2,6 +2,7 @@
 // no entry claims are handed back for parse_job_args. Internal header.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -110,5 +111,31 @@ inline std::string local_flags_help(const std::vector<local_flag>& table) {
   }
   return out;
 }
+
+/// "1,2,4,8", "4-16" or a mix ("1,2,8-12").
+inline std::vector<std::int64_t> parse_int_list(const std::string& text, const std::string& flag, std::int64_t lo_allowed = 1) {
+  std::vector<std::int64_t> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    if (item.empty()) throw input_error(flag + ": empty item in '" + text + "' (use e.g. 1,2,4 or 4-16)");
+    if (auto dash = item.find('-'); dash != std::string::npos && dash > 0) {
+      const std::int64_t lo = parse_count(item.substr(0, dash), flag, lo_allowed);
+      const std::int64_t hi = parse_count(item.substr(dash + 1), flag, lo_allowed);
+      if (hi < lo) throw input_error(flag + ": range " + item + " is empty");
+      if (hi - lo > 100000) throw input_error(flag + ": range " + item + " is too wide");
+      for (std::int64_t x = lo; x <= hi; ++x) out.push_back(x);
+    } else {
+      out.push_back(parse_count(item, flag, lo_allowed));
+    }
+    pos = end + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 
 }  // namespace trainplan::detail
