@@ -1,507 +1,64 @@
-// Communication analysis: process groups, traffic per parallel dimension, collective time
-// (docs/formulas.md §4).
+// Communication traffic per parallel dimension and the per-dimension summary (docs/formulas.md §4.2,
+// §4.4). Placement lives in comm_groups.cc, collective pricing in comm_time.cc.
 #include "trainplan/comm.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
-#include <optional>
+#include <new>
 #include <string>
 
 #include "checked.h"
+#include "comm_detail.h"
 #include "trainplan/error.h"
 
 namespace trainplan {
 
 namespace {
 
-constexpr int kNumOrderedDims = 5;  // tp, cp, ep, dp, pp
-constexpr std::array<std::string_view, 6> kDimNames = {"tp", "cp", "ep", "dp", "pp", "embedding"};
-constexpr std::array<std::string_view, 6> kCollectiveNames = {"all_reduce",     "all_gather", "reduce_scatter",
-                                                              "all_to_all",     "send_recv",  "broadcast"};
+using namespace detail;  // NOLINT(google-build-using-namespace): this module's internals
+
 constexpr std::array<std::string_view, 3> kPhaseNames = {"forward", "backward", "optimizer"};
-constexpr std::array<std::string_view, 3> kLinkNames = {"nvlink", "network", "hierarchical"};
-
-/// One row of the collective table (nccl-tests' testColl): bus-bandwidth factor as a function of n,
-/// and the latency steps of the ring (§4.3).
-struct collective_traits {
-  double factor_n_minus_1_over_n;  ///< coefficient of (n−1)/n in the bus factor
-  double factor_constant;          ///< constant bus factor (broadcast, send/recv)
-  double ring_steps_per_rank;      ///< latency steps = this × (n−1), or 1 when zero
-};
-constexpr std::array<collective_traits, 6> kCollectiveTable = {{
-    {2.0, 0.0, 2.0},  // all_reduce: 2(n−1)/n, 2(n−1) steps
-    {1.0, 0.0, 1.0},  // all_gather: (n−1)/n
-    {1.0, 0.0, 1.0},  // reduce_scatter: (n−1)/n
-    {1.0, 0.0, 1.0},  // all_to_all: (n−1)/n, n−1 pairwise exchanges
-    {0.0, 1.0, 0.0},  // send_recv: 1, one step
-    {0.0, 1.0, 1.0},  // broadcast: 1, n−1 pipelined ring steps
-}};
-
-const collective_traits& traits(collective_kind k) { return kCollectiveTable[static_cast<std::size_t>(k)]; }
-
-// ---- rank generators (§4.1) ----------------------------------------------------------------------
-
-/// Megatron's RankGenerator: the size of each dimension and the order, fastest first.
-struct rank_generator {
-  std::array<std::int64_t, kNumOrderedDims> size{};  ///< indexed by parallel_dim value
-  std::array<std::int8_t, kNumOrderedDims> order{};
-  std::int64_t world = 1;
-
-  /// Product of the sizes of the dimensions before `dim` in the order.
-  std::int64_t stride(int dim) const {
-    std::int64_t s = 1;
-    for (int i = 0; i < kNumOrderedDims && order[static_cast<std::size_t>(i)] != dim; ++i)
-      s *= size[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])];
-    return s;
-  }
-};
-
-constexpr unsigned bit(parallel_dim d) { return 1u << static_cast<unsigned>(d); }
-
-/// The decoder generator (parallel_state.py: ep = 1): TP, CP, DP, DP×CP, PP groups.
-rank_generator decoder_generator(const job_spec& job) {
-  const parallel_config& p = job.parallel;
-  return {{p.tp, p.cp, 1, p.dp, p.pp}, p.rank_order, job.num_gpus};
-}
-
-/// The expert generator: expert-TP = TP, CP folded into the expert-DP size, EP carved out of DP×CP.
-rank_generator expert_generator(const job_spec& job) {
-  const parallel_config& p = job.parallel;
-  return {{p.tp, 1, p.ep, p.dp * p.cp / p.ep, p.pp}, p.rank_order, job.num_gpus};
-}
-
-/// Megatron's generate_masked_orthogonal_rank_groups: every group varies the masked dimensions.
-std::vector<std::vector<std::int64_t>> masked_groups(const rank_generator& g, unsigned mask) {
-  std::array<std::int64_t, kNumOrderedDims> in_size{}, in_stride{}, out_size{}, out_stride{};
-  int n_in = 0;
-  int n_out = 0;
-  std::int64_t stride = 1;
-  std::int64_t group_size = 1;
-  for (int i = 0; i < kNumOrderedDims; ++i) {
-    const auto d = static_cast<std::size_t>(g.order[static_cast<std::size_t>(i)]);
-    if (mask & (1u << d)) {
-      in_size[static_cast<std::size_t>(n_in)] = g.size[d];
-      in_stride[static_cast<std::size_t>(n_in++)] = stride;
-      group_size *= g.size[d];
-    } else {
-      out_size[static_cast<std::size_t>(n_out)] = g.size[d];
-      out_stride[static_cast<std::size_t>(n_out++)] = stride;
-    }
-    stride *= g.size[d];
-  }
-  const std::int64_t num_groups = g.world / group_size;
-  std::vector<std::vector<std::int64_t>> groups(static_cast<std::size_t>(num_groups));
-  for (std::int64_t gi = 0; gi < num_groups; ++gi) {
-    std::int64_t base = 0;
-    std::int64_t rest = gi;
-    for (int j = 0; j < n_out; ++j) {
-      base += (rest % out_size[static_cast<std::size_t>(j)]) * out_stride[static_cast<std::size_t>(j)];
-      rest /= out_size[static_cast<std::size_t>(j)];
-    }
-    auto& members = groups[static_cast<std::size_t>(gi)];
-    members.resize(static_cast<std::size_t>(group_size));
-    for (std::int64_t ri = 0; ri < group_size; ++ri) {
-      std::int64_t r = base;
-      std::int64_t q = ri;
-      for (int j = 0; j < n_in; ++j) {
-        r += (q % in_size[static_cast<std::size_t>(j)]) * in_stride[static_cast<std::size_t>(j)];
-        q /= in_size[static_cast<std::size_t>(j)];
-      }
-      members[static_cast<std::size_t>(ri)] = r;
-    }
-  }
-  return groups;
-}
-
-/// The embedding groups: first and last rank of every pipeline group (parallel_state.py).
-std::vector<std::vector<std::int64_t>> embedding_groups(const rank_generator& g) {
-  auto groups = masked_groups(g, bit(parallel_dim::pp));
-  for (auto& members : groups) {
-    if (members.size() > 1) members = {members.front(), members.back()};
-  }
-  return groups;
-}
-
-// ---- placement (§4.1) ----------------------------------------------------------------------------
-
-/// Placement of groups that are one arithmetic run of `n` ranks at stride `s`, when the run is aligned
-/// with the nodes; nullopt when it is not (then the groups are scanned).
-std::optional<group_placement> run_placement(std::int64_t s, std::int64_t n, std::int64_t gpn, std::int64_t world) {
-  group_placement p;
-  p.group_size = n;
-  if (n == 1 || world <= gpn || (s * n <= gpn && gpn % (s * n) == 0)) {
-    p.concurrent_groups_per_node = std::max<std::int64_t>(1, std::min(gpn, world) / n);
-    return p;  // one node, NVLink
-  }
-  if (s >= gpn) {
-    if (s % gpn != 0) return std::nullopt;
-    p.num_nodes = n;
-    p.gpus_per_node = 1;
-    p.concurrent_groups_per_node = gpn;
-    p.link = link_kind::network;
-    return p;
-  }
-  if (gpn % s != 0 || (s * n) % gpn != 0) return std::nullopt;
-  p.gpus_per_node = gpn / s;
-  p.num_nodes = n / p.gpus_per_node;
-  p.concurrent_groups_per_node = s;
-  p.link = link_kind::hierarchical;
-  return p;
-}
-
-/// Placement found by looking at every group; throws when a group spreads unevenly over its nodes.
-group_placement scan_placement(const std::vector<std::vector<std::int64_t>>& groups, std::int64_t gpn,
-                               std::string_view name) {
-  group_placement p;
-  if (groups.empty()) return p;
-  p.group_size = static_cast<std::int64_t>(groups.front().size());
-  std::int64_t max_rank = 0;
-  for (const auto& g : groups)
-    for (auto r : g) max_rank = std::max(max_rank, r);
-  std::vector<std::int64_t> groups_on_node(static_cast<std::size_t>(max_rank / gpn + 1), 0);
-  bool first = true;
-  for (const auto& g : groups) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> per_node;  // (node, members)
-    for (auto r : g) {
-      const std::int64_t node = r / gpn;
-      auto it = std::find_if(per_node.begin(), per_node.end(), [&](const auto& e) { return e.first == node; });
-      if (it == per_node.end()) per_node.emplace_back(node, 1);
-      else ++it->second;
-    }
-    const std::int64_t m = per_node.front().second;
-    const bool even = std::all_of(per_node.begin(), per_node.end(), [&](const auto& e) { return e.second == m; });
-    const auto k = static_cast<std::int64_t>(per_node.size());
-    if (!even || (!first && (k != p.num_nodes || m != p.gpus_per_node))) {
-      std::string names;
-      for (auto r : g) names += (names.empty() ? "" : " ") + device_name(r, gpn);
-      throw input_error("the " + std::string(name) + " group [" + names + "] cannot be placed: its GPUs spread "
-                        "unevenly over nodes of " + std::to_string(gpn) + " GPUs (--gpus-per-node); trainplan "
-                        "models groups with the same number of GPUs on every node they span: choose sizes "
-                        "(--tensor-model-parallel-size, --context-parallel-size, --expert-model-parallel-size, "
-                        "--pipeline-model-parallel-size) or a --rank-order that divide or are multiples of it");
-    }
-    first = false;
-    p.num_nodes = k;
-    p.gpus_per_node = m;
-    if (k > 1)
-      for (const auto& e : per_node) ++groups_on_node[static_cast<std::size_t>(e.first)];
-  }
-  p.link = p.num_nodes == 1 ? link_kind::nvlink : p.gpus_per_node == 1 ? link_kind::network : link_kind::hierarchical;
-  p.concurrent_groups_per_node =
-      std::max<std::int64_t>(1, *std::max_element(groups_on_node.begin(), groups_on_node.end()));
-  return p;
-}
-
-/// The masked dimensions of size > 1 as one run (stride, size), when they are consecutive in the order.
-std::optional<std::pair<std::int64_t, std::int64_t>> single_run(const rank_generator& g, unsigned mask) {
-  std::int64_t stride = 1;
-  std::int64_t run_stride = 0;
-  std::int64_t run_size = 1;
-  bool open = false;
-  bool closed = false;
-  for (int i = 0; i < kNumOrderedDims; ++i) {
-    const auto d = static_cast<std::size_t>(g.order[static_cast<std::size_t>(i)]);
-    const std::int64_t n = g.size[d];
-    if (n > 1) {
-      if (mask & (1u << d)) {
-        if (closed) return std::nullopt;
-        if (!open) run_stride = stride;
-        open = true;
-        run_size *= n;
-      } else if (open) {
-        closed = true;
-      }
-    }
-    stride *= n;
-  }
-  return std::make_pair(open ? run_stride : 1, run_size);
-}
-
-group_placement placement_for(const rank_generator& g, unsigned mask, std::int64_t gpn, std::string_view name) {
-  if (auto run = single_run(g, mask)) {
-    if (auto p = run_placement(run->first, run->second, gpn, g.world)) return *p;
-  }
-  return scan_placement(masked_groups(g, mask), gpn, name);
-}
-
-group_placement embedding_placement(const rank_generator& g, std::int64_t gpn) {
-  const std::int64_t pp = g.size[static_cast<std::size_t>(parallel_dim::pp)];
-  if (pp == 1) return {};
-  const std::int64_t s = g.stride(static_cast<int>(parallel_dim::pp));
-  const std::int64_t distance = (pp - 1) * s;
-  if (g.world <= gpn || (distance + s <= gpn && gpn % (pp * s) == 0)) {
-    group_placement p;
-    p.group_size = 2;
-    return p;
-  }
-  if (s % gpn == 0) {  // every stage fills whole nodes: first and last stage on different nodes
-    group_placement p;
-    p.group_size = 2;
-    p.num_nodes = 2;
-    p.gpus_per_node = 1;
-    p.concurrent_groups_per_node = gpn;
-    p.link = link_kind::network;
-    return p;
-  }
-  return scan_placement(embedding_groups(g), gpn, "embedding");
-}
-
-/// Which generator and mask a dimension's groups come from.
-struct dim_groups {
-  bool expert;
-  unsigned mask;
-  std::string_view name;
-};
-
-dim_groups groups_of(const job_spec& job, parallel_dim dim) {
-  switch (dim) {
-    case parallel_dim::tp: return {false, bit(parallel_dim::tp), "tp"};
-    case parallel_dim::cp: return {false, bit(parallel_dim::cp), "cp"};
-    case parallel_dim::ep: return {true, bit(parallel_dim::ep), "ep"};
-    case parallel_dim::dp:
-      return {false, bit(parallel_dim::dp) | bit(parallel_dim::cp), job.parallel.cp > 1 ? "dp-cp" : "dp"};
-    case parallel_dim::pp: return {false, bit(parallel_dim::pp), "pp"};
-    case parallel_dim::embedding: return {false, bit(parallel_dim::pp), "embedding"};
-  }
-  return {false, 0, ""};
-}
-
-std::int64_t group_size_of(const job_spec& job, parallel_dim dim) {
-  const parallel_config& p = job.parallel;
-  switch (dim) {
-    case parallel_dim::tp: return p.tp;
-    case parallel_dim::cp: return p.cp;
-    case parallel_dim::ep: return p.ep;
-    case parallel_dim::dp: return p.dp * p.cp;
-    case parallel_dim::pp: return p.pp;
-    case parallel_dim::embedding: return p.pp > 1 ? 2 : 1;
-  }
-  return 1;
-}
-
-// ---- time (§4.3) ---------------------------------------------------------------------------------
-
-struct link_rate {
-  double bytes_per_s;
-  double latency_s;
-};
-
-/// Flat ring (or tree for all-reduce) over `n` ranks on one kind of link: latency steps × α plus the
-/// buffer × bus factor F(n) / bandwidth, the steps and F as kCollectiveTable has them (§4.3).
-[[gnu::always_inline]] inline collective_estimate flat_time(collective_kind kind, double bytes, std::int64_t n,
-                                                          const link_rate& link) {
-  if (n <= 1 && kind != collective_kind::send_recv) return {0, "none"};
-  const double nd = static_cast<double>(n);
-  const double lat = link.latency_s;
-  const double bw = link.bytes_per_s;
-  switch (kind) {
-    case collective_kind::all_reduce: {  // 2(n−1) steps, F = 2(n−1)/n
-      const double ring = 2.0 * (nd - 1) * lat + bytes * (2.0 * (nd - 1) / nd) / bw;
-      // NCCL's double binary tree: 2·⌈log2 n⌉ steps, each node sends and receives the buffer once per
-      // phase (reduce, broadcast): 2·bytes (§4.3).
-      const auto log2n = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(n - 1)));  // ⌈log2 n⌉
-      const double tree = 2.0 * log2n * lat + 2.0 * bytes / bw;
-      return tree < ring ? collective_estimate{tree, "tree"} : collective_estimate{ring, "ring"};
-    }
-    case collective_kind::all_gather:
-    case collective_kind::reduce_scatter:  // n−1 steps, F = (n−1)/n
-      return {1.0 * (nd - 1) * lat + bytes * (1.0 * (nd - 1) / nd) / bw, "ring"};
-    case collective_kind::all_to_all:  // n−1 pairwise exchanges, F = (n−1)/n
-      return {1.0 * (nd - 1) * lat + bytes * (1.0 * (nd - 1) / nd) / bw, "pairwise"};
-    case collective_kind::send_recv:  // one step, F = 1
-      return {lat + bytes * 1.0 / bw, "p2p"};
-    case collective_kind::broadcast:  // n−1 pipelined steps, F = 1
-      return {1.0 * (nd - 1) * lat + bytes * 1.0 / bw, "ring"};
-  }
-  return {0, "none"};
-}
 
 }  // namespace
 
-std::string_view to_string(collective_kind k) { return kCollectiveNames[static_cast<std::size_t>(k)]; }
 std::string_view to_string(comm_phase p) { return kPhaseNames[static_cast<std::size_t>(p)]; }
-std::string_view to_string(parallel_dim d) { return kDimNames[static_cast<std::size_t>(d)]; }
-std::string_view to_string(link_kind k) { return kLinkNames[static_cast<std::size_t>(k)]; }
 std::string_view to_string(cp_comm_kind k) { return k == cp_comm_kind::p2p ? "p2p" : "all_gather"; }
-
-double bus_factor(collective_kind k, std::int64_t group_size) {
-  const collective_traits& t = traits(k);
-  if (group_size <= 1) return t.factor_constant;
-  const double n = static_cast<double>(group_size);
-  return t.factor_n_minus_1_over_n * (n - 1) / n + t.factor_constant;
-}
-
-namespace {
-
-/// The link rates of one group, worked out once (§4.3): NVLink inside a node; across nodes the node's
-/// NICs shared by every GPU of the node sending at once (collectives: concurrent groups × members per
-/// node; send/recv: one flow per concurrent group).
-struct link_pricer {
-  link_rate nvlink;
-  link_rate net;      ///< collectives across nodes
-  link_rate net_p2p;  ///< send/recv across nodes
-  std::int64_t n;     ///< group size
-  std::int64_t m;     ///< members per node
-  std::int64_t k;     ///< nodes
-  bool flat_nvlink;
-
-  link_pricer() = default;  // uninitialised: a summary sets the pricers of the groups it uses
-  link_pricer(const cluster_spec& c, const group_placement& where)
-      : nvlink{c.gpu.intra_node_bandwidth_bytes_per_s * c.efficiency.intra_node, c.intra_node_latency_s},
-        n(where.group_size), m(where.gpus_per_node), k(where.num_nodes),
-        flat_nvlink(where.link == link_kind::nvlink || where.num_nodes <= 1) {
-    if (flat_nvlink || n <= 1) return;
-    const double node_bw = c.node_network_bandwidth_bytes_per_s() * c.efficiency.inter_node;
-    const double flows = static_cast<double>(where.concurrent_groups_per_node * m);
-    const double flows_p2p = static_cast<double>(where.concurrent_groups_per_node);
-    net = {node_bw / std::max(1.0, flows), c.inter_node_latency_s};
-    net_p2p = {node_bw / std::max(1.0, flows_p2p), c.inter_node_latency_s};
-  }
-
-  [[gnu::always_inline]] collective_estimate estimate(collective_kind kind, double bytes) const {
-    if (n <= 1 || bytes <= 0) return {0, "none"};
-    if (flat_nvlink) return flat_time(kind, bytes, n, nvlink);
-    if (kind == collective_kind::send_recv) return flat_time(kind, bytes, 2, net_p2p);
-    if (m <= 1) return flat_time(kind, bytes, k, net);
-
-    // Hierarchical: inside the node on NVLink, across nodes on 1/m of the buffer per GPU.
-    const double shard = bytes / static_cast<double>(m);
-    switch (kind) {
-      case collective_kind::all_reduce: {
-        const collective_estimate inter = flat_time(collective_kind::all_reduce, shard, k, net);
-        const double t = flat_time(collective_kind::reduce_scatter, bytes, m, nvlink).time_s + inter.time_s +
-                         flat_time(collective_kind::all_gather, bytes, m, nvlink).time_s;
-        return {t, inter.algorithm == std::string_view("tree") ? "hierarchical tree" : "hierarchical ring"};
-      }
-      case collective_kind::all_gather:
-      case collective_kind::reduce_scatter:
-        return {flat_time(kind, shard, k, net).time_s + flat_time(kind, bytes, m, nvlink).time_s, "hierarchical ring"};
-      case collective_kind::broadcast:
-        return {flat_time(kind, bytes, k, net).time_s + flat_time(kind, bytes, m, nvlink).time_s, "hierarchical ring"};
-      case collective_kind::all_to_all: {
-        const double nd = static_cast<double>(n);
-        const double md = static_cast<double>(m);
-        const double off_node = bytes * (nd - md) / nd / net.bytes_per_s;
-        const double on_node = bytes * (md - 1) / nd / nvlink.bytes_per_s;
-        const double lat = static_cast<double>(k - 1) * net.latency_s + static_cast<double>(m - 1) * nvlink.latency_s;
-        return {lat + std::max(off_node, on_node), "pairwise"};
-      }
-      case collective_kind::send_recv: break;
-    }
-    return flat_time(kind, bytes, k, net);
-  }
-};
-
-}  // namespace
-
-collective_estimate estimate_collective(const cluster_spec& c, collective_kind kind, double bytes,
-                                        const group_placement& where) {
-  if (where.group_size <= 1 || bytes <= 0) return {0, "none"};
-  return link_pricer(c, where).estimate(kind, bytes);
-}
-
-double collective_time_s(const cluster_spec& cluster, collective_kind kind, double bytes, const group_placement& where) {
-  return estimate_collective(cluster, kind, bytes, where).time_s;
-}
-
-std::array<std::int8_t, 5> parse_rank_order(std::string_view text) {
-  std::array<std::int8_t, 5> order{};
-  int n = 0;
-  unsigned seen = 0;
-  std::size_t pos = 0;
-  bool ok = true;
-  while (ok && pos <= text.size()) {
-    std::size_t end = text.find_first_of("-,", pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view tok = text.substr(pos, end - pos);
-    const auto it = std::find(kDimNames.begin(), kDimNames.begin() + kNumOrderedDims, tok);
-    const auto d = static_cast<int>(it - kDimNames.begin());
-    if (it == kDimNames.begin() + kNumOrderedDims || (seen & (1u << d)) || n == kNumOrderedDims) {
-      ok = false;
-      break;
-    }
-    seen |= 1u << d;
-    order[static_cast<std::size_t>(n++)] = static_cast<std::int8_t>(d);
-    pos = end + 1;
-  }
-  if (!ok || n != kNumOrderedDims) {
-    throw input_error("--rank-order: '" + std::string(text) + "' is not a permutation of tp, cp, ep, dp, pp "
-                      "(Megatron's order string, fastest-varying first, e.g. tp-cp-ep-dp-pp)");
-  }
-  return order;
-}
-
-std::string format_rank_order(const std::array<std::int8_t, 5>& order) {
-  std::string s;
-  for (auto d : order) s += (s.empty() ? "" : "-") + std::string(kDimNames[static_cast<std::size_t>(d)]);
-  return s;
-}
-
-std::string device_name(std::int64_t rank, std::int64_t gpus_per_node) {
-  return "n" + std::to_string(rank / gpus_per_node) + "_g" + std::to_string(rank % gpus_per_node);
-}
-
-group_placement placement_of(const job_spec& job, parallel_dim dim) {
-  const std::int64_t gpn = job.cluster.gpus_per_node;
-  if (dim == parallel_dim::embedding) return embedding_placement(decoder_generator(job), gpn);
-  const dim_groups dg = groups_of(job, dim);
-  group_placement p = placement_for(dg.expert ? expert_generator(job) : decoder_generator(job), dg.mask, gpn, dg.name);
-  p.group_size = group_size_of(job, dim);
-  return p;
-}
-
-comm_group_set process_groups(const job_spec& job, parallel_dim dim) {
-  comm_group_set set;
-  const dim_groups dg = groups_of(job, dim);
-  const rank_generator g = dg.expert ? expert_generator(job) : decoder_generator(job);
-  set.name = dg.name;
-  set.ranks = dim == parallel_dim::embedding ? embedding_groups(g) : masked_groups(g, dg.mask);
-  set.group_size = set.ranks.empty() ? 0 : static_cast<std::int64_t>(set.ranks.front().size());
-  set.num_groups = static_cast<std::int64_t>(set.ranks.size());
-  set.placement = placement_of(job, dim);
-  return set;
-}
-
-// ---- traffic (§4.2) ------------------------------------------------------------------------------
 
 namespace {
 
 /// Pipeline stages that communicate alike (same layers, parameters, ends), with how many there are.
 struct stage_class {
-  std::int64_t first_stage = 0;
-  std::int64_t num_stages = 0;
-  std::int64_t layers = 0;
-  std::int64_t moe_layers = 0;
-  std::int64_t recomputed_layers = 0;
-  std::int64_t recomputed_moe_layers = 0;
-  bool first = false;  ///< holds the embedding
-  bool last = false;   ///< holds the output layer and the loss
-  double dense_params = 0;   ///< on one GPU, replicated over DP×CP
-  double expert_params = 0;  ///< on one GPU, replicated over expert-DP
+  std::int64_t first_stage;
+  std::int64_t num_stages;
+  std::int64_t layers;
+  std::int64_t moe_layers;
+  bool first;  ///< holds the embedding
+  bool last;   ///< holds the output layer and the loss
+  double dense_params;   ///< on one GPU, replicated over DP×CP
+  double expert_params;  ///< on one GPU, replicated over expert-DP
+  double units;          ///< ZeRO-3/FSDP gather units: one per layer, the embedding, the output/root module
   // Per iteration (× m micro-batches), as the tables count calls:
-  double mb_layers = 0;          ///< L = layers × m
-  double mb_recomputed = 0;      ///< R = recomputed layers × m
-  double mb_moe_layers = 0;      ///< MoE layers × m
-  double mb_recomputed_moe = 0;  ///< recomputed MoE layers × m
-  double mb_first = 0;           ///< m on the first stage, else 0
-  double mb_last = 0;            ///< m on the last stage, else 0
-  double gpus = 0;               ///< GPUs of the class: num_stages × GPUs per stage
+  double mb_layers;          ///< L = layers × m
+  double mb_recomputed;      ///< R = recomputed layers × m
+  double mb_moe_layers;      ///< MoE layers × m
+  double mb_recomputed_moe;  ///< recomputed MoE layers × m
+  double gpus;               ///< GPUs of the class: num_stages × GPUs per stage
 };
 
 /// Parameters of one layer on one GPU (§2.4: column/row-parallel weights split by t, norms and
 /// row-parallel biases replicated; routed experts split by EP, then by expert-TP = t).
 std::pair<double, double> layer_params_on_gpu(const model_spec& m, const layer_parameters& l, std::int64_t tp,
                                               std::int64_t ep, bool moe) {
-  const double dense = static_cast<double>((l.qkv_weight + l.qkv_bias + l.proj_weight + l.fc1_weight + l.fc1_bias +
-                                            l.fc2_weight) / tp + l.norms() + l.proj_bias + l.fc2_bias + l.router);
+  const double dense = static_cast<double>(size_div(l.qkv_weight + l.qkv_bias + l.proj_weight + l.fc1_weight +
+                                                     l.fc1_bias + l.fc2_weight, tp) +
+                                            l.norms() + l.proj_bias + l.fc2_bias + l.router);
   double expert = 0;
   if (moe) {
     const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
     const std::int64_t fe = m.moe.expert_ffn_hidden_size;
     const std::int64_t h = m.hidden_size;
     const std::int64_t split = h * fe * gate + (m.add_bias_linear ? fe * gate : 0) + fe * h;
-    expert = static_cast<double>((m.moe.num_experts / ep) * (split / tp + (m.add_bias_linear ? h : 0)));
+    expert = static_cast<double>(size_div(m.moe.num_experts, ep) * (size_div(split, tp) + (m.add_bias_linear ? h : 0)));
   }
   return {dense, expert};
 }
@@ -520,9 +77,9 @@ class class_list {
   const stage_class* begin() const { return data(); }
   const stage_class* end() const { return data() + n_; }
   stage_class& back() { return (spill_.empty() ? inline_ : spill_.data())[n_ - 1]; }
-  /// A new class at the end, default-initialised, to be filled in place.
+  /// A new class at the end, its fields unset: the caller writes every one.
   stage_class& append() {
-    if (spill_.empty() && n_ < kInline) return *std::construct_at(inline_ + n_++);
+    if (spill_.empty() && n_ < kInline) return inline_[n_++];
     if (spill_.empty()) spill_.assign(inline_, inline_ + kInline);
     ++n_;
     return spill_.emplace_back();
@@ -537,73 +94,93 @@ class class_list {
   std::size_t n_ = 0;
 };
 
-/// The pipeline stages, grouped into classes of adjacent stages that communicate alike when `merge`
-/// (the summary), one class per stage otherwise (the reference).
-[[gnu::noinline]] void stage_classes(const job_spec& job, const parameter_breakdown& params, bool merge, class_list& classes) {
-  const model_spec& m = job.model;
-  const parallel_config& p = job.parallel;
-  const training_config& t = job.training;
-  const auto dense_layer = layer_params_on_gpu(m, params.dense_layer, p.tp, p.ep, false);
-  const auto moe_layer = m.is_moe() ? layer_params_on_gpu(m, params.moe_layer, p.tp, p.ep, true) : std::pair{0.0, 0.0};
-  const double word = static_cast<double>(params.word_embeddings / p.tp);
-  const double embedding = word + static_cast<double>(params.position_embeddings + params.embedding_norm);
-  const bool deepspeed = t.framework == framework_kind::deepspeed;
-  const double mb = static_cast<double>(job.num_microbatches());
-  const double gpus_per_stage = static_cast<double>(job.num_gpus / p.pp);
-  auto add = [&](std::int64_t stage, std::int64_t count, std::int64_t layers, std::int64_t moe_layers, bool first,
-                 bool last) {
-    // Everything below follows from (layers, MoE layers, first, last): a stage like the one before
-    // joins its class.
-    if (merge && !classes.empty()) {
-      stage_class& b = classes.back();
-      if (b.layers == layers && b.moe_layers == moe_layers && b.first == first && b.last == last) {
-        b.num_stages += count;
-        b.gpus = gpus_per_stage * static_cast<double>(b.num_stages);
-        return;
-      }
-    }
-    stage_class& c = classes.append();
+/// What a stage class is made of, from the job once: a class follows from (layers, MoE layers, first,
+/// last) and the number of stages in it.
+struct class_maker {
+  double mb;              ///< micro-batches per iteration
+  double gpus_per_stage;
+  double dense_layer;     ///< parameters of a dense layer on one GPU
+  double moe_dense;       ///< the replicated part of an MoE layer (attention, norms, router)
+  double moe_expert;      ///< the routed experts of an MoE layer on one GPU
+  double embedding;       ///< the first stage's embedding parameters
+  double last_extra;      ///< the last stage's final norm, output shard or tied copy
+  bool full_recompute;
+  bool uniform_recompute;
+  std::int64_t block_layers;  ///< block recomputation: layers recomputed per rank
+
+  void operator()(stage_class& c, std::int64_t stage, std::int64_t count, std::int64_t layers, std::int64_t moe_layers,
+                  bool first, bool last) const {
+    // §4.2.1: uniform recomputes every layer; block the first N layers of each model chunk.
+    const std::int64_t rec = !full_recompute ? 0 : uniform_recompute ? layers : std::min(layers, block_layers);
+    const std::int64_t rec_moe = rec == layers ? moe_layers : size_div(moe_layers * rec, layers);
+    const double dense = static_cast<double>(layers - moe_layers) * dense_layer +
+                         static_cast<double>(moe_layers) * moe_dense + (first ? embedding : 0.0) +
+                         (last ? last_extra : 0.0);
     c.first_stage = stage;
     c.num_stages = count;
     c.layers = layers;
     c.moe_layers = moe_layers;
     c.first = first;
     c.last = last;
-    if (t.recompute == recompute_granularity::full) {
-      // §4.2.1: uniform recomputes every layer; block the first N layers of each model chunk.
-      c.recomputed_layers = t.recompute_method_ == recompute_method::uniform
-                                ? c.layers
-                                : std::min(c.layers, t.recompute_num_layers * p.vpp);
-      c.recomputed_moe_layers = c.layers > 0 ? c.moe_layers * c.recomputed_layers / c.layers : 0;
+    c.dense_params = dense;
+    c.expert_params = static_cast<double>(moe_layers) * moe_expert;
+    c.units = static_cast<double>(layers + (first || last ? 1 : 0));
+    c.mb_layers = static_cast<double>(layers) * mb;
+    c.mb_recomputed = static_cast<double>(rec) * mb;
+    c.mb_moe_layers = static_cast<double>(moe_layers) * mb;
+    c.mb_recomputed_moe = static_cast<double>(rec_moe) * mb;
+    c.gpus = gpus_per_stage * static_cast<double>(count);
+  }
+};
+
+/// The pipeline stages, grouped into classes of adjacent stages that communicate alike when `merge`
+/// (the summary), one class per stage otherwise (the reference).
+void stage_classes(const job_spec& job, const parameter_breakdown& params, std::int64_t microbatches, bool merge,
+                   class_list& classes) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const training_config& t = job.training;
+  const auto dense_layer = layer_params_on_gpu(m, params.dense_layer, p.tp, p.ep, false);
+  const auto moe_layer = m.is_moe() ? layer_params_on_gpu(m, params.moe_layer, p.tp, p.ep, true) : std::pair{0.0, 0.0};
+  const double word = static_cast<double>(size_div(params.word_embeddings, p.tp));
+  const double embedding = word + static_cast<double>(params.position_embeddings + params.embedding_norm);
+  const bool deepspeed = t.framework == framework_kind::deepspeed;
+  double last_extra = static_cast<double>(params.final_norm + size_div(params.output_layer, p.tp));
+  if (m.tie_embeddings && p.pp > 1) last_extra += deepspeed ? embedding : word;
+  const class_maker make{static_cast<double>(microbatches),
+                         static_cast<double>(p.tp * p.cp * p.dp),  // GPUs per stage
+                         dense_layer.first + dense_layer.second,
+                         moe_layer.first,
+                         moe_layer.second,
+                         embedding,
+                         last_extra,
+                         t.recompute == recompute_granularity::full,
+                         t.recompute_method_ == recompute_method::uniform,
+                         t.recompute_num_layers * p.vpp};
+  auto add = [&](std::int64_t stage, std::int64_t count, std::int64_t layers, std::int64_t moe_layers, bool first,
+                 bool last) __attribute__((always_inline)) {
+    // Everything follows from (layers, MoE layers, first, last): a stage like the one before joins its class.
+    if (merge && !classes.empty()) {
+      stage_class& b = classes.back();
+      if (b.layers == layers && b.moe_layers == moe_layers && b.first == first && b.last == last) {
+        b.num_stages += count;
+        b.gpus = make.gpus_per_stage * static_cast<double>(b.num_stages);
+        return;
+      }
     }
-    const std::int64_t n_dense = c.layers - c.moe_layers;
-    c.dense_params = static_cast<double>(n_dense) * (dense_layer.first + dense_layer.second) +
-                     static_cast<double>(c.moe_layers) * moe_layer.first;
-    c.expert_params = static_cast<double>(c.moe_layers) * moe_layer.second;
-    c.mb_layers = static_cast<double>(c.layers) * mb;
-    c.mb_recomputed = static_cast<double>(c.recomputed_layers) * mb;
-    c.mb_moe_layers = static_cast<double>(c.moe_layers) * mb;
-    c.mb_recomputed_moe = static_cast<double>(c.recomputed_moe_layers) * mb;
-    c.mb_first = c.first ? mb : 0;
-    c.mb_last = c.last ? mb : 0;
-    if (c.first) c.dense_params += embedding;
-    if (c.last) {
-      c.dense_params += static_cast<double>(params.final_norm + params.output_layer / p.tp);
-      if (m.tie_embeddings && p.pp > 1) c.dense_params += deepspeed ? embedding : word;
-    }
-    c.gpus = gpus_per_stage * static_cast<double>(c.num_stages);
+    make(classes.append(), stage, count, layers, moe_layers, first, last);
   };
   // Regular layouts (even split, every layer alike): first, middle and last stage without walking the
   // layers (§2.2). Everything else follows pipeline_layout stage by stage.
   const bool all_alike = !m.is_moe() || (m.moe.layer_freq == 1 && m.moe.first_dense_layers == 0);
   const bool even = p.first_stage_layers < 0 && p.last_stage_layers < 0 && !p.embedding_as_stage &&
-                    m.num_layers % p.pp == 0;
+                    size_mod(m.num_layers, p.pp) == 0;
   if (merge && all_alike && even) {
-    const std::int64_t n = m.num_layers / p.pp;
+    const std::int64_t n = size_div(m.num_layers, p.pp);
     const std::int64_t n_moe = m.is_moe() ? n : 0;
-    add(0, 1, n, n_moe, true, p.pp == 1);
-    if (p.pp > 2) add(1, p.pp - 2, n, n_moe, false, false);
-    if (p.pp > 1) add(p.pp - 1, 1, n, n_moe, false, true);
+    make(classes.append(), 0, 1, n, n_moe, true, p.pp == 1);
+    if (p.pp > 2) make(classes.append(), 1, p.pp - 2, n, n_moe, false, false);
+    if (p.pp > 1) make(classes.append(), p.pp - 1, 1, n, n_moe, false, true);
     return;
   }
   if (merge && all_alike) {
@@ -614,7 +191,8 @@ class class_list {
     const std::int64_t first_n = std::max<std::int64_t>(0, p.first_stage_layers);
     const std::int64_t last_n = std::max<std::int64_t>(0, p.last_stage_layers);
     const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
-    const std::int64_t middle = middle_stages > 0 ? (m.num_layers - first_n - last_n) / middle_stages : 0;
+    const std::int64_t middle =
+        explicit_split && middle_stages > 0 ? size_div(m.num_layers - first_n - last_n, middle_stages) : 0;
     const std::int64_t chunk = detail::ceil_div(items, p.pp);
     std::int64_t run_start = 0, run_count = 0, run_n = 0;
     bool run_first = false, run_last = false;
@@ -626,7 +204,7 @@ class class_list {
       std::int64_t r_end = r;
       if (!first && !last) {
         r_end = p.pp - 2;
-        if (ds_uniform && chunk * (r + 1) <= items) r_end = std::min(r_end, items / chunk - 1);
+        if (ds_uniform && chunk * (r + 1) <= items) r_end = std::min(r_end, size_div(items, chunk) - 1);
         else if (ds_uniform && chunk * r < items) r_end = r;
       }
       std::int64_t n = 0;
@@ -638,7 +216,7 @@ class class_list {
         // DeepSpeed's partition_uniform: ceil-sized chunks, the last rank takes what is left.
         n = t.framework == framework_kind::deepspeed
                 ? std::min(chunk * (r + 1), items) - std::min(chunk * r, items)
-                : items / p.pp;
+                : size_div(items, p.pp);
         if (p.embedding_as_stage) n -= (first ? 1 : 0) + (last ? 1 : 0);
       }
       const std::int64_t count = r_end - r + 1;
@@ -668,6 +246,7 @@ class class_list {
 enum group_ref : int { g_tp, g_cp, g_ep, g_dp, g_edp, g_pp, g_emb, g_world, g_mp, g_count };
 constexpr std::array<std::string_view, g_count> kGroupNames = {"tp", "cp", "ep", "dp", "expert-dp",
                                                                "pp", "embedding", "world", "model-parallel"};
+constexpr std::size_t kNumKinds = 6;
 
 /// Everything the traffic tables need, computed once per job.
 struct comm_context {
@@ -680,10 +259,36 @@ struct comm_context {
   double m = 1;                ///< micro-batches per iteration
   double tokens = 0;           ///< s/c · b: tokens of one micro-batch on one CP rank
   bool sp = false;
-  std::array<group_placement, g_count> placement{};
-  std::array<std::int64_t, g_count> size{};
-  std::array<std::string_view, g_count> name{};
-  std::array<link_pricer, g_count> pricer;  ///< each group's link rates (§4.3), set once placed
+  std::array<group_placement, g_count> placement;
+  std::array<std::int64_t, g_count> size;
+  std::array<std::int64_t, g_count> num_groups;  ///< world / size, as products of the other dimensions
+
+  std::string_view name(int g) const {
+    return g == g_dp && job.parallel.cp > 1 ? std::string_view("dp-cp") : kGroupNames[static_cast<std::size_t>(g)];
+  }
+};
+
+/// The price of each (group, collective kind) the tables use, worked out on first use (§4.3, §4.4).
+class price_cache {
+ public:
+  explicit price_cache(const comm_context& x) : x_(x), links_(x.job.cluster) {}
+  const collective_price& operator()(int group, collective_kind kind) {
+    const std::size_t i = static_cast<std::size_t>(group) * kNumKinds + static_cast<std::size_t>(kind);
+    if (!(known_ & (std::uint64_t{1} << i))) {
+      slot_[i] = price_of(links_, kind, x_.placement[static_cast<std::size_t>(group)]);
+      known_ |= std::uint64_t{1} << i;
+    }
+    return slot_[i];
+  }
+
+ private:
+  static_assert(g_count * kNumKinds <= 64);
+  const comm_context& x_;
+  link_rates links_;
+  std::uint64_t known_ = 0;  ///< bit i: slot_[i] is set
+  union {
+    collective_price slot_[g_count * kNumKinds];  ///< left uninitialised: only the known ones are read
+  };
 };
 
 /// A collective's calls per iteration on one GPU of a stage class, and its buffer (bytes per call).
@@ -703,12 +308,13 @@ struct class_totals {
 /// Receives the collectives of one dimension's table and evaluates each over every stage class as it
 /// comes (§4.4): the row shows the class where it moves the most bytes, the cluster sums every GPU of
 /// every class, each class adds to its own totals, and the busiest class gives the per-GPU figures.
-/// Rows that never run are dropped. A collective is priced once per distinct (kind, group, buffer) in a
-/// row (the reference prices every call with estimate_collective).
+/// Rows that never run are dropped. The summary prices a (kind, group) once and evaluates the price
+/// per buffer; the reference prices every call with estimate_collective.
 class row_sink {
  public:
   row_sink(const comm_context& x, const class_list& classes, class_totals* totals, bool reference)
-      : x_(x), classes_(classes.begin()), num_classes_(classes.size()), totals_(totals), reference_(reference) {
+      : x_(x), prices_(x), classes_(classes.begin()), num_classes_(classes.size()), totals_(totals),
+        reference_(reference) {
     for (std::size_t i = 0; i < num_classes_; ++i) totals_[i] = {0, 0, 0, 0};
   }
 
@@ -718,100 +324,144 @@ class row_sink {
     any_ = false;
   }
 
-  /// One collective of the table: `of(c)` gives its calls_bytes on a GPU of stage class c.
+  /// A collective with the same buffer, `bytes`, on every stage: `calls_of(c)` gives its calls per
+  /// iteration on a GPU of class c. The row shows the class with the most calls.
   template <class F>
-  void row(collective_kind kind, comm_phase phase, std::string_view what, int group, F&& of) {
+  void row(collective_kind kind, comm_phase phase, std::string_view what, int group, double bytes, F&& calls_of) {
+    row_over(kind, phase, what, group, bytes, calls_of, 0, num_classes_);
+  }
+
+  /// A collective that runs `calls` times per iteration on the first stage only (the class of stage 0).
+  void row_first(collective_kind kind, comm_phase phase, std::string_view what, int group, double bytes,
+                 double calls) {
+    row_over(kind, phase, what, group, bytes, [calls](const stage_class&) { return calls; }, 0, 1);
+  }
+
+  /// A collective that runs `calls` times per iteration on the last stage only (the last class).
+  void row_last(collective_kind kind, comm_phase phase, std::string_view what, int group, double bytes,
+                double calls) {
+    row_over(kind, phase, what, group, bytes, [calls](const stage_class&) { return calls; }, num_classes_ - 1,
+             num_classes_);
+  }
+
+  /// A collective whose buffer differs between stages (DP: the parameters of the stage): `of(c)` gives
+  /// its calls and buffer on a GPU of class c.
+  template <class F>
+  void row_by_class(collective_kind kind, comm_phase phase, std::string_view what, int group, F&& of);
+
+  /// Per GPU: the busiest class (the most bytes; ties: the most calls); the class totals start again.
+  void end();
+
+ private:
+  /// row() over the classes [first, last): the others add nothing.
+  template <class F>
+  void row_over(collective_kind kind, comm_phase phase, std::string_view what, int group, double bytes, F&& calls_of,
+                std::size_t first, std::size_t last) {
     any_ = true;
-    const auto g = static_cast<std::size_t>(group);
-    // What the GPU sends per byte: the bus factor; of a row of isends and irecvs, the isends.
-    const double factor = kind == collective_kind::send_recv ? 0.5 : bus_factor(kind, x_.size[g]);
-    if (kind != last_kind_ || group != last_group_) last_bytes_ = -1;  // the last price is another's
-    last_kind_ = kind;
-    last_group_ = group;
-    // The class where it moves the most bytes, and the cluster's sums.
-    double best = 0, best_bytes = 0, best_time = 0;
-    std::int64_t best_calls = 0;
-    std::string_view best_algorithm;
-    std::int64_t cluster_calls = 0;
-    double cluster_bytes = 0;
-    for (std::size_t i = 0; i < num_classes_; ++i) {
+    const collective_price& price = prices_(group, kind);
+    const collective_estimate est = reference_ ? estimate(kind, group, bytes) : price.at(bytes);
+    const double wire = bytes * price.wire_factor;
+    double most = 0;
+    double cluster = 0;
+    for (std::size_t i = first; i < last; ++i) {
       const stage_class& c = classes_[i];
-      const calls_bytes e = of(c);
-      if (e.calls <= 0) continue;
-      if (e.bytes != last_bytes_ || reference_) {
-        last_est_ = reference_ ? estimate_collective(x_.job.cluster, kind, e.bytes, x_.placement[g])
-                               : x_.pricer[g].estimate(kind, e.bytes);
-        last_bytes_ = e.bytes;
-      }
-      const double time = last_est_.time_s;
-      const double moved = e.calls * e.bytes;
-      if (moved > best || best_calls == 0) {
-        best = moved;
-        best_bytes = e.bytes;
-        best_calls = static_cast<std::int64_t>(e.calls);
-        best_time = time;
-        best_algorithm = last_est_.algorithm;
-      }
-      cluster_calls += static_cast<std::int64_t>(c.gpus * e.calls);
-      cluster_bytes += c.gpus * moved;
+      const double calls = calls_of(c);  // ≥ 0: a class where it does not run adds zeros
+      cluster += c.gpus * calls;
+      most = std::max(most, calls);
       class_totals& t = totals_[i];
-      t.calls += e.calls;
-      t.bytes += moved;
-      t.wire += moved * factor;
-      t.time += e.calls * time;
+      t.calls += calls;
+      t.bytes += calls * bytes;
+      t.wire += calls * wire;
+      t.time += calls * est.time_s;
     }
-    if (best_calls == 0) return;  // never runs
+    if (most > 0) emit(kind, phase, what, group, est, bytes, most, cluster, cluster * bytes);
+  }
+
+  collective_estimate estimate(collective_kind kind, int group, double bytes) const {
+    return estimate_collective(x_.job.cluster, kind, bytes, x_.placement[static_cast<std::size_t>(group)]);
+  }
+
+  void emit(collective_kind kind, comm_phase phase, std::string_view what, int group, const collective_estimate& est,
+            double bytes, double calls, double cluster_calls, double cluster_bytes) {
+    const auto g = static_cast<std::size_t>(group);
+    const auto calls_cluster = static_cast<std::int64_t>(cluster_calls);  // a sum of whole numbers
     comm_collective& out = dim_->collectives.next_slot();
     out.kind = kind;
     out.phase = phase;
     out.what = what;
-    out.group = x_.name[g];
+    out.group = x_.name(group);
     out.group_size = x_.size[g];
     out.link = x_.placement[g].group_size > 1 ? x_.placement[g].link : link_kind::nvlink;
-    out.algorithm = best_algorithm;
-    out.bytes_per_call = best_bytes;
-    out.calls_per_iteration = best_calls;
-    out.calls_per_iteration_cluster = cluster_calls;
+    out.algorithm = est.algorithm;
+    out.bytes_per_call = bytes;
+    out.calls_per_iteration = static_cast<std::int64_t>(calls);
+    out.calls_per_iteration_cluster = calls_cluster;
     out.bytes_per_iteration_cluster = cluster_bytes;
-    out.time_per_call_s = best_time;
+    out.time_per_call_s = est.time_s;
     dim_->collectives.commit();
-    dim_->calls_per_iteration_cluster += cluster_calls;
+    dim_->calls_per_iteration_cluster += calls_cluster;
     dim_->bytes_per_iteration_cluster += cluster_bytes;
   }
 
-  /// Per GPU: the busiest class (the most bytes; ties: the most calls); the class totals start again.
-  void end() {
-    comm_dimension& dim = *dim_;
-    double best_bytes = -1;
-    for (std::size_t i = 0; i < num_classes_; ++i) {
-      class_totals& t = totals_[i];
-      if (any_ && (t.bytes > best_bytes ||
-                   (t.bytes == best_bytes && t.calls > static_cast<double>(dim.calls_per_iteration_per_gpu)))) {
-        best_bytes = t.bytes;
-        dim.busiest_stage = classes_[i].first_stage;
-        dim.calls_per_iteration_per_gpu = static_cast<std::int64_t>(t.calls);
-        dim.bytes_per_iteration_per_gpu = t.bytes;
-        dim.wire_bytes_per_iteration_per_gpu = t.wire;
-        dim.time_per_iteration_s = t.time;
-      }
-      t = {0, 0, 0, 0};
-    }
-  }
-
- private:
   const comm_context& x_;
+  price_cache prices_;
   const stage_class* classes_;
   std::size_t num_classes_;
   class_totals* totals_;
   bool reference_;
   comm_dimension* dim_ = nullptr;
   bool any_ = false;
-  // The last price made: most rows share their buffer with the class before or the row before.
-  double last_bytes_ = -1;  ///< −1: none for (last_kind_, last_group_)
-  collective_kind last_kind_ = collective_kind::all_reduce;
-  int last_group_ = -1;
-  collective_estimate last_est_;
 };
+
+template <class F>
+void row_sink::row_by_class(collective_kind kind, comm_phase phase, std::string_view what, int group, F&& of) {
+  any_ = true;
+  const collective_price& price = prices_(group, kind);
+  double best = 0;
+  calls_bytes best_e{0, 0};
+  collective_estimate best_est;
+  double cluster_calls = 0;
+  double cluster_bytes = 0;
+  for (std::size_t i = 0; i < num_classes_; ++i) {
+    const stage_class& c = classes_[i];
+    const calls_bytes e = of(c);
+    if (e.calls <= 0) continue;
+    const collective_estimate est = reference_ ? estimate(kind, group, e.bytes) : price.at(e.bytes);
+    const double moved = e.calls * e.bytes;
+    if (moved > best || best_e.calls == 0) {
+      best = moved;
+      best_e = e;
+      best_est = est;
+    }
+    cluster_calls += c.gpus * e.calls;
+    cluster_bytes += c.gpus * moved;
+    class_totals& t = totals_[i];
+    t.calls += e.calls;
+    t.bytes += moved;
+    t.wire += moved * price.wire_factor;
+    t.time += e.calls * est.time_s;
+  }
+  if (best_e.calls > 0) emit(kind, phase, what, group, best_est, best_e.bytes, best_e.calls, cluster_calls, cluster_bytes);
+}
+
+void row_sink::end() {
+  if (!any_) return;  // no rows: the totals are still zero
+  comm_dimension& dim = *dim_;
+  double best_bytes = -1;
+  for (std::size_t i = 0; i < num_classes_; ++i) {
+    class_totals& t = totals_[i];
+    if (t.bytes > best_bytes ||
+        (t.bytes == best_bytes && t.calls > static_cast<double>(dim.calls_per_iteration_per_gpu))) {
+      best_bytes = t.bytes;
+      dim.busiest_stage = classes_[i].first_stage;
+      dim.calls_per_iteration_per_gpu = static_cast<std::int64_t>(t.calls);
+      dim.bytes_per_iteration_per_gpu = t.bytes;
+      dim.wire_bytes_per_iteration_per_gpu = t.wire;
+      dim.time_per_iteration_s = t.time;
+    }
+    t = {0, 0, 0, 0};
+  }
+}
 
 /// Gradient and parameter dtypes on the wire (§4.2.4): Megatron reduces its main grads (fp32 with
 /// --accumulate-allreduce-grads-in-fp32, forced with bf16); DeepSpeed's BF16_Optimizer (stage 0/1)
@@ -835,39 +485,33 @@ void tp_table(const comm_context& x, row_sink& out) {
   const double ce = x.tokens * 4.0;  // fp32 [s, b] of the vocab-parallel cross-entropy
   using C = const stage_class&;
   if (!x.sp) {
-    out.row(ck::all_reduce, cph::forward, "attention and MLP output all-reduce (2 per layer)", g_tp,
-            [&](C c) { return calls_bytes{2 * c.mb_layers, a}; });
-    out.row(ck::all_reduce, cph::backward, "QKV and fc1 input-gradient all-reduce (2 per layer)", g_tp,
-            [&](C c) { return calls_bytes{2 * c.mb_layers, a}; });
-    out.row(ck::all_reduce, cph::backward, "recomputed forward all-reduce (2 per recomputed layer)", g_tp,
-            [&](C c) { return calls_bytes{2 * c.mb_recomputed, a}; });
-    out.row(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp,
-            [&](C c) { return calls_bytes{c.mb_first, a}; });
-    out.row(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp,
-            [&](C c) { return calls_bytes{c.mb_last, a}; });
+    out.row(ck::all_reduce, cph::forward, "attention and MLP output all-reduce (2 per layer)", g_tp, a,
+            [&](C c) { return 2 * c.mb_layers; });
+    out.row(ck::all_reduce, cph::backward, "QKV and fc1 input-gradient all-reduce (2 per layer)", g_tp, a,
+            [&](C c) { return 2 * c.mb_layers; });
+    out.row(ck::all_reduce, cph::backward, "recomputed forward all-reduce (2 per recomputed layer)", g_tp, a,
+            [&](C c) { return 2 * c.mb_recomputed; });
+    out.row_first(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp, a, x.m);
+    out.row_last(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp, a, x.m);
   } else {
-    out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1 (2 per layer)", g_tp,
-            [&](C c) { return calls_bytes{2 * c.mb_layers, a}; });
-    out.row(ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2 (2 per layer)", g_tp,
-            [&](C c) { return calls_bytes{2 * c.mb_layers, a}; });
+    out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1 (2 per layer)", g_tp, a,
+            [&](C c) { return 2 * c.mb_layers; });
+    out.row(ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2 (2 per layer)", g_tp, a,
+            [&](C c) { return 2 * c.mb_layers; });
     out.row(ck::all_gather, cph::backward,
-            "output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer", g_tp,
-            [&](C c) { return calls_bytes{4 * c.mb_layers, a}; });
-    out.row(ck::reduce_scatter, cph::backward, "QKV and fc1 input-gradient reduce-scatter (2 per layer)", g_tp,
-            [&](C c) { return calls_bytes{2 * c.mb_layers, a}; });
-    out.row(ck::all_gather, cph::backward, "recomputed forward all-gather (2 per recomputed layer)", g_tp,
-            [&](C c) { return calls_bytes{2 * c.mb_recomputed, a}; });
-    out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter (2 per recomputed layer)", g_tp,
-            [&](C c) { return calls_bytes{2 * c.mb_recomputed, a}; });
-    out.row(ck::reduce_scatter, cph::forward, "vocab-parallel embedding output reduce-scatter", g_tp,
-            [&](C c) { return calls_bytes{c.mb_first, a}; });
-    out.row(ck::all_gather, cph::forward, "sequence all-gather before the output layer", g_tp,
-            [&](C c) { return calls_bytes{c.mb_last, a}; });
-    out.row(ck::reduce_scatter, cph::backward, "output layer input-gradient reduce-scatter", g_tp,
-            [&](C c) { return calls_bytes{c.mb_last, a}; });
+            "output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer", g_tp, a,
+            [&](C c) { return 4 * c.mb_layers; });
+    out.row(ck::reduce_scatter, cph::backward, "QKV and fc1 input-gradient reduce-scatter (2 per layer)", g_tp, a,
+            [&](C c) { return 2 * c.mb_layers; });
+    out.row(ck::all_gather, cph::backward, "recomputed forward all-gather (2 per recomputed layer)", g_tp, a,
+            [&](C c) { return 2 * c.mb_recomputed; });
+    out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter (2 per recomputed layer)", g_tp, a,
+            [&](C c) { return 2 * c.mb_recomputed; });
+    out.row_first(ck::reduce_scatter, cph::forward, "vocab-parallel embedding output reduce-scatter", g_tp, a, x.m);
+    out.row_last(ck::all_gather, cph::forward, "sequence all-gather before the output layer", g_tp, a, x.m);
+    out.row_last(ck::reduce_scatter, cph::backward, "output layer input-gradient reduce-scatter", g_tp, a, x.m);
   }
-  out.row(ck::all_reduce, cph::forward, "cross-entropy max, target logit and sum-exp all-reduces (3)", g_tp,
-          [&](C c) { return calls_bytes{3 * c.mb_last, ce}; });
+  out.row_last(ck::all_reduce, cph::forward, "cross-entropy max, target logit and sum-exp all-reduces (3)", g_tp, ce, 3 * x.m);
 }
 
 // -- CP (§4.2.2) --
@@ -876,26 +520,26 @@ void cp_table(const comm_context& x, row_sink& out) {
   if (p.cp == 1) return;
   const model_spec& md = x.job.model;
   // K and V of the local sequence chunk and the local (TP-split) query groups.
-  const double kv = 2.0 * x.tokens * static_cast<double>(md.kv_width() / p.tp) * x.act_bytes;
+  const double kv = 2.0 * x.tokens * static_cast<double>(size_div(md.kv_width(), p.tp)) * x.act_bytes;
   const double steps = static_cast<double>(p.cp - 1);
   using C = const stage_class&;
   if (p.cp_comm == cp_comm_kind::p2p) {
-    out.row(ck::send_recv, cph::forward, "K/V ring exchange (isend + irecv per step, c−1 steps per layer)", g_cp,
-            [&](C c) { return calls_bytes{2 * steps * c.mb_layers, kv}; });
-    out.row(ck::send_recv, cph::backward, "K/V and dK/dV ring exchange (2 × (isend + irecv) per step)", g_cp,
-            [&](C c) { return calls_bytes{4 * steps * c.mb_layers, kv}; });
-    out.row(ck::send_recv, cph::backward, "recomputed forward K/V ring exchange", g_cp,
-            [&](C c) { return calls_bytes{2 * steps * c.mb_recomputed, kv}; });
+    out.row(ck::send_recv, cph::forward, "K/V ring exchange (isend + irecv per step, c−1 steps per layer)", g_cp, kv,
+            [&](C c) { return 2 * steps * c.mb_layers; });
+    out.row(ck::send_recv, cph::backward, "K/V and dK/dV ring exchange (2 × (isend + irecv) per step)", g_cp, kv,
+            [&](C c) { return 4 * steps * c.mb_layers; });
+    out.row(ck::send_recv, cph::backward, "recomputed forward K/V ring exchange", g_cp, kv,
+            [&](C c) { return 2 * steps * c.mb_recomputed; });
   } else {
     const double gathered = kv / 2.0 * static_cast<double>(p.cp);  // one of K or V, whole sequence
-    out.row(ck::all_gather, cph::forward, "K and V all-gather (2 per layer)", g_cp,
-            [&](C c) { return calls_bytes{2 * c.mb_layers, gathered}; });
-    out.row(ck::all_gather, cph::backward, "K and V re-gather (2 per layer)", g_cp,
-            [&](C c) { return calls_bytes{2 * c.mb_layers, gathered}; });
-    out.row(ck::reduce_scatter, cph::backward, "dK and dV reduce-scatter (2 per layer)", g_cp,
-            [&](C c) { return calls_bytes{2 * c.mb_layers, gathered}; });
-    out.row(ck::all_gather, cph::backward, "recomputed forward K and V all-gather", g_cp,
-            [&](C c) { return calls_bytes{2 * c.mb_recomputed, gathered}; });
+    out.row(ck::all_gather, cph::forward, "K and V all-gather (2 per layer)", g_cp, gathered,
+            [&](C c) { return 2 * c.mb_layers; });
+    out.row(ck::all_gather, cph::backward, "K and V re-gather (2 per layer)", g_cp, gathered,
+            [&](C c) { return 2 * c.mb_layers; });
+    out.row(ck::reduce_scatter, cph::backward, "dK and dV reduce-scatter (2 per layer)", g_cp, gathered,
+            [&](C c) { return 2 * c.mb_layers; });
+    out.row(ck::all_gather, cph::backward, "recomputed forward K and V all-gather", g_cp, gathered,
+            [&](C c) { return 2 * c.mb_recomputed; });
   }
 }
 
@@ -907,12 +551,12 @@ void ep_table(const comm_context& x, row_sink& out) {
   const double tokens = x.tokens / (x.sp ? static_cast<double>(p.tp) : 1.0);
   const double sent = tokens * static_cast<double>(md.moe.router_topk * md.hidden_size) * x.act_bytes;
   using C = const stage_class&;
-  out.row(ck::all_to_all, cph::forward, "token dispatch and combine (2 per MoE layer)", g_ep,
-          [&](C c) { return calls_bytes{2 * c.mb_moe_layers, sent}; });
-  out.row(ck::all_to_all, cph::backward, "gradient dispatch and combine (2 per MoE layer)", g_ep,
-          [&](C c) { return calls_bytes{2 * c.mb_moe_layers, sent}; });
-  out.row(ck::all_to_all, cph::backward, "recomputed forward dispatch and combine", g_ep,
-          [&](C c) { return calls_bytes{2 * c.mb_recomputed_moe, sent}; });
+  out.row(ck::all_to_all, cph::forward, "token dispatch and combine (2 per MoE layer)", g_ep, sent,
+            [&](C c) { return 2 * c.mb_moe_layers; });
+  out.row(ck::all_to_all, cph::backward, "gradient dispatch and combine (2 per MoE layer)", g_ep, sent,
+            [&](C c) { return 2 * c.mb_moe_layers; });
+  out.row(ck::all_to_all, cph::backward, "recomputed forward dispatch and combine", g_ep, sent,
+            [&](C c) { return 2 * c.mb_recomputed_moe; });
 }
 
 // -- PP (§4.2.3) --
@@ -927,17 +571,17 @@ void pp_table(const comm_context& x, row_sink& out) {
   using C = const stage_class&;
   // Per micro-batch, each model chunk sends its output forward and its input gradient backward; the
   // first chunk of stage 0 receives nothing forward and the last chunk of the last stage sends nothing.
-  out.row(ck::send_recv, cph::forward, "activation isend + irecv between stages", g_pp, [&](C c) {
+  out.row(ck::send_recv, cph::forward, "activation isend + irecv between stages", g_pp, msg, [&](C c) {
     const double fwd = (v - (c.last ? 1 : 0)) + (v - (c.first ? 1 : 0));  // isends + irecvs
-    return calls_bytes{fwd * m, msg};
+    return fwd * m;
   });
-  out.row(ck::send_recv, cph::backward, "activation-gradient isend + irecv between stages", g_pp, [&](C c) {
+  out.row(ck::send_recv, cph::backward, "activation-gradient isend + irecv between stages", g_pp, msg, [&](C c) {
     const double bwd = (v - (c.first ? 1 : 0)) + (v - (c.last ? 1 : 0));
-    return calls_bytes{bwd * m, msg};
+    return bwd * m;
   });
   if (p.pp_scatter_gather && !x.sp && p.tp > 1) {
-    out.row(ck::all_gather, cph::forward, "TP all-gather of each received 1/t chunk (scatter/gather)", g_tp,
-            [&](C c) { return calls_bytes{((v - (c.first ? 1 : 0)) + (v - (c.last ? 1 : 0))) * m, full}; });
+    out.row(ck::all_gather, cph::forward, "TP all-gather of each received 1/t chunk (scatter/gather)", g_tp, full,
+            [&](C c) { return ((v - (c.first ? 1 : 0)) + (v - (c.last ? 1 : 0))) * m; });
   }
 }
 
@@ -947,13 +591,13 @@ void embedding_table(const comm_context& x, row_sink& out) {
   const model_spec& md = x.job.model;
   if (p.pp == 1 || !md.tie_embeddings) return;
   const parameter_breakdown& params = x.params;
-  double elems = static_cast<double>(params.word_embeddings / p.tp);
+  double elems = static_cast<double>(size_div(params.word_embeddings, p.tp));
   if (x.job.training.framework == framework_kind::deepspeed) {
     elems += static_cast<double>(params.position_embeddings + params.embedding_norm);  // the whole tied module
   }
   const double bytes = elems * x.grad_bytes;
-  out.row(ck::all_reduce, cph::backward, "tied word-embedding gradient all-reduce, first and last stage", g_emb,
-          [&](const stage_class& c) { return calls_bytes{(c.first || c.last) ? 1.0 : 0.0, bytes}; });
+  out.row(ck::all_reduce, cph::backward, "tied word-embedding gradient all-reduce, first and last stage", g_emb, bytes,
+          [](const stage_class& c) { return (c.first || c.last) ? 1.0 : 0.0; });
 }
 
 // -- DP (§4.2.4): one table of (framework, ZeRO stage) → collectives --
@@ -1014,10 +658,14 @@ const dp_schedule& dp_schedule_for(const training_config& t) {
 
 /// Buffers per reduction: Megatron without --overlap-grad-reduce uses one bucket; DeepSpeed buckets
 /// reduce_bucket_size = allgather_bucket_size = 5e8 elements; --bucket-size-bytes overrides (§4.2.4).
+/// Counts and element sizes are whole numbers, so the ceiling is an integer one.
 double bucket_calls(const training_config& t, double elements, double elem_bytes) {
-  if (elements <= 0) return 0;
-  if (t.bucket_size_bytes > 0) return std::ceil(elements * elem_bytes / static_cast<double>(t.bucket_size_bytes));
-  if (t.framework == framework_kind::deepspeed) return std::ceil(elements / 5e8);
+  const auto n = static_cast<std::int64_t>(elements);
+  if (n <= 0) return 0;
+  if (t.bucket_size_bytes > 0) {
+    return static_cast<double>(ceil_div(n * static_cast<std::int64_t>(elem_bytes), t.bucket_size_bytes));
+  }
+  if (t.framework == framework_kind::deepspeed) return static_cast<double>(ceil_div(n, 500'000'000));
   return 1;
 }
 
@@ -1028,16 +676,17 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
   for (int i = 0; i < s.num_ops; ++i) {
     const dp_op& op = s.ops[static_cast<std::size_t>(i)];
     const double elem = op.bytes == dp_bytes::grads ? x.grad_bytes : x.param_bytes;
-    out.row(op.kind, op.phase, expert ? op.what_expert : op.what, expert ? g_edp : g_dp, [&](const stage_class& c) {
+    const int group = expert ? g_edp : g_dp;
+    out.row_by_class(op.kind, op.phase, expert ? op.what_expert : op.what, group, [&](const stage_class& c) {
       const double params = expert ? c.expert_params : c.dense_params;
       if (params <= 0) return calls_bytes{0, 0};
       if (op.count == dp_count::per_unit_per_microbatch) {
         // ZeRO-3/FSDP units: one per transformer layer, plus the embedding and the output/root module.
-        const double units = static_cast<double>(c.layers) + (c.first ? 1 : 0) + (c.last && !c.first ? 1 : 0);
-        return calls_bytes{units * m, params * elem / units};  // the mean unit
+        return calls_bytes{c.units * m, params * elem / c.units};  // the mean unit
       }
       const double buckets = bucket_calls(t, params, elem);
-      return calls_bytes{buckets * (op.count == dp_count::per_microbatch ? m : 1.0), params * elem / buckets};
+      const double bytes = buckets == 1 ? params * elem : params * elem / buckets;
+      return calls_bytes{buckets * (op.count == dp_count::per_microbatch ? m : 1.0), bytes};
     });
   }
 }
@@ -1051,14 +700,15 @@ void dp_table(const comm_context& x, row_sink& out) {
 void scalar_table(const comm_context& x, row_sink& out) {
   const training_config& t = x.job.training;
   if (x.size[g_dp] > 1) {
-    out.row(ck::all_reduce, cph::forward, "loss average over DP", g_dp,
-            [&](const stage_class& c) { return calls_bytes{c.mb_last, 4}; });
+    out.row_last(ck::all_reduce, cph::forward, "loss average over DP", g_dp, 4, x.m);
   }
   const int norm_group = t.zero_stage >= 1 ? g_world : g_mp;
   if (x.size[static_cast<std::size_t>(norm_group)] > 1) {
-    auto once = [](const stage_class&) { return calls_bytes{1, 4}; };
-    out.row(ck::all_reduce, cph::optimizer, "gradient-norm all-reduce", norm_group, once);
-    if (t.precision == dtype::fp16) out.row(ck::all_reduce, cph::optimizer, "fp16 found-inf all-reduce", norm_group, once);
+    auto once = [](const stage_class&) { return 1.0; };
+    out.row(ck::all_reduce, cph::optimizer, "gradient-norm all-reduce", norm_group, 4, once);
+    if (t.precision == dtype::fp16) {
+      out.row(ck::all_reduce, cph::optimizer, "fp16 found-inf all-reduce", norm_group, 4, once);
+    }
   }
 }
 
@@ -1068,9 +718,9 @@ constexpr std::array<table_fn, 7> kTables = {tp_table, cp_table, ep_table, dp_ta
 
 /// The groups of `g` without their lists (set field by field: the empty rank list is left alone).
 void set_summary(comm_group_set& s, const comm_context& x, int g) {
-  s.name = x.name[static_cast<std::size_t>(g)];
+  s.name = x.name(g);
   s.group_size = x.size[static_cast<std::size_t>(g)];
-  s.num_groups = s.group_size > 0 ? x.job.num_gpus / s.group_size : 0;
+  s.num_groups = x.num_groups[static_cast<std::size_t>(g)];
   s.placement = x.placement[static_cast<std::size_t>(g)];
 }
 
@@ -1080,8 +730,8 @@ group_placement combined_placement(std::int64_t n, const group_placement& a, con
   group_placement p;
   p.group_size = n;
   p.num_nodes = std::max<std::int64_t>(1, a.num_nodes * b.num_nodes);
-  p.gpus_per_node = std::max<std::int64_t>(1, n / p.num_nodes);
-  p.concurrent_groups_per_node = std::max<std::int64_t>(1, gpn / p.gpus_per_node);
+  p.gpus_per_node = std::max<std::int64_t>(1, size_div(n, p.num_nodes));
+  p.concurrent_groups_per_node = std::max<std::int64_t>(1, size_div(gpn, p.gpus_per_node));
   p.link = p.num_nodes == 1 ? link_kind::nvlink : p.gpus_per_node == 1 ? link_kind::network : link_kind::hierarchical;
   return p;
 }
@@ -1096,8 +746,9 @@ comm_report summarize(const job_spec& job, bool reference) {
   x.act_bytes = static_cast<double>(bytes_of(t.precision));
   x.grad_bytes = wire_grad_bytes(t);
   x.param_bytes = static_cast<double>(bytes_of(t.precision));
-  x.m = static_cast<double>(job.num_microbatches());
-  x.tokens = static_cast<double>(job.model.seq_length / p.cp * t.micro_batch_size);
+  const std::int64_t microbatches = job.num_microbatches();
+  x.m = static_cast<double>(microbatches);
+  x.tokens = static_cast<double>(size_div(job.model.seq_length, p.cp) * t.micro_batch_size);
   x.sp = p.sequence_parallel && p.tp > 1;
 
   const rank_generator dec = decoder_generator(job);
@@ -1106,9 +757,10 @@ comm_report summarize(const job_spec& job, bool reference) {
   x.placement[g_dp] = placement_for(dec, bit(parallel_dim::dp) | bit(parallel_dim::cp), gpn, p.cp > 1 ? "dp-cp" : "dp");
   x.placement[g_pp] = placement_for(dec, bit(parallel_dim::pp), gpn, "pp");
   x.placement[g_emb] = embedding_placement(dec, gpn);
-  x.size = {p.tp, p.cp, p.ep, p.dp * p.cp, p.dp * p.cp / p.ep, p.pp, p.pp > 1 ? 2 : 1, job.num_gpus, p.tp * p.pp};
-  x.name = kGroupNames;
-  x.name[g_dp] = p.cp > 1 ? "dp-cp" : "dp";
+  x.size = {p.tp, p.cp, p.ep, p.dp * p.cp, size_div(p.dp * p.cp, p.ep), p.pp, p.pp > 1 ? 2 : 1, job.num_gpus, p.tp * p.pp};
+  const std::int64_t edp = x.size[g_edp];
+  x.num_groups = {p.cp * p.dp * p.pp, p.tp * p.dp * p.pp, p.tp * p.pp * edp, p.tp * p.pp, p.tp * p.pp * p.ep,
+                  p.tp * p.cp * p.dp, p.tp * p.cp * p.dp, 1, p.cp * p.dp};
   if (p.ep > 1 || job.model.is_moe()) {
     const rank_generator exp = expert_generator(job);
     x.placement[g_ep] = placement_for(exp, bit(parallel_dim::ep), gpn, "ep");
@@ -1116,22 +768,17 @@ comm_report summarize(const job_spec& job, bool reference) {
   }
   x.placement[g_world] = combined_placement(job.num_gpus, {.num_nodes = detail::ceil_div(job.num_gpus, gpn)}, {}, gpn);
   x.placement[g_mp] = combined_placement(p.tp * p.pp, x.placement[g_tp], x.placement[g_pp], gpn);
-  for (std::size_t g = 0; g < g_count; ++g) {
-    x.placement[g].group_size = x.size[g];
-    if (reference) continue;
-    if (x.size[g] > 1) x.pricer[g] = link_pricer(job.cluster, x.placement[g]);
-    else x.pricer[g].n = 1;  // priced as "none"
-  }
+  for (std::size_t g = 0; g < g_count; ++g) x.placement[g].group_size = x.size[g];
 
   class_list classes;
-  stage_classes(job, params, !reference, classes);
+  stage_classes(job, params, microbatches, !reference, classes);
 
   comm_report r;
   r.rank_order = p.rank_order;
   r.world_size = job.num_gpus;
   r.gpus_per_node = gpn;
   r.num_nodes = detail::ceil_div(job.num_gpus, gpn);
-  r.num_microbatches = job.num_microbatches();
+  r.num_microbatches = microbatches;
   constexpr std::array<int, 6> kDimGroup = {g_tp, g_cp, g_ep, g_dp, g_pp, g_emb};
   std::array<class_totals, class_list::kInline> inline_totals;
   std::vector<class_totals> more_totals;
@@ -1150,7 +797,7 @@ comm_report summarize(const job_spec& job, bool reference) {
     comm_dimension& dim = r.dimensions[d];
     dim.dim = static_cast<parallel_dim>(d);
     set_summary(dim.groups, x, kDimGroup[d]);
-    if (dim.dim == parallel_dim::embedding) dim.groups.num_groups = p.pp > 1 ? job.num_gpus / p.pp : 0;
+    if (dim.dim == parallel_dim::embedding && p.pp == 1) dim.groups.num_groups = 0;
     if (dim.dim == parallel_dim::dp && job.model.is_moe()) set_summary(dim.expert_groups, x, g_edp);
     else dim.expert_groups.group_size = 0;
     fill(kTables[d], dim);

@@ -59,7 +59,7 @@ std::string_view to_string(recompute_method k) {
 std::string_view to_string(optimizer_kind k) { return k == optimizer_kind::adam ? "adam" : "sgd"; }
 
 std::int64_t job_spec::num_microbatches() const {
-  return training.global_batch_size / (training.micro_batch_size * parallel.dp);
+  return detail::size_div(training.global_batch_size, training.micro_batch_size * parallel.dp);
 }
 
 void finalize_job(job_spec& job) {
