@@ -26,6 +26,21 @@ std::string_view to_string(cp_comm_kind k) { return k == cp_comm_kind::p2p ? "p2
 
 namespace {
 
+/// What a collective's calls per iteration on a GPU of a pipeline stage are proportional to (§4.2):
+/// each uniform row of a traffic table is `times` × one of these.
+enum class per : std::uint8_t {
+  layer,                 ///< transformer layers of the stage × m micro-batches
+  recomputed_layer,      ///< layers recomputed (full recomputation) × m
+  moe_layer,             ///< MoE layers × m
+  recomputed_moe_layer,  ///< recomputed MoE layers × m
+  first_stage,           ///< m on the first stage, 0 elsewhere
+  last_stage,            ///< m on the last stage, 0 elsewhere
+  chunk_boundary,        ///< (2v − [first stage] − [last stage]) × m: PP sends (or receives) of v model chunks
+  end_stage,             ///< 1 on the first and on the last stage (the tied-embedding all-reduce)
+  iteration,             ///< 1 on every stage
+};
+constexpr std::size_t kNumPer = 9;
+
 /// Pipeline stages that communicate alike (same layers, parameters, ends), with how many there are.
 struct stage_class {
   std::int64_t first_stage;
@@ -37,12 +52,8 @@ struct stage_class {
   double dense_params;   ///< on one GPU, replicated over DP×CP
   double expert_params;  ///< on one GPU, replicated over expert-DP
   double units;          ///< ZeRO-3/FSDP gather units: one per layer, the embedding, the output/root module
-  // Per iteration (× m micro-batches), as the tables count calls:
-  double mb_layers;          ///< L = layers × m
-  double mb_recomputed;      ///< R = recomputed layers × m
-  double mb_moe_layers;      ///< MoE layers × m
-  double mb_recomputed_moe;  ///< recomputed MoE layers × m
-  double gpus;               ///< GPUs of the class: num_stages × GPUs per stage
+  double gpus;           ///< GPUs of the class: num_stages × GPUs per stage
+  std::array<double, kNumPer> per;  ///< per iteration on one GPU, indexed by `per`
 };
 
 /// Parameters of one layer on one GPU (§2.4: column/row-parallel weights split by t, norms and
@@ -98,6 +109,7 @@ class class_list {
 /// last) and the number of stages in it.
 struct class_maker {
   double mb;              ///< micro-batches per iteration
+  double chunks;          ///< model chunks per pipeline rank (v)
   double gpus_per_stage;
   double dense_layer;     ///< parameters of a dense layer on one GPU
   double moe_dense;       ///< the replicated part of an MoE layer (attention, norms, router)
@@ -125,11 +137,13 @@ struct class_maker {
     c.dense_params = dense;
     c.expert_params = static_cast<double>(moe_layers) * moe_expert;
     c.units = static_cast<double>(layers + (first || last ? 1 : 0));
-    c.mb_layers = static_cast<double>(layers) * mb;
-    c.mb_recomputed = static_cast<double>(rec) * mb;
-    c.mb_moe_layers = static_cast<double>(moe_layers) * mb;
-    c.mb_recomputed_moe = static_cast<double>(rec_moe) * mb;
     c.gpus = gpus_per_stage * static_cast<double>(count);
+    // Per micro-batch each model chunk sends its output forward and its input gradient backward; the
+    // first chunk of stage 0 receives nothing forward and the last chunk of the last stage sends nothing.
+    const double boundaries = 2 * chunks - (first ? 1 : 0) - (last ? 1 : 0);
+    c.per = {static_cast<double>(layers) * mb, static_cast<double>(rec) * mb, static_cast<double>(moe_layers) * mb,
+             static_cast<double>(rec_moe) * mb, first ? mb : 0.0, last ? mb : 0.0, boundaries * mb,
+             first || last ? 1.0 : 0.0, 1.0};
   }
 };
 
@@ -148,6 +162,7 @@ void stage_classes(const job_spec& job, const parameter_breakdown& params, std::
   double last_extra = static_cast<double>(params.final_norm + size_div(params.output_layer, p.tp));
   if (m.tie_embeddings && p.pp > 1) last_extra += deepspeed ? embedding : word;
   const class_maker make{static_cast<double>(microbatches),
+                         static_cast<double>(p.vpp),
                          static_cast<double>(p.tp * p.cp * p.dp),  // GPUs per stage
                          dense_layer.first + dense_layer.second,
                          moe_layer.first,
@@ -164,7 +179,7 @@ void stage_classes(const job_spec& job, const parameter_breakdown& params, std::
       stage_class& b = classes.back();
       if (b.layers == layers && b.moe_layers == moe_layers && b.first == first && b.last == last) {
         b.num_stages += count;
-        b.gpus = make.gpus_per_stage * static_cast<double>(b.num_stages);
+        b.gpus = make.gpus_per_stage * static_cast<double>(b.num_stages);  // `per` is per GPU: unchanged
         return;
       }
     }
@@ -262,10 +277,9 @@ struct comm_context {
   std::array<group_placement, g_count> placement;
   std::array<std::int64_t, g_count> size;
   std::array<std::int64_t, g_count> num_groups;  ///< world / size, as products of the other dimensions
+  std::string_view dp_name = "dp";               ///< "dp-cp" when CP > 1: gradients are reduced over DP×CP
 
-  std::string_view name(int g) const {
-    return g == g_dp && job.parallel.cp > 1 ? std::string_view("dp-cp") : kGroupNames[static_cast<std::size_t>(g)];
-  }
+  std::string_view name(int g) const { return g == g_dp ? dp_name : kGroupNames[static_cast<std::size_t>(g)]; }
 };
 
 /// The price of each (group, collective kind) the tables use, worked out on first use (§4.3, §4.4).
@@ -297,86 +311,113 @@ struct calls_bytes {
   double bytes;
 };
 
-/// What one stage class adds up in the dimension being filled.
-struct class_totals {
-  double calls;
-  double bytes;
-  double wire;
-  double time;
+/// Two doubles in one SSE2 register (a GCC/Clang vector extension): a row adds to a class's four sums
+/// in two multiply-adds.
+using double2 = double __attribute__((vector_size(16)));
+
+/// What one stage class adds up in the dimension being filled: calls and bytes (Σ calls × buffer),
+/// wire bytes (Σ calls × buffer × bus factor) and seconds (Σ calls × time per call).
+struct traffic_sums {
+  double2 calls_bytes;
+  double2 wire_time;
+};
+constexpr traffic_sums kNoTraffic = {{0, 0}, {0, 0}};
+
+/// The stage classes as the rows read them (§4.4): each class's `per` figures, and over all classes
+/// the most (a row's calls on its busiest stage) and the sum over every GPU (the cluster's calls).
+struct class_view {
+  const stage_class* classes;
+  std::size_t size;
+  std::array<double, kNumPer> most{};
+  std::array<double, kNumPer> cluster{};
+
+  explicit class_view(const class_list& list) : classes(list.begin()), size(list.size()) {
+    for (const stage_class& c : list) {
+      for (std::size_t f = 0; f < kNumPer; ++f) {
+        most[f] = std::max(most[f], c.per[f]);
+        cluster[f] += c.gpus * c.per[f];
+      }
+    }
+  }
 };
 
-/// Receives the collectives of one dimension's table and evaluates each over every stage class as it
-/// comes (§4.4): the row shows the class where it moves the most bytes, the cluster sums every GPU of
-/// every class, each class adds to its own totals, and the busiest class gives the per-GPU figures.
-/// Rows that never run are dropped. The summary prices a (kind, group) once and evaluates the price
-/// per buffer; the reference prices every call with estimate_collective.
+/// Receives the collectives of one dimension's table (§4.4). A row whose buffer is the same on every
+/// stage runs `times` × `per` calls on a GPU of each class: its calls are those of the class with the
+/// most and the cluster's sum every GPU (both known per `per` before any row), and each class adds its
+/// calls × {1, buffer, wire factor × buffer, time} to its totals. A row whose buffer differs between
+/// stages (DP) is evaluated class by class. end() takes the busiest class (the most bytes; ties: the
+/// most calls) for the per-GPU figures. Rows that never run are dropped. The summary prices a (kind,
+/// group) once and evaluates the price per buffer; the reference prices every call with
+/// estimate_collective.
 class row_sink {
  public:
-  row_sink(const comm_context& x, const class_list& classes, class_totals* totals, bool reference)
-      : x_(x), prices_(x), classes_(classes.begin()), num_classes_(classes.size()), totals_(totals),
-        reference_(reference) {
-    for (std::size_t i = 0; i < num_classes_; ++i) totals_[i] = {0, 0, 0, 0};
+  row_sink(const comm_context& x, const class_view& classes, traffic_sums* totals, bool reference)
+      : x_(x), prices_(x), classes_(classes), totals_(totals), reference_(reference) {
+    for (std::size_t i = 0; i < classes_.size; ++i) totals_[i] = kNoTraffic;
   }
 
-  /// Start a dimension (the class totals are zero: set so by the constructor and by end()).
-  void begin(comm_dimension& dim) {
-    dim_ = &dim;
-    any_ = false;
-  }
+  /// Start a dimension (the sums are zero: set so by the constructor and by end()).
+  void begin(comm_dimension& dim) { dim_ = &dim; }
 
-  /// A collective with the same buffer, `bytes`, on every stage: `calls_of(c)` gives its calls per
-  /// iteration on a GPU of class c. The row shows the class with the most calls.
-  template <class F>
-  void row(collective_kind kind, comm_phase phase, std::string_view what, int group, double bytes, F&& calls_of) {
-    row_over(kind, phase, what, group, bytes, calls_of, 0, num_classes_);
-  }
-
-  /// A collective that runs `calls` times per iteration on the first stage only (the class of stage 0).
-  void row_first(collective_kind kind, comm_phase phase, std::string_view what, int group, double bytes,
-                 double calls) {
-    row_over(kind, phase, what, group, bytes, [calls](const stage_class&) { return calls; }, 0, 1);
-  }
-
-  /// A collective that runs `calls` times per iteration on the last stage only (the last class).
-  void row_last(collective_kind kind, comm_phase phase, std::string_view what, int group, double bytes,
-                double calls) {
-    row_over(kind, phase, what, group, bytes, [calls](const stage_class&) { return calls; }, num_classes_ - 1,
-             num_classes_);
+  /// A collective of buffer `bytes` that runs `times` × `p` calls per iteration on a GPU of each stage.
+  void row(collective_kind kind, comm_phase phase, std::string_view what, int group, double bytes, double times,
+           per p) {
+    const auto f = static_cast<std::size_t>(p);
+    const double most = times * classes_.most[f];
+    if (most <= 0) return;  // never runs
+    const collective_price& price = prices_(group, kind);
+    const collective_estimate est = reference_ ? estimate(kind, group, bytes) : price.at(bytes);
+    const double2 calls_bytes = {times, times * bytes};
+    const double2 wire_time = {times * bytes * price.wire_factor, times * est.time_s};
+    // Only the first (last) class holds the first (last) stage.
+    const std::size_t begin = p == per::last_stage ? classes_.size - 1 : 0;
+    const std::size_t end = p == per::first_stage ? 1 : classes_.size;
+    for (std::size_t i = begin; i < end; ++i) {
+      const double n = classes_.classes[i].per[f];
+      totals_[i].calls_bytes += n * calls_bytes;
+      totals_[i].wire_time += n * wire_time;
+    }
+    const double cluster = times * classes_.cluster[f];
+    emit(kind, phase, what, group, est, bytes, most, cluster, cluster * bytes);
   }
 
   /// A collective whose buffer differs between stages (DP: the parameters of the stage): `of(c)` gives
-  /// its calls and buffer on a GPU of class c.
+  /// its calls and buffer on a GPU of class c; the row shows the class where it moves the most bytes.
   template <class F>
-  void row_by_class(collective_kind kind, comm_phase phase, std::string_view what, int group, F&& of);
+  void row_by_class(collective_kind kind, comm_phase phase, std::string_view what, int group, F&& of) {
+    const collective_price& price = prices_(group, kind);
+    double best = 0;
+    calls_bytes best_e{0, 0};
+    collective_estimate best_est;
+    double cluster_calls = 0;
+    double cluster_bytes = 0;
+    for (std::size_t i = 0; i < classes_.size; ++i) {
+      const stage_class& c = classes_.classes[i];
+      const calls_bytes e = of(c);
+      if (e.calls <= 0) continue;
+      const collective_estimate est = reference_ ? estimate(kind, group, e.bytes) : price.at(e.bytes);
+      const double moved = e.calls * e.bytes;
+      if (moved > best || best_e.calls == 0) {
+        best = moved;
+        best_e = e;
+        best_est = est;
+      }
+      cluster_calls += c.gpus * e.calls;
+      cluster_bytes += c.gpus * moved;
+      const double2 calls_bytes = {1.0, e.bytes};
+      const double2 wire_time = {e.bytes * price.wire_factor, est.time_s};
+      totals_[i].calls_bytes += e.calls * calls_bytes;
+      totals_[i].wire_time += e.calls * wire_time;
+    }
+    if (best_e.calls > 0) {
+      emit(kind, phase, what, group, best_est, best_e.bytes, best_e.calls, cluster_calls, cluster_bytes);
+    }
+  }
 
-  /// Per GPU: the busiest class (the most bytes; ties: the most calls); the class totals start again.
+  /// The per-GPU figures of the dimension from its busiest class; the sums start again.
   void end();
 
  private:
-  /// row() over the classes [first, last): the others add nothing.
-  template <class F>
-  void row_over(collective_kind kind, comm_phase phase, std::string_view what, int group, double bytes, F&& calls_of,
-                std::size_t first, std::size_t last) {
-    any_ = true;
-    const collective_price& price = prices_(group, kind);
-    const collective_estimate est = reference_ ? estimate(kind, group, bytes) : price.at(bytes);
-    const double wire = bytes * price.wire_factor;
-    double most = 0;
-    double cluster = 0;
-    for (std::size_t i = first; i < last; ++i) {
-      const stage_class& c = classes_[i];
-      const double calls = calls_of(c);  // ≥ 0: a class where it does not run adds zeros
-      cluster += c.gpus * calls;
-      most = std::max(most, calls);
-      class_totals& t = totals_[i];
-      t.calls += calls;
-      t.bytes += calls * bytes;
-      t.wire += calls * wire;
-      t.time += calls * est.time_s;
-    }
-    if (most > 0) emit(kind, phase, what, group, est, bytes, most, cluster, cluster * bytes);
-  }
-
   collective_estimate estimate(collective_kind kind, int group, double bytes) const {
     return estimate_collective(x_.job.cluster, kind, bytes, x_.placement[static_cast<std::size_t>(group)]);
   }
@@ -391,7 +432,7 @@ class row_sink {
     out.what = what;
     out.group = x_.name(group);
     out.group_size = x_.size[g];
-    out.link = x_.placement[g].group_size > 1 ? x_.placement[g].link : link_kind::nvlink;
+    out.link = x_.placement[g].link;  // nvlink for groups of one rank
     out.algorithm = est.algorithm;
     out.bytes_per_call = bytes;
     out.calls_per_iteration = static_cast<std::int64_t>(calls);
@@ -405,62 +446,33 @@ class row_sink {
 
   const comm_context& x_;
   price_cache prices_;
-  const stage_class* classes_;
-  std::size_t num_classes_;
-  class_totals* totals_;
+  const class_view& classes_;
+  traffic_sums* totals_;  ///< per class
   bool reference_;
   comm_dimension* dim_ = nullptr;
-  bool any_ = false;
 };
 
-template <class F>
-void row_sink::row_by_class(collective_kind kind, comm_phase phase, std::string_view what, int group, F&& of) {
-  any_ = true;
-  const collective_price& price = prices_(group, kind);
-  double best = 0;
-  calls_bytes best_e{0, 0};
-  collective_estimate best_est;
-  double cluster_calls = 0;
-  double cluster_bytes = 0;
-  for (std::size_t i = 0; i < num_classes_; ++i) {
-    const stage_class& c = classes_[i];
-    const calls_bytes e = of(c);
-    if (e.calls <= 0) continue;
-    const collective_estimate est = reference_ ? estimate(kind, group, e.bytes) : price.at(e.bytes);
-    const double moved = e.calls * e.bytes;
-    if (moved > best || best_e.calls == 0) {
-      best = moved;
-      best_e = e;
-      best_est = est;
-    }
-    cluster_calls += c.gpus * e.calls;
-    cluster_bytes += c.gpus * moved;
-    class_totals& t = totals_[i];
-    t.calls += e.calls;
-    t.bytes += moved;
-    t.wire += moved * price.wire_factor;
-    t.time += e.calls * est.time_s;
-  }
-  if (best_e.calls > 0) emit(kind, phase, what, group, best_est, best_e.bytes, best_e.calls, cluster_calls, cluster_bytes);
-}
-
 void row_sink::end() {
-  if (!any_) return;  // no rows: the totals are still zero
   comm_dimension& dim = *dim_;
-  double best_bytes = -1;
-  for (std::size_t i = 0; i < num_classes_; ++i) {
-    class_totals& t = totals_[i];
-    if (t.bytes > best_bytes ||
-        (t.bytes == best_bytes && t.calls > static_cast<double>(dim.calls_per_iteration_per_gpu))) {
-      best_bytes = t.bytes;
-      dim.busiest_stage = classes_[i].first_stage;
-      dim.calls_per_iteration_per_gpu = static_cast<std::int64_t>(t.calls);
-      dim.bytes_per_iteration_per_gpu = t.bytes;
-      dim.wire_bytes_per_iteration_per_gpu = t.wire;
-      dim.time_per_iteration_s = t.time;
+  if (dim.collectives.empty()) return;  // nothing ran: the figures stay zero, and so do the sums
+  // The busiest class: the most bytes, ties the most calls. The sums start again at zero.
+  std::size_t best = 0;
+  traffic_sums most = totals_[0];
+  totals_[0] = kNoTraffic;
+  for (std::size_t i = 1; i < classes_.size; ++i) {
+    const traffic_sums t = totals_[i];
+    totals_[i] = kNoTraffic;
+    if (t.calls_bytes[1] > most.calls_bytes[1] ||
+        (t.calls_bytes[1] == most.calls_bytes[1] && t.calls_bytes[0] > most.calls_bytes[0])) {
+      best = i;
+      most = t;
     }
-    t = {0, 0, 0, 0};
   }
+  dim.busiest_stage = classes_.classes[best].first_stage;
+  dim.calls_per_iteration_per_gpu = static_cast<std::int64_t>(most.calls_bytes[0]);
+  dim.bytes_per_iteration_per_gpu = most.calls_bytes[1];
+  dim.wire_bytes_per_iteration_per_gpu = most.wire_time[0];
+  dim.time_per_iteration_s = most.wire_time[1];
 }
 
 /// Gradient and parameter dtypes on the wire (§4.2.4): Megatron reduces its main grads (fp32 with
@@ -472,8 +484,8 @@ double wire_grad_bytes(const training_config& t) {
   return fp32 ? 4.0 : static_cast<double>(bytes_of(t.precision));
 }
 
-// The tables: each collective with its calls on a GPU of stage class c (per iteration: L = layers × m,
-// R = recomputed layers × m, first/last = m on the end stages; stage_class::mb_*) and its buffer.
+// The tables: each collective with its buffer and its calls per iteration on a GPU of a stage, as
+// times × `per` (per::layer: layers × m, and so on), or class by class where the buffer differs.
 using ck = collective_kind;
 using cph = comm_phase;
 
@@ -483,35 +495,25 @@ void tp_table(const comm_context& x, row_sink& out) {
   if (p.tp == 1) return;
   const double a = x.tokens * static_cast<double>(x.job.model.hidden_size) * x.act_bytes;  // full tensor
   const double ce = x.tokens * 4.0;  // fp32 [s, b] of the vocab-parallel cross-entropy
-  using C = const stage_class&;
   if (!x.sp) {
-    out.row(ck::all_reduce, cph::forward, "attention and MLP output all-reduce (2 per layer)", g_tp, a,
-            [&](C c) { return 2 * c.mb_layers; });
-    out.row(ck::all_reduce, cph::backward, "QKV and fc1 input-gradient all-reduce (2 per layer)", g_tp, a,
-            [&](C c) { return 2 * c.mb_layers; });
-    out.row(ck::all_reduce, cph::backward, "recomputed forward all-reduce (2 per recomputed layer)", g_tp, a,
-            [&](C c) { return 2 * c.mb_recomputed; });
-    out.row_first(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp, a, x.m);
-    out.row_last(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp, a, x.m);
+    out.row(ck::all_reduce, cph::forward, "attention and MLP output all-reduce (2 per layer)", g_tp, a, 2, per::layer);
+    out.row(ck::all_reduce, cph::backward, "QKV and fc1 input-gradient all-reduce (2 per layer)", g_tp, a, 2, per::layer);
+    out.row(ck::all_reduce, cph::backward, "recomputed forward all-reduce (2 per recomputed layer)", g_tp, a, 2, per::recomputed_layer);
+    out.row(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp, a, 1, per::first_stage);
+    out.row(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp, a, 1, per::last_stage);
   } else {
-    out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1 (2 per layer)", g_tp, a,
-            [&](C c) { return 2 * c.mb_layers; });
-    out.row(ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2 (2 per layer)", g_tp, a,
-            [&](C c) { return 2 * c.mb_layers; });
+    out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1 (2 per layer)", g_tp, a, 2, per::layer);
+    out.row(ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2 (2 per layer)", g_tp, a, 2, per::layer);
     out.row(ck::all_gather, cph::backward,
-            "output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer", g_tp, a,
-            [&](C c) { return 4 * c.mb_layers; });
-    out.row(ck::reduce_scatter, cph::backward, "QKV and fc1 input-gradient reduce-scatter (2 per layer)", g_tp, a,
-            [&](C c) { return 2 * c.mb_layers; });
-    out.row(ck::all_gather, cph::backward, "recomputed forward all-gather (2 per recomputed layer)", g_tp, a,
-            [&](C c) { return 2 * c.mb_recomputed; });
-    out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter (2 per recomputed layer)", g_tp, a,
-            [&](C c) { return 2 * c.mb_recomputed; });
-    out.row_first(ck::reduce_scatter, cph::forward, "vocab-parallel embedding output reduce-scatter", g_tp, a, x.m);
-    out.row_last(ck::all_gather, cph::forward, "sequence all-gather before the output layer", g_tp, a, x.m);
-    out.row_last(ck::reduce_scatter, cph::backward, "output layer input-gradient reduce-scatter", g_tp, a, x.m);
+            "output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer", g_tp, a, 4, per::layer);
+    out.row(ck::reduce_scatter, cph::backward, "QKV and fc1 input-gradient reduce-scatter (2 per layer)", g_tp, a, 2, per::layer);
+    out.row(ck::all_gather, cph::backward, "recomputed forward all-gather (2 per recomputed layer)", g_tp, a, 2, per::recomputed_layer);
+    out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter (2 per recomputed layer)", g_tp, a, 2, per::recomputed_layer);
+    out.row(ck::reduce_scatter, cph::forward, "vocab-parallel embedding output reduce-scatter", g_tp, a, 1, per::first_stage);
+    out.row(ck::all_gather, cph::forward, "sequence all-gather before the output layer", g_tp, a, 1, per::last_stage);
+    out.row(ck::reduce_scatter, cph::backward, "output layer input-gradient reduce-scatter", g_tp, a, 1, per::last_stage);
   }
-  out.row_last(ck::all_reduce, cph::forward, "cross-entropy max, target logit and sum-exp all-reduces (3)", g_tp, ce, 3 * x.m);
+  out.row(ck::all_reduce, cph::forward, "cross-entropy max, target logit and sum-exp all-reduces (3)", g_tp, ce, 3, per::last_stage);
 }
 
 // -- CP (§4.2.2) --
@@ -522,24 +524,16 @@ void cp_table(const comm_context& x, row_sink& out) {
   // K and V of the local sequence chunk and the local (TP-split) query groups.
   const double kv = 2.0 * x.tokens * static_cast<double>(size_div(md.kv_width(), p.tp)) * x.act_bytes;
   const double steps = static_cast<double>(p.cp - 1);
-  using C = const stage_class&;
   if (p.cp_comm == cp_comm_kind::p2p) {
-    out.row(ck::send_recv, cph::forward, "K/V ring exchange (isend + irecv per step, c−1 steps per layer)", g_cp, kv,
-            [&](C c) { return 2 * steps * c.mb_layers; });
-    out.row(ck::send_recv, cph::backward, "K/V and dK/dV ring exchange (2 × (isend + irecv) per step)", g_cp, kv,
-            [&](C c) { return 4 * steps * c.mb_layers; });
-    out.row(ck::send_recv, cph::backward, "recomputed forward K/V ring exchange", g_cp, kv,
-            [&](C c) { return 2 * steps * c.mb_recomputed; });
+    out.row(ck::send_recv, cph::forward, "K/V ring exchange (isend + irecv per step, c−1 steps per layer)", g_cp, kv, 2 * steps, per::layer);
+    out.row(ck::send_recv, cph::backward, "K/V and dK/dV ring exchange (2 × (isend + irecv) per step)", g_cp, kv, 4 * steps, per::layer);
+    out.row(ck::send_recv, cph::backward, "recomputed forward K/V ring exchange", g_cp, kv, 2 * steps, per::recomputed_layer);
   } else {
     const double gathered = kv / 2.0 * static_cast<double>(p.cp);  // one of K or V, whole sequence
-    out.row(ck::all_gather, cph::forward, "K and V all-gather (2 per layer)", g_cp, gathered,
-            [&](C c) { return 2 * c.mb_layers; });
-    out.row(ck::all_gather, cph::backward, "K and V re-gather (2 per layer)", g_cp, gathered,
-            [&](C c) { return 2 * c.mb_layers; });
-    out.row(ck::reduce_scatter, cph::backward, "dK and dV reduce-scatter (2 per layer)", g_cp, gathered,
-            [&](C c) { return 2 * c.mb_layers; });
-    out.row(ck::all_gather, cph::backward, "recomputed forward K and V all-gather", g_cp, gathered,
-            [&](C c) { return 2 * c.mb_recomputed; });
+    out.row(ck::all_gather, cph::forward, "K and V all-gather (2 per layer)", g_cp, gathered, 2, per::layer);
+    out.row(ck::all_gather, cph::backward, "K and V re-gather (2 per layer)", g_cp, gathered, 2, per::layer);
+    out.row(ck::reduce_scatter, cph::backward, "dK and dV reduce-scatter (2 per layer)", g_cp, gathered, 2, per::layer);
+    out.row(ck::all_gather, cph::backward, "recomputed forward K and V all-gather", g_cp, gathered, 2, per::recomputed_layer);
   }
 }
 
@@ -550,13 +544,9 @@ void ep_table(const comm_context& x, row_sink& out) {
   if (p.ep == 1 || !md.is_moe()) return;
   const double tokens = x.tokens / (x.sp ? static_cast<double>(p.tp) : 1.0);
   const double sent = tokens * static_cast<double>(md.moe.router_topk * md.hidden_size) * x.act_bytes;
-  using C = const stage_class&;
-  out.row(ck::all_to_all, cph::forward, "token dispatch and combine (2 per MoE layer)", g_ep, sent,
-            [&](C c) { return 2 * c.mb_moe_layers; });
-  out.row(ck::all_to_all, cph::backward, "gradient dispatch and combine (2 per MoE layer)", g_ep, sent,
-            [&](C c) { return 2 * c.mb_moe_layers; });
-  out.row(ck::all_to_all, cph::backward, "recomputed forward dispatch and combine", g_ep, sent,
-            [&](C c) { return 2 * c.mb_recomputed_moe; });
+  out.row(ck::all_to_all, cph::forward, "token dispatch and combine (2 per MoE layer)", g_ep, sent, 2, per::moe_layer);
+  out.row(ck::all_to_all, cph::backward, "gradient dispatch and combine (2 per MoE layer)", g_ep, sent, 2, per::moe_layer);
+  out.row(ck::all_to_all, cph::backward, "recomputed forward dispatch and combine", g_ep, sent, 2, per::recomputed_moe_layer);
 }
 
 // -- PP (§4.2.3) --
@@ -566,22 +556,14 @@ void pp_table(const comm_context& x, row_sink& out) {
   const bool split = x.sp || p.pp_scatter_gather;
   const double full = x.tokens * static_cast<double>(x.job.model.hidden_size) * x.act_bytes;
   const double msg = split ? full / static_cast<double>(p.tp) : full;
-  const double v = static_cast<double>(p.vpp);
-  const double m = x.m;
-  using C = const stage_class&;
-  // Per micro-batch, each model chunk sends its output forward and its input gradient backward; the
-  // first chunk of stage 0 receives nothing forward and the last chunk of the last stage sends nothing.
-  out.row(ck::send_recv, cph::forward, "activation isend + irecv between stages", g_pp, msg, [&](C c) {
-    const double fwd = (v - (c.last ? 1 : 0)) + (v - (c.first ? 1 : 0));  // isends + irecvs
-    return fwd * m;
-  });
-  out.row(ck::send_recv, cph::backward, "activation-gradient isend + irecv between stages", g_pp, msg, [&](C c) {
-    const double bwd = (v - (c.first ? 1 : 0)) + (v - (c.last ? 1 : 0));
-    return bwd * m;
-  });
-  if (p.pp_scatter_gather && !x.sp && p.tp > 1) {
-    out.row(ck::all_gather, cph::forward, "TP all-gather of each received 1/t chunk (scatter/gather)", g_tp, full,
-            [&](C c) { return ((v - (c.first ? 1 : 0)) + (v - (c.last ? 1 : 0))) * m; });
+  // Forward: the isends of the chunks that have a next stage and the irecvs of those that have a
+  // previous one; backward the same the other way (per::chunk_boundary counts either).
+  out.row(ck::send_recv, cph::forward, "activation isend + irecv between stages", g_pp, msg, 1, per::chunk_boundary);
+  out.row(ck::send_recv, cph::backward, "activation-gradient isend + irecv between stages", g_pp, msg, 1,
+          per::chunk_boundary);
+  if (p.pp_scatter_gather && !x.sp && p.tp > 1) {  // one all-gather per received activation
+    out.row(ck::all_gather, cph::forward, "TP all-gather of each received 1/t chunk (scatter/gather)", g_tp, full, 1,
+            per::chunk_boundary);
   }
 }
 
@@ -597,7 +579,7 @@ void embedding_table(const comm_context& x, row_sink& out) {
   }
   const double bytes = elems * x.grad_bytes;
   out.row(ck::all_reduce, cph::backward, "tied word-embedding gradient all-reduce, first and last stage", g_emb, bytes,
-          [](const stage_class& c) { return (c.first || c.last) ? 1.0 : 0.0; });
+          1, per::end_stage);
 }
 
 // -- DP (§4.2.4): one table of (framework, ZeRO stage) → collectives --
@@ -700,14 +682,13 @@ void dp_table(const comm_context& x, row_sink& out) {
 void scalar_table(const comm_context& x, row_sink& out) {
   const training_config& t = x.job.training;
   if (x.size[g_dp] > 1) {
-    out.row_last(ck::all_reduce, cph::forward, "loss average over DP", g_dp, 4, x.m);
+    out.row(ck::all_reduce, cph::forward, "loss average over DP", g_dp, 4, 1, per::last_stage);
   }
   const int norm_group = t.zero_stage >= 1 ? g_world : g_mp;
   if (x.size[static_cast<std::size_t>(norm_group)] > 1) {
-    auto once = [](const stage_class&) { return 1.0; };
-    out.row(ck::all_reduce, cph::optimizer, "gradient-norm all-reduce", norm_group, 4, once);
+    out.row(ck::all_reduce, cph::optimizer, "gradient-norm all-reduce", norm_group, 4, 1, per::iteration);
     if (t.precision == dtype::fp16) {
-      out.row(ck::all_reduce, cph::optimizer, "fp16 found-inf all-reduce", norm_group, 4, once);
+      out.row(ck::all_reduce, cph::optimizer, "fp16 found-inf all-reduce", norm_group, 4, 1, per::iteration);
     }
   }
 }
@@ -758,6 +739,7 @@ comm_report summarize(const job_spec& job, bool reference) {
   x.placement[g_pp] = placement_for(dec, bit(parallel_dim::pp), gpn, "pp");
   x.placement[g_emb] = embedding_placement(dec, gpn);
   x.size = {p.tp, p.cp, p.ep, p.dp * p.cp, size_div(p.dp * p.cp, p.ep), p.pp, p.pp > 1 ? 2 : 1, job.num_gpus, p.tp * p.pp};
+  if (p.cp > 1) x.dp_name = "dp-cp";
   const std::int64_t edp = x.size[g_edp];
   x.num_groups = {p.cp * p.dp * p.pp, p.tp * p.dp * p.pp, p.tp * p.pp * edp, p.tp * p.pp, p.tp * p.pp * p.ep,
                   p.tp * p.cp * p.dp, p.tp * p.cp * p.dp, 1, p.cp * p.dp};
@@ -780,14 +762,15 @@ comm_report summarize(const job_spec& job, bool reference) {
   r.num_nodes = detail::ceil_div(job.num_gpus, gpn);
   r.num_microbatches = microbatches;
   constexpr std::array<int, 6> kDimGroup = {g_tp, g_cp, g_ep, g_dp, g_pp, g_emb};
-  std::array<class_totals, class_list::kInline> inline_totals;
-  std::vector<class_totals> more_totals;
-  class_totals* totals = inline_totals.data();
+  std::array<traffic_sums, class_list::kInline> inline_totals;
+  std::vector<traffic_sums> more_totals;
+  traffic_sums* totals = inline_totals.data();
   if (classes.size() > inline_totals.size()) {
     more_totals.resize(classes.size());
     totals = more_totals.data();
   }
-  row_sink sink(x, classes, totals, reference);
+  const class_view view(classes);
+  row_sink sink(x, view, totals, reference);
   auto fill = [&](table_fn table, comm_dimension& dim) {
     sink.begin(dim);
     table(x, sink);
