@@ -185,70 +185,32 @@ void stage_classes(const job_spec& job, const parameter_breakdown& params, std::
     }
     make(classes.append(), stage, count, layers, moe_layers, first, last);
   };
-  // Regular layouts (even split, every layer alike): first, middle and last stage without walking the
-  // layers (§2.2). Everything else follows pipeline_layout stage by stage.
+  // Every layer alike (§2.2): the first stage, the pp − 2 middle ones and the last, as pipeline_layout
+  // counts their layers, without walking the stages. finalize_job leaves no stage empty, so DeepSpeed's
+  // partition_uniform gives every stage but the last a whole ceil-sized chunk.
   const bool all_alike = !m.is_moe() || (m.moe.layer_freq == 1 && m.moe.first_dense_layers == 0);
-  const bool even = p.first_stage_layers < 0 && p.last_stage_layers < 0 && !p.embedding_as_stage &&
-                    size_mod(m.num_layers, p.pp) == 0;
-  if (merge && all_alike && even) {
-    const std::int64_t n = size_div(m.num_layers, p.pp);
-    const std::int64_t n_moe = m.is_moe() ? n : 0;
-    make(classes.append(), 0, 1, n, n_moe, true, p.pp == 1);
-    if (p.pp > 2) make(classes.append(), 1, p.pp - 2, n, n_moe, false, false);
-    if (p.pp > 1) make(classes.append(), p.pp - 1, 1, n, n_moe, false, true);
-    return;
-  }
   if (merge && all_alike) {
-    // Every layer alike: the layers of each stage as pipeline_layout counts them, without the layer
-    // walk, and runs of like stages added as one class.
-    const std::int64_t items = m.num_layers + (p.embedding_as_stage ? 2 : 0);
-    const bool explicit_split = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
-    const std::int64_t first_n = std::max<std::int64_t>(0, p.first_stage_layers);
-    const std::int64_t last_n = std::max<std::int64_t>(0, p.last_stage_layers);
-    const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
-    const std::int64_t middle =
-        explicit_split && middle_stages > 0 ? size_div(m.num_layers - first_n - last_n, middle_stages) : 0;
-    const std::int64_t chunk = detail::ceil_div(items, p.pp);
-    std::int64_t run_start = 0, run_count = 0, run_n = 0;
-    bool run_first = false, run_last = false;
-    const bool ds_uniform = p.vpp <= 1 && !explicit_split && t.framework == framework_kind::deepspeed;
-    for (std::int64_t r = 0; r < p.pp; ++r) {
-      const bool first = r == 0;
-      const bool last = r == p.pp - 1;
-      // Middle stages alike in a row count as one step: stages r..r_end have the same layers.
-      std::int64_t r_end = r;
-      if (!first && !last) {
-        r_end = p.pp - 2;
-        if (ds_uniform && chunk * (r + 1) <= items) r_end = std::min(r_end, size_div(items, chunk) - 1);
-        else if (ds_uniform && chunk * r < items) r_end = r;
-      }
-      std::int64_t n = 0;
-      if (p.vpp > 1) {
-        n = p.num_layers_per_virtual_stage * p.vpp;
-      } else if (explicit_split) {
-        n = (first && p.first_stage_layers >= 0) ? first_n : (last && p.last_stage_layers >= 0) ? last_n : middle;
-      } else {
-        // DeepSpeed's partition_uniform: ceil-sized chunks, the last rank takes what is left.
-        n = t.framework == framework_kind::deepspeed
-                ? std::min(chunk * (r + 1), items) - std::min(chunk * r, items)
-                : size_div(items, p.pp);
-        if (p.embedding_as_stage) n -= (first ? 1 : 0) + (last ? 1 : 0);
-      }
-      const std::int64_t count = r_end - r + 1;
-      if (run_count > 0 && n == run_n && first == run_first && last == run_last) {
-        run_count += count;
-        r = r_end;
-        continue;
-      }
-      if (run_count > 0) add(run_start, run_count, run_n, m.is_moe() ? run_n : 0, run_first, run_last);
-      run_start = r;
-      run_count = count;
-      r = r_end;
-      run_n = n;
-      run_first = first;
-      run_last = last;
+    const std::int64_t emb = p.embedding_as_stage ? 1 : 0;  // each embedding takes a layer slot of its stage
+    const std::int64_t items = m.num_layers + 2 * emb;
+    std::int64_t n_first = 0, n_middle = 0, n_last = 0;
+    if (p.vpp > 1) {
+      n_first = n_middle = n_last = p.num_layers_per_virtual_stage * p.vpp;
+    } else if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
+      const std::int64_t first_n = std::max<std::int64_t>(0, p.first_stage_layers);
+      const std::int64_t last_n = std::max<std::int64_t>(0, p.last_stage_layers);
+      const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
+      n_middle = middle_stages > 0 ? size_div(m.num_layers - first_n - last_n, middle_stages) : 0;
+      n_first = p.first_stage_layers >= 0 ? first_n : n_middle;
+      n_last = p.last_stage_layers >= 0 ? last_n : n_middle;
+    } else {
+      n_middle = deepspeed ? ceil_div(items, p.pp) : size_div(items, p.pp);
+      n_first = n_middle - emb - (p.pp == 1 ? emb : 0);
+      n_last = items - n_middle * (p.pp - 1) - emb;
     }
-    add(run_start, run_count, run_n, m.is_moe() ? run_n : 0, run_first, run_last);
+    const auto moe = [&](std::int64_t n) { return m.is_moe() ? n : 0; };
+    make(classes.append(), 0, 1, n_first, moe(n_first), true, p.pp == 1);
+    if (p.pp > 2) make(classes.append(), 1, p.pp - 2, n_middle, moe(n_middle), false, false);
+    if (p.pp > 1) make(classes.append(), p.pp - 1, 1, n_last, moe(n_last), false, true);
     return;
   }
   thread_local std::vector<stage_layout> stages;  // reused: no allocation once it has held pp stages
@@ -289,7 +251,7 @@ class price_cache {
   const collective_price& operator()(int group, collective_kind kind) {
     const std::size_t i = static_cast<std::size_t>(group) * kNumKinds + static_cast<std::size_t>(kind);
     if (!(known_ & (std::uint64_t{1} << i))) {
-      slot_[i] = price_of(links_, kind, x_.placement[static_cast<std::size_t>(group)]);
+      ::new (&slot_[i]) collective_price(price_of(links_, kind, x_.placement[static_cast<std::size_t>(group)]));
       known_ |= std::uint64_t{1} << i;
     }
     return slot_[i];
@@ -431,8 +393,9 @@ class row_sink {
     out.phase = phase;
     out.what = what;
     out.group = x_.name(group);
-    out.group_size = x_.size[g];
-    out.link = x_.placement[g].link;  // nvlink for groups of one rank
+    const group_placement& where = x_.placement[g];
+    out.group_size = where.group_size;
+    out.link = where.link;  // nvlink for groups of one rank
     out.algorithm = est.algorithm;
     out.bytes_per_call = bytes;
     out.calls_per_iteration = static_cast<std::int64_t>(calls);

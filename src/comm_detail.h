@@ -22,17 +22,24 @@ constexpr unsigned bit(parallel_dim d) { return 1u << static_cast<unsigned>(d); 
 
 /// Megatron's RankGenerator: the size of each dimension and the order, fastest first.
 struct rank_generator {
-  std::array<std::int64_t, kNumOrderedDims> size{};  ///< indexed by parallel_dim value
-  std::array<std::int8_t, kNumOrderedDims> order{};
-  std::int64_t world = 1;
+  rank_generator(const std::array<std::int64_t, kNumOrderedDims>& sizes, const std::array<std::int8_t, 5>& rank_order,
+                 std::int64_t world_size)
+      : size(sizes), order(rank_order), world(world_size) {
+    std::int64_t s = 1;
+    for (std::size_t i = 0; i < kNumOrderedDims; ++i) {
+      const auto d = static_cast<std::size_t>(order[i]);
+      strides[d] = s;
+      s *= size[d];
+    }
+  }
+
+  std::array<std::int64_t, kNumOrderedDims> size;     ///< indexed by parallel_dim value
+  std::array<std::int8_t, kNumOrderedDims> order;     ///< fastest first
+  std::int64_t world;
+  std::array<std::int64_t, kNumOrderedDims> strides;  ///< Π sizes of the dimensions before each in the order
 
   /// Product of the sizes of the dimensions before `dim` in the order.
-  std::int64_t stride(int dim) const {
-    std::int64_t s = 1;
-    for (int i = 0; i < kNumOrderedDims && order[static_cast<std::size_t>(i)] != dim; ++i)
-      s *= size[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])];
-    return s;
-  }
+  std::int64_t stride(int dim) const { return strides[static_cast<std::size_t>(dim)]; }
 };
 
 /// The decoder generator (parallel_state.py: ep = 1): TP, CP, DP, DP×CP, PP groups.
@@ -44,7 +51,7 @@ inline rank_generator decoder_generator(const job_spec& job) {
 /// The expert generator: expert-TP = TP, CP folded into the expert-DP size, EP carved out of DP×CP.
 inline rank_generator expert_generator(const job_spec& job) {
   const parallel_config& p = job.parallel;
-  return {{p.tp, 1, p.ep, p.dp * p.cp / p.ep, p.pp}, p.rank_order, job.num_gpus};
+  return {{p.tp, 1, p.ep, size_div(p.dp * p.cp, p.ep), p.pp}, p.rank_order, job.num_gpus};
 }
 
 /// Megatron's generate_masked_orthogonal_rank_groups: every group varies the masked dimensions.

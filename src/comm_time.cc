@@ -19,7 +19,7 @@ constexpr std::array<std::string_view, 6> kCollectiveNames = {"all_reduce",     
 struct collective_traits {
   double factor_n_minus_1_over_n;  ///< a
   double factor_constant;          ///< b
-  double ring_steps_per_rank;      ///< c; 0: one step (send/recv)
+  double ring_steps_per_rank;      ///< c (send/recv: one step)
   std::string_view algorithm;
 };
 constexpr std::array<collective_traits, 6> kCollectiveTable = {{
@@ -43,11 +43,11 @@ struct link_rate {
 /// the network in a hierarchical algorithm): the ring as kCollectiveTable has it, and for an
 /// all-reduce NCCL's double binary tree, 2·⌈log2 n⌉ steps in which each node sends and receives the
 /// buffer once per phase (reduce, broadcast): 2·bytes (§4.3).
-std::pair<detail::linear_cost, detail::linear_cost> flat(collective_kind kind, std::int64_t n, const link_rate& link,
-                                                         double share = 1.0) {
+[[gnu::always_inline]] inline std::pair<detail::linear_cost, detail::linear_cost> flat(
+    collective_kind kind, std::int64_t n, const link_rate& link, double share = 1.0) {
   const collective_traits& t = traits(kind);
   const double nd = static_cast<double>(n);
-  const double steps = t.ring_steps_per_rank > 0 ? t.ring_steps_per_rank * (nd - 1) : 1.0;
+  const double steps = kind == collective_kind::send_recv ? 1.0 : t.ring_steps_per_rank * (nd - 1);
   const double factor = t.factor_n_minus_1_over_n * (nd - 1) / nd + t.factor_constant;
   const detail::linear_cost ring{steps * link.latency_s, factor * share * link.s_per_byte, t.algorithm};
   if (kind != collective_kind::all_reduce) return {ring, ring};
