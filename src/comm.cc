@@ -249,9 +249,11 @@ class price_cache {
  public:
   explicit price_cache(const comm_context& x) : x_(x), links_(x.job.cluster) {}
   const collective_price& operator()(int group, collective_kind kind) {
-    const std::size_t i = static_cast<std::size_t>(group) * kNumKinds + static_cast<std::size_t>(kind);
+    // An all-gather and a reduce-scatter cost the same on every link (§4.3): one price serves both.
+    const collective_kind priced = kind == collective_kind::reduce_scatter ? collective_kind::all_gather : kind;
+    const std::size_t i = static_cast<std::size_t>(group) * kNumKinds + static_cast<std::size_t>(priced);
     if (!(known_ & (std::uint64_t{1} << i))) {
-      ::new (&slot_[i]) collective_price(price_of(links_, kind, x_.placement[static_cast<std::size_t>(group)]));
+      ::new (&slot_[i]) collective_price(price_of(links_, priced, x_.placement[static_cast<std::size_t>(group)]));
       known_ |= std::uint64_t{1} << i;
     }
     return slot_[i];

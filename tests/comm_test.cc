@@ -320,6 +320,27 @@ TEST(CommTime, RingOnNvlink) {
   EXPECT_EQ(collective_time_s(c, collective_kind::all_reduce, bytes, w), 0.0);
 }
 
+// The summary prices an all-gather and a reduce-scatter on the same group once (§4.4): they must cost
+// the same on every kind of link, flat, shared network and hierarchical.
+TEST(CommTime, AllGatherAndReduceScatterCostTheSameOnEveryLink) {
+  const cluster_spec c = find_cluster("dgx-h100");
+  const std::vector<group_placement> placements = {
+      {.group_size = 8},
+      {.group_size = 4, .num_nodes = 4, .gpus_per_node = 1, .concurrent_groups_per_node = 8,
+       .link = link_kind::network},
+      {.group_size = 16, .num_nodes = 2, .gpus_per_node = 8, .concurrent_groups_per_node = 1,
+       .link = link_kind::hierarchical}};
+  for (const group_placement& w : placements) {
+    for (const double bytes : {4.0, 1e6, 1e9}) {
+      const collective_estimate gather = estimate_collective(c, collective_kind::all_gather, bytes, w);
+      const collective_estimate scatter = estimate_collective(c, collective_kind::reduce_scatter, bytes, w);
+      EXPECT_EQ(gather.time_s, scatter.time_s) << w.group_size << " ranks, " << bytes << " bytes";
+      EXPECT_EQ(gather.algorithm, scatter.algorithm);
+      EXPECT_GT(gather.time_s, 0);
+    }
+  }
+}
+
 TEST(CommTime, NetworkSharedByTheGroupsOfANode) {
   const cluster_spec c = find_cluster("dgx-h100");  // 8 × 400 Gb/s = 400 GB/s per node, × 0.8, 10 µs
   group_placement w{.group_size = 2, .num_nodes = 2, .gpus_per_node = 1, .concurrent_groups_per_node = 8,
