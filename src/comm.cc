@@ -330,6 +330,7 @@ class row_sink {
     const double most = times * classes_.most[f];
     if (most <= 0) return;  // never runs
     const collective_price& price = prices_(group, kind);
+    TRAINPLAN_CHECK(!price.none && bytes > 0);  // rows exist for groups of several ranks, with a buffer
     const collective_estimate est = reference_ ? estimate(kind, group, bytes) : price.at(bytes);
     const double2 calls_bytes = {times, times * bytes};
     const double2 wire_time = {times * bytes * price.wire_factor, times * est.time_s};
@@ -350,6 +351,7 @@ class row_sink {
   template <class F>
   void row_by_class(collective_kind kind, comm_phase phase, std::string_view what, int group, F&& of) {
     const collective_price& price = prices_(group, kind);
+    TRAINPLAN_CHECK(!price.none);
     double best = 0;
     calls_bytes best_e{0, 0};
     collective_estimate best_est;

@@ -169,8 +169,8 @@ struct collective_price {
   double wire_factor = 0;    ///< nccl-tests' bus factor; 0.5 for send/recv rows (isends of isend + irecv)
   bool none = true;          ///< a group of one rank: nothing moves
 
+  /// The time of one call with a buffer of `bytes` > 0 on a group of more than one rank (!none).
   collective_estimate at(double bytes) const {
-    if (none || bytes <= 0) return {0, "none"};
     const double t1 = first.latency_s + bytes * first.s_per_byte;
     const double t2 = second.latency_s + bytes * second.s_per_byte;
     return t2 < t1 ? collective_estimate{t2, second.algorithm} : collective_estimate{t1, first.algorithm};

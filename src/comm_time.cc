@@ -135,6 +135,7 @@ detail::collective_price detail::price_of(const link_rates& c, collective_kind k
 
 collective_estimate estimate_collective(const cluster_spec& c, collective_kind kind, double bytes,
                                         const group_placement& where) {
+  if (where.group_size <= 1 || bytes <= 0) return {0, "none"};
   return detail::price_of(detail::link_rates(c), kind, where).at(bytes);
 }
 
