@@ -3,7 +3,6 @@
 #include "trainplan/comm.h"
 
 #include <algorithm>
-#include <cmath>
 #include <new>
 #include <string>
 
@@ -464,23 +463,34 @@ void tp_table(const comm_context& x, row_sink& out) {
   const double ce = x.tokens * 4.0;  // fp32 [s, b] of the vocab-parallel cross-entropy
   if (!x.sp) {
     out.row(ck::all_reduce, cph::forward, "attention and MLP output all-reduce (2 per layer)", g_tp, a, 2, per::layer);
-    out.row(ck::all_reduce, cph::backward, "QKV and fc1 input-gradient all-reduce (2 per layer)", g_tp, a, 2, per::layer);
-    out.row(ck::all_reduce, cph::backward, "recomputed forward all-reduce (2 per recomputed layer)", g_tp, a, 2, per::recomputed_layer);
+    out.row(ck::all_reduce, cph::backward, "QKV and fc1 input-gradient all-reduce (2 per layer)", g_tp, a, 2,
+            per::layer);
+    out.row(ck::all_reduce, cph::backward, "recomputed forward all-reduce (2 per recomputed layer)", g_tp, a, 2,
+            per::recomputed_layer);
     out.row(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp, a, 1, per::first_stage);
     out.row(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp, a, 1, per::last_stage);
   } else {
-    out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1 (2 per layer)", g_tp, a, 2, per::layer);
-    out.row(ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2 (2 per layer)", g_tp, a, 2, per::layer);
+    out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1 (2 per layer)", g_tp, a, 2,
+            per::layer);
+    out.row(ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2 (2 per layer)", g_tp, a, 2,
+            per::layer);
     out.row(ck::all_gather, cph::backward,
-            "output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer", g_tp, a, 4, per::layer);
-    out.row(ck::reduce_scatter, cph::backward, "QKV and fc1 input-gradient reduce-scatter (2 per layer)", g_tp, a, 2, per::layer);
-    out.row(ck::all_gather, cph::backward, "recomputed forward all-gather (2 per recomputed layer)", g_tp, a, 2, per::recomputed_layer);
-    out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter (2 per recomputed layer)", g_tp, a, 2, per::recomputed_layer);
-    out.row(ck::reduce_scatter, cph::forward, "vocab-parallel embedding output reduce-scatter", g_tp, a, 1, per::first_stage);
+            "output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer", g_tp, a, 4,
+            per::layer);
+    out.row(ck::reduce_scatter, cph::backward, "QKV and fc1 input-gradient reduce-scatter (2 per layer)", g_tp, a, 2,
+            per::layer);
+    out.row(ck::all_gather, cph::backward, "recomputed forward all-gather (2 per recomputed layer)", g_tp, a, 2,
+            per::recomputed_layer);
+    out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter (2 per recomputed layer)", g_tp, a,
+            2, per::recomputed_layer);
+    out.row(ck::reduce_scatter, cph::forward, "vocab-parallel embedding output reduce-scatter", g_tp, a, 1,
+            per::first_stage);
     out.row(ck::all_gather, cph::forward, "sequence all-gather before the output layer", g_tp, a, 1, per::last_stage);
-    out.row(ck::reduce_scatter, cph::backward, "output layer input-gradient reduce-scatter", g_tp, a, 1, per::last_stage);
+    out.row(ck::reduce_scatter, cph::backward, "output layer input-gradient reduce-scatter", g_tp, a, 1,
+            per::last_stage);
   }
-  out.row(ck::all_reduce, cph::forward, "cross-entropy max, target logit and sum-exp all-reduces (3)", g_tp, ce, 3, per::last_stage);
+  out.row(ck::all_reduce, cph::forward, "cross-entropy max, target logit and sum-exp all-reduces (3)", g_tp, ce, 3,
+          per::last_stage);
 }
 
 // -- CP (§4.2.2) --
@@ -492,15 +502,19 @@ void cp_table(const comm_context& x, row_sink& out) {
   const double kv = 2.0 * x.tokens * static_cast<double>(size_div(md.kv_width(), p.tp)) * x.act_bytes;
   const double steps = static_cast<double>(p.cp - 1);
   if (p.cp_comm == cp_comm_kind::p2p) {
-    out.row(ck::send_recv, cph::forward, "K/V ring exchange (isend + irecv per step, c−1 steps per layer)", g_cp, kv, 2 * steps, per::layer);
-    out.row(ck::send_recv, cph::backward, "K/V and dK/dV ring exchange (2 × (isend + irecv) per step)", g_cp, kv, 4 * steps, per::layer);
-    out.row(ck::send_recv, cph::backward, "recomputed forward K/V ring exchange", g_cp, kv, 2 * steps, per::recomputed_layer);
+    out.row(ck::send_recv, cph::forward, "K/V ring exchange (isend + irecv per step, c−1 steps per layer)", g_cp, kv,
+            2 * steps, per::layer);
+    out.row(ck::send_recv, cph::backward, "K/V and dK/dV ring exchange (2 × (isend + irecv) per step)", g_cp, kv,
+            4 * steps, per::layer);
+    out.row(ck::send_recv, cph::backward, "recomputed forward K/V ring exchange", g_cp, kv, 2 * steps,
+            per::recomputed_layer);
   } else {
     const double gathered = kv / 2.0 * static_cast<double>(p.cp);  // one of K or V, whole sequence
     out.row(ck::all_gather, cph::forward, "K and V all-gather (2 per layer)", g_cp, gathered, 2, per::layer);
     out.row(ck::all_gather, cph::backward, "K and V re-gather (2 per layer)", g_cp, gathered, 2, per::layer);
     out.row(ck::reduce_scatter, cph::backward, "dK and dV reduce-scatter (2 per layer)", g_cp, gathered, 2, per::layer);
-    out.row(ck::all_gather, cph::backward, "recomputed forward K and V all-gather", g_cp, gathered, 2, per::recomputed_layer);
+    out.row(ck::all_gather, cph::backward, "recomputed forward K and V all-gather", g_cp, gathered, 2,
+            per::recomputed_layer);
   }
 }
 
@@ -512,8 +526,10 @@ void ep_table(const comm_context& x, row_sink& out) {
   const double tokens = x.tokens / (x.sp ? static_cast<double>(p.tp) : 1.0);
   const double sent = tokens * static_cast<double>(md.moe.router_topk * md.hidden_size) * x.act_bytes;
   out.row(ck::all_to_all, cph::forward, "token dispatch and combine (2 per MoE layer)", g_ep, sent, 2, per::moe_layer);
-  out.row(ck::all_to_all, cph::backward, "gradient dispatch and combine (2 per MoE layer)", g_ep, sent, 2, per::moe_layer);
-  out.row(ck::all_to_all, cph::backward, "recomputed forward dispatch and combine", g_ep, sent, 2, per::recomputed_moe_layer);
+  out.row(ck::all_to_all, cph::backward, "gradient dispatch and combine (2 per MoE layer)", g_ep, sent, 2,
+          per::moe_layer);
+  out.row(ck::all_to_all, cph::backward, "recomputed forward dispatch and combine", g_ep, sent, 2,
+          per::recomputed_moe_layer);
 }
 
 // -- PP (§4.2.3) --
@@ -705,7 +721,8 @@ comm_report summarize(const job_spec& job, bool reference) {
   x.placement[g_dp] = placement_for(dec, bit(parallel_dim::dp) | bit(parallel_dim::cp), gpn, p.cp > 1 ? "dp-cp" : "dp");
   x.placement[g_pp] = placement_for(dec, bit(parallel_dim::pp), gpn, "pp");
   x.placement[g_emb] = embedding_placement(dec, gpn);
-  x.size = {p.tp, p.cp, p.ep, p.dp * p.cp, size_div(p.dp * p.cp, p.ep), p.pp, p.pp > 1 ? 2 : 1, job.num_gpus, p.tp * p.pp};
+  x.size = {p.tp, p.cp, p.ep, p.dp * p.cp, size_div(p.dp * p.cp, p.ep), p.pp, p.pp > 1 ? 2 : 1, job.num_gpus,
+            p.tp * p.pp};
   if (p.cp > 1) x.dp_name = "dp-cp";
   const std::int64_t edp = x.size[g_edp];
   x.num_groups = {p.cp * p.dp * p.pp, p.tp * p.dp * p.pp, p.tp * p.pp * edp, p.tp * p.pp, p.tp * p.pp * p.ep,

@@ -104,11 +104,12 @@ group_placement scan_placement(const std::vector<std::vector<std::int64_t>>& gro
     if (!even || (!first && (k != p.num_nodes || m != p.gpus_per_node))) {
       std::vector<std::string> names;
       for (auto r : g) names.push_back(device_name(r, gpn));
-      throw input_error("the " + std::string(name) + " group [" + fmt::format("{}", fmt::join(names, " ")) + "] cannot be placed: its GPUs spread "
-                        "unevenly over nodes of " + std::to_string(gpn) + " GPUs (--gpus-per-node); trainplan "
-                        "models groups with the same number of GPUs on every node they span: choose sizes "
-                        "(--tensor-model-parallel-size, --context-parallel-size, --expert-model-parallel-size, "
-                        "--pipeline-model-parallel-size) or a --rank-order that divide or are multiples of it");
+      throw input_error(fmt::format(
+          "the {} group [{}] cannot be placed: its GPUs spread unevenly over nodes of {} GPUs (--gpus-per-node); "
+          "trainplan models groups with the same number of GPUs on every node they span: choose sizes "
+          "(--tensor-model-parallel-size, --context-parallel-size, --expert-model-parallel-size, "
+          "--pipeline-model-parallel-size) or a --rank-order that divide or are multiples of it",
+          name, fmt::join(names, " "), gpn));
     }
     first = false;
     p.num_nodes = k;

@@ -35,12 +35,27 @@ std::string nearest_name(std::string_view name, const std::vector<std::string>& 
   }
   // Suggest only when at most a third of the name would change (at least one edit allowed).
   const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
-  return best_distance <= limit ? best : std::string();
+  if (best_distance <= limit) return best;
+  // Else the shortest name that begins with it ("jean-zay" → "jean-zay-a100", "--micro-batch" →
+  // "--micro-batch-size"), for a start long enough to mean something: four characters after any dashes.
+  best.clear();
+  if (name.size() - std::min(name.find_first_not_of('-'), name.size()) >= 4) {
+    for (const auto& c : candidates) {
+      if (c.size() > name.size() && c.compare(0, name.size(), name) == 0 && (best.empty() || c.size() < best.size())) {
+        best = c;
+      }
+    }
+  }
+  return best;
 }
 
 std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
   const std::string n = nearest_name(name, candidates);
-  return n.empty() ? std::string() : " (did you mean '" + n + "'?)";
+  if (n.empty()) return {};
+  std::string s = " (did you mean '";
+  s += n;
+  s += "'?)";
+  return s;
 }
 
 namespace detail {

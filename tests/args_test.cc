@@ -505,6 +505,15 @@ TEST(ArgsBadInput, UnknownGpuAndClusterSuggest) {
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--cluster", "dgx-h10"}),
             "unknown cluster 'dgx-h10' (did you mean 'dgx-h100'?)");
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--cluster", "jean-zay-a10"}), HasSubstr("did you mean 'jean-zay-a100'?"));
+  // A name cut short is too far in edits but begins a known one: the shortest such is suggested.
+  EXPECT_THAT(error_of({"--model", "llama2-7b", "--cluster", "jean-zay"}), HasSubstr("did you mean 'jean-zay-a100'?"));
+}
+
+TEST(ArgsBadInput, ShortenedNamesSuggestTheShortestCompletion) {
+  EXPECT_EQ(nearest_name("jean-zay", {"dgx-a100", "jean-zay-v100-32gb", "jean-zay-a100"}), "jean-zay-a100");
+  EXPECT_EQ(nearest_name("--micro-batch", {"--micro-batch-size", "--global-batch-size"}), "--micro-batch-size");
+  EXPECT_EQ(nearest_name("--mic", {"--micro-batch-size"}), "");  // three letters: too short to guess from
+  EXPECT_EQ(nearest_name("zzzzzzzz", {"dgx-a100", "jean-zay-a100"}), "");
 }
 
 TEST(ArgsBadInput, UnknownFlagSuggests) {
@@ -512,6 +521,7 @@ TEST(ArgsBadInput, UnknownFlagSuggests) {
             "unknown flag --tesnor-model-parallel-size (did you mean '--tensor-model-parallel-size'?); "
             "`trainplan help flags` lists them");
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--micro-batch-sizes", "2"}), HasSubstr("did you mean '--micro-batch-size'?"));
+  EXPECT_THAT(error_of({"--model", "llama2-7b", "--micro-batch", "2"}), HasSubstr("did you mean '--micro-batch-size'?"));
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--use-flash-attention", "2"}), HasSubstr("did you mean"));
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--framework", "deepsped"}),
               AllOf(StartsWith("--framework: unknown value 'deepsped'"), HasSubstr("did you mean 'deepspeed'?")));
@@ -587,7 +597,9 @@ TEST(ArgsBadInput, AbsurdSizesDoNotWrap) {
   const std::string big = error_of({"--num-layers", "16384", "--hidden-size", "4194304", "--num-attention-heads",
                                     "65536", "--ffn-hidden-size", "4194304", "--seq-length", "67108864",
                                     "--vocab-size", "67108864", "--num-gpus", "1"});
-  if (!big.empty()) EXPECT_THAT(big, HasSubstr("absurd"));
+  if (!big.empty()) {
+    EXPECT_THAT(big, HasSubstr("absurd"));
+  }
 }
 
 TEST(ArgsBadInput, NonNumericValues) {

@@ -398,11 +398,13 @@ TEST_F(HardwareClusterFileMessages, Structure) {
 
 TEST_F(HardwareClusterFileMessages, UnknownNames) {
   EXPECT_EQ(error("base: dgx-a10\n"), "F:1: unknown cluster 'dgx-a10' (did you mean 'dgx-a100'?)");
-  EXPECT_EQ(error("base: dgx-a100\ngpu: h100\n"), "F:2: unknown GPU 'h100'");
+  EXPECT_EQ(error("base: dgx-a100\ngpu: h100\n"), "F:2: unknown GPU 'h100' (did you mean 'h100-sxm5-80gb'?)");
   EXPECT_EQ(error("base: dgx-a100\ngpu:\n  base: mi300\n"), "F:3: unknown GPU 'mi300' (did you mean 'mi300x'?)");
   EXPECT_EQ(error("base: dgx-a100\ngpu:\n  sm_cout: 8\n"),
             "F:3: unknown key 'sm_cout' in 'gpu' (did you mean 'sm_count'?)");
-  EXPECT_EQ(error("base: dgx-a100\nefficiency:\n  inter: 0.5\n"), "F:3: unknown key 'inter' in 'efficiency'");
+  EXPECT_EQ(error("base: dgx-a100\nefficiency:\n  inter: 0.5\n"),
+            "F:3: unknown key 'inter' in 'efficiency' (did you mean 'inter_node'?)");  // the start of a name
+  EXPECT_EQ(error("base: dgx-a100\nefficiency:\n  bogus: 0.5\n"), "F:3: unknown key 'bogus' in 'efficiency'");
   EXPECT_EQ(error("base: dgx-a100\nefficiency:\n  internode: 0.5\n"),
             "F:3: unknown key 'internode' in 'efficiency' (did you mean 'inter_node'?)");
 }

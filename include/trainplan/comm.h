@@ -190,9 +190,9 @@ struct comm_report {
   const comm_dimension& operator[](parallel_dim d) const { return dimensions[static_cast<std::size_t>(d)]; }
 };
 
-/// The per-dimension summary without group lists: the fast path (§4.4; under 1 µs). Allocates nothing
-/// for regular layouts: stages that communicate alike are evaluated once, each group's link rates are
-/// worked out once, and a collective is priced once per distinct buffer.
+/// The per-dimension summary without group lists: the fast path (§4.4). Allocates nothing for regular
+/// layouts: stages that communicate alike are evaluated once as a class, a collective is priced once
+/// per (group, kind) and each call's time is a multiply-add.
 comm_report summarize_comm(const job_spec& job);
 /// The summary plus every group of every dimension.
 comm_report analyze_comm(const job_spec& job);

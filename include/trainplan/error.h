@@ -15,7 +15,8 @@ class input_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The candidate closest to `name` by edit distance, or "" when none is close enough to suggest.
+/// The candidate closest to `name` by edit distance; else the shortest that begins with `name` (four
+/// characters or more after any dashes); "" when none is close enough to suggest.
 std::string nearest_name(std::string_view name, const std::vector<std::string>& candidates);
 
 /// " (did you mean 'x'?)" or "" — appended to unknown-name messages.
