@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "trainplan/args.h"
 #include "trainplan/comm.h"
 #include "trainplan/error.h"
@@ -268,6 +271,21 @@ int run(int argc, char** argv) {
     app.parse(reversed);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError&) {
+    // CLI11 2.1 names the extras in reverse order (it joins remaining() with rjoin): name them as given.
+    std::vector<std::string> extras = app.remaining();
+    std::string where = "trainplan";
+    for (auto& [sub, c] : subs) {
+      if (!sub->parsed()) continue;
+      const std::vector<std::string> r = sub->remaining();
+      extras.insert(extras.end(), r.begin(), r.end());
+      where += " " + std::string(c->name);
+    }
+    const std::string message =
+        fmt::format("{} not expected: {}; `{} --help` lists what it takes",
+                    extras.size() > 1 ? "these arguments were" : "this argument was", fmt::join(extras, " "), where);
+    std::fprintf(stderr, "trainplan: error: %s\n", message.c_str());
+    return 2;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     std::fprintf(stderr, "trainplan: error: %s\n", e.what());

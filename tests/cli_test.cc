@@ -59,8 +59,12 @@ run_result run(const std::vector<std::string>& args) {
   const std::string err_path =
       ::testing::TempDir() + "cli_test_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
   std::string cmd = shell_quote(TRAINPLAN_BINARY);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " 2>" + shell_quote(err_path);
+  for (const auto& a : args) {
+    cmd += ' ';
+    cmd += shell_quote(a);
+  }
+  cmd += " 2>";
+  cmd += shell_quote(err_path);
   run_result r;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) {
@@ -244,6 +248,12 @@ void expect_error(const std::vector<std::string>& args, const std::string& names
   EXPECT_THAT(r.err, HasSubstr(names));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;  // one line, no stack trace
   EXPECT_EQ(r.out, "");
+}
+
+TEST(CliErrors, UnexpectedArgumentsAreNamedInTheOrderGiven) {
+  expect_error({"models", "--foo", "--bar"},
+               "these arguments were not expected: --foo --bar; `trainplan models --help` lists what it takes");
+  expect_error({"models", "extra"}, "this argument was not expected: extra");
 }
 
 TEST(CliErrors, BadInputExitsTwoNamingTheFlag) {
