@@ -4,6 +4,7 @@
 #include "report_detail.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -18,12 +19,7 @@ using detail::whole_bytes;
 
 namespace {
 
-
-std::string shape(std::initializer_list<std::int64_t> dims) {
-  std::string s = "[";
-  for (auto d : dims) s += (s.size() > 1 ? "," : "") + std::to_string(d);
-  return s + "]";
-}
+std::string shape(std::initializer_list<std::int64_t> dims) { return fmt::format("[{}]", fmt::join(dims, ",")); }
 
 json model_fields(const model_spec& m) {
   json j;

@@ -80,11 +80,11 @@ std::string group_line(const std::vector<std::int64_t>& members, std::int64_t gp
   std::string s = "[";
   for (std::size_t i = 0; i < members.size(); ++i) {
     if (i == 8 && members.size() > 10) {
-      s += fmt::format(" … {} more", members.size() - 9);
-      s += " " + device_name(members.back(), gpus_per_node);
+      s += fmt::format(" … {} more {}", members.size() - 9, device_name(members.back(), gpus_per_node));
       break;
     }
-    s += (i ? " " : "") + device_name(members[i], gpus_per_node);
+    if (i > 0) s += ' ';
+    s += device_name(members[i], gpus_per_node);
   }
   return s + "]";
 }
