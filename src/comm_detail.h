@@ -1,6 +1,6 @@
-// Internals of the communication module shared by its three files: rank placement
-// (src/comm_groups.cc, docs/formulas.md §4.1), collective pricing (src/comm_time.cc, §4.3) and the
-// traffic tables with the summary (src/comm.cc, §4.2 and §4.4).
+// Internals of the communication module shared by its four files: rank placement
+// (src/comm_groups.cc, docs/formulas.md §4.1), collective pricing (src/comm_time.cc, §4.3), the stage
+// classes (src/comm_stages.cc, §4.4) and the traffic tables with the summary (src/comm.cc, §4.2, §4.4).
 #pragma once
 
 #include <algorithm>
@@ -150,6 +150,75 @@ inline group_placement embedding_placement(const rank_generator& g, std::int64_t
   }
   return embedding_placement_by_scan(g, gpn);
 }
+
+// ---- stage classes (§4.4, src/comm_stages.cc) ----------------------------------------------------
+
+/// What a collective's calls per iteration on a GPU of a pipeline stage are proportional to (§4.2):
+/// each uniform row of a traffic table is `times` × one of these.
+enum class per : std::uint8_t {
+  layer,                 ///< transformer layers of the stage × m micro-batches
+  recomputed_layer,      ///< layers recomputed (full recomputation) × m
+  moe_layer,             ///< MoE layers × m
+  recomputed_moe_layer,  ///< recomputed MoE layers × m
+  first_stage,           ///< m on the first stage, 0 elsewhere
+  last_stage,            ///< m on the last stage, 0 elsewhere
+  chunk_boundary,        ///< (2v − [first stage] − [last stage]) × m: PP sends (or receives) of v model chunks
+  end_stage,             ///< 1 on the first and on the last stage (the tied-embedding all-reduce)
+  iteration,             ///< 1 on every stage
+};
+constexpr std::size_t kNumPer = 9;
+
+/// Pipeline stages that communicate alike (same layers, parameters, ends), with how many there are.
+struct stage_class {
+  std::int64_t first_stage;
+  std::int64_t num_stages;
+  std::int64_t layers;
+  std::int64_t moe_layers;
+  bool first;  ///< holds the embedding
+  bool last;   ///< holds the output layer and the loss
+  double dense_params;   ///< on one GPU, replicated over DP×CP
+  double expert_params;  ///< on one GPU, replicated over expert-DP
+  double units;          ///< ZeRO-3/FSDP gather units: one per layer, the embedding, the output/root module
+  double gpus;           ///< GPUs of the class: num_stages × GPUs per stage
+  std::array<double, kNumPer> per;  ///< per iteration on one GPU, indexed by `per`
+};
+
+/// The stage classes of one analysis: up to kInline held in place, more (irregular layouts with many
+/// distinct stages) spill to the heap.
+class class_list {
+ public:
+  static constexpr std::size_t kInline = 8;
+  class_list() {}
+  class_list(const class_list&) = delete;
+  class_list& operator=(const class_list&) = delete;
+  ~class_list() {}
+  std::size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const stage_class* begin() const { return data(); }
+  const stage_class* end() const { return data() + n_; }
+  stage_class& back() { return (spill_.empty() ? inline_ : spill_.data())[n_ - 1]; }
+  /// A new class at the end, its fields unset: the caller writes every one.
+  stage_class& append() {
+    if (spill_.empty() && n_ < kInline) return inline_[n_++];
+    if (spill_.empty()) spill_.assign(inline_, inline_ + kInline);
+    ++n_;
+    return spill_.emplace_back();
+  }
+
+ private:
+  const stage_class* data() const { return spill_.empty() ? inline_ : spill_.data(); }
+  union {
+    stage_class inline_[kInline];  ///< the first n_ are set (left uninitialised: nothing to construct)
+  };
+  std::vector<stage_class> spill_;
+  std::size_t n_ = 0;
+};
+
+/// The pipeline stages of `job`, grouped into classes of adjacent stages that communicate alike when
+/// `merge` (the summary), one class per stage otherwise (the reference); `params` are its parameter counts
+/// for its TP size (count_parameters).
+void stage_classes(const job_spec& job, const parameter_breakdown& params, std::int64_t microbatches, bool merge,
+                   class_list& classes);
 
 // ---- pricing (§4.3) ------------------------------------------------------------------------------
 

@@ -1,0 +1,146 @@
+// Pipeline stages grouped into classes that communicate alike, with the per-stage quantities the
+// traffic tables count calls by (docs/formulas.md §4.4).
+#include <algorithm>
+#include <vector>
+
+#include "checked.h"
+#include "comm_detail.h"
+
+namespace trainplan::detail {
+
+namespace {
+
+/// Parameters of one layer on one GPU (§2.4: column/row-parallel weights split by t, norms and
+/// row-parallel biases replicated; routed experts split by EP, then by expert-TP = t).
+std::pair<double, double> layer_params_on_gpu(const model_spec& m, const layer_parameters& l, std::int64_t tp,
+                                              std::int64_t ep, bool moe) {
+  const double dense = static_cast<double>(size_div(l.qkv_weight + l.qkv_bias + l.proj_weight + l.fc1_weight +
+                                                     l.fc1_bias + l.fc2_weight, tp) +
+                                            l.norms() + l.proj_bias + l.fc2_bias + l.router);
+  double expert = 0;
+  if (moe) {
+    const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
+    const std::int64_t fe = m.moe.expert_ffn_hidden_size;
+    const std::int64_t h = m.hidden_size;
+    const std::int64_t split = h * fe * gate + (m.add_bias_linear ? fe * gate : 0) + fe * h;
+    expert = static_cast<double>(size_div(m.moe.num_experts, ep) * (size_div(split, tp) + (m.add_bias_linear ? h : 0)));
+  }
+  return {dense, expert};
+}
+
+/// What a stage class is made of, from the job once: a class follows from (layers, MoE layers, first,
+/// last) and the number of stages in it.
+struct class_maker {
+  double mb;              ///< micro-batches per iteration
+  double chunks;          ///< model chunks per pipeline rank (v)
+  double gpus_per_stage;
+  double dense_layer;     ///< parameters of a dense layer on one GPU
+  double moe_dense;       ///< the replicated part of an MoE layer (attention, norms, router)
+  double moe_expert;      ///< the routed experts of an MoE layer on one GPU
+  double embedding;       ///< the first stage's embedding parameters
+  double last_extra;      ///< the last stage's final norm, output shard or tied copy
+  bool full_recompute;
+  bool uniform_recompute;
+  std::int64_t block_layers;  ///< block recomputation: layers recomputed per rank
+
+  void operator()(stage_class& c, std::int64_t stage, std::int64_t count, std::int64_t layers, std::int64_t moe_layers,
+                  bool first, bool last) const {
+    // §4.2.1: uniform recomputes every layer; block the first N layers of each model chunk.
+    const std::int64_t rec = !full_recompute ? 0 : uniform_recompute ? layers : std::min(layers, block_layers);
+    const std::int64_t rec_moe = rec == layers ? moe_layers : size_div(moe_layers * rec, layers);
+    const double dense = static_cast<double>(layers - moe_layers) * dense_layer +
+                         static_cast<double>(moe_layers) * moe_dense + (first ? embedding : 0.0) +
+                         (last ? last_extra : 0.0);
+    c.first_stage = stage;
+    c.num_stages = count;
+    c.layers = layers;
+    c.moe_layers = moe_layers;
+    c.first = first;
+    c.last = last;
+    c.dense_params = dense;
+    c.expert_params = static_cast<double>(moe_layers) * moe_expert;
+    c.units = static_cast<double>(layers + (first || last ? 1 : 0));
+    c.gpus = gpus_per_stage * static_cast<double>(count);
+    // Per micro-batch each model chunk sends its output forward and its input gradient backward; the
+    // first chunk of stage 0 receives nothing forward and the last chunk of the last stage sends nothing.
+    const double boundaries = 2 * chunks - (first ? 1 : 0) - (last ? 1 : 0);
+    c.per = {static_cast<double>(layers) * mb, static_cast<double>(rec) * mb, static_cast<double>(moe_layers) * mb,
+             static_cast<double>(rec_moe) * mb, first ? mb : 0.0, last ? mb : 0.0, boundaries * mb,
+             first || last ? 1.0 : 0.0, 1.0};
+  }
+};
+
+}  // namespace
+
+void stage_classes(const job_spec& job, const parameter_breakdown& params, std::int64_t microbatches, bool merge,
+                   class_list& classes) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const training_config& t = job.training;
+  const auto dense_layer = layer_params_on_gpu(m, params.dense_layer, p.tp, p.ep, false);
+  const auto moe_layer = m.is_moe() ? layer_params_on_gpu(m, params.moe_layer, p.tp, p.ep, true) : std::pair{0.0, 0.0};
+  const double word = static_cast<double>(size_div(params.word_embeddings, p.tp));
+  const double embedding = word + static_cast<double>(params.position_embeddings + params.embedding_norm);
+  const bool deepspeed = t.framework == framework_kind::deepspeed;
+  double last_extra = static_cast<double>(params.final_norm + size_div(params.output_layer, p.tp));
+  if (m.tie_embeddings && p.pp > 1) last_extra += deepspeed ? embedding : word;
+  const class_maker make{static_cast<double>(microbatches),
+                         static_cast<double>(p.vpp),
+                         static_cast<double>(p.tp * p.cp * p.dp),  // GPUs per stage
+                         dense_layer.first + dense_layer.second,
+                         moe_layer.first,
+                         moe_layer.second,
+                         embedding,
+                         last_extra,
+                         t.recompute == recompute_granularity::full,
+                         t.recompute_method_ == recompute_method::uniform,
+                         t.recompute_num_layers * p.vpp};
+  auto add = [&](std::int64_t stage, std::int64_t count, std::int64_t layers, std::int64_t moe_layers, bool first,
+                 bool last) __attribute__((always_inline)) {
+    // Everything follows from (layers, MoE layers, first, last): a stage like the one before joins its class.
+    if (merge && !classes.empty()) {
+      stage_class& b = classes.back();
+      if (b.layers == layers && b.moe_layers == moe_layers && b.first == first && b.last == last) {
+        b.num_stages += count;
+        b.gpus = make.gpus_per_stage * static_cast<double>(b.num_stages);  // `per` is per GPU: unchanged
+        return;
+      }
+    }
+    make(classes.append(), stage, count, layers, moe_layers, first, last);
+  };
+  // Every layer alike (§2.2): the first stage, the pp − 2 middle ones and the last, as pipeline_layout
+  // counts their layers, without walking the stages. finalize_job leaves no stage empty, so DeepSpeed's
+  // partition_uniform gives every stage but the last a whole ceil-sized chunk.
+  const bool all_alike = !m.is_moe() || (m.moe.layer_freq == 1 && m.moe.first_dense_layers == 0);
+  if (merge && all_alike) {
+    const std::int64_t emb = p.embedding_as_stage ? 1 : 0;  // each embedding takes a layer slot of its stage
+    const std::int64_t items = m.num_layers + 2 * emb;
+    std::int64_t n_first = 0, n_middle = 0, n_last = 0;
+    if (p.vpp > 1) {
+      n_first = n_middle = n_last = p.num_layers_per_virtual_stage * p.vpp;
+    } else if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
+      const std::int64_t first_n = std::max<std::int64_t>(0, p.first_stage_layers);
+      const std::int64_t last_n = std::max<std::int64_t>(0, p.last_stage_layers);
+      const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
+      n_middle = middle_stages > 0 ? size_div(m.num_layers - first_n - last_n, middle_stages) : 0;
+      n_first = p.first_stage_layers >= 0 ? first_n : n_middle;
+      n_last = p.last_stage_layers >= 0 ? last_n : n_middle;
+    } else {
+      n_middle = deepspeed ? ceil_div(items, p.pp) : size_div(items, p.pp);
+      n_first = n_middle - emb - (p.pp == 1 ? emb : 0);
+      n_last = items - n_middle * (p.pp - 1) - emb;
+    }
+    const auto moe = [&](std::int64_t n) { return m.is_moe() ? n : 0; };
+    make(classes.append(), 0, 1, n_first, moe(n_first), true, p.pp == 1);
+    if (p.pp > 2) make(classes.append(), 1, p.pp - 2, n_middle, moe(n_middle), false, false);
+    if (p.pp > 1) make(classes.append(), p.pp - 1, 1, n_last, moe(n_last), false, true);
+    return;
+  }
+  thread_local std::vector<stage_layout> stages;  // reused: no allocation once it has held pp stages
+  pipeline_layout(job, stages);
+  for (const stage_layout& st : stages) {
+    add(st.stage, 1, st.num_layers, st.num_moe_layers, st.has_embedding, st.has_output);
+  }
+}
+
+}  // namespace trainplan::detail
