@@ -48,8 +48,7 @@ struct link_rate {
   const collective_traits& t = traits(kind);
   const double nd = static_cast<double>(n);
   const double steps = kind == collective_kind::send_recv ? 1.0 : t.ring_steps_per_rank * (nd - 1);
-  const double factor = t.factor_n_minus_1_over_n * (nd - 1) / nd + t.factor_constant;
-  const detail::linear_cost ring{steps * link.latency_s, factor * share * link.s_per_byte, t.algorithm};
+  const detail::linear_cost ring{steps * link.latency_s, bus_factor(kind, n) * share * link.s_per_byte, t.algorithm};
   if (kind != collective_kind::all_reduce) return {ring, ring};
   const auto log2n = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(n - 1)));  // ⌈log2 n⌉
   return {ring, {2.0 * log2n * link.latency_s, 2.0 * share * link.s_per_byte, "tree"}};
