@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "trainplan/calibration.h"
 #include "trainplan/comm.h"
 #include "local_flags.h"
 #include "trainplan/error.h"
@@ -32,6 +33,7 @@ struct job_builder {
       intra_latency_us, inter_latency_us;
   std::optional<std::int64_t> gpu_usable_gib, context_mib;  // as bytes
   std::int64_t nics_per_node = 0;
+  std::string calibration_path;  // --calibration
   std::vector<std::string> ignored;
   bool launch = false;
   std::string preset;
@@ -407,6 +409,9 @@ const std::vector<flag_def>& flag_table() {
                       [](job_builder& b, const std::string& v, const std::string& f) { b.intra_latency_us = to_positive(v, f); }));
     t.push_back(value("--inter-node-latency-us", "", "US", "the cluster's", "hardware", "latency per algorithm step, µs",
                       [](job_builder& b, const std::string& v, const std::string& f) { b.inter_latency_us = to_positive(v, f); }));
+    t.push_back(value("--calibration", "", "FILE", "(none: datasheet rates and catalog efficiencies)", "hardware",
+                      "trainplan-bench profile: its measured GEMMs, HBM copy rate and link sweeps replace the defaults",
+                      [](job_builder& b, const std::string& v, const std::string&) { b.calibration_path = v; }));
     t.push_back(value("--cuda-context-mib", "", "MIB", "the GPU's", "hardware", "CUDA context + library workspaces, MiB",
                       [](job_builder& b, const std::string& v, const std::string& f) { b.context_mib = to_bytes(v, f, 1048576.0, false); }));
     return t;
@@ -716,6 +721,9 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
   if (b.intra_latency_us) c.intra_node_latency_s = *b.intra_latency_us * 1e-6;
   if (b.inter_latency_us) c.inter_node_latency_s = *b.inter_latency_us * 1e-6;
   if (b.context_mib) c.gpu.cuda_context_bytes = *b.context_mib;
+  if (!b.calibration_path.empty()) {  // after every override: it is checked against the job's GPU (§6.4)
+    apply_calibration(c, load_calibration(b.calibration_path), b.calibration_path);
+  }
   if (b.gpus_per_node != 0) {
     if (b.gpus_per_node < 1) throw input_error("--gpus-per-node must be a positive integer, got " + std::to_string(b.gpus_per_node));
     c.gpus_per_node = b.gpus_per_node;

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 
+#include "trainplan/calibration.h"
 #include "trainplan/model.h"
 
 namespace trainplan {
@@ -63,6 +64,48 @@ bool fused_softmax_applies(std::int64_t sq, std::int64_t sk, std::int64_t b, std
   return sk > 16 && sk <= 4096 && sq % 4 == 0 && (b * np) % 4 == 0;
 }
 
+/// Calls f(gemm, is_attention_bmm) for every GEMM of one transformer layer's forward pass for one
+/// micro-batch on one GPU, in the order the layer runs them (§5.1): QKV, the attention core's two
+/// batched GEMMs (not with flash attention), the output projection, then the MLP, or the router,
+/// the local experts (balanced routing) and the shared experts.
+template <typename F>
+void for_each_layer_gemm(const job_spec& job, bool moe_layer, F&& f) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const std::int64_t t = p.tp;
+  const std::int64_t b = job.training.micro_batch_size;
+  const std::int64_t s = m.seq_length;
+  const std::int64_t sq = s / p.cp;
+  const std::int64_t tokens = b * sq;
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t np = m.num_attention_heads / t;
+  const std::int64_t dh = m.kv_channels;
+  f(named_gemm{"qkv", {tokens, (m.q_width() + 2 * m.kv_width()) / t, h, 1}}, false);
+  if (!job.training.flash_attention) {
+    f(named_gemm{"attention_scores", {sq, s, dh, b * np}}, true);   // Q·Kᵀ
+    f(named_gemm{"attention_context", {sq, dh, s, b * np}}, true);  // P·V
+  }
+  f(named_gemm{"attention_out", {tokens, h, m.q_width() / t, 1}}, false);
+  const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
+  auto dense_mlp = [&](std::int64_t ffn, std::string_view up, std::string_view down) {
+    f(named_gemm{up, {tokens, gate * ffn / t, h, 1}}, false);
+    f(named_gemm{down, {tokens, h, ffn / t, 1}}, false);
+  };
+  if (!moe_layer) {
+    dense_mlp(m.ffn_hidden_size, "mlp_up", "mlp_down");
+    return;
+  }
+  const moe_spec& x = m.moe;
+  f(named_gemm{"router", {tokens, x.num_experts, h, 1}}, false);
+  const std::int64_t local_experts = x.num_experts / p.ep;
+  // Balanced routing: each local expert sees ep·tokens·topk / experts rows (§5.1).
+  const std::int64_t rows = std::max<std::int64_t>(1, p.ep * tokens * x.router_topk / x.num_experts);
+  const std::int64_t fe = x.expert_ffn_hidden_size;
+  f(named_gemm{"expert_up", {rows, gate * fe / t, h, local_experts}}, false);
+  f(named_gemm{"expert_down", {rows, h, fe / t, local_experts}}, false);
+  if (x.shared_expert_ffn_hidden_size > 0) dense_mlp(x.shared_expert_ffn_hidden_size, "shared_expert_up", "shared_expert_down");
+}
+
 }  // namespace
 
 compute_efficiency effective_compute_efficiency(const gpu_spec& gpu) {
@@ -89,6 +132,7 @@ void effective_compute_efficiency(const gpu_spec& gpu, compute_efficiency& e) {
   take(e.memory_bandwidth_fraction, o.memory_bandwidth_fraction);
   take(e.kernel_overhead_s, o.kernel_overhead_s);
   take(e.unfused_softmax_factor, o.unfused_softmax_factor);
+  if (o.measured) e.measured = o.measured;
 }
 
 gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& s) {
@@ -113,7 +157,18 @@ gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dt
   const double prologue = k / (k + e.k_half);
   const double ramp = out.flops / (out.flops + e.ramp_flops);
   out.efficiency = best * align * prologue * ramp;
+  // A calibration profile's measurements correct the model where they were taken (§6.4).
+  if (e.measured) out.efficiency *= e.measured->correction(d, s.m, s.n, s.k, s.batch);
   out.time_s = out.flops / (gpu.peak_flops(d) * out.efficiency) + e.kernel_overhead_s;
+  return out;
+}
+
+std::vector<named_gemm> layer_gemm_shapes(const job_spec& job, bool moe_layer) {
+  std::vector<named_gemm> out;
+  for_each_layer_gemm(job, moe_layer, [&](const named_gemm& g, bool) { out.push_back(g); });
+  const model_spec& m = job.model;
+  const std::int64_t tokens = job.training.micro_batch_size * m.seq_length / job.parallel.cp;
+  out.push_back({"logits", {tokens, padded_vocab(m, job.parallel.tp) / job.parallel.tp, m.hidden_size, 1}});
   return out;
 }
 
@@ -133,8 +188,16 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
   const std::int64_t dh = m.kv_channels;
   unit_time u;
 
-  // Attention (§5.1): QKV, core, projection.
-  add_gemm(gpu, e, d, {tokens, (m.q_width() + 2 * m.kv_width()) / t, h}, u, &pass_time::gemm_s);
+  // Every GEMM of the layer (§5.1), in one account with the bench's shapes (layer_gemm_shapes). The
+  // batched attention GEMMs run slower than dense ones of the same FLOPs (attention_bmm_factor).
+  const double bmm_scale = 1.0 / e.attention_bmm_factor;
+  for_each_layer_gemm(job, moe_layer, [&](const named_gemm& g, bool attention) {
+    if (attention) {
+      add_gemm(gpu, e, d, g.shape, u, &pass_time::attention_s, bmm_scale);
+    } else {
+      add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s);
+    }
+  });
   if (job.training.flash_attention) {
     // Flash attention: one fused kernel; causal masking skips half the tiles; backward ≈ 2.5× forward
     // (it recomputes the scores; Dao 2023).
@@ -145,9 +208,6 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
     u.backward.attention_s += 2.5 * 0.5 * flops / rate + e.kernel_overhead_s;
     u.backward.flops += 2 * flops;
   } else {
-    const double scale = 1.0 / e.attention_bmm_factor;
-    add_gemm(gpu, e, d, {sq, s, dh, b * np}, u, &pass_time::attention_s, scale);  // Q·Kᵀ
-    add_gemm(gpu, e, d, {sq, dh, s, b * np}, u, &pass_time::attention_s, scale);  // P·V
     // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the
     // probabilities and a 1-byte mask (§5.3).
     const double scores = static_cast<double>(b) * np * sq * s;
@@ -158,31 +218,21 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
     add_memory(gpu, e, softmax_bytes, fused ? 1 : 3, u, &pass_time::attention_s);
     if (m.attention_dropout > 0) add_memory(gpu, e, (2 * eb + 1) * scores, 1, u, &pass_time::attention_s);
   }
-  add_gemm(gpu, e, d, {tokens, h, m.q_width() / t}, u, &pass_time::gemm_s);
 
-  // MLP or experts.
+  // Activation-function inputs (elements) of the MLP or experts, and the routed tokens' permutation.
   const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
-  double act_elems = 0;  // activation-function inputs, elements
-  auto dense_mlp = [&](std::int64_t ffn) {
-    add_gemm(gpu, e, d, {tokens, gate * ffn / t, h}, u, &pass_time::gemm_s);
-    add_gemm(gpu, e, d, {tokens, h, ffn / t}, u, &pass_time::gemm_s);
-    act_elems += static_cast<double>(tokens) * gate * ffn / t;
-  };
+  double act_elems = 0;
+  auto dense_mlp_elems = [&](std::int64_t ffn) { act_elems += static_cast<double>(tokens) * gate * ffn / t; };
   if (moe_layer) {
     const moe_spec& x = m.moe;
-    add_gemm(gpu, e, d, {tokens, x.num_experts, h}, u, &pass_time::gemm_s);  // router
     const std::int64_t local_experts = x.num_experts / p.ep;
-    // Balanced routing: each local expert sees ep·tokens·topk / experts rows (§5.1).
     const std::int64_t rows = std::max<std::int64_t>(1, p.ep * tokens * x.router_topk / x.num_experts);
-    const std::int64_t f = x.expert_ffn_hidden_size;
-    add_gemm(gpu, e, d, {rows, gate * f / t, h, local_experts}, u, &pass_time::gemm_s);
-    add_gemm(gpu, e, d, {rows, h, f / t, local_experts}, u, &pass_time::gemm_s);
-    act_elems += static_cast<double>(rows) * local_experts * gate * f / t;
+    act_elems += static_cast<double>(rows) * local_experts * gate * x.expert_ffn_hidden_size / t;
     // Permute and un-permute the routed tokens.
     add_memory(gpu, e, 4 * eb * static_cast<double>(tokens) * x.router_topk * h, 2, u);
-    if (x.shared_expert_ffn_hidden_size > 0) dense_mlp(x.shared_expert_ffn_hidden_size);
+    if (x.shared_expert_ffn_hidden_size > 0) dense_mlp_elems(x.shared_expert_ffn_hidden_size);
   } else {
-    dense_mlp(m.ffn_hidden_size);
+    dense_mlp_elems(m.ffn_hidden_size);
   }
   // Activation function (fused with its bias): read the input, write the output (gated: half as wide).
   add_memory(gpu, e, eb * act_elems * (gate == 2 ? 1.5 : 2.0), 1, u);

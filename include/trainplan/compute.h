@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "trainplan/hardware.h"
@@ -33,6 +34,16 @@ struct gemm_estimate {
   double efficiency = 0;  ///< achieved / dense peak, all factors together
   double time_s = 0;      ///< including the per-kernel overhead
 };
+
+/// One GEMM of a layer, named as the bench and the reports show it ("qkv", "mlp_up", "logits", ...).
+struct named_gemm {
+  std::string_view name;
+  gemm_shape shape;  ///< forward; its backward runs (m, k, n) for the input gradient and (k, n, m) for the weight gradient
+};
+/// The forward GEMMs of one transformer layer (dense, or MoE with `moe_layer`) and the output layer's
+/// logits GEMM, for one micro-batch on one GPU of a finalized job: the shapes the compute model times
+/// (§5.1) and trainplan-bench measures.
+std::vector<named_gemm> layer_gemm_shapes(const job_spec& job, bool moe_layer);
 
 /// One GEMM timed as FLOPs ÷ (peak × efficiency) + overhead, efficiency from the best tile's tile and
 /// wave quantization, alignment, the reduction-length prologue and the small-problem ramp (§5.2).

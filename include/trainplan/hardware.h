@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,8 @@ struct gemm_tile {
   double peak_fraction = 0;  ///< of the dense peak, for a problem that fills every tile and wave
 };
 
+struct measured_gemm_table;  // trainplan/calibration.h
+
 /// How close the GPU gets to its peaks (docs/formulas.md §5.2, §5.3). A zero field means "the catalog
 /// default for this GPU" (src/compute_defaults.cc, one table); a calibration file or a cluster file
 /// sets any of them.
@@ -37,6 +40,8 @@ struct compute_efficiency {
   double memory_bandwidth_fraction = 0;  ///< elementwise kernels' achieved / datasheet bandwidth
   double kernel_overhead_s = 0;          ///< launch and tail of one kernel
   double unfused_softmax_factor = 0;     ///< softmax slowdown when the fused kernel's shape rule fails
+  /// GEMMs measured by trainplan-bench (a calibration profile, §6.4); null: the model alone.
+  std::shared_ptr<const measured_gemm_table> measured;
 };
 
 /// One GPU model. Peak rates are dense (no structured sparsity).
