@@ -1,0 +1,217 @@
+// The bench's arithmetic (docs/bench.md): sweeps, nccl-tests' bandwidths, checked values, slow ranks.
+#include "bench_stats.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "trainplan/error.h"
+
+namespace trainplan::bench {
+
+namespace {
+constexpr std::int64_t kElementBytes = 4;  // float32, as nccl-tests' default -d float
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
+}  // namespace
+
+std::int64_t parse_size(const std::string& text, std::string_view flag) {
+  std::string t = text;
+  std::int64_t unit = 1;
+  if (!t.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(t.back()))) {
+      case 'K': unit = std::int64_t{1} << 10; break;
+      case 'M': unit = std::int64_t{1} << 20; break;
+      case 'G': unit = std::int64_t{1} << 30; break;
+      default: break;
+    }
+    if (unit != 1) t.pop_back();
+  }
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (t.empty() || used != t.size() || v <= 0) {
+    throw input_error(fmt::format("{} expects a positive size such as 64, 4K, 256M or 1G, got '{}'", flag, text));
+  }
+  if (v > kMaxBytes / unit) throw input_error(fmt::format("{}: {} is more than 1 TiB", flag, text));
+  return v * unit;
+}
+
+std::vector<std::int64_t> size_sweep(std::int64_t min_bytes, std::int64_t max_bytes, std::int64_t factor,
+                                     std::string_view flag) {
+  if (min_bytes <= 0 || max_bytes < min_bytes) {
+    throw input_error(fmt::format("{}: the smallest size must be positive and not above the largest ({} > {})", flag,
+                                  min_bytes, max_bytes));
+  }
+  if (factor < 2) throw input_error(fmt::format("--step-factor must be at least 2, got {}", factor));
+  std::vector<std::int64_t> out;
+  for (std::int64_t s = min_bytes; s <= max_bytes; s *= factor) {
+    out.push_back(s);
+    if (s > max_bytes / factor) break;
+  }
+  return out;
+}
+
+buffer_counts counts_for(collective_kind kind, std::int64_t bytes, std::int64_t ranks) {
+  const std::int64_t elems = std::max<std::int64_t>(1, bytes / kElementBytes);
+  buffer_counts c;
+  switch (kind) {
+    case collective_kind::all_reduce:
+    case collective_kind::broadcast:
+    case collective_kind::send_recv:
+      c.send = c.recv = elems;
+      break;
+    case collective_kind::all_gather: {  // S = the gathered output
+      const std::int64_t per = std::max<std::int64_t>(1, elems / ranks);
+      c.send = per;
+      c.recv = per * ranks;
+      break;
+    }
+    case collective_kind::reduce_scatter: {  // S = the input
+      const std::int64_t per = std::max<std::int64_t>(1, elems / ranks);
+      c.send = per * ranks;
+      c.recv = per;
+      break;
+    }
+    case collective_kind::all_to_all: {  // S = what each rank sends (= receives)
+      const std::int64_t per = std::max<std::int64_t>(1, elems / ranks);
+      c.send = c.recv = per * ranks;
+      break;
+    }
+  }
+  c.bytes = std::max(c.send, c.recv) * kElementBytes;
+  return c;
+}
+
+bandwidth bandwidth_of(collective_kind kind, std::int64_t ranks, double bytes, double time_s) {
+  bandwidth b;
+  if (time_s <= 0) return b;
+  b.algbw_bytes_per_s = bytes / time_s;
+  b.busbw_bytes_per_s = b.algbw_bytes_per_s * bus_factor(kind, ranks);
+  return b;
+}
+
+float send_value(collective_kind kind, std::int64_t rank, std::int64_t ranks, std::int64_t i, std::int64_t send_count) {
+  switch (kind) {
+    case collective_kind::all_reduce:
+    case collective_kind::reduce_scatter:
+      return static_cast<float>(rank + 1 + (i % 13));
+    case collective_kind::all_gather:
+    case collective_kind::send_recv:
+    case collective_kind::broadcast:
+      return static_cast<float>(rank * 17 + (i % 11));
+    case collective_kind::all_to_all: {  // chunk j goes to rank j
+      const std::int64_t per = send_count / ranks;
+      const std::int64_t to = i / per;
+      return static_cast<float>(rank * 1000 + to);
+    }
+  }
+  return 0;
+}
+
+float expected_value(collective_kind kind, std::int64_t rank, std::int64_t ranks, std::int64_t i, std::int64_t recv_count) {
+  switch (kind) {
+    case collective_kind::all_reduce:  // Σ_r (r + 1 + i%13)
+      return static_cast<float>(ranks * (ranks + 1) / 2 + ranks * (i % 13));
+    case collective_kind::reduce_scatter: {  // rank's chunk of the sum
+      const std::int64_t global = rank * recv_count + i;
+      return static_cast<float>(ranks * (ranks + 1) / 2 + ranks * (global % 13));
+    }
+    case collective_kind::all_gather: {  // chunk r from rank r
+      const std::int64_t per = recv_count / ranks;
+      const std::int64_t from = i / per;
+      return static_cast<float>(from * 17 + ((i - from * per) % 11));
+    }
+    case collective_kind::broadcast:
+      return static_cast<float>(0 * 17 + (i % 11));
+    case collective_kind::send_recv: {
+      const std::int64_t from = (rank - 1 + ranks) % ranks;
+      return static_cast<float>(from * 17 + (i % 11));
+    }
+    case collective_kind::all_to_all: {  // chunk j came from rank j
+      const std::int64_t per = recv_count / ranks;
+      return static_cast<float>((i / per) * 1000 + rank);
+    }
+  }
+  return 0;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<slow_finding> find_slow(const std::vector<rank_metric>& metrics, double threshold) {
+  std::vector<slow_finding> out;
+  std::vector<double> values;
+  for (const rank_metric& m : metrics) values.push_back(m.value);
+  const double med = median(values);
+  if (med <= 0) return out;
+  for (const rank_metric& m : metrics) {
+    if (m.value < med * (1 - threshold)) {
+      out.push_back({fmt::format("{} (rank {})", m.name, m.rank), m.value, med, 1 - m.value / med});
+    }
+  }
+  // Nodes: the mean of their ranks against the median of node means.
+  std::map<std::string, std::pair<double, int>> nodes;  // node prefix "n<i>" -> (sum, count)
+  std::map<std::string, std::string> hosts;
+  for (const rank_metric& m : metrics) {
+    const std::string node = m.name.substr(0, m.name.find('_'));
+    nodes[node].first += m.value;
+    nodes[node].second += 1;
+    hosts[node] = m.host;
+  }
+  if (nodes.size() < 2) return out;
+  std::vector<double> means;
+  for (const auto& [node, sc] : nodes) means.push_back(sc.first / sc.second);
+  const double node_med = median(means);
+  for (const auto& [node, sc] : nodes) {
+    const double mean = sc.first / sc.second;
+    if (mean < node_med * (1 - threshold)) {
+      out.push_back({fmt::format("node {} ({})", node, hosts[node]), mean, node_med, 1 - mean / node_med});
+    }
+  }
+  return out;
+}
+
+std::optional<slowdown_injection> parse_slowdown(const std::string& text, std::string_view flag) {
+  if (text.empty()) return std::nullopt;
+  const auto colon = text.find(':');
+  slowdown_injection s;
+  try {
+    std::size_t used = 0;
+    if (colon == std::string::npos) throw std::invalid_argument("no colon");
+    s.rank = std::stoll(text.substr(0, colon), &used);
+    if (used != colon) throw std::invalid_argument("rank");
+    const std::string f = text.substr(colon + 1);
+    s.factor = std::stod(f, &used);
+    if (used != f.size()) throw std::invalid_argument("factor");
+  } catch (const std::exception&) {
+    throw input_error(fmt::format("{} expects RANK:FACTOR such as 2:1.5, got '{}'", flag, text));
+  }
+  if (s.rank < 0 || !(s.factor >= 1) || s.factor > 1000) {
+    throw input_error(fmt::format("{}: the rank must not be negative and the factor must be between 1 and 1000, got '{}'",
+                                  flag, text));
+  }
+  return s;
+}
+
+std::string catalog_gpu_name(std::string_view name) {
+  auto has = [&](std::string_view s) { return name.find(s) != std::string_view::npos; };
+  if (has("H100")) return "h100-sxm5-80gb";
+  if (has("H200")) return "h200-sxm-141gb";
+  if (has("B200")) return "b200-sxm-180gb";
+  if (has("A100")) return has("80GB") ? "a100-sxm4-80gb" : "a100-sxm4-40gb";
+  if (has("MI300X")) return "mi300x";
+  return "";
+}
+
+}  // namespace trainplan::bench

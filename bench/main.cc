@@ -1,0 +1,685 @@
+// trainplan-bench: measures what the planner predicts (GEMMs, copies, collectives), finds slow, dead
+// and hung ranks, and writes a calibration profile the planner reads (docs/bench.md). One process per
+// GPU under mpirun or srun. Exit status: 0 ok, 1 slow ranks found or wrong results, 2 bad input,
+// 3 a rank that did not answer, 4 an internal or CUDA error.
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backend.h"
+#include "bench_stats.h"
+#include "gpu.h"
+#include "launch.h"
+#include "measure.h"
+#include "report.h"
+#include "trainplan/args.h"
+#include "trainplan/calibration.h"
+#include "trainplan/comm.h"
+#include "trainplan/compute.h"
+#include "trainplan/error.h"
+
+namespace {
+
+using namespace trainplan;
+using namespace trainplan::bench;
+
+constexpr int kExitSlow = 1;
+constexpr int kExitInternal = 4;
+
+/// Flags every subcommand shares.
+struct common_options {
+  std::string format = "text";
+  bool json = false;
+  bool csv = false;
+  double timeout_s = 60;
+  std::string backend = "auto";
+  std::string calibration_out;
+  std::vector<std::string> job_args;  ///< the planner's job flags, after "--"
+};
+
+struct gemm_options {
+  std::vector<std::string> dtypes{"bf16"};
+  std::int64_t grid_min = 1024, grid_max = 16384;
+  bool grid = false;
+  std::vector<std::string> shapes;  ///< --shapes MxNxK[xB]
+  int warmup = 5, samples = 20, algorithms = 8;
+  bool no_reference = false;
+  int device = -1;
+};
+
+struct sweep_flags {
+  std::vector<std::string> ops;
+  std::string min_bytes = "1K", max_bytes, step_factor;
+  int warmup = 5, iters = 20;
+  bool no_check = false;
+};
+
+struct health_flags {
+  double threshold_pct = 3;
+  std::string inject_slowdown;
+  std::int64_t inject_hang = -1;
+};
+
+struct memory_flags {
+  std::int64_t buffer_mib = 1024;
+  int samples = 20;
+};
+
+output_format format_of(const common_options& c) {
+  if (c.json && c.csv) throw input_error("--json and --csv: give one output format");
+  if (c.json) return output_format::json;
+  if (c.csv) return output_format::csv;
+  if (c.format == "json") return output_format::json;
+  if (c.format == "csv") return output_format::csv;
+  if (c.format == "text") return output_format::text;
+  throw input_error("--format: unknown value '" + c.format + "'" + did_you_mean(c.format, {"text", "json", "csv"}) +
+                    "; one of: text, json, csv");
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+run_context context_of(const world_info& w, const std::string& command, const std::string& backend) {
+  run_context c;
+  c.command = command;
+  c.backend = backend;
+  c.launcher = w.self.launcher;
+  c.world = w.self.world;
+  c.nodes = w.self.num_nodes;
+  c.host = w.self.host;
+  c.mpi_version = w.mpi_version;
+  c.created_utc = utc_now();
+  return c;
+}
+
+dtype parse_dtype(const std::string& v) {
+  static const std::vector<std::pair<std::string, dtype>> table = {
+      {"bf16", dtype::bf16}, {"fp16", dtype::fp16}, {"fp8", dtype::fp8}, {"tf32", dtype::tf32}, {"fp32", dtype::fp32}};
+  std::vector<std::string> names;
+  for (const auto& [n, d] : table) {
+    if (n == v) return d;
+    names.push_back(n);
+  }
+  throw input_error("--dtype: unknown value '" + v + "'" + did_you_mean(v, names) + "; one of: bf16, fp16, fp8, tf32, fp32");
+}
+
+collective_kind parse_op(const std::string& v) {
+  std::vector<std::string> names;
+  for (const collective_kind k : {collective_kind::all_reduce, collective_kind::all_gather, collective_kind::reduce_scatter,
+                                  collective_kind::all_to_all, collective_kind::broadcast, collective_kind::send_recv}) {
+    if (to_string(k) == v) return k;
+    names.emplace_back(to_string(k));
+  }
+  throw input_error("--ops: unknown collective '" + v + "'" + did_you_mean(v, names) +
+                    "; one of: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv");
+}
+
+bool use_gpu(const common_options& c) {
+  if (c.backend == "nccl") return true;
+  if (c.backend == "mpi") return false;
+  if (c.backend == "auto") return gpu_available();
+  throw input_error("--backend: unknown value '" + c.backend + "'" + did_you_mean(c.backend, {"auto", "nccl", "mpi"}) +
+                    "; one of: auto, nccl, mpi");
+}
+
+std::unique_ptr<collective_backend> make_backend(bool gpu, MPI_Comm comm, const world_info& w, double timeout_s) {
+  return gpu ? make_nccl_backend(comm, w, timeout_s) : make_mpi_backend(comm, w);
+}
+
+/// The planner's job from the flags after "--"; the world size and GPUs per node default to the run's.
+parsed_job job_for_world(const std::vector<std::string>& args, const world_info& w) {
+  std::vector<std::string> a = args;
+  auto given = [&](std::initializer_list<const char*> names) {
+    for (const std::string& x : args)
+      for (const char* n : names)
+        if (x == n || x.rfind(std::string(n) + "=", 0) == 0) return true;
+    return false;
+  };
+  if (!given({"--num-gpus", "--world-size", "--num-nodes", "--nnodes", "--dp", "--data-parallel-size"})) {
+    a.insert(a.end(), {"--num-gpus", std::to_string(w.self.world)});
+  }
+  if (!given({"--gpus-per-node"})) a.insert(a.end(), {"--gpus-per-node", std::to_string(w.self.local_size)});
+  parsed_job pj = parse_job_args(a);
+  if (pj.job.num_gpus != w.self.world) {
+    throw input_error(fmt::format("the job has {} GPUs but {} ranks were launched: start one rank per GPU of the job "
+                                  "(mpirun -np {})",
+                                  pj.job.num_gpus, w.self.world, pj.job.num_gpus));
+  }
+  return pj;
+}
+
+void write_profile(const std::string& path, const calibration_profile& p) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) throw input_error("--calibration-out: cannot write '" + path + "'");
+    out << calibration_to_json(p);
+    if (!out) throw input_error("--calibration-out: cannot write '" + path + "'");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw input_error("--calibration-out: cannot write '" + path + "'");
+}
+
+calibration_profile profile_base(const world_info& w, const std::string& backend) {
+  calibration_profile p;
+  p.created_utc = utc_now();
+  p.host = w.self.host;
+  p.backend = backend;
+  p.mpi_version = w.mpi_version;
+  return p;
+}
+
+void add_gpu_facts(calibration_profile& p, const gpu_device_info& g) {
+  p.gpu_name = g.name;
+  p.gpu_catalog_name = g.catalog_name;
+  p.sm_count = g.sm_count;
+  p.driver_version = g.driver_version;
+  p.cuda_runtime_version = g.cuda_runtime_version;
+  p.cublaslt_version = g.cublaslt_version;
+  p.nccl_version = g.nccl_version;
+}
+
+// ---- gemm ---------------------------------------------------------------------------------------
+
+std::vector<gemm_request> gemm_requests(const gemm_options& g, const common_options& c) {
+  std::vector<dtype> dtypes;
+  for (const std::string& d : g.dtypes) dtypes.push_back(parse_dtype(d));
+  std::vector<gemm_request> out;
+  if (!c.job_args.empty()) {
+    const parsed_job pj = parse_job_args(c.job_args);
+    std::vector<named_gemm> shapes = layer_gemm_shapes(pj.job, false);
+    if (pj.job.model.is_moe()) {
+      for (const named_gemm& x : layer_gemm_shapes(pj.job, true))
+        if (x.name.rfind("expert", 0) == 0 || x.name == "router" || x.name.rfind("shared", 0) == 0) shapes.push_back(x);
+    }
+    for (const dtype d : dtypes) {
+      for (const named_gemm& x : shapes) {
+        const gemm_shape& s = x.shape;
+        out.push_back({fmt::format("{}.fwd", x.name), d, s});
+        out.push_back({fmt::format("{}.dgrad", x.name), d, {s.m, s.k, s.n, s.batch}});
+        out.push_back({fmt::format("{}.wgrad", x.name), d, {s.k, s.n, s.m, s.batch}});
+      }
+    }
+  }
+  for (const std::string& text : g.shapes) {
+    std::vector<std::int64_t> dims;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+      const std::size_t x = std::min(text.find('x', pos), text.size());
+      const std::string part = text.substr(pos, x - pos);
+      std::size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(part, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (part.empty() || used != part.size() || v < 1 || v > (1 << 24)) dims.clear(), pos = text.size() + 1;
+      else dims.push_back(v), pos = x + 1;
+    }
+    if (dims.size() != 3 && dims.size() != 4) {
+      throw input_error("--shapes expects MxNxK or MxNxKxBATCH with each between 1 and 16777216, got '" + text + "'");
+    }
+    for (const dtype d : dtypes) out.push_back({"shape", d, {dims[0], dims[1], dims[2], dims.size() == 4 ? dims[3] : 1}});
+  }
+  if (g.grid || (c.job_args.empty() && g.shapes.empty())) {
+    if (g.grid_min < 16 || g.grid_max < g.grid_min || g.grid_max > 65536) {
+      throw input_error(fmt::format("--grid-min/--grid-max: need 16 ≤ min ≤ max ≤ 65536, got {} and {}", g.grid_min, g.grid_max));
+    }
+    for (const dtype d : dtypes)
+      for (std::int64_t m = g.grid_min; m <= g.grid_max; m *= 2)
+        for (std::int64_t n = g.grid_min; n <= g.grid_max; n *= 2)
+          for (std::int64_t k = g.grid_min; k <= g.grid_max; k *= 2) out.push_back({"grid", d, {m, n, k, 1}});
+  }
+  return out;
+}
+
+gemm_report measure_gemms(const world_info& w, const gemm_options& g, const common_options& c, bool progress) {
+  const std::vector<gemm_request> reqs = gemm_requests(g, c);
+  gemm_timing t;
+  t.warmup = g.warmup;
+  t.samples = g.samples;
+  t.algorithms = g.algorithms;
+  t.reference = !g.no_reference;
+  gemm_report rep;
+  const int device = g.device >= 0 ? g.device : static_cast<int>(w.self.local_rank % std::max(1, gpu_count()));
+  rep.gpu = gpu_info(device);
+  const gpu_spec* spec = rep.gpu.catalog_name.empty() ? nullptr : &find_gpu(rep.gpu.catalog_name);
+  const compute_efficiency model = spec != nullptr ? effective_compute_efficiency(*spec) : compute_efficiency{};
+  auto show = [&](std::size_t i, std::size_t n) {
+    if (progress) std::fprintf(stderr, "\r\033[Kgemm: %zu/%zu%s", i, n, i == n ? "\r\033[K" : "");
+  };
+  for (const gemm_result& r : run_gemms(device, reqs, t, show)) {
+    gemm_row row;
+    row.measured = r;
+    const gemm_shape& s = r.request.shape;
+    const double flops = 2.0 * s.m * s.n * s.k * s.batch;
+    row.flops_per_s = flops / r.time_s;
+    row.heuristic_flops_per_s = flops / r.heuristic_time_s;
+    row.reference_flops_per_s = r.reference_time_s > 0 ? flops / r.reference_time_s : 0;
+    if (spec != nullptr && spec->peak_flops(r.request.precision) > 0) {
+      row.peak_flops_per_s = spec->peak_flops(r.request.precision);
+      row.efficiency = row.flops_per_s / row.peak_flops_per_s;
+      row.predicted_efficiency = estimate_gemm(*spec, model, r.request.precision, s).efficiency;
+    }
+    rep.rows.push_back(row);
+  }
+  return rep;
+}
+
+void profile_gemms(calibration_profile& p, const gemm_report& r) {
+  add_gpu_facts(p, r.gpu);
+  for (const gemm_row& g : r.rows) {
+    const gemm_request& q = g.measured.request;
+    p.gemms.push_back({q.precision, q.shape.m, q.shape.n, q.shape.k, q.shape.batch, g.measured.time_s, g.flops_per_s});
+  }
+}
+
+memory_report measure_memory(const world_info& w, const memory_flags& m, int device_flag) {
+  if (m.buffer_mib < 1 || m.buffer_mib > (1 << 20)) throw input_error("--buffer-mib must be between 1 and 1048576");
+  if (m.samples < 1 || m.samples > 100000) throw input_error("--samples must be between 1 and 100000");
+  memory_report rep;
+  const int device = device_flag >= 0 ? device_flag : static_cast<int>(w.self.local_rank % std::max(1, gpu_count()));
+  rep.gpu = gpu_info(device);
+  const gpu_spec* spec = rep.gpu.catalog_name.empty() ? nullptr : &find_gpu(rep.gpu.catalog_name);
+  for (const copy_result& c : run_copies(device, m.buffer_mib << 20, m.samples)) {
+    memory_row row{c, 0, 0};
+    if (c.what == "device_to_device" && spec != nullptr) {
+      row.datasheet_bytes_per_s = spec->memory_bandwidth_bytes_per_s;
+      row.fraction = c.bytes_per_s / row.datasheet_bytes_per_s;
+    }
+    rep.rows.push_back(row);
+  }
+  return rep;
+}
+
+void profile_memory(calibration_profile& p, const memory_report& r) {
+  add_gpu_facts(p, r.gpu);
+  for (const memory_row& m : r.rows) {
+    if (m.measured.what == "device_to_device") p.device_copy_bytes_per_s = m.measured.bytes_per_s;
+    if (m.measured.what == "host_to_device") p.host_to_device_bytes_per_s = m.measured.bytes_per_s;
+    if (m.measured.what == "device_to_host") p.device_to_host_bytes_per_s = m.measured.bytes_per_s;
+  }
+}
+
+// ---- collectives --------------------------------------------------------------------------------
+
+sweep_options sweep_of(const sweep_flags& f, bool gpu, double timeout_s) {
+  sweep_options o;
+  for (const std::string& op : f.ops) o.ops.push_back(parse_op(op));
+  if (o.ops.empty()) {
+    o.ops = {collective_kind::all_reduce, collective_kind::all_gather, collective_kind::reduce_scatter,
+             collective_kind::all_to_all, collective_kind::broadcast,  collective_kind::send_recv};
+  }
+  const std::int64_t lo = parse_size(f.min_bytes, "--min-bytes");
+  const std::int64_t hi = parse_size(f.max_bytes.empty() ? (gpu ? "256M" : "4M") : f.max_bytes, "--max-bytes");
+  const std::int64_t factor = f.step_factor.empty() ? (gpu ? 2 : 4) : parse_size(f.step_factor, "--step-factor");
+  if (!gpu && hi > (std::int64_t{1} << 32)) throw input_error("--max-bytes: the MPI path takes at most 4G (2^30 float32 elements)");
+  o.sizes_bytes = size_sweep(lo, hi, factor, "--min-bytes/--max-bytes");
+  if (f.warmup < 0 || f.warmup > 10000) throw input_error("--warmup must be between 0 and 10000");
+  if (f.iters < 1 || f.iters > 100000) throw input_error("--iters must be between 1 and 100000");
+  o.warmup = f.warmup;
+  o.iters = f.iters;
+  o.check = !f.no_check;
+  o.timeout_s = timeout_s;
+  return o;
+}
+
+std::int64_t nodes_spanned(const world_info& w, const std::vector<std::int64_t>& ranks) {
+  std::set<std::int64_t> nodes;
+  for (const std::int64_t r : ranks) nodes.insert(w.nodes[static_cast<std::size_t>(r)]);
+  return static_cast<std::int64_t>(nodes.size());
+}
+
+/// The ops each parallel dimension's groups run in a training step (docs/formulas.md §4.2).
+struct dim_ops {
+  parallel_dim dim;
+  std::vector<collective_kind> ops;
+};
+const std::vector<dim_ops>& layout_ops() {
+  static const std::vector<dim_ops> t = {
+      {parallel_dim::tp, {collective_kind::all_reduce, collective_kind::all_gather, collective_kind::reduce_scatter}},
+      {parallel_dim::cp, {collective_kind::all_gather, collective_kind::send_recv}},
+      {parallel_dim::ep, {collective_kind::all_to_all}},
+      {parallel_dim::dp, {collective_kind::all_reduce, collective_kind::reduce_scatter, collective_kind::all_gather}},
+      {parallel_dim::pp, {collective_kind::send_recv}}};
+  return t;
+}
+
+std::vector<collective_row> measure_collectives(const world_info& w, const sweep_flags& f, const common_options& c,
+                                                bool gpu, std::string& library) {
+  sweep_options o = sweep_of(f, gpu, c.timeout_s);
+  o.progress = isatty(2) != 0;
+  int step = 0;
+  std::vector<collective_row> rows;
+  if (c.job_args.empty()) {
+    auto be = make_backend(gpu, MPI_COMM_WORLD, w, c.timeout_s);
+    library = be->version();
+    std::vector<std::int64_t> all(static_cast<std::size_t>(w.self.world));
+    for (std::int64_t r = 0; r < w.self.world; ++r) all[static_cast<std::size_t>(r)] = r;
+    return run_sweep(w, *be, o, "world", nodes_spanned(w, all), {}, step);
+  }
+  // The planner's own groups: every group of a dimension measured at once, as the job runs them.
+  const parsed_job pj = job_for_world(c.job_args, w);
+  for (const dim_ops& d : layout_ops()) {
+    const comm_group_set groups = process_groups(pj.job, d.dim);
+    if (groups.group_size <= 1) continue;
+    std::size_t mine = 0;
+    for (std::size_t g = 0; g < groups.ranks.size(); ++g)
+      for (const std::int64_t r : groups.ranks[g])
+        if (r == w.self.rank) mine = g;
+    MPI_Comm sub = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(mine), static_cast<int>(w.self.rank), &sub);
+    sweep_options od = o;
+    if (f.ops.empty()) od.ops = d.ops;
+    const group_placement where = placement_of(pj.job, d.dim);
+    const cluster_spec cluster = pj.job.cluster;
+    const predictor predict = [&](collective_kind k, double bytes) { return collective_time_s(cluster, k, bytes, where); };
+    {
+      auto be = make_backend(gpu, sub, w, c.timeout_s);
+      library = be->version();
+      std::vector<collective_row> r = run_sweep(w, *be, od, std::string(to_string(d.dim)), nodes_spanned(w, groups.ranks[mine]),
+                                                predict, step);
+      // Rank 0 of the world reports its own group of each dimension.
+      if (w.self.rank == 0) rows.insert(rows.end(), r.begin(), r.end());
+    }
+    MPI_Comm_free(&sub);
+  }
+  return rows;
+}
+
+void profile_collectives(calibration_profile& p, const std::vector<collective_row>& rows) {
+  for (const collective_row& r : rows) {
+    if (r.ranks < 2) continue;
+    measured_collective* m = nullptr;
+    for (measured_collective& x : p.collectives)
+      if (x.kind == r.kind && x.ranks == r.ranks && x.nodes == r.nodes) m = &x;
+    if (m == nullptr) {
+      p.collectives.push_back({r.kind, r.ranks, r.nodes, r.nodes > 1 ? link_class::inter_node : link_class::intra_node, {}});
+      m = &p.collectives.back();
+    }
+    m->points.push_back({static_cast<double>(r.bytes), r.time_s, r.algbw_bytes_per_s, r.busbw_bytes_per_s});
+  }
+}
+
+bool any_errors(const std::vector<collective_row>& rows) {
+  for (const collective_row& r : rows)
+    if (r.errors > 0) return true;
+  return false;
+}
+
+// ---- the subcommand table -----------------------------------------------------------------------
+
+struct all_options {
+  common_options common;
+  gemm_options gemm;
+  memory_flags memory;
+  sweep_flags sweep;
+  health_flags health;
+};
+
+struct subcommand {
+  const char* name;
+  const char* summary;
+  std::function<void(CLI::App&, all_options&)> flags;
+  std::function<int(const world_info&, all_options&)> run;
+};
+
+void gemm_flags(CLI::App& a, all_options& o) {
+  a.add_option("--dtype", o.gemm.dtypes, "precisions: bf16, fp16, fp8 (e4m3, bf16 output), tf32, fp32")
+      ->delimiter(',')
+      ->capture_default_str();
+  a.add_option("--shapes", o.gemm.shapes, "GEMMs MxNxK[xBATCH], comma-separated (C[m×n] = A[m×k]·B[k×n])")->delimiter(',');
+  a.add_flag("--grid", o.gemm.grid, "also the grid of m, n, k (always when neither job flags nor --shapes are given)");
+  a.add_option("--grid-min", o.gemm.grid_min, "smallest grid dimension")->capture_default_str();
+  a.add_option("--grid-max", o.gemm.grid_max, "largest grid dimension (powers of 2 from --grid-min)")->capture_default_str();
+  a.add_option("--warmup", o.gemm.warmup, "untimed runs per candidate")->capture_default_str();
+  a.add_option("--samples", o.gemm.samples, "timed samples per candidate (median reported)")->capture_default_str();
+  a.add_option("--algorithms", o.gemm.algorithms, "cuBLASLt heuristic candidates timed (the fastest is reported)")
+      ->capture_default_str();
+  a.add_flag("--no-reference", o.gemm.no_reference, "skip the cublasGemmEx reference timing");
+  a.add_option("--device", o.gemm.device, "GPU index (default: the local rank)");
+}
+
+void sweep_cli(CLI::App& a, all_options& o) {
+  a.add_option("--ops", o.sweep.ops, "collectives (default: all; with job flags, each dimension's own)")->delimiter(',');
+  a.add_option("--min-bytes", o.sweep.min_bytes, "smallest size S (nccl-tests -b)")->capture_default_str();
+  a.add_option("--max-bytes", o.sweep.max_bytes, "largest size S (nccl-tests -e) [default: 256M with NCCL, 4M with MPI]");
+  a.add_option("--step-factor", o.sweep.step_factor, "each size × this (nccl-tests -f) [default: 2 with NCCL, 4 with MPI]");
+  a.add_option("--warmup", o.sweep.warmup, "untimed ops per size")->capture_default_str();
+  a.add_option("--iters", o.sweep.iters, "timed ops per size (mean reported)")->capture_default_str();
+  a.add_flag("--no-check", o.sweep.no_check, "skip the checked run of every size");
+}
+
+void emit(const world_info& w, const std::string& text) {
+  if (w.self.rank == 0) std::cout << text << std::flush;
+}
+
+int run_gemm(const world_info& w, all_options& o) {
+  const output_format f = format_of(o.common);
+  if (w.self.rank != 0) return 0;  // one GPU's table; run one rank per node to measure each node
+  const gemm_report r = measure_gemms(w, o.gemm, o.common, isatty(2) != 0);
+  run_context ctx = context_of(w, "gemm", "cuda");
+  ctx.library_version = "cuBLASLt " + r.gpu.cublaslt_version;
+  emit(w, render_gemm(ctx, r, f));
+  if (!o.common.calibration_out.empty()) {
+    calibration_profile p = profile_base(w, "cuda");
+    profile_gemms(p, r);
+    write_profile(o.common.calibration_out, p);
+  }
+  return 0;
+}
+
+int run_memory(const world_info& w, all_options& o) {
+  const output_format f = format_of(o.common);
+  if (w.self.rank != 0) return 0;
+  const memory_report r = measure_memory(w, o.memory, o.gemm.device);
+  emit(w, render_memory(context_of(w, "memory", "cuda"), r, f));
+  if (!o.common.calibration_out.empty()) {
+    calibration_profile p = profile_base(w, "cuda");
+    profile_memory(p, r);
+    write_profile(o.common.calibration_out, p);
+  }
+  return 0;
+}
+
+int run_collectives(const world_info& w, all_options& o) {
+  const output_format f = format_of(o.common);
+  const bool gpu = use_gpu(o.common);
+  std::string library;
+  const std::vector<collective_row> rows = measure_collectives(w, o.sweep, o.common, gpu, library);
+  run_context ctx = context_of(w, "collectives", gpu ? "nccl" : "mpi");
+  ctx.library_version = library;
+  emit(w, render_collectives(ctx, rows, f));
+  if (w.self.rank == 0 && !o.common.calibration_out.empty()) {
+    calibration_profile p = profile_base(w, gpu ? "nccl" : "mpi");
+    if (gpu) add_gpu_facts(p, gpu_info(static_cast<int>(w.self.local_rank % std::max(1, gpu_count()))));
+    profile_collectives(p, rows);
+    write_profile(o.common.calibration_out, p);
+  }
+  return any_errors(rows) ? kExitSlow : 0;
+}
+
+int run_health_cmd(const world_info& w, all_options& o) {
+  const output_format f = format_of(o.common);
+  const bool gpu = use_gpu(o.common);
+  health_options h;
+  if (!(o.health.threshold_pct > 0 && o.health.threshold_pct < 100)) {
+    throw input_error(fmt::format("--threshold-pct must be between 0 and 100, got {}", o.health.threshold_pct));
+  }
+  h.threshold = o.health.threshold_pct / 100;
+  h.timeout_s = o.common.timeout_s;
+  h.slowdown = parse_slowdown(o.health.inject_slowdown, "--inject-slowdown");
+  if (h.slowdown && h.slowdown->rank >= w.self.world) {
+    throw input_error(fmt::format("--inject-slowdown: rank {} does not exist (world size {})", h.slowdown->rank, w.self.world));
+  }
+  if (o.health.inject_hang >= w.self.world) {
+    throw input_error(fmt::format("--inject-hang: rank {} does not exist (world size {})", o.health.inject_hang, w.self.world));
+  }
+  h.hang_rank = o.health.inject_hang;
+  h.progress = isatty(2) != 0;
+  auto be = make_backend(gpu, MPI_COMM_WORLD, w, o.common.timeout_s);
+  const health_report r = run_health(w, *be, gpu, h);
+  run_context ctx = context_of(w, "health", gpu ? "nccl" : "mpi");
+  ctx.library_version = be->version();
+  emit(w, render_health(ctx, r, f));
+  if (w.self.rank != 0) return 0;
+  return r.slow_gemm.empty() && r.slow_memory.empty() && r.all_reduce_errors == 0 ? 0 : kExitSlow;
+}
+
+int run_calibrate(const world_info& w, all_options& o) {
+  if (o.common.calibration_out.empty()) throw input_error("calibrate: --calibration-out FILE is required");
+  const output_format f = format_of(o.common);
+  const bool gpu = use_gpu(o.common);
+  calibration_profile p = profile_base(w, gpu ? "nccl" : "mpi");
+  if (gpu && w.self.rank == 0) {
+    const gemm_report g = measure_gemms(w, o.gemm, o.common, isatty(2) != 0);
+    emit(w, render_gemm(context_of(w, "calibrate", "cuda"), g, f));
+    profile_gemms(p, g);
+    const memory_report m = measure_memory(w, o.memory, o.gemm.device);
+    emit(w, render_memory(context_of(w, "calibrate", "cuda"), m, f));
+    profile_memory(p, m);
+  }
+  if (w.self.world > 1) {  // link sweeps: all ranks (their class by the nodes they span)
+    all_options world_only = o;
+    world_only.common.job_args.clear();
+    if (world_only.sweep.ops.empty()) world_only.sweep.ops = {"all_reduce", "all_gather", "reduce_scatter"};
+    std::string library;
+    const std::vector<collective_row> rows = measure_collectives(w, world_only.sweep, world_only.common, gpu, library);
+    run_context ctx = context_of(w, "calibrate", gpu ? "nccl" : "mpi");
+    ctx.library_version = library;
+    emit(w, render_collectives(ctx, rows, f));
+    profile_collectives(p, rows);
+  }
+  if (w.self.rank == 0) write_profile(o.common.calibration_out, p);
+  return 0;
+}
+
+const std::vector<subcommand>& subcommands() {
+  static const std::vector<subcommand> t = {
+      {"gemm", "cuBLASLt GEMMs: a model's shapes (job flags after --) and a grid; TFLOP/s, % of peak, the planner's %",
+       gemm_flags, run_gemm},
+      {"memory", "device-to-device and host<->device copy bandwidth of one GPU",
+       [](CLI::App& a, all_options& o) {
+         a.add_option("--buffer-mib", o.memory.buffer_mib, "copy size, MiB")->capture_default_str();
+         a.add_option("--samples", o.memory.samples, "timed samples (median reported)")->capture_default_str();
+         a.add_option("--device", o.gemm.device, "GPU index (default: the local rank)");
+       },
+       run_memory},
+      {"collectives", "nccl-tests-style sweeps on NCCL or MPI: time, algbw, busbw, checked; the planner's groups with job flags",
+       sweep_cli, run_collectives},
+      {"health", "every rank: connectivity, GEMM, memory, all-reduce, send/recv; names slow and hung ranks and nodes",
+       [](CLI::App& a, all_options& o) {
+         a.add_option("--threshold-pct", o.health.threshold_pct, "slower than the median by more than this is named")
+             ->capture_default_str();
+         a.add_option("--inject-slowdown", o.health.inject_slowdown, "test aid: RANK:FACTOR makes that rank's probes slower");
+         a.add_option("--inject-hang", o.health.inject_hang, "test aid: that rank stops answering");
+       },
+       run_health_cmd},
+      {"calibrate", "gemm grid + memory + world collectives, written as a profile (--calibration-out) the planner reads",
+       [](CLI::App& a, all_options& o) {
+         gemm_flags(a, o);
+         a.add_option("--ops", o.sweep.ops, "collectives swept (default: all_reduce, all_gather, reduce_scatter)")->delimiter(',');
+         a.add_option("--min-bytes", o.sweep.min_bytes, "smallest size S")->capture_default_str();
+         a.add_option("--max-bytes", o.sweep.max_bytes, "largest size S [default: 256M with NCCL, 4M with MPI]");
+         a.add_option("--step-factor", o.sweep.step_factor, "each size × this");
+         a.add_option("--iters", o.sweep.iters, "timed ops per size")->capture_default_str();
+       },
+       run_calibrate},
+  };
+  return t;
+}
+
+int run(int argc, char** argv, const world_info& w, bool& parsed) {
+  CLI::App app{"trainplan-bench: measure GEMMs, copies and collectives on the real cluster, find slow and hung ranks, "
+               "and write a calibration profile for trainplan (--calibration FILE). One process per GPU: "
+               "mpirun -np N trainplan-bench health"};
+  app.require_subcommand(1);
+  all_options o;
+  for (const subcommand& s : subcommands()) {
+    CLI::App* sub = app.add_subcommand(s.name, s.summary);
+    sub->add_option("--format", o.common.format, "text, json or csv")->capture_default_str();
+    sub->add_flag("--json", o.common.json, "= --format json");
+    sub->add_flag("--csv", o.common.csv, "= --format csv");
+    sub->add_option("--timeout-s", o.common.timeout_s, "a step that takes longer names the rank that did not answer")
+        ->capture_default_str();
+    sub->add_option("--calibration-out", o.common.calibration_out, "write what was measured as a calibration profile");
+    if (std::string(s.name) != "gemm" && std::string(s.name) != "memory") {
+      sub->add_option("--backend", o.common.backend, "auto (NCCL when a GPU is visible), nccl or mpi")->capture_default_str();
+    }
+    sub->add_option("job", o.common.job_args, "the planner's job flags after --, e.g. -- --model llama3-8b --tp 2");
+    s.flags(*sub, o);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    emit(w, app.help(app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name()));
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    if (const auto* unknown = dynamic_cast<const CLI::ExtrasError*>(&e)) msg = unknown->what();
+    throw input_error(msg + " (see trainplan-bench <command> --help)");
+  }
+  if (!(o.common.timeout_s > 0 && o.common.timeout_s <= 86400)) {
+    throw input_error(fmt::format("--timeout-s must be between 0 and 86400 s, got {}", o.common.timeout_s));
+  }
+  parsed = true;
+  for (const subcommand& s : subcommands()) {
+    if (app.got_subcommand(s.name)) return s.run(w, o);
+  }
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  world_info w;
+  try {
+    w = start_world(argc, argv);
+  } catch (const input_error& e) {
+    std::fprintf(stderr, "trainplan-bench: error: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
+  }
+  int status = 0;
+  bool parsed = false;
+  try {
+    status = run(argc, argv, w, parsed);
+  } catch (const input_error& e) {
+    // Argument errors are the same on every rank: rank 0 says it; later errors are the rank's own.
+    if (w.self.rank == 0 || parsed) {
+      std::fprintf(stderr, "trainplan-bench: error: %s%s\n", w.self.world > 1 && parsed ? (w.self.device_name() + ": ").c_str() : "",
+                   e.what());
+    }
+    status = 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainplan-bench: internal error on %s (rank %lld): %s\n", w.self.device_name().c_str(),
+                 static_cast<long long>(w.self.rank), e.what());
+    status = kExitInternal;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (status == 2 || status == kExitInternal) {
+    // Peers may be waiting in a collective for this rank: end them all with the same status.
+    if (w.self.world > 1) MPI_Abort(MPI_COMM_WORLD, status);
+  }
+  MPI_Finalize();
+  return status;
+}

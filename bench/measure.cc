@@ -1,0 +1,244 @@
+// Collective sweeps and the health check (docs/bench.md "Collectives" and "Health").
+#include "measure.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "gpu.h"
+
+namespace trainplan::bench {
+
+namespace {
+
+/// Sum of `v` over `comm`, within the deadline; rank 0 of the world is named when it hangs.
+double sum_over(const world_info& w, MPI_Comm comm, double v, double timeout_s, const std::string& what) {
+  double out = 0;
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Iallreduce(&v, &out, 1, MPI_DOUBLE, MPI_SUM, comm, &req);
+  if (!wait_for(req, deadline(timeout_s))) abort_hung(w, what + fmt::format(" did not finish within {:.0f} s", timeout_s), {});
+  return out;
+}
+
+void meet(const world_info& w, int& step, double timeout_s, const std::string& what) {
+  const std::vector<std::int64_t> missing = checkin(w, ++step, timeout_s);
+  if (!missing.empty()) abort_hung(w, what, missing);
+}
+
+void show_progress(bool on, const std::string& line) {
+  if (!on) return;
+  std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  std::fflush(stderr);
+}
+
+/// Wrong elements of one checked op of `kind` in one mode on this rank.
+std::int64_t check_once(collective_backend& be, collective_kind kind, const buffer_counts& c, bool in_place,
+                        const deadline& d) {
+  const std::int64_t r = be.rank(), n = be.size();
+  std::vector<float> in(static_cast<std::size_t>(kind == collective_kind::reduce_scatter && in_place ? c.send : c.send));
+  for (std::int64_t i = 0; i < c.send; ++i) in[static_cast<std::size_t>(i)] = send_value(kind, r, n, i, c.send);
+  be.clear_output(c);
+  be.write_input(kind, c, in_place, in);
+  if (be.run(kind, c, in_place, 1, d) < 0) return -1;
+  const std::vector<float> out = be.read_output(kind, c, in_place);
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < c.recv; ++i) {
+    if (out[static_cast<std::size_t>(i)] != expected_value(kind, r, n, i, c.recv)) ++wrong;
+  }
+  return wrong;
+}
+
+/// Mean seconds per op over `iters` after `warmup`, averaged over the ranks of the communicator.
+double timed(const world_info& w, collective_backend& be, collective_kind kind, const buffer_counts& c, bool in_place,
+             const sweep_options& o, const std::string& what) {
+  const deadline d(o.timeout_s);
+  if (o.warmup > 0 && be.run(kind, c, in_place, o.warmup, d) < 0) {
+    abort_hung(w, what + fmt::format(" did not finish within {:.0f} s", o.timeout_s), {});
+  }
+  const double t = be.run(kind, c, in_place, o.iters, d);
+  if (t < 0) abort_hung(w, what + fmt::format(" did not finish within {:.0f} s", o.timeout_s), {});
+  return sum_over(w, be.comm(), t, o.timeout_s, what) / static_cast<double>(be.size());
+}
+
+/// A CPU matrix product of fixed size: the health probe of a rank without a GPU (FLOP/s of one core).
+double cpu_gemm_probe() {
+  constexpr int kN = 192;
+  std::vector<float> a(kN * kN, 0.5f), b(kN * kN, 0.25f), c(kN * kN, 0.f);
+  std::vector<double> rates;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kN; ++i)
+      for (int k = 0; k < kN; ++k) {
+        const float aik = a[i * kN + k];
+        for (int j = 0; j < kN; ++j) c[i * kN + j] += aik * b[k * kN + j];
+      }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(2.0 * kN * kN * kN / s);
+  }
+  volatile float sink = c[kN + 1];
+  (void)sink;
+  return median(rates);
+}
+
+/// memcpy of 32 MiB: bytes read + written per second.
+double cpu_memory_probe() {
+  constexpr std::size_t kBytes = 32u << 20;
+  std::vector<char> src(kBytes, 1), dst(kBytes, 0);
+  std::vector<double> rates;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(dst.data(), src.data(), kBytes);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(2.0 * kBytes / s);
+  }
+  volatile char sink = dst[12345];
+  (void)sink;
+  return median(rates);
+}
+
+/// Runs `probe` (returns a rate); on the slowed rank the probe takes `factor` × as long (test aid).
+double probe_with_slowdown(const std::function<double()>& probe, const health_options& o, std::int64_t rank) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double rate = probe();
+  if (!o.slowdown || o.slowdown->rank != rank || o.slowdown->factor <= 1) return rate;
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::this_thread::sleep_for(std::chrono::duration<double>((o.slowdown->factor - 1) * took));
+  return rate / o.slowdown->factor;
+}
+
+}  // namespace
+
+std::vector<collective_row> run_sweep(const world_info& w, collective_backend& be, const sweep_options& o,
+                                      const std::string& group, std::int64_t nodes, const predictor& predict,
+                                      int& step) {
+  std::vector<collective_row> rows;
+  const std::int64_t n = be.size();
+  const bool show = o.progress && be.rank() == 0 && w.self.rank == 0;
+  std::size_t done = 0;
+  const std::size_t total = o.ops.size() * o.sizes_bytes.size();
+  for (const collective_kind kind : o.ops) {
+    for (const std::int64_t size : o.sizes_bytes) {
+      const buffer_counts c = counts_for(kind, size, n);
+      const std::string what = fmt::format("{} of {} bytes over {} ({} ranks)", to_string(kind), c.bytes, group, n);
+      show_progress(show, fmt::format("collectives: {} ({}/{})", what, ++done, total));
+      meet(w, step, o.timeout_s, "collectives: before " + what);
+      collective_row row;
+      row.group = group;
+      row.kind = kind;
+      row.ranks = n;
+      row.nodes = nodes;
+      row.bytes = c.bytes;
+      row.count = c.recv;
+      row.time_s = timed(w, be, kind, c, false, o, what);
+      const bandwidth bw = bandwidth_of(kind, n, static_cast<double>(c.bytes), row.time_s);
+      row.algbw_bytes_per_s = bw.algbw_bytes_per_s;
+      row.busbw_bytes_per_s = bw.busbw_bytes_per_s;
+      row.has_in_place = be.has_in_place(kind);
+      if (row.has_in_place) {
+        row.in_place_time_s = timed(w, be, kind, c, true, o, what + " in place");
+        const bandwidth ib = bandwidth_of(kind, n, static_cast<double>(c.bytes), row.in_place_time_s);
+        row.in_place_algbw_bytes_per_s = ib.algbw_bytes_per_s;
+        row.in_place_busbw_bytes_per_s = ib.busbw_bytes_per_s;
+      }
+      if (o.check) {
+        const deadline d(o.timeout_s);
+        std::int64_t wrong = check_once(be, kind, c, false, d);
+        if (wrong >= 0 && row.has_in_place) {
+          const std::int64_t w2 = check_once(be, kind, c, true, d);
+          wrong = w2 < 0 ? -1 : wrong + w2;
+        }
+        if (wrong < 0) abort_hung(w, what + fmt::format(" (checked run) did not finish within {:.0f} s", o.timeout_s), {});
+        row.errors = static_cast<std::int64_t>(sum_over(w, be.comm(), static_cast<double>(wrong), o.timeout_s, what));
+      }
+      if (predict) row.predicted_s = predict(kind, static_cast<double>(c.bytes));
+      if (be.rank() == 0) rows.push_back(row);
+    }
+  }
+  show_progress(show, "");
+  return rows;
+}
+
+health_report run_health(const world_info& w, collective_backend& be, bool gpu, const health_options& o) {
+  health_report rep;
+  rep.backend = std::string(be.name());
+  rep.world = w.self.world;
+  rep.nodes = w.self.num_nodes;
+  rep.threshold = o.threshold;
+  const bool show = o.progress && w.self.rank == 0;
+  int step = 0;
+  // 1. Connectivity: every rank is alive and reports (seeds/001's torch-distributed-gpu-test).
+  if (o.hang_rank == w.self.rank) {
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // test aid: never answers
+  }
+  show_progress(show, "health: connectivity");
+  meet(w, step, o.timeout_s, "health: connectivity check");
+
+  // 2. The same probes on every rank.
+  show_progress(show, "health: GEMM and memory probes");
+  double gemm = 0, mem = 0;
+  if (gpu) {
+    const int device = static_cast<int>(w.self.local_rank % std::max(1, gpu_count()));
+    gemm_timing t;
+    t.samples = 10;
+    t.algorithms = 1;
+    t.reference = false;
+    const gemm_request req{"probe", dtype::bf16, {8192, 8192, 8192, 1}};
+    gemm = probe_with_slowdown([&] { return 2.0 * 8192 * 8192 * 8192 / run_gemms(device, {req}, t, {}).front().time_s; }, o,
+                               w.self.rank);
+    mem = probe_with_slowdown([&] { return run_copies(device, std::int64_t{1} << 30, 10).front().bytes_per_s; }, o, w.self.rank);
+    rep.gemm_probe = "bf16 GEMM 8192×8192×8192 (cuBLASLt)";
+    rep.memory_probe = "device-to-device copy of 1 GiB";
+  } else {
+    gemm = probe_with_slowdown(cpu_gemm_probe, o, w.self.rank);
+    mem = probe_with_slowdown(cpu_memory_probe, o, w.self.rank);
+    rep.gemm_probe = "fp32 CPU matrix product 192×192×192 (one core)";
+    rep.memory_probe = "memcpy of 32 MiB";
+  }
+  meet(w, step, o.timeout_s, "health: after the GEMM and memory probes");
+
+  // 3. A checked all-reduce over every rank, and each rank's send/recv to its neighbour.
+  show_progress(show, "health: all-reduce and send/recv");
+  sweep_options so;
+  so.ops = {collective_kind::all_reduce};
+  so.sizes_bytes = {gpu ? std::int64_t{256} << 20 : std::int64_t{4} << 20};
+  so.timeout_s = o.timeout_s;
+  so.iters = 10;
+  const std::vector<collective_row> ar = run_sweep(w, be, so, "world", w.self.num_nodes, {}, step);
+  const buffer_counts c = counts_for(collective_kind::send_recv, so.sizes_bytes.front(), be.size());
+  const deadline d(o.timeout_s);
+  be.run(collective_kind::send_recv, c, false, 2, d);
+  const double sr = be.run(collective_kind::send_recv, c, false, 10, d);
+  if (sr < 0) abort_hung(w, fmt::format("health: send/recv from {}", w.self.device_name()), {});
+
+  // 4. Rank 0 gathers and judges.
+  std::vector<std::int64_t> missing;
+  const auto all = gather_values(w, {gemm, mem, static_cast<double>(c.bytes) / sr}, 7200, o.timeout_s, missing);
+  if (!missing.empty()) abort_hung(w, "health: gathering the probes", missing);
+  show_progress(show, "");
+  if (w.self.rank != 0) return rep;
+  if (!ar.empty()) {
+    rep.all_reduce_bytes = static_cast<double>(ar.front().bytes);
+    rep.all_reduce_time_s = ar.front().time_s;
+    rep.all_reduce_busbw_bytes_per_s = ar.front().busbw_bytes_per_s;
+    rep.all_reduce_errors = ar.front().errors;
+  }
+  std::vector<rank_metric> g, m;
+  for (std::int64_t r = 0; r < w.self.world; ++r) {
+    const auto& v = all[static_cast<std::size_t>(r)];
+    health_rank hr{r, w.name_of(r), w.hosts[static_cast<std::size_t>(r)], v[0], v[1], v[2]};
+    rep.ranks.push_back(hr);
+    g.push_back({r, hr.name, hr.host, hr.gemm_flops_per_s});
+    m.push_back({r, hr.name, hr.host, hr.memory_bytes_per_s});
+  }
+  rep.slow_gemm = find_slow(g, o.threshold);
+  rep.slow_memory = find_slow(m, o.threshold);
+  return rep;
+}
+
+}  // namespace trainplan::bench
