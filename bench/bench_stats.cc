@@ -206,6 +206,7 @@ std::optional<slowdown_injection> parse_slowdown(const std::string& text, std::s
 
 std::string catalog_gpu_name(std::string_view name) {
   auto has = [&](std::string_view s) { return name.find(s) != std::string_view::npos; };
+  if (has("PCIe")) return "";  // the catalog has the SXM parts only (other peaks, other power)
   if (has("H100")) return "h100-sxm5-80gb";
   if (has("H200")) return "h200-sxm-141gb";
   if (has("B200")) return "b200-sxm-180gb";

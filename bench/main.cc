@@ -38,6 +38,11 @@ using namespace trainplan::bench;
 constexpr int kExitSlow = 1;
 constexpr int kExitInternal = 4;
 
+/// Set once every flag is checked and the first measurement or rank-to-rank exchange starts. Errors
+/// before it are the same on every rank (rank 0 reports, all exit 2); after it they are this rank's own
+/// (it reports with its name, and the job is ended so that no peer waits for it).
+bool g_measuring = false;
+
 /// Flags every subcommand shares.
 struct common_options {
   std::string format = "text";
@@ -70,6 +75,7 @@ struct health_flags {
   double threshold_pct = 3;
   std::string inject_slowdown;
   std::int64_t inject_hang = -1;
+  bool serial = false;
 };
 
 struct memory_flags {
@@ -141,6 +147,7 @@ bool use_gpu(const common_options& c) {
 }
 
 std::unique_ptr<collective_backend> make_backend(bool gpu, MPI_Comm comm, const world_info& w, double timeout_s) {
+  g_measuring = true;
   return gpu ? make_nccl_backend(comm, w, timeout_s) : make_mpi_backend(comm, w);
 }
 
@@ -259,6 +266,7 @@ gemm_report measure_gemms(const world_info& w, const gemm_options& g, const comm
   t.algorithms = g.algorithms;
   t.reference = !g.no_reference;
   gemm_report rep;
+  g_measuring = true;
   const int device = g.device >= 0 ? g.device : static_cast<int>(w.self.local_rank % std::max(1, gpu_count()));
   rep.gpu = gpu_info(device);
   const gpu_spec* spec = rep.gpu.catalog_name.empty() ? nullptr : &find_gpu(rep.gpu.catalog_name);
@@ -296,6 +304,7 @@ memory_report measure_memory(const world_info& w, const memory_flags& m, int dev
   if (m.buffer_mib < 1 || m.buffer_mib > (1 << 20)) throw input_error("--buffer-mib must be between 1 and 1048576");
   if (m.samples < 1 || m.samples > 100000) throw input_error("--samples must be between 1 and 100000");
   memory_report rep;
+  g_measuring = true;
   const int device = device_flag >= 0 ? device_flag : static_cast<int>(w.self.local_rank % std::max(1, gpu_count()));
   rep.gpu = gpu_info(device);
   const gpu_spec* spec = rep.gpu.catalog_name.empty() ? nullptr : &find_gpu(rep.gpu.catalog_name);
@@ -386,6 +395,7 @@ std::vector<collective_row> measure_collectives(const world_info& w, const sweep
       for (const std::int64_t r : groups.ranks[g])
         if (r == w.self.rank) mine = g;
     MPI_Comm sub = MPI_COMM_NULL;
+    g_measuring = true;
     MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(mine), static_cast<int>(w.self.rank), &sub);
     sweep_options od = o;
     if (f.ops.empty()) od.ops = d.ops;
@@ -534,6 +544,7 @@ int run_health_cmd(const world_info& w, all_options& o) {
     throw input_error(fmt::format("--inject-hang: rank {} does not exist (world size {})", o.health.inject_hang, w.self.world));
   }
   h.hang_rank = o.health.inject_hang;
+  h.serial = o.health.serial;
   h.progress = isatty(2) != 0;
   auto be = make_backend(gpu, MPI_COMM_WORLD, w, o.common.timeout_s);
   const health_report r = run_health(w, *be, gpu, h);
@@ -591,6 +602,7 @@ const std::vector<subcommand>& subcommands() {
              ->capture_default_str();
          a.add_option("--inject-slowdown", o.health.inject_slowdown, "test aid: RANK:FACTOR makes that rank's probes slower");
          a.add_option("--inject-hang", o.health.inject_hang, "test aid: that rank stops answering");
+         a.add_flag("--serial", o.health.serial, "ranks run the probes in turn (ranks sharing cores or a GPU)");
        },
        run_health_cmd},
       {"calibrate", "gemm grid + memory + world collectives, written as a profile (--calibration-out) the planner reads",
@@ -607,7 +619,7 @@ const std::vector<subcommand>& subcommands() {
   return t;
 }
 
-int run(int argc, char** argv, const world_info& w, bool& parsed) {
+int run(int argc, char** argv, const world_info& w) {
   CLI::App app{"trainplan-bench: measure GEMMs, copies and collectives on the real cluster, find slow and hung ranks, "
                "and write a calibration profile for trainplan (--calibration FILE). One process per GPU: "
                "mpirun -np N trainplan-bench health"};
@@ -640,7 +652,6 @@ int run(int argc, char** argv, const world_info& w, bool& parsed) {
   if (!(o.common.timeout_s > 0 && o.common.timeout_s <= 86400)) {
     throw input_error(fmt::format("--timeout-s must be between 0 and 86400 s, got {}", o.common.timeout_s));
   }
-  parsed = true;
   for (const subcommand& s : subcommands()) {
     if (app.got_subcommand(s.name)) return s.run(w, o);
   }
@@ -659,14 +670,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   int status = 0;
-  bool parsed = false;
   try {
-    status = run(argc, argv, w, parsed);
+    status = run(argc, argv, w);
   } catch (const input_error& e) {
-    // Argument errors are the same on every rank: rank 0 says it; later errors are the rank's own.
-    if (w.self.rank == 0 || parsed) {
-      std::fprintf(stderr, "trainplan-bench: error: %s%s\n", w.self.world > 1 && parsed ? (w.self.device_name() + ": ").c_str() : "",
-                   e.what());
+    if (w.self.rank == 0 || g_measuring) {
+      const std::string who = w.self.world > 1 && g_measuring ? w.self.device_name() + ": " : "";
+      std::fprintf(stderr, "trainplan-bench: error: %s%s\n", who.c_str(), e.what());
     }
     status = 2;
   } catch (const std::exception& e) {
@@ -676,7 +685,7 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
   std::fflush(stderr);
-  if (status == 2 || status == kExitInternal) {
+  if ((status == 2 && g_measuring) || status == kExitInternal) {
     // Peers may be waiting in a collective for this rank: end them all with the same status.
     if (w.self.world > 1) MPI_Abort(MPI_COMM_WORLD, status);
   }

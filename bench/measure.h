@@ -67,6 +67,7 @@ struct health_options {
   double timeout_s = 60;
   std::optional<slowdown_injection> slowdown;  ///< test aid
   std::int64_t hang_rank = -1;                 ///< test aid: this rank stops answering
+  bool serial = false;  ///< ranks probe in turn (ranks sharing CPU cores or a GPU), not all at once
   bool progress = false;
 };
 

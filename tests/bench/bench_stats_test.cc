@@ -1,0 +1,152 @@
+// The bench's arithmetic without MPI or CUDA: sizes, nccl-tests' bandwidths, the checked values (against
+// a reference simulation of each collective), slow-rank detection and the test aids' parsing.
+#include "bench_stats.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "trainplan/error.h"
+
+namespace trainplan::bench {
+namespace {
+
+TEST(BenchStats, SizesParseInPowersOf1024) {
+  EXPECT_EQ(parse_size("64", "--min-bytes"), 64);
+  EXPECT_EQ(parse_size("4K", "--min-bytes"), 4096);
+  EXPECT_EQ(parse_size("256m", "--min-bytes"), 256ll << 20);
+  EXPECT_EQ(parse_size("1G", "--max-bytes"), 1ll << 30);
+  for (const char* bad : {"", "0", "-1", "1.5M", "1T", "K", "12Q", "0x10"}) {
+    EXPECT_THROW(parse_size(bad, "--max-bytes"), input_error) << bad;
+  }
+  try {
+    parse_size("lots", "--max-bytes");
+  } catch (const input_error& e) {
+    EXPECT_STREQ(e.what(), "--max-bytes expects a positive size such as 64, 4K, 256M or 1G, got 'lots'");
+  }
+  EXPECT_THROW(parse_size("2048G", "--max-bytes"), input_error);  // over 1 TiB
+}
+
+TEST(BenchStats, SweepIsGeometricWithBothEndsIncluded) {
+  EXPECT_EQ(size_sweep(1024, 16384, 2, "f"), (std::vector<std::int64_t>{1024, 2048, 4096, 8192, 16384}));
+  EXPECT_EQ(size_sweep(1024, 10000, 4, "f"), (std::vector<std::int64_t>{1024, 4096}));
+  EXPECT_EQ(size_sweep(8, 8, 2, "f"), (std::vector<std::int64_t>{8}));
+  EXPECT_THROW(size_sweep(16, 8, 2, "f"), input_error);
+  EXPECT_THROW(size_sweep(8, 16, 1, "f"), input_error);
+}
+
+TEST(BenchStats, BufferCountsFollowNcclTests) {
+  // all-gather: S is the gathered output, each rank sends S/n.
+  const buffer_counts ag = counts_for(collective_kind::all_gather, 4096, 4);
+  EXPECT_EQ(ag.send, 256);
+  EXPECT_EQ(ag.recv, 1024);
+  EXPECT_EQ(ag.bytes, 4096);
+  // reduce-scatter: S is the input, each rank keeps S/n.
+  const buffer_counts rs = counts_for(collective_kind::reduce_scatter, 4096, 4);
+  EXPECT_EQ(rs.send, 1024);
+  EXPECT_EQ(rs.recv, 256);
+  // Sizes that do not divide are rounded down to whole chunks.
+  const buffer_counts odd = counts_for(collective_kind::all_to_all, 1000, 3);
+  EXPECT_EQ(odd.send, 249);
+  EXPECT_EQ(odd.bytes, 996);
+}
+
+TEST(BenchStats, BusBandwidthUsesPerformanceMdFactors) {
+  // doc/PERFORMANCE.md: all-reduce 2(n−1)/n, all-gather/reduce-scatter/all-to-all (n−1)/n, broadcast 1.
+  EXPECT_DOUBLE_EQ(bandwidth_of(collective_kind::all_reduce, 8, 1e9, 0.01).algbw_bytes_per_s, 1e11);
+  EXPECT_DOUBLE_EQ(bandwidth_of(collective_kind::all_reduce, 8, 1e9, 0.01).busbw_bytes_per_s, 1e11 * 14 / 8);
+  EXPECT_DOUBLE_EQ(bandwidth_of(collective_kind::all_gather, 4, 1e9, 0.01).busbw_bytes_per_s, 1e11 * 3 / 4);
+  EXPECT_DOUBLE_EQ(bandwidth_of(collective_kind::reduce_scatter, 4, 1e9, 0.01).busbw_bytes_per_s, 1e11 * 3 / 4);
+  EXPECT_DOUBLE_EQ(bandwidth_of(collective_kind::all_to_all, 4, 1e9, 0.01).busbw_bytes_per_s, 1e11 * 3 / 4);
+  EXPECT_DOUBLE_EQ(bandwidth_of(collective_kind::broadcast, 4, 1e9, 0.01).busbw_bytes_per_s, 1e11);
+  EXPECT_DOUBLE_EQ(bandwidth_of(collective_kind::send_recv, 4, 1e9, 0.01).busbw_bytes_per_s, 1e11);
+  EXPECT_DOUBLE_EQ(bandwidth_of(collective_kind::all_reduce, 1, 1e9, 0.01).busbw_bytes_per_s, 0);
+}
+
+/// What each rank's output holds after a correct collective, computed from every rank's input.
+std::vector<std::vector<float>> simulate(collective_kind kind, std::int64_t n, const buffer_counts& c) {
+  std::vector<std::vector<float>> in(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+  for (std::int64_t r = 0; r < n; ++r)
+    for (std::int64_t i = 0; i < c.send; ++i) in[r].push_back(send_value(kind, r, n, i, c.send));
+  for (std::int64_t r = 0; r < n; ++r) {
+    out[r].assign(static_cast<std::size_t>(c.recv), 0.f);
+    for (std::int64_t i = 0; i < c.recv; ++i) {
+      float& o = out[r][i];
+      switch (kind) {
+        case collective_kind::all_reduce:
+          for (std::int64_t q = 0; q < n; ++q) o += in[q][i];
+          break;
+        case collective_kind::reduce_scatter:
+          for (std::int64_t q = 0; q < n; ++q) o += in[q][r * c.recv + i];
+          break;
+        case collective_kind::all_gather: o = in[i / c.send][i % c.send]; break;
+        case collective_kind::broadcast: o = in[0][i]; break;
+        case collective_kind::send_recv: o = in[(r - 1 + n) % n][i]; break;
+        case collective_kind::all_to_all: {
+          const std::int64_t per = c.send / n;
+          o = in[i / per][r * per + i % per];
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(BenchStats, ExpectedValuesEqualAReferenceSimulationOfEveryCollective) {
+  for (const collective_kind kind : {collective_kind::all_reduce, collective_kind::all_gather, collective_kind::reduce_scatter,
+                                     collective_kind::all_to_all, collective_kind::broadcast, collective_kind::send_recv}) {
+    for (const std::int64_t n : {1, 2, 3, 4, 8}) {
+      const buffer_counts c = counts_for(kind, 4 * 1000, n);
+      const auto out = simulate(kind, n, c);
+      for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t i = 0; i < c.recv; ++i)
+          ASSERT_EQ(out[r][i], expected_value(kind, r, n, i, c.recv)) << to_string(kind) << " n=" << n << " r=" << r << " i=" << i;
+    }
+  }
+}
+
+TEST(BenchStats, SlowRanksAndNodesAreNamed) {
+  std::vector<rank_metric> m;
+  for (int r = 0; r < 8; ++r) {
+    std::string name = "n";
+    name.append(std::to_string(r / 4)).append("_g").append(std::to_string(r % 4));
+    m.push_back({r, name, r < 4 ? "a" : "b", 100});
+  }
+  m[6].value = 96;    // 4% below the median: named at 3%
+  m[2].value = 97.5;  // 2.5%: not named
+  auto slow = find_slow(m, 0.03);
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_EQ(slow[0].who, "n1_g2 (rank 6)");
+  EXPECT_NEAR(slow[0].shortfall, 0.04, 1e-12);
+  // A whole node 10% slow: every rank and the node.
+  for (int r = 4; r < 8; ++r) m[r].value = 90;
+  slow = find_slow(m, 0.03);
+  ASSERT_FALSE(slow.empty());
+  EXPECT_EQ(slow.back().who, "node n1 (b)");
+  // One node: no node findings.
+  m.resize(4);
+  EXPECT_TRUE(find_slow(m, 0.03).empty());
+}
+
+TEST(BenchStats, SlowdownInjectionParses) {
+  const auto s = parse_slowdown("2:1.5", "--inject-slowdown");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->rank, 2);
+  EXPECT_DOUBLE_EQ(s->factor, 1.5);
+  EXPECT_FALSE(parse_slowdown("", "--inject-slowdown").has_value());
+  for (const char* bad : {"2", "x:2", "2:", "2:0.5", "-1:2", "2:2x"}) {
+    EXPECT_THROW(parse_slowdown(bad, "--inject-slowdown"), input_error) << bad;
+  }
+}
+
+TEST(BenchStats, DriverNamesMapToTheCatalog) {
+  EXPECT_EQ(catalog_gpu_name("NVIDIA H100 80GB HBM3"), "h100-sxm5-80gb");
+  EXPECT_EQ(catalog_gpu_name("NVIDIA H200"), "h200-sxm-141gb");
+  EXPECT_EQ(catalog_gpu_name("NVIDIA A100-SXM4-80GB"), "a100-sxm4-80gb");
+  EXPECT_EQ(catalog_gpu_name("NVIDIA A100-SXM4-40GB"), "a100-sxm4-40gb");
+  EXPECT_EQ(catalog_gpu_name("NVIDIA H100 PCIe"), "");
+  EXPECT_EQ(catalog_gpu_name("Tesla V100-SXM2-32GB"), "");
+}
+
+}  // namespace
+}  // namespace trainplan::bench
