@@ -73,3 +73,22 @@ void BM_SimulateInterleaved(benchmark::State& state) {
 BENCHMARK(BM_SimulateInterleaved)->Arg(48)->Arg(120);
 
 }  // namespace
+
+namespace {
+
+/// A full evaluation of Llama-3-70B on 64 H100s, with and without the committed H100 profile
+/// (calibration/h100-sxm5-80gb-2026-11-22: 432 measured GEMMs looked up for each of the layer's GEMMs).
+void BM_FullEvaluationLlama70bH100(benchmark::State& state) {
+  std::vector<std::string> args = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "8",
+                                   "--pp",    "2",          "--sequence-parallel", "--use-distributed-optimizer",
+                                   "--gbs",   "512",        "--use-flash-attn"};
+  if (state.range(0) == 1) {
+    args.push_back("--calibration");
+    args.push_back(TRAINPLAN_SOURCE_DIR "/calibration/h100-sxm5-80gb-2026-11-22/profile.json");
+  }
+  const trainplan::parsed_job pj = trainplan::parse_job_args(args);
+  for (auto _ : state) benchmark::DoNotOptimize(trainplan::evaluate_layout(pj.job));
+}
+BENCHMARK(BM_FullEvaluationLlama70bH100)->Arg(0)->Arg(1);
+
+}  // namespace

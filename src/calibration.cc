@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -253,8 +254,34 @@ calibration_profile load_calibration(const std::string& path) {
   return parse_calibration(ss.str(), path);
 }
 
+std::uint64_t measured_gemm_table::next_id() {
+  static std::atomic<std::uint64_t> counter{1};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
 double measured_gemm_table::correction(dtype precision, std::int64_t m, std::int64_t n, std::int64_t k,
                                        std::int64_t batch) const {
+  // A direct-mapped memo per thread: a search evaluates the same few dozen shapes over and over.
+  struct entry {
+    std::uint64_t table = 0;
+    std::int64_t m = 0, n = 0, k = 0, batch = 0;
+    dtype precision = dtype::fp32;
+    double value = 0;
+  };
+  constexpr std::size_t kSlots = 1024;
+  thread_local std::array<entry, kSlots> memo{};
+  std::uint64_t h = static_cast<std::uint64_t>(m) * 0x9E3779B97F4A7C15ull;
+  h ^= static_cast<std::uint64_t>(n) * 0xC2B2AE3D27D4EB4Full + (h << 6) + (h >> 2);
+  h ^= static_cast<std::uint64_t>(k) * 0x165667B19E3779F9ull + (h << 6) + (h >> 2);
+  h ^= static_cast<std::uint64_t>(batch) * 0x27D4EB2F165667C5ull + static_cast<std::uint64_t>(precision) + (h >> 29);
+  entry& e = memo[h % kSlots];
+  if (e.table == id && e.m == m && e.n == n && e.k == k && e.batch == batch && e.precision == precision) return e.value;
+  e = {id, m, n, k, batch, precision, compute_correction(precision, m, n, k, batch)};
+  return e.value;
+}
+
+double measured_gemm_table::compute_correction(dtype precision, std::int64_t m, std::int64_t n, std::int64_t k,
+                                               std::int64_t batch) const {
   const double q[4] = {std::log2(static_cast<double>(m)), std::log2(static_cast<double>(n)),
                        std::log2(static_cast<double>(k)), std::log2(static_cast<double>(batch))};
   // The kNeighbours nearest points of this precision by squared distance in log2 shape space.

@@ -190,3 +190,24 @@ TEST(Calibration, CommittedH100ProfileLoadsAndMatchesItsGpu) {
 
 }  // namespace
 }  // namespace trainplan
+
+namespace trainplan {
+namespace {
+
+TEST(Calibration, MemoNeverMixesTwoTables) {
+  measured_gemm_table a, b;
+  a.points.push_back({dtype::bf16, 10, 10, 10, 0, 1.25});
+  b.points.push_back({dtype::bf16, 10, 10, 10, 0, 0.75});
+  EXPECT_NE(a.id, b.id);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_DOUBLE_EQ(a.correction(dtype::bf16, 1024, 1024, 1024, 1), 1.25);
+    EXPECT_DOUBLE_EQ(b.correction(dtype::bf16, 1024, 1024, 1024, 1), 0.75);
+    // Away from the point: the only neighbour's ratio; another precision: no correction.
+    EXPECT_DOUBLE_EQ(a.correction(dtype::bf16, 2048, 1024, 1024, 1), 1.25);
+    EXPECT_DOUBLE_EQ(a.correction(dtype::fp8, 1024, 1024, 1024, 1), 1.0);
+    EXPECT_DOUBLE_EQ(a.correction(dtype::bf16, 2048, 1024, 1024, 1), a.compute_correction(dtype::bf16, 2048, 1024, 1024, 1));
+  }
+}
+
+}  // namespace
+}  // namespace trainplan

@@ -87,10 +87,15 @@ struct measured_gemm_table {
     double ratio = 1;  ///< measured efficiency ÷ the uncalibrated model's efficiency at this shape
   };
   std::vector<point> points;
+  /// Unique per table, for the per-thread memo of corrections (an address could be reused).
+  std::uint64_t id = next_id();
+  static std::uint64_t next_id();
   /// Factor (> 0) that turns the uncalibrated model's efficiency at this shape into the calibrated one:
   /// a measured shape's own ratio, else the inverse-distance-weighted ratio of the nearest measured
   /// shapes of the same precision; 1 when none was measured in that precision.
   double correction(dtype precision, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) const;
+  /// The same without the memo (what the memo stores).
+  double compute_correction(dtype precision, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) const;
 };
 
 /// What applying a profile changed, for headers and tests.
