@@ -6,6 +6,8 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -215,12 +217,6 @@ struct lt_problem {
 
 constexpr std::size_t kWorkspaceBytes = 32u << 20;  // cuBLAS's recommendation for Hopper
 
-/// The precision the warm-up filled A and B with (that of the largest request).
-dtype big_dtype_sentinel(const std::vector<gemm_request>& r) {
-  return std::max_element(r.begin(), r.end(), [](const auto& a, const auto& b) {
-           return a.shape.m * a.shape.n * a.shape.k * a.shape.batch < b.shape.m * b.shape.n * b.shape.k * b.shape.batch;
-         })->precision;
-}
 
 }  // namespace
 
@@ -256,14 +252,11 @@ gpu_device_info gpu_info(int device) {
   return g;
 }
 
-std::vector<gemm_result> run_gemms(int device, const std::vector<gemm_request>& requests, const gemm_timing& t,
-                                   const std::function<void(std::size_t, std::size_t)>& progress) {
-  gpu_info(device);  // checks the device
-  if (requests.empty()) return {};
-  CUDA_OK(cudaSetDevice(device));
-  cudaDeviceProp prop{};
-  CUDA_OK(cudaGetDeviceProperties(&prop, device));
-  std::size_t a_bytes = 0, b_bytes = 0, c_bytes = 0;
+namespace {
+
+/// Sizes of A, B and C that hold every request; refuses what the GPU cannot run or hold.
+std::array<std::size_t, 3> gemm_buffer_bytes(const std::vector<gemm_request>& requests, const cudaDeviceProp& prop) {
+  std::array<std::size_t, 3> bytes{};
   for (const gemm_request& r : requests) {
     const lt_types ty = types_of(r.precision);
     const gemm_shape& s = r.shape;
@@ -274,80 +267,74 @@ std::vector<gemm_result> run_gemms(int device, const std::vector<gemm_request>& 
     if (r.precision == dtype::fp8 && (s.m % 16 || s.n % 16 || s.k % 16)) {
       throw input_error(fmt::format("gemm {}: fp8 needs m, n and k multiples of 16, got {}×{}×{}", r.name, s.m, s.n, s.k));
     }
-    a_bytes = std::max(a_bytes, static_cast<std::size_t>(s.m * s.k * s.batch * ty.ab_bytes));
-    b_bytes = std::max(b_bytes, static_cast<std::size_t>(s.k * s.n * s.batch * ty.ab_bytes));
-    c_bytes = std::max(c_bytes, static_cast<std::size_t>(s.m * s.n * s.batch * ty.cd_bytes));
+    bytes[0] = std::max(bytes[0], static_cast<std::size_t>(s.m * s.k * s.batch * ty.ab_bytes));
+    bytes[1] = std::max(bytes[1], static_cast<std::size_t>(s.k * s.n * s.batch * ty.ab_bytes));
+    bytes[2] = std::max(bytes[2], static_cast<std::size_t>(s.m * s.n * s.batch * ty.cd_bytes));
   }
-  if (a_bytes + b_bytes + c_bytes > static_cast<std::size_t>(prop.totalGlobalMem) * 9 / 10) {
+  if (bytes[0] + bytes[1] + bytes[2] > static_cast<std::size_t>(prop.totalGlobalMem) * 9 / 10) {
     throw input_error(fmt::format("gemm: the largest shapes need {:.1f} GiB, more than the GPU holds",
-                                  static_cast<double>(a_bytes + b_bytes + c_bytes) / (1u << 30)));
+                                  static_cast<double>(bytes[0] + bytes[1] + bytes[2]) / (1u << 30)));
   }
-  device_buffer A(a_bytes), B(b_bytes), C(c_bytes), workspace(kWorkspaceBytes);
-  cudaStream_t stream{};
-  CUDA_OK(cudaStreamCreate(&stream));
-  cublasLtHandle_t lt{};
-  BLAS_OK(cublasLtCreate(&lt));
-  cublasHandle_t blas{};
-  BLAS_OK(cublasCreate(&blas));
-  BLAS_OK(cublasSetStream(blas, stream));
-  cublasLtMatmulPreference_t pref{};
-  BLAS_OK(cublasLtMatmulPreferenceCreate(&pref));
-  const std::uint64_t ws = kWorkspaceBytes;
-  BLAS_OK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  return bytes;
+}
 
-  // Bring the clocks up from idle before the first timed shape: about 0.3 s of the largest GEMM.
-  {
-    const gemm_request& big = *std::max_element(requests.begin(), requests.end(), [](const auto& a, const auto& b) {
-      return a.shape.m * a.shape.n * a.shape.k * a.shape.batch < b.shape.m * b.shape.n * b.shape.k * b.shape.batch;
-    });
-    const lt_types ty = types_of(big.precision);
-    fill_random(A.p, A.bytes, big.precision, 1);
-    fill_random(B.p, B.bytes, big.precision, 2);
-    lt_problem prob(ty, big.shape);
-    cublasLtMatmulHeuristicResult_t first{};
-    int got = 0;
-    const float one = 1.f, zero = 0.f;
-    BLAS_OK(cublasLtMatmulAlgoGetHeuristic(lt, prob.op, prob.a, prob.b, prob.c, prob.c, pref, 1, &first, &got));
+std::int64_t flops_of(const gemm_request& r) { return r.shape.m * r.shape.n * r.shape.k * r.shape.batch; }
+
+/// Buffers, stream and library handles of one GEMM run, released on scope exit.
+class gemm_session {
+ public:
+  gemm_session(const std::array<std::size_t, 3>& bytes)
+      : a_(bytes[0]), b_(bytes[1]), c_(bytes[2]), workspace_(kWorkspaceBytes) {
+    CUDA_OK(cudaStreamCreate(&stream_));
+    BLAS_OK(cublasLtCreate(&lt_));
+    BLAS_OK(cublasCreate(&blas_));
+    BLAS_OK(cublasSetStream(blas_, stream_));
+    BLAS_OK(cublasLtMatmulPreferenceCreate(&pref_));
+    const std::uint64_t ws = kWorkspaceBytes;
+    BLAS_OK(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  }
+  ~gemm_session() {
+    cublasLtMatmulPreferenceDestroy(pref_);
+    cublasDestroy(blas_);
+    cublasLtDestroy(lt_);
+    cudaStreamDestroy(stream_);
+  }
+  gemm_session(const gemm_session&) = delete;
+  gemm_session& operator=(const gemm_session&) = delete;
+
+  /// Random inputs of `d` in A and B (kept while the precision stays the same).
+  void fill(dtype d) {
+    if (filled_ && *filled_ == d) return;
+    fill_random(a_.p, a_.bytes, d, 1);
+    fill_random(b_.p, b_.bytes, d, 2);
+    filled_ = d;
+  }
+
+  /// About 0.3 s of `r` with the heuristic's first choice: clocks up from idle before timing.
+  void warm_up(const gemm_request& r) {
+    fill(r.precision);
+    lt_problem prob(types_of(r.precision), r.shape);
+    std::vector<cublasLtMatmulHeuristicResult_t> first = candidates(prob, 1);
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
-    while (got > 0 && std::chrono::steady_clock::now() < until) {
-      for (int i = 0; i < 10; ++i) {
-        BLAS_OK(cublasLtMatmul(lt, prob.op, &one, A.p, prob.a, B.p, prob.b, &zero, C.p, prob.c, C.p, prob.c,
-                               &first.algo, workspace.p, kWorkspaceBytes, stream));
-      }
-      CUDA_OK(cudaStreamSynchronize(stream));
+    while (!first.empty() && std::chrono::steady_clock::now() < until) {
+      for (int i = 0; i < 10; ++i) matmul(prob, first.front().algo);
+      CUDA_OK(cudaStreamSynchronize(stream_));
     }
   }
-  std::vector<gemm_result> out;
-  dtype filled = big_dtype_sentinel(requests);
-  bool any_filled = true;
-  const float alpha = 1.f, beta = 0.f;
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const gemm_request& r = requests[i];
-    const lt_types ty = types_of(r.precision);
-    if (!any_filled || filled != r.precision) {
-      fill_random(A.p, A.bytes, r.precision, 1);
-      fill_random(B.p, B.bytes, r.precision, 2);
-      filled = r.precision;
-      any_filled = true;
-    }
-    lt_problem prob(ty, r.shape);
-    std::vector<cublasLtMatmulHeuristicResult_t> cand(static_cast<std::size_t>(std::max(1, t.algorithms)));
-    int got = 0;
-    BLAS_OK(cublasLtMatmulAlgoGetHeuristic(lt, prob.op, prob.a, prob.b, prob.c, prob.c, pref,
-                                           static_cast<int>(cand.size()), cand.data(), &got));
-    if (got == 0) throw std::runtime_error(fmt::format("gemm {}: cuBLASLt offers no algorithm", r.name));
+
+  /// Every heuristic candidate (up to t.algorithms) and, unless fp8, cublasGemmEx's default.
+  gemm_result time(const gemm_request& r, const gemm_timing& t) {
+    fill(r.precision);
+    lt_problem prob(types_of(r.precision), r.shape);
+    const std::vector<cublasLtMatmulHeuristicResult_t> cand = candidates(prob, std::max(1, t.algorithms));
+    if (cand.empty()) throw std::runtime_error(fmt::format("gemm {}: cuBLASLt offers no algorithm", r.name));
     gemm_result res;
     res.request = r;
     res.time_s = 1e300;
-    for (int a = 0; a < got; ++a) {
-      const cublasLtMatmulAlgo_t* algo = &cand[static_cast<std::size_t>(a)].algo;
-      auto launch = [&] {
-        BLAS_OK(cublasLtMatmul(lt, prob.op, &alpha, A.p, prob.a, B.p, prob.b, &beta, C.p, prob.c, C.p, prob.c, algo,
-                               workspace.p, kWorkspaceBytes, stream));
-      };
+    for (std::size_t a = 0; a < cand.size(); ++a) {
       double s = 0;
       try {
-        s = time_calls(stream, launch, t.warmup, t.samples, t.sample_s);
+        s = time_calls(stream_, [&] { matmul(prob, cand[a].algo); }, t.warmup, t.samples, t.sample_s);
       } catch (const std::runtime_error&) {
         if (a == 0) throw;
         continue;  // a candidate that fails to launch is skipped, as autotuners do
@@ -357,24 +344,60 @@ std::vector<gemm_result> run_gemms(int device, const std::vector<gemm_request>& 
       ++res.algorithms_timed;
     }
     if (t.reference && r.precision != dtype::fp8) {
-      BLAS_OK(cublasSetMathMode(blas, r.precision == dtype::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-      const gemm_shape& s = r.shape;
-      auto launch = [&] {
-        BLAS_OK(cublasGemmStridedBatchedEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(s.m), static_cast<int>(s.n),
-                                           static_cast<int>(s.k), &alpha, A.p, ty.ab, static_cast<int>(s.k), s.k * s.m,
-                                           B.p, ty.ab, static_cast<int>(s.k), s.k * s.n, &beta, C.p, ty.cd,
-                                           static_cast<int>(s.m), s.m * s.n, static_cast<int>(s.batch), ty.compute,
-                                           CUBLAS_GEMM_DEFAULT));
-      };
-      res.reference_time_s = time_calls(stream, launch, t.warmup, t.samples, t.sample_s);
+      res.reference_time_s = time_calls(stream_, [&] { gemm_ex(r); }, t.warmup, t.samples, t.sample_s);
     }
-    out.push_back(res);
+    return res;
+  }
+
+ private:
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates(const lt_problem& prob, int n) {
+    std::vector<cublasLtMatmulHeuristicResult_t> c(static_cast<std::size_t>(n));
+    int got = 0;
+    BLAS_OK(cublasLtMatmulAlgoGetHeuristic(lt_, prob.op, prob.a, prob.b, prob.c, prob.c, pref_, n, c.data(), &got));
+    c.resize(static_cast<std::size_t>(got));
+    return c;
+  }
+  void matmul(const lt_problem& prob, const cublasLtMatmulAlgo_t& algo) {
+    const float alpha = 1.f, beta = 0.f;
+    BLAS_OK(cublasLtMatmul(lt_, prob.op, &alpha, a_.p, prob.a, b_.p, prob.b, &beta, c_.p, prob.c, c_.p, prob.c, &algo,
+                           workspace_.p, kWorkspaceBytes, stream_));
+  }
+  void gemm_ex(const gemm_request& r) {
+    const lt_types ty = types_of(r.precision);
+    const gemm_shape& s = r.shape;
+    const float alpha = 1.f, beta = 0.f;
+    BLAS_OK(cublasSetMathMode(blas_, r.precision == dtype::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    BLAS_OK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(s.m), static_cast<int>(s.n),
+                                       static_cast<int>(s.k), &alpha, a_.p, ty.ab, static_cast<int>(s.k), s.k * s.m, b_.p,
+                                       ty.ab, static_cast<int>(s.k), s.k * s.n, &beta, c_.p, ty.cd, static_cast<int>(s.m),
+                                       s.m * s.n, static_cast<int>(s.batch), ty.compute, CUBLAS_GEMM_DEFAULT));
+  }
+
+  device_buffer a_, b_, c_, workspace_;
+  cudaStream_t stream_{};
+  cublasLtHandle_t lt_{};
+  cublasHandle_t blas_{};
+  cublasLtMatmulPreference_t pref_{};
+  std::optional<dtype> filled_;
+};
+
+}  // namespace
+
+std::vector<gemm_result> run_gemms(int device, const std::vector<gemm_request>& requests, const gemm_timing& t,
+                                   const std::function<void(std::size_t, std::size_t)>& progress) {
+  gpu_info(device);  // checks the device
+  if (requests.empty()) return {};
+  CUDA_OK(cudaSetDevice(device));
+  cudaDeviceProp prop{};
+  CUDA_OK(cudaGetDeviceProperties(&prop, device));
+  gemm_session session(gemm_buffer_bytes(requests, prop));
+  session.warm_up(*std::max_element(requests.begin(), requests.end(),
+                                    [](const auto& a, const auto& b) { return flops_of(a) < flops_of(b); }));
+  std::vector<gemm_result> out;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    out.push_back(session.time(requests[i], t));
     if (progress) progress(i + 1, requests.size());
   }
-  cublasLtMatmulPreferenceDestroy(pref);
-  cublasDestroy(blas);
-  cublasLtDestroy(lt);
-  cudaStreamDestroy(stream);
   return out;
 }
 
