@@ -17,6 +17,28 @@ constexpr std::int64_t kElementBytes = 4;  // float32, as nccl-tests' default -d
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
 }  // namespace
 
+std::optional<long long> parse_whole(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 18) return std::nullopt;
+  return std::stoll(text);
+}
+
+std::array<std::int64_t, 4> parse_gemm_shape(const std::string& text, std::string_view flag) {
+  std::vector<std::int64_t> dims;
+  std::size_t pos = 0;
+  bool ok = true;
+  while (ok && pos <= text.size()) {
+    const std::size_t x = std::min(text.find('x', pos), text.size());
+    const std::optional<long long> v = parse_whole(text.substr(pos, x - pos));
+    ok = v && *v >= 1 && *v <= (1 << 24);
+    if (ok) dims.push_back(*v);
+    pos = x + 1;
+  }
+  if (!ok || (dims.size() != 3 && dims.size() != 4)) {
+    throw input_error(fmt::format("{} expects MxNxK or MxNxKxBATCH with each between 1 and 16777216, got '{}'", flag, text));
+  }
+  return {dims[0], dims[1], dims[2], dims.size() == 4 ? dims[3] : 1};
+}
+
 std::int64_t parse_size(const std::string& text, std::string_view flag) {
   std::string t = text;
   std::int64_t unit = 1;
@@ -29,16 +51,9 @@ std::int64_t parse_size(const std::string& text, std::string_view flag) {
     }
     if (unit != 1) t.pop_back();
   }
-  std::size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(t, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (t.empty() || used != t.size() || v <= 0) {
-    throw input_error(fmt::format("{} expects a positive size such as 64, 4K, 256M or 1G, got '{}'", flag, text));
-  }
+  const std::optional<long long> parsed = parse_whole(t);
+  const long long v = parsed.value_or(0);
+  if (v <= 0) throw input_error(fmt::format("{} expects a positive size such as 64, 4K, 256M or 1G, got '{}'", flag, text));
   if (v > kMaxBytes / unit) throw input_error(fmt::format("{}: {} is more than 1 TiB", flag, text));
   return v * unit;
 }

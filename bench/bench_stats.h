@@ -3,6 +3,7 @@
 // medians, and which ranks are slow (docs/bench.md).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +18,10 @@ namespace trainplan::bench {
 /// Throws input_error naming `flag` unless 0 < min ≤ max and factor ≥ 2.
 std::vector<std::int64_t> size_sweep(std::int64_t min_bytes, std::int64_t max_bytes, std::int64_t factor,
                                      std::string_view flag);
+/// A whole decimal number with nothing around it ("12"; not "12x", " 1", "0x10"), or nothing.
+std::optional<long long> parse_whole(const std::string& text);
+/// "MxNxK" or "MxNxKxBATCH", each 1 … 2^24 → {m, n, k, batch}; throws input_error naming `flag`.
+std::array<std::int64_t, 4> parse_gemm_shape(const std::string& text, std::string_view flag);
 /// "64", "4K", "256M", "1G" (powers of 1024) → bytes; throws input_error naming `flag`.
 std::int64_t parse_size(const std::string& text, std::string_view flag);
 

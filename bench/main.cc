@@ -226,25 +226,8 @@ std::vector<gemm_request> gemm_requests(const gemm_options& g, const common_opti
     }
   }
   for (const std::string& text : g.shapes) {
-    std::vector<std::int64_t> dims;
-    std::size_t pos = 0;
-    while (pos <= text.size()) {
-      const std::size_t x = std::min(text.find('x', pos), text.size());
-      const std::string part = text.substr(pos, x - pos);
-      std::size_t used = 0;
-      long long v = 0;
-      try {
-        v = std::stoll(part, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (part.empty() || used != part.size() || v < 1 || v > (1 << 24)) dims.clear(), pos = text.size() + 1;
-      else dims.push_back(v), pos = x + 1;
-    }
-    if (dims.size() != 3 && dims.size() != 4) {
-      throw input_error("--shapes expects MxNxK or MxNxKxBATCH with each between 1 and 16777216, got '" + text + "'");
-    }
-    for (const dtype d : dtypes) out.push_back({"shape", d, {dims[0], dims[1], dims[2], dims.size() == 4 ? dims[3] : 1}});
+    const std::array<std::int64_t, 4> d = parse_gemm_shape(text, "--shapes");
+    for (const dtype p : dtypes) out.push_back({"shape", p, {d[0], d[1], d[2], d[3]}});
   }
   if (g.grid || (c.job_args.empty() && g.shapes.empty())) {
     if (g.grid_min < 16 || g.grid_max < g.grid_min || g.grid_max > 65536) {

@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "run_process.h"
+
 namespace {
 
 using ::testing::AllOf;
@@ -34,51 +36,13 @@ using ::testing::Not;
 using ::testing::StartsWith;
 using json = nlohmann::json;
 
-struct run_result {
-  int status = -1;  ///< exit status, or -1 when the process did not exit normally
-  std::string out;
-  std::string err;
-};
+using trainplan::testing::read_file;
+using trainplan::testing::run_result;
+using trainplan::testing::shell_quote;
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Run the built binary with `args`; stdout through the pipe, stderr through a temporary file.
+/// Run the built binary with `args`.
 run_result run(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const std::string err_path =
-      ::testing::TempDir() + "cli_test_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-  std::string cmd = shell_quote(TRAINPLAN_BINARY);
-  for (const auto& a : args) {
-    cmd += ' ';
-    cmd += shell_quote(a);
-  }
-  cmd += " 2>";
-  cmd += shell_quote(err_path);
-  run_result r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "popen failed: " << cmd;
-    return r;
-  }
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  const int raw = ::pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.err = read_file(err_path);
-  std::remove(err_path.c_str());
-  return r;
+  return trainplan::testing::run_command(shell_quote(TRAINPLAN_BINARY), args);
 }
 
 json parse_json(const std::string& text) {

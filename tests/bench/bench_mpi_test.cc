@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "run_process.h"
 #include "trainplan/calibration.h"
 #include "trainplan/comm.h"
 #include "trainplan/hardware.h"
@@ -25,50 +26,17 @@ namespace {
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
-struct run_result {
-  int status = -1;
-  std::string out;
-  std::string err;
-  double seconds = 0;
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using trainplan::testing::run_result;
+using trainplan::testing::shell_quote;
 
 /// mpirun -np `ranks` trainplan-bench `args`, as root on one machine, ended after 120 s whatever happens.
 run_result mpirun(int ranks, const std::vector<std::string>& args) {
-  static int counter = 0;
-  std::string err_path = ::testing::TempDir();
-  err_path.append("bench_mpi_err_").append(std::to_string(::getpid())).append("_").append(std::to_string(counter++));
-  std::string cmd =
+  std::string prefix =
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none "
       "timeout -k 5 120 ";
-  cmd.append(quote(TRAINPLAN_MPIEXEC)).append(" --oversubscribe -np ").append(std::to_string(ranks));
-  cmd.append(" ").append(quote(TRAINPLAN_BENCH_BINARY));
-  for (const auto& a : args) cmd.append(" ").append(quote(a));
-  cmd.append(" 2>").append(quote(err_path));
-  run_result r;
-  const auto t0 = std::chrono::steady_clock::now();
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "popen failed: " << cmd;
-    return r;
-  }
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  const int raw = ::pclose(pipe);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream in(err_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  std::remove(err_path.c_str());
-  return r;
+  prefix.append(shell_quote(TRAINPLAN_MPIEXEC)).append(" --oversubscribe -np ").append(std::to_string(ranks));
+  prefix.append(" ").append(shell_quote(TRAINPLAN_BENCH_BINARY));
+  return trainplan::testing::run_command(prefix, args);
 }
 
 TEST(BenchMpi, CollectivesOnFourRanksAreCorrectWithPositiveBusBandwidth) {

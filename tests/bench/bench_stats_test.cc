@@ -150,3 +150,25 @@ TEST(BenchStats, DriverNamesMapToTheCatalog) {
 
 }  // namespace
 }  // namespace trainplan::bench
+
+namespace trainplan::bench {
+namespace {
+
+TEST(BenchStats, GemmShapesParse) {
+  EXPECT_EQ(parse_gemm_shape("8192x4096x1024", "--shapes"), (std::array<std::int64_t, 4>{8192, 4096, 1024, 1}));
+  EXPECT_EQ(parse_gemm_shape("2048x2048x128x12", "--shapes"), (std::array<std::int64_t, 4>{2048, 2048, 128, 12}));
+  for (const char* bad : {"", "8x8", "8x8x8x8x8", "8xx8x8", "0x8x8", "8x8x-8", "8x8x16777217", "8X8X8", " 8x8x8", "8x8x8x"}) {
+    EXPECT_THROW(parse_gemm_shape(bad, "--shapes"), input_error) << bad;
+  }
+  try {
+    parse_gemm_shape("8x8", "--shapes");
+  } catch (const input_error& e) {
+    EXPECT_STREQ(e.what(), "--shapes expects MxNxK or MxNxKxBATCH with each between 1 and 16777216, got '8x8'");
+  }
+  EXPECT_EQ(parse_whole("12"), 12);
+  EXPECT_FALSE(parse_whole("+12").has_value());
+  EXPECT_FALSE(parse_whole("1e3").has_value());
+}
+
+}  // namespace
+}  // namespace trainplan::bench
