@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backend.h"
 #include "bench_stats.h"
@@ -621,6 +623,14 @@ int run(int argc, char** argv, const world_info& w) {
     }
     sub->add_option("job", o.common.job_args, "the planner's job flags after --, e.g. -- --model llama3-8b --tp 2");
     s.flags(*sub, o);
+  }
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const subcommand& s : subcommands()) names.emplace_back(s.name);
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      throw input_error(fmt::format("unknown command '{}'{}; one of: {}", argv[1], did_you_mean(argv[1], names),
+                                    fmt::join(names, ", ")));
+    }
   }
   try {
     app.parse(argc, argv);

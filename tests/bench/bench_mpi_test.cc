@@ -146,6 +146,7 @@ TEST(BenchMpi, BadInputIsExitTwoWithTheFlagNamed) {
                "the job has 4 GPUs but 3 ranks were launched");
   expect_error(1, {"calibrate", "--backend", "mpi"}, "calibrate: --calibration-out FILE is required");
   expect_error(1, {"gemm", "--shapes", "8x8"}, "--shapes expects MxNxK");
+  expect_error(1, {"helth"}, "unknown command 'helth' (did you mean 'health'?); one of: gemm, memory, collectives, health, calibrate");
 }
 
 TEST(BenchMpi, GpuMeasurementWithoutAGpuIsACleanError) {
