@@ -35,8 +35,6 @@ class collective_backend {
   /// Runs `iters` ops back to back and returns this rank's seconds per op; < 0 when they did not finish
   /// before `d`.
   virtual double run(collective_kind kind, const buffer_counts& c, bool in_place, int iters, const deadline& d) = 0;
-  /// The MPI communicator the ranks of this backend share (for averaging times and counting errors).
-  virtual MPI_Comm comm() const = 0;
   /// Library version, e.g. "NCCL 2.28.3" or "Open MPI v4.1.4".
   virtual std::string version() const = 0;
 };
@@ -44,9 +42,20 @@ class collective_backend {
 /// Host-memory collectives on `comm` with MPI's non-blocking operations, each polled until its deadline.
 std::unique_ptr<collective_backend> make_mpi_backend(MPI_Comm comm, const world_info& w);
 
-/// GPU collectives with NCCL over the ranks of `comm` (one GPU per rank, the local rank's device).
-/// Throws input_error when the bench was built without CUDA or no GPU is visible.
-std::unique_ptr<collective_backend> make_nccl_backend(MPI_Comm comm, const world_info& w, double timeout_s);
+/// A fresh NCCL unique id (rank 0 makes one per group and sends it over the control plane).
+std::string new_nccl_id();
+/// GPU collectives with NCCL: this rank is `group_rank` of `group_size`, the group's communicator made
+/// from `id` (one GPU per rank, the local rank's device). Throws input_error when the bench was built
+/// without CUDA or no GPU is visible.
+std::unique_ptr<collective_backend> make_nccl_backend(const world_info& w, std::int64_t group_rank,
+                                                      std::int64_t group_size, const std::string& id, double timeout_s);
+
+/// Host-memory collectives through rank 0 over the control plane: every rank sends its input, rank 0
+/// computes each group's outputs (reference_collective) and sends them back. For a torchrun-style launch
+/// without GPUs: a correctness and connectivity check, not a bandwidth measurement. Every rank of the
+/// world runs each op at once; `group` tells rank 0 which ranks belong together.
+std::unique_ptr<collective_backend> make_star_backend(const world_info& w, std::int64_t group, std::int64_t group_rank,
+                                                      std::int64_t group_size);
 
 /// Whether this build has the CUDA path and a GPU is visible.
 bool gpu_available();

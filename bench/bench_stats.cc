@@ -157,6 +157,31 @@ float expected_value(collective_kind kind, std::int64_t rank, std::int64_t ranks
   return 0;
 }
 
+std::vector<std::vector<float>> reference_collective(collective_kind kind, const buffer_counts& c,
+                                                     const std::vector<std::vector<float>>& in) {
+  const auto n = static_cast<std::int64_t>(in.size());
+  std::vector<std::vector<float>> out(in.size(), std::vector<float>(static_cast<std::size_t>(c.recv), 0.f));
+  const std::int64_t per = n > 0 ? c.send / n : 0;  // all-to-all chunk
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t i = 0; i < c.recv; ++i) {
+      float& o = out[r][i];
+      switch (kind) {
+        case collective_kind::all_reduce:
+          for (std::int64_t q = 0; q < n; ++q) o += in[q][i];
+          break;
+        case collective_kind::reduce_scatter:
+          for (std::int64_t q = 0; q < n; ++q) o += in[q][r * c.recv + i];
+          break;
+        case collective_kind::all_gather: o = in[i / c.send][i % c.send]; break;
+        case collective_kind::broadcast: o = in[0][i]; break;
+        case collective_kind::send_recv: o = in[(r - 1 + n) % n][i]; break;
+        case collective_kind::all_to_all: o = in[i / per][r * per + i % per]; break;
+      }
+    }
+  }
+  return out;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -49,6 +49,11 @@ float send_value(collective_kind kind, std::int64_t rank, std::int64_t ranks, st
 /// send/recv: each rank sends to rank+1 and receives from rank−1, as nccl-tests' sendrecv does).
 float expected_value(collective_kind kind, std::int64_t rank, std::int64_t ranks, std::int64_t i, std::int64_t recv_count);
 
+/// Every rank's output of one collective over `inputs.size()` ranks, computed directly from every rank's
+/// input (float32 sums in rank order): the star backend's result, and the reference its tests use.
+std::vector<std::vector<float>> reference_collective(collective_kind kind, const buffer_counts& c,
+                                                     const std::vector<std::vector<float>>& inputs);
+
 double median(std::vector<double> v);
 
 /// One probe's result per rank (higher is better: FLOP/s, bytes/s), and what to call the rank.

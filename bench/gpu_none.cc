@@ -21,6 +21,10 @@ std::vector<gemm_result> run_gemms(int, const std::vector<gemm_request>&, const 
   no_cuda("gemm");
 }
 std::vector<copy_result> run_copies(int, std::int64_t, int) { no_cuda("memory"); }
-std::unique_ptr<collective_backend> make_nccl_backend(MPI_Comm, const world_info&, double) { no_cuda("--backend nccl"); }
+std::string new_nccl_id() { no_cuda("--backend nccl"); }
+std::unique_ptr<collective_backend> make_nccl_backend(const world_info&, std::int64_t, std::int64_t, const std::string&,
+                                                      double) {
+  no_cuda("--backend nccl");
+}
 
 }  // namespace trainplan::bench

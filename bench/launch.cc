@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +41,84 @@ std::string world_info::name_of(std::int64_t rank) const {
   return fmt::format("n{}_g{}", nodes[rank], local_ranks[rank]);
 }
 
-world_info start_world(int& argc, char**& argv) {
+namespace {
+
+/// Control messages over MPI point-to-point on MPI_COMM_WORLD.
+class mpi_control final : public control_plane {
+ public:
+  std::string_view name() const override { return "mpi"; }
+  bool send(std::int64_t to, int tag, const std::string& bytes, const deadline& d) override {
+    // The buffer must outlive a send that does not complete: it is kept (and the job ends) on timeout.
+    auto* buf = new std::string(bytes);
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Isend(buf->data(), static_cast<int>(buf->size()), MPI_BYTE, static_cast<int>(to), tag, MPI_COMM_WORLD, &req);
+    if (!wait_for(req, d)) return false;
+    delete buf;
+    return true;
+  }
+  std::optional<std::string> recv(std::int64_t from, int tag, const deadline& d) override {
+    MPI_Status st{};
+    for (int spins = 0;; ++spins) {
+      int flag = 0;
+      const bool late = d.passed();
+      MPI_Iprobe(static_cast<int>(from), tag, MPI_COMM_WORLD, &flag, &st);
+      if (flag) break;
+      if (late) return std::nullopt;
+      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    std::string out(static_cast<std::size_t>(count), '\0');
+    MPI_Recv(out.data(), count, MPI_BYTE, static_cast<int>(from), tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return out;
+  }
+  [[noreturn]] void abort(int status) override {
+    MPI_Abort(MPI_COMM_WORLD, status);
+    std::_Exit(status);
+  }
+};
+
+constexpr int kTagHosts = 7003;
+constexpr int kTagSum = 7004;
+constexpr int kTagSumResult = 7005;
+
+std::string env_text(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+/// Under a torchrun-style launch: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, checked.
+std::shared_ptr<control_plane> torchrun_control(rank_info& self, double timeout_s) {
+  std::vector<std::string> unset;
+  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
+    if (env_text(name).empty()) unset.emplace_back(name);
+  if (!unset.empty()) {
+    throw input_error(fmt::format("torchrun-style launch: {} {} not set", fmt::join(unset, " and "),
+                                  unset.size() == 1 ? "is" : "are"));
+  }
+  auto need = [](const char* name) {
+    const std::string v = env_text(name);
+    if (v.empty()) throw input_error(fmt::format("torchrun-style launch: {} is not set", name));
+    return v;
+  };
+  auto number = [&](const char* name, std::int64_t lo, std::int64_t hi) {
+    const std::string v = need(name);
+    char* end = nullptr;
+    const long long x = std::strtoll(v.c_str(), &end, 10);
+    if (end == v.c_str() || *end != '\0' || x < lo || x > hi) {
+      throw input_error(fmt::format("torchrun-style launch: {}={} must be an integer between {} and {}", name, v, lo, hi));
+    }
+    return static_cast<std::int64_t>(x);
+  };
+  self.world = number("WORLD_SIZE", 1, 100000);
+  self.rank = number("RANK", 0, self.world - 1);
+  const int port = static_cast<int>(number("MASTER_PORT", 1, 65535));
+  return connect_tcp(self.rank, self.world, need("MASTER_ADDR"), port, timeout_s);
+}
+
+}  // namespace
+
+world_info start_world(int& argc, char**& argv, double timeout_s) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   world_info w;
@@ -55,34 +133,42 @@ world_info start_world(int& argc, char**& argv) {
   w.mpi_version = std::string(version, static_cast<std::size_t>(len));
   if (const auto nl = w.mpi_version.find_first_of(",\n"); nl != std::string::npos) w.mpi_version.resize(nl);
 
+  const bool torchrun = n == 1 && !env_text("RANK").empty() && env_int("WORLD_SIZE", 1) > 1;
   if (std::getenv("OMPI_COMM_WORLD_RANK") != nullptr) {
     w.self.launcher = "mpirun";
-  } else if (std::getenv("SLURM_PROCID") != nullptr) {
+  } else if (std::getenv("SLURM_PROCID") != nullptr && n > 1) {
     w.self.launcher = "srun";
-  } else if (std::getenv("RANK") != nullptr && std::getenv("WORLD_SIZE") != nullptr) {
+  } else if (torchrun) {
     w.self.launcher = "torchrun-style env";
   } else {
     w.self.launcher = "singleton";
   }
-  const std::int64_t env_world = env_int("WORLD_SIZE", n);
-  if (w.self.launcher == "torchrun-style env" && env_world != n) {
-    throw input_error(fmt::format(
-        "WORLD_SIZE={} (torchrun-style environment) but MPI sees {} process(es): trainplan-bench ranks meet over "
-        "MPI; start them with mpirun or srun (one process per GPU)",
-        env_world, n));
-  }
+  w.control = torchrun ? torchrun_control(w.self, timeout_s) : std::make_shared<mpi_control>();
 
-  // Hosts of every rank, in rank order; nodes numbered by first appearance.
+  // Hosts of every rank, in rank order, through rank 0; nodes numbered by first appearance.
   char host[kHostChars] = {};
   gethostname(host, sizeof(host) - 1);
-  std::vector<char> all(static_cast<std::size_t>(kHostChars) * static_cast<std::size_t>(n));
-  MPI_Allgather(host, kHostChars, MPI_CHAR, all.data(), kHostChars, MPI_CHAR, MPI_COMM_WORLD);
+  std::string hosts;
+  if (w.self.rank == 0) {
+    hosts = host;
+    for (std::int64_t i = 1; i < w.self.world; ++i) {
+      const std::optional<std::string> h = w.control->recv(i, kTagHosts, deadline(timeout_s));
+      if (!h) throw input_error(fmt::format("rank {} did not report its host within {:.0f} s", i, timeout_s));
+      hosts += '\n' + *h;
+    }
+  } else if (!w.control->send(0, kTagHosts, host, deadline(timeout_s))) {
+    throw input_error(fmt::format("rank 0 did not take this rank's host within {:.0f} s", timeout_s));
+  }
+  if (!broadcast(w, hosts, kTagHosts, timeout_s)) throw input_error("rank 0 did not send the host list in time");
   std::vector<std::string> distinct;
   std::vector<std::int64_t> per_node_count;
-  for (int i = 0; i < n; ++i) {
-    std::string h(&all[static_cast<std::size_t>(i) * kHostChars]);
+  std::size_t pos = 0;
+  for (std::int64_t i = 0; i < w.self.world; ++i) {
+    const std::size_t end = std::min(hosts.find('\n', pos), hosts.size());
+    std::string h = hosts.substr(pos, end - pos);
+    pos = end + 1;
     auto it = std::find(distinct.begin(), distinct.end(), h);
-    std::int64_t node = it - distinct.begin();
+    const std::int64_t node = it - distinct.begin();
     if (it == distinct.end()) {
       distinct.push_back(h);
       per_node_count.push_back(0);
@@ -91,9 +177,10 @@ world_info start_world(int& argc, char**& argv) {
     w.nodes.push_back(node);
     w.local_ranks.push_back(per_node_count[static_cast<std::size_t>(node)]++);
   }
-  w.self.host = w.hosts[static_cast<std::size_t>(r)];
-  w.self.node = w.nodes[static_cast<std::size_t>(r)];
-  w.self.local_rank = w.local_ranks[static_cast<std::size_t>(r)];
+  const auto me = static_cast<std::size_t>(w.self.rank);
+  w.self.host = w.hosts[me];
+  w.self.node = w.nodes[me];
+  w.self.local_rank = torchrun ? env_int("LOCAL_RANK", w.local_ranks[me]) : w.local_ranks[me];
   w.self.local_size = per_node_count[static_cast<std::size_t>(w.self.node)];
   w.self.num_nodes = static_cast<std::int64_t>(distinct.size());
   return w;
@@ -109,55 +196,100 @@ bool wait_for(MPI_Request& req, const deadline& d) {
   }
 }
 
+bool broadcast(const world_info& w, std::string& bytes, int tag, double timeout_s) {
+  const deadline d(timeout_s);
+  if (w.self.rank == 0) {
+    bool ok = true;
+    for (std::int64_t i = 1; i < w.self.world; ++i) ok = w.control->send(i, tag, bytes, d) && ok;
+    return ok;
+  }
+  std::optional<std::string> got = w.control->recv(0, tag, d);
+  if (!got) return false;
+  bytes = std::move(*got);
+  return true;
+}
+
 std::vector<std::int64_t> checkin(const world_info& w, int step, double timeout_s) {
   const deadline d(timeout_s);
-  const int n = static_cast<int>(w.self.world);
   std::vector<std::int64_t> missing;
+  const std::string mine = std::to_string(step);
   if (w.self.rank == 0) {
-    std::vector<int> got(static_cast<std::size_t>(n), -1);
-    std::vector<MPI_Request> reqs(static_cast<std::size_t>(n), MPI_REQUEST_NULL);
-    for (int i = 1; i < n; ++i) MPI_Irecv(&got[static_cast<std::size_t>(i)], 1, MPI_INT, i, kTagCheckin, MPI_COMM_WORLD, &reqs[static_cast<std::size_t>(i)]);
-    for (int i = 1; i < n; ++i) {
-      if (!wait_for(reqs[static_cast<std::size_t>(i)], d)) missing.push_back(i);
+    for (std::int64_t i = 1; i < w.self.world; ++i) {
+      if (!w.control->recv(i, kTagCheckin, d)) missing.push_back(i);
     }
-    if (!missing.empty()) return missing;  // the caller aborts; pending receives die with the job
-    int go = step;
-    std::vector<MPI_Request> sends(static_cast<std::size_t>(n), MPI_REQUEST_NULL);
-    for (int i = 1; i < n; ++i) MPI_Isend(&go, 1, MPI_INT, i, kTagRelease, MPI_COMM_WORLD, &sends[static_cast<std::size_t>(i)]);
-    for (int i = 1; i < n; ++i) wait_for(sends[static_cast<std::size_t>(i)], d);
+    if (!missing.empty()) return missing;  // the caller ends the job
+    for (std::int64_t i = 1; i < w.self.world; ++i) w.control->send(i, kTagRelease, mine, d);
     return missing;
   }
-  int mine = step, go = -1;
-  MPI_Request s = MPI_REQUEST_NULL, rq = MPI_REQUEST_NULL;
-  MPI_Isend(&mine, 1, MPI_INT, 0, kTagCheckin, MPI_COMM_WORLD, &s);
-  MPI_Irecv(&go, 1, MPI_INT, 0, kTagRelease, MPI_COMM_WORLD, &rq);
   // Rank 0 waits up to timeout_s for the slowest peer, then releases: allow it twice that.
   const deadline release(2 * timeout_s + 1);
-  if (!wait_for(rq, release)) return {0};
-  wait_for(s, release);
+  if (!w.control->send(0, kTagCheckin, mine, release) || !w.control->recv(0, kTagRelease, release)) return {0};
   return missing;
 }
 
 std::vector<std::vector<double>> gather_values(const world_info& w, const std::vector<double>& local, int tag,
                                                double timeout_s, std::vector<std::int64_t>& missing) {
   missing.clear();
-  const int n = static_cast<int>(w.self.world);
-  const int len = static_cast<int>(local.size());
   const deadline d(timeout_s);
+  const std::string mine(reinterpret_cast<const char*>(local.data()), local.size() * sizeof(double));
   if (w.self.rank != 0) {
-    MPI_Request s = MPI_REQUEST_NULL;
-    MPI_Isend(local.data(), len, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, &s);
-    if (!wait_for(s, d)) missing.push_back(0);
+    if (!w.control->send(0, tag, mine, d)) missing.push_back(0);
     return {};
   }
-  std::vector<std::vector<double>> out(static_cast<std::size_t>(n), std::vector<double>(local.size()));
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(w.self.world), std::vector<double>(local.size()));
   out[0] = local;
-  std::vector<MPI_Request> reqs(static_cast<std::size_t>(n), MPI_REQUEST_NULL);
-  for (int i = 1; i < n; ++i) MPI_Irecv(out[static_cast<std::size_t>(i)].data(), len, MPI_DOUBLE, i, tag, MPI_COMM_WORLD, &reqs[static_cast<std::size_t>(i)]);
-  for (int i = 1; i < n; ++i) {
-    if (!wait_for(reqs[static_cast<std::size_t>(i)], d)) missing.push_back(i);
+  for (std::int64_t i = 1; i < w.self.world; ++i) {
+    const std::optional<std::string> got = w.control->recv(i, tag, d);
+    if (!got || got->size() != mine.size()) {
+      missing.push_back(i);
+      continue;
+    }
+    std::memcpy(out[static_cast<std::size_t>(i)].data(), got->data(), got->size());
   }
   return out;
+}
+
+double group_sum(const world_info& w, double value, std::int64_t group, double timeout_s, const std::string& what) {
+  const deadline d(timeout_s);
+  struct item {
+    double value;
+    std::int64_t group;
+  };
+  const item mine{value, group};
+  const std::string bytes(reinterpret_cast<const char*>(&mine), sizeof mine);
+  if (w.self.rank != 0) {
+    const deadline answer(2 * timeout_s + 1);
+    if (!w.control->send(0, kTagSum, bytes, answer)) abort_hung(w, what, {0});
+    const std::optional<std::string> got = w.control->recv(0, kTagSumResult, answer);
+    if (!got || got->size() != sizeof(double)) abort_hung(w, what, {0});
+    double sum = 0;
+    std::memcpy(&sum, got->data(), sizeof sum);
+    return sum;
+  }
+  std::vector<item> all{mine};
+  std::vector<std::int64_t> missing;
+  for (std::int64_t i = 1; i < w.self.world; ++i) {
+    const std::optional<std::string> got = w.control->recv(i, kTagSum, d);
+    if (!got || got->size() != sizeof(item)) {
+      missing.push_back(i);
+      continue;
+    }
+    item x{};
+    std::memcpy(&x, got->data(), sizeof x);
+    all.push_back(x);
+  }
+  if (!missing.empty()) abort_hung(w, what, missing);
+  auto sum_of = [&](std::int64_t g) {
+    double s = 0;
+    for (const item& x : all)
+      if (x.group == g) s += x.value;
+    return s;
+  };
+  for (std::int64_t i = 1; i < w.self.world; ++i) {
+    const double s = sum_of(all[static_cast<std::size_t>(i)].group);
+    w.control->send(i, kTagSumResult, std::string(reinterpret_cast<const char*>(&s), sizeof s), d);
+  }
+  return sum_of(group);
 }
 
 void abort_hung(const world_info& w, const std::string& what, const std::vector<std::int64_t>& ranks) {
@@ -166,9 +298,15 @@ void abort_hung(const world_info& w, const std::string& what, const std::vector<
     names.push_back(fmt::format("{} (rank {}, host {})", w.name_of(r), r,
                                 r < static_cast<std::int64_t>(w.hosts.size()) ? w.hosts[static_cast<std::size_t>(r)] : "?"));
   }
-  std::fprintf(stderr, "trainplan-bench: error: %s: no answer from %s\n", what.c_str(), fmt::format("{}", fmt::join(names, ", ")).c_str());
+  if (names.empty()) {
+    std::fprintf(stderr, "trainplan-bench: error: %s\n", what.c_str());
+  } else {
+    std::fprintf(stderr, "trainplan-bench: error: %s: no answer from %s\n", what.c_str(),
+                 fmt::format("{}", fmt::join(names, ", ")).c_str());
+  }
   std::fflush(stderr);
   std::fflush(stdout);
+  if (w.control) w.control->abort(kExitHung);
   MPI_Abort(MPI_COMM_WORLD, kExitHung);
   std::_Exit(kExitHung);
 }

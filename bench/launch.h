@@ -6,7 +6,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trainplan::bench {
@@ -28,6 +31,24 @@ struct rank_info {
   std::string device_name() const;  ///< n<node>_g<local_rank>, as the planner names devices
 };
 
+class deadline;
+
+/// How the ranks reach each other for control messages: MPI point-to-point under mpirun and srun, or
+/// TCP through rank 0 (MASTER_ADDR:MASTER_PORT) under a torchrun-style launch. Messages go between rank
+/// 0 and another rank only; each wait gives up at its deadline.
+class control_plane {
+ public:
+  virtual ~control_plane() = default;
+  virtual std::string_view name() const = 0;  ///< "mpi" or "tcp"
+  /// Sends `bytes` to `to` (rank 0 to anyone, anyone to rank 0); false when it did not go before `d`.
+  virtual bool send(std::int64_t to, int tag, const std::string& bytes, const deadline& d) = 0;
+  /// The next message with `tag` from `from`, or nothing at `d` (a message already there is still taken).
+  virtual std::optional<std::string> recv(std::int64_t from, int tag, const deadline& d) = 0;
+  /// Ends every rank of the job with `status` (MPI_Abort; on TCP, this process, and its peers see the
+  /// connection close). Never returns.
+  [[noreturn]] virtual void abort(int status) = 0;
+};
+
 /// Every rank's host, in rank order (gathered once at start).
 struct world_info {
   rank_info self;
@@ -36,12 +57,21 @@ struct world_info {
   std::vector<std::int64_t> local_ranks; ///< local rank of every rank
   std::string name_of(std::int64_t rank) const;  ///< n<node>_g<gpu>
   std::string mpi_version;
+  std::shared_ptr<control_plane> control;  ///< MPI, or TCP under a torchrun-style launch
+  bool mpi_world() const { return control && control->name() == "mpi"; }  ///< MPI_COMM_WORLD holds every rank
 };
 
-/// MPI_Init and the rank/host exchange. Reads the launcher from the environment (OMPI_*, SLURM_*,
-/// RANK/WORLD_SIZE/LOCAL_RANK); a torchrun-style RANK/WORLD_SIZE that disagrees with MPI's world is an
-/// input_error (trainplan-bench ranks meet over MPI: launch them with mpirun or srun).
-world_info start_world(int& argc, char**& argv);
+/// MPI_Init, the control plane and the rank/host exchange. Under mpirun or srun the ranks meet over
+/// MPI. A torchrun-style environment (RANK, WORLD_SIZE > 1, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) with
+/// MPI seeing one process meets over TCP: rank 0 listens on MASTER_PORT and the others connect, each
+/// within `timeout_s`. Missing or bad variables are an input_error naming them.
+world_info start_world(int& argc, char**& argv, double timeout_s);
+
+/// The TCP control plane (tcp_control.cc): rank 0 accepts `world − 1` connections on `port`; the others
+/// connect to `addr:port`, retrying until the deadline. Throws input_error (the port is in use, the
+/// address does not resolve) or names the ranks that did not connect.
+std::shared_ptr<control_plane> connect_tcp(std::int64_t rank, std::int64_t world, const std::string& addr, int port,
+                                           double timeout_s);
 
 /// A point in time after which a wait gives up.
 class deadline {
@@ -60,6 +90,12 @@ class deadline {
 
 /// Polls `req` until it completes or `d` passes; false on timeout (the request is left pending).
 bool wait_for(MPI_Request& req, const deadline& d);
+
+/// Rank 0's `bytes` to every rank; on the others, what rank 0 sent (false when it did not come in time).
+bool broadcast(const world_info& w, std::string& bytes, int tag, double timeout_s);
+/// Sum of `value` over the ranks that call it with the same `group` key; every rank of the world calls
+/// it at once. A rank that does not take part within the timeout ends the job (named).
+double group_sum(const world_info& w, double value, std::int64_t group, double timeout_s, const std::string& what);
 
 /// A barrier that names who did not arrive: every rank reports `step` to rank 0, which waits until
 /// `timeout_s`; then rank 0 releases everyone. Returns the ranks that did not arrive (rank 0's view;

@@ -140,17 +140,64 @@ collective_kind parse_op(const std::string& v) {
                     "; one of: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv");
 }
 
-bool use_gpu(const common_options& c) {
-  if (c.backend == "nccl") return true;
-  if (c.backend == "mpi") return false;
-  if (c.backend == "auto") return gpu_available();
-  throw input_error("--backend: unknown value '" + c.backend + "'" + did_you_mean(c.backend, {"auto", "nccl", "mpi"}) +
-                    "; one of: auto, nccl, mpi");
+enum class backend_choice { nccl, mpi, star };
+
+/// --backend: auto is NCCL when a GPU is visible, else MPI when the ranks share an MPI world (mpirun,
+/// srun), else the star through rank 0 (a torchrun-style launch without GPUs).
+backend_choice choose_backend(const common_options& c, const world_info& w) {
+  if (c.backend == "nccl") return backend_choice::nccl;
+  if (c.backend == "star") return backend_choice::star;
+  if (c.backend == "mpi") {
+    if (!w.mpi_world()) {
+      throw input_error("--backend mpi: these ranks were not started by mpirun or srun (torchrun-style launch); use "
+                        "--backend nccl or star");
+    }
+    return backend_choice::mpi;
+  }
+  if (c.backend == "auto") return gpu_available() ? backend_choice::nccl : w.mpi_world() ? backend_choice::mpi : backend_choice::star;
+  throw input_error("--backend: unknown value '" + c.backend + "'" + did_you_mean(c.backend, {"auto", "nccl", "mpi", "star"}) +
+                    "; one of: auto, nccl, mpi, star");
 }
 
-std::unique_ptr<collective_backend> make_backend(bool gpu, MPI_Comm comm, const world_info& w, double timeout_s) {
+constexpr int kTagNcclIds = 7400;
+
+std::string backend_name(backend_choice b) {
+  return b == backend_choice::nccl ? "nccl" : b == backend_choice::mpi ? "mpi" : "star";
+}
+
+/// This rank's backend for its group: `members` are the group's world ranks, `key` its index among the
+/// `groups` groups of a dimension. Every rank of the world calls it at once.
+std::unique_ptr<collective_backend> group_backend(backend_choice b, const world_info& w,
+                                                  const std::vector<std::int64_t>& members, std::int64_t key,
+                                                  std::int64_t groups, double timeout_s) {
   g_measuring = true;
-  return gpu ? make_nccl_backend(comm, w, timeout_s) : make_mpi_backend(comm, w);
+  const auto at = std::find(members.begin(), members.end(), w.self.rank);
+  const std::int64_t group_rank = at - members.begin();
+  const auto size = static_cast<std::int64_t>(members.size());
+  switch (b) {
+    case backend_choice::mpi: {
+      MPI_Comm sub = MPI_COMM_NULL;
+      MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(key), static_cast<int>(w.self.rank), &sub);
+      return make_mpi_backend(sub, w);
+    }
+    case backend_choice::nccl: {
+      std::string ids;
+      if (w.self.rank == 0)
+        for (std::int64_t g = 0; g < groups; ++g) ids += new_nccl_id();
+      if (!broadcast(w, ids, kTagNcclIds, timeout_s)) abort_hung(w, "sharing the NCCL ids", {0});
+      const std::size_t one = ids.size() / static_cast<std::size_t>(std::max<std::int64_t>(1, groups));
+      return make_nccl_backend(w, group_rank, size, ids.substr(static_cast<std::size_t>(key) * one, one), timeout_s);
+    }
+    case backend_choice::star: return make_star_backend(w, key, group_rank, size);
+  }
+  return nullptr;
+}
+
+/// The whole world as one group.
+std::unique_ptr<collective_backend> world_backend(backend_choice b, const world_info& w, double timeout_s) {
+  std::vector<std::int64_t> all(static_cast<std::size_t>(w.self.world));
+  for (std::int64_t r = 0; r < w.self.world; ++r) all[static_cast<std::size_t>(r)] = r;
+  return group_backend(b, w, all, 0, 1, timeout_s);
 }
 
 /// The planner's job from the flags after "--"; the world size and GPUs per node default to the run's.
@@ -358,17 +405,15 @@ const std::vector<dim_ops>& layout_ops() {
 }
 
 std::vector<collective_row> measure_collectives(const world_info& w, const sweep_flags& f, const common_options& c,
-                                                bool gpu, std::string& library) {
-  sweep_options o = sweep_of(f, gpu, c.timeout_s);
+                                                backend_choice b, std::string& library) {
+  sweep_options o = sweep_of(f, b == backend_choice::nccl, c.timeout_s);
   o.progress = isatty(2) != 0;
   int step = 0;
   std::vector<collective_row> rows;
   if (c.job_args.empty()) {
-    auto be = make_backend(gpu, MPI_COMM_WORLD, w, c.timeout_s);
+    auto be = world_backend(b, w, c.timeout_s);
     library = be->version();
-    std::vector<std::int64_t> all(static_cast<std::size_t>(w.self.world));
-    for (std::int64_t r = 0; r < w.self.world; ++r) all[static_cast<std::size_t>(r)] = r;
-    return run_sweep(w, *be, o, "world", nodes_spanned(w, all), {}, step);
+    return run_sweep(w, *be, o, "world", 0, w.self.num_nodes, {}, step);
   }
   // The planner's own groups: every group of a dimension measured at once, as the job runs them.
   const parsed_job pj = job_for_world(c.job_args, w);
@@ -379,23 +424,18 @@ std::vector<collective_row> measure_collectives(const world_info& w, const sweep
     for (std::size_t g = 0; g < groups.ranks.size(); ++g)
       for (const std::int64_t r : groups.ranks[g])
         if (r == w.self.rank) mine = g;
-    MPI_Comm sub = MPI_COMM_NULL;
-    g_measuring = true;
-    MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(mine), static_cast<int>(w.self.rank), &sub);
     sweep_options od = o;
     if (f.ops.empty()) od.ops = d.ops;
     const group_placement where = placement_of(pj.job, d.dim);
     const cluster_spec cluster = pj.job.cluster;
     const predictor predict = [&](collective_kind k, double bytes) { return collective_time_s(cluster, k, bytes, where); };
-    {
-      auto be = make_backend(gpu, sub, w, c.timeout_s);
-      library = be->version();
-      std::vector<collective_row> r = run_sweep(w, *be, od, std::string(to_string(d.dim)), nodes_spanned(w, groups.ranks[mine]),
-                                                predict, step);
-      // Rank 0 of the world reports its own group of each dimension.
-      if (w.self.rank == 0) rows.insert(rows.end(), r.begin(), r.end());
-    }
-    MPI_Comm_free(&sub);
+    auto be = group_backend(b, w, groups.ranks[mine], static_cast<std::int64_t>(mine),
+                            static_cast<std::int64_t>(groups.ranks.size()), c.timeout_s);
+    library = be->version();
+    std::vector<collective_row> r = run_sweep(w, *be, od, std::string(to_string(d.dim)), static_cast<std::int64_t>(mine),
+                                              nodes_spanned(w, groups.ranks[mine]), predict, step);
+    // Rank 0 of the world reports its own group of each dimension.
+    if (w.self.rank == 0) rows.insert(rows.end(), r.begin(), r.end());
   }
   return rows;
 }
@@ -497,14 +537,15 @@ int run_memory(const world_info& w, all_options& o) {
 
 int run_collectives(const world_info& w, all_options& o) {
   const output_format f = format_of(o.common);
-  const bool gpu = use_gpu(o.common);
+  const backend_choice b = choose_backend(o.common, w);
+  const bool gpu = b == backend_choice::nccl;
   std::string library;
-  const std::vector<collective_row> rows = measure_collectives(w, o.sweep, o.common, gpu, library);
-  run_context ctx = context_of(w, "collectives", gpu ? "nccl" : "mpi");
+  const std::vector<collective_row> rows = measure_collectives(w, o.sweep, o.common, b, library);
+  run_context ctx = context_of(w, "collectives", backend_name(b));
   ctx.library_version = library;
   emit(w, render_collectives(ctx, rows, f));
   if (w.self.rank == 0 && !o.common.calibration_out.empty()) {
-    calibration_profile p = profile_base(w, gpu ? "nccl" : "mpi");
+    calibration_profile p = profile_base(w, backend_name(b));
     if (gpu) add_gpu_facts(p, gpu_info(static_cast<int>(w.self.local_rank % std::max(1, gpu_count()))));
     profile_collectives(p, rows);
     write_profile(o.common.calibration_out, p);
@@ -514,7 +555,8 @@ int run_collectives(const world_info& w, all_options& o) {
 
 int run_health_cmd(const world_info& w, all_options& o) {
   const output_format f = format_of(o.common);
-  const bool gpu = use_gpu(o.common);
+  const backend_choice b = choose_backend(o.common, w);
+  const bool gpu = b == backend_choice::nccl;
   health_options h;
   if (!(o.health.threshold_pct > 0 && o.health.threshold_pct < 100)) {
     throw input_error(fmt::format("--threshold-pct must be between 0 and 100, got {}", o.health.threshold_pct));
@@ -531,9 +573,9 @@ int run_health_cmd(const world_info& w, all_options& o) {
   h.hang_rank = o.health.inject_hang;
   h.serial = o.health.serial;
   h.progress = isatty(2) != 0;
-  auto be = make_backend(gpu, MPI_COMM_WORLD, w, o.common.timeout_s);
+  auto be = world_backend(b, w, o.common.timeout_s);
   const health_report r = run_health(w, *be, gpu, h);
-  run_context ctx = context_of(w, "health", gpu ? "nccl" : "mpi");
+  run_context ctx = context_of(w, "health", backend_name(b));
   ctx.library_version = be->version();
   emit(w, render_health(ctx, r, f));
   if (w.self.rank != 0) return 0;
@@ -543,8 +585,9 @@ int run_health_cmd(const world_info& w, all_options& o) {
 int run_calibrate(const world_info& w, all_options& o) {
   if (o.common.calibration_out.empty()) throw input_error("calibrate: --calibration-out FILE is required");
   const output_format f = format_of(o.common);
-  const bool gpu = use_gpu(o.common);
-  calibration_profile p = profile_base(w, gpu ? "nccl" : "mpi");
+  const backend_choice b = choose_backend(o.common, w);
+  const bool gpu = b == backend_choice::nccl;
+  calibration_profile p = profile_base(w, backend_name(b));
   if (gpu && w.self.rank == 0) {
     const gemm_report g = measure_gemms(w, o.gemm, o.common, isatty(2) != 0);
     emit(w, render_gemm(context_of(w, "calibrate", "cuda"), g, f));
@@ -558,8 +601,8 @@ int run_calibrate(const world_info& w, all_options& o) {
     world_only.common.job_args.clear();
     if (world_only.sweep.ops.empty()) world_only.sweep.ops = {"all_reduce", "all_gather", "reduce_scatter"};
     std::string library;
-    const std::vector<collective_row> rows = measure_collectives(w, world_only.sweep, world_only.common, gpu, library);
-    run_context ctx = context_of(w, "calibrate", gpu ? "nccl" : "mpi");
+    const std::vector<collective_row> rows = measure_collectives(w, world_only.sweep, world_only.common, b, library);
+    run_context ctx = context_of(w, "calibrate", backend_name(b));
     ctx.library_version = library;
     emit(w, render_collectives(ctx, rows, f));
     profile_collectives(p, rows);
@@ -619,7 +662,9 @@ int run(int argc, char** argv, const world_info& w) {
         ->capture_default_str();
     sub->add_option("--calibration-out", o.common.calibration_out, "write what was measured as a calibration profile");
     if (std::string(s.name) != "gemm" && std::string(s.name) != "memory") {
-      sub->add_option("--backend", o.common.backend, "auto (NCCL when a GPU is visible), nccl or mpi")->capture_default_str();
+      sub->add_option("--backend", o.common.backend,
+                      "auto (NCCL with a GPU, else MPI, else star), nccl, mpi, or star (through rank 0)")
+          ->capture_default_str();
     }
     sub->add_option("job", o.common.job_args, "the planner's job flags after --, e.g. -- --model llama3-8b --tp 2");
     s.flags(*sub, o);
@@ -651,12 +696,24 @@ int run(int argc, char** argv, const world_info& w) {
   return 2;
 }
 
+/// --timeout-s as given (the ranks meet before the flags are parsed), else 60 s.
+double startup_timeout_s(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--timeout-s") {
+      char* end = nullptr;
+      const double v = std::strtod(argv[i + 1], &end);
+      if (end != argv[i + 1] && *end == '\0' && v > 0 && v <= 86400) return v;
+    }
+  }
+  return 60;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   world_info w;
   try {
-    w = start_world(argc, argv);
+    w = start_world(argc, argv, startup_timeout_s(argc, argv));
   } catch (const input_error& e) {
     std::fprintf(stderr, "trainplan-bench: error: %s\n", e.what());
     MPI_Finalize();

@@ -18,15 +18,6 @@ namespace trainplan::bench {
 
 namespace {
 
-/// Sum of `v` over `comm`, within the deadline; rank 0 of the world is named when it hangs.
-double sum_over(const world_info& w, MPI_Comm comm, double v, double timeout_s, const std::string& what) {
-  double out = 0;
-  MPI_Request req = MPI_REQUEST_NULL;
-  MPI_Iallreduce(&v, &out, 1, MPI_DOUBLE, MPI_SUM, comm, &req);
-  if (!wait_for(req, deadline(timeout_s))) abort_hung(w, what + fmt::format(" did not finish within {:.0f} s", timeout_s), {});
-  return out;
-}
-
 void meet(const world_info& w, int& step, double timeout_s, const std::string& what) {
   const std::vector<std::int64_t> missing = checkin(w, ++step, timeout_s);
   if (!missing.empty()) abort_hung(w, what, missing);
@@ -57,14 +48,14 @@ std::int64_t check_once(collective_backend& be, collective_kind kind, const buff
 
 /// Mean seconds per op over `iters` after `warmup`, averaged over the ranks of the communicator.
 double timed(const world_info& w, collective_backend& be, collective_kind kind, const buffer_counts& c, bool in_place,
-             const sweep_options& o, const std::string& what) {
+             const sweep_options& o, std::int64_t group_key, const std::string& what) {
   const deadline d(o.timeout_s);
   if (o.warmup > 0 && be.run(kind, c, in_place, o.warmup, d) < 0) {
     abort_hung(w, what + fmt::format(" did not finish within {:.0f} s", o.timeout_s), {});
   }
   const double t = be.run(kind, c, in_place, o.iters, d);
   if (t < 0) abort_hung(w, what + fmt::format(" did not finish within {:.0f} s", o.timeout_s), {});
-  return sum_over(w, be.comm(), t, o.timeout_s, what) / static_cast<double>(be.size());
+  return group_sum(w, t, group_key, o.timeout_s, what) / static_cast<double>(be.size());
 }
 
 /// A CPU matrix product of fixed size: the health probe of a rank without a GPU (FLOP/s of one core).
@@ -117,8 +108,8 @@ double probe_with_slowdown(const std::function<double()>& probe, const health_op
 }  // namespace
 
 std::vector<collective_row> run_sweep(const world_info& w, collective_backend& be, const sweep_options& o,
-                                      const std::string& group, std::int64_t nodes, const predictor& predict,
-                                      int& step) {
+                                      const std::string& group, std::int64_t group_key, std::int64_t nodes,
+                                      const predictor& predict, int& step) {
   std::vector<collective_row> rows;
   const std::int64_t n = be.size();
   const bool show = o.progress && be.rank() == 0 && w.self.rank == 0;
@@ -137,13 +128,13 @@ std::vector<collective_row> run_sweep(const world_info& w, collective_backend& b
       row.nodes = nodes;
       row.bytes = c.bytes;
       row.count = c.recv;
-      row.time_s = timed(w, be, kind, c, false, o, what);
+      row.time_s = timed(w, be, kind, c, false, o, group_key, what);
       const bandwidth bw = bandwidth_of(kind, n, static_cast<double>(c.bytes), row.time_s);
       row.algbw_bytes_per_s = bw.algbw_bytes_per_s;
       row.busbw_bytes_per_s = bw.busbw_bytes_per_s;
       row.has_in_place = be.has_in_place(kind);
       if (row.has_in_place) {
-        row.in_place_time_s = timed(w, be, kind, c, true, o, what + " in place");
+        row.in_place_time_s = timed(w, be, kind, c, true, o, group_key, what + " in place");
         const bandwidth ib = bandwidth_of(kind, n, static_cast<double>(c.bytes), row.in_place_time_s);
         row.in_place_algbw_bytes_per_s = ib.algbw_bytes_per_s;
         row.in_place_busbw_bytes_per_s = ib.busbw_bytes_per_s;
@@ -156,7 +147,7 @@ std::vector<collective_row> run_sweep(const world_info& w, collective_backend& b
           wrong = w2 < 0 ? -1 : wrong + w2;
         }
         if (wrong < 0) abort_hung(w, what + fmt::format(" (checked run) did not finish within {:.0f} s", o.timeout_s), {});
-        row.errors = static_cast<std::int64_t>(sum_over(w, be.comm(), static_cast<double>(wrong), o.timeout_s, what));
+        row.errors = static_cast<std::int64_t>(group_sum(w, static_cast<double>(wrong), group_key, o.timeout_s, what));
       }
       if (predict) row.predicted_s = predict(kind, static_cast<double>(c.bytes));
       if (be.rank() == 0) rows.push_back(row);
@@ -175,8 +166,15 @@ health_report run_health(const world_info& w, collective_backend& be, bool gpu, 
   const bool show = o.progress && w.self.rank == 0;
   int step = 0;
   // 1. Connectivity: every rank is alive and reports (seeds/001's torch-distributed-gpu-test).
-  if (o.hang_rank == w.self.rank) {
-    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // test aid: never answers
+  if (o.hang_rank == w.self.rank) {  // test aid: never answers, until the job is ended
+    constexpr int kTagNever = 7999;  // nobody sends it; a TCP peer's close still ends this rank
+    for (;;) {
+      if (w.self.rank == 0) {
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      } else {
+        w.control->recv(0, kTagNever, deadline(1));
+      }
+    }
   }
   show_progress(show, "health: connectivity");
   meet(w, step, o.timeout_s, "health: connectivity check");
@@ -220,7 +218,7 @@ health_report run_health(const world_info& w, collective_backend& be, bool gpu, 
   so.sizes_bytes = {gpu ? std::int64_t{256} << 20 : std::int64_t{4} << 20};
   so.timeout_s = o.timeout_s;
   so.iters = 10;
-  const std::vector<collective_row> ar = run_sweep(w, be, so, "world", w.self.num_nodes, {}, step);
+  const std::vector<collective_row> ar = run_sweep(w, be, so, "world", 0, w.self.num_nodes, {}, step);
   const buffer_counts c = counts_for(collective_kind::send_recv, so.sizes_bytes.front(), be.size());
   const deadline d(o.timeout_s);
   be.run(collective_kind::send_recv, c, false, 2, d);

@@ -45,12 +45,13 @@ struct collective_row {
 /// The planner's predicted seconds for a collective of `bytes` on this group (0 when there is no job).
 using predictor = std::function<double(collective_kind kind, double bytes)>;
 
-/// Sweeps every op and size on `be`'s communicator. `nodes` is how many nodes the group spans. Every
-/// rank of the world calls it (all groups of a dimension at once); rank 0 of `be` returns the rows.
-/// A rank that stops answering is named and the run ends with kExitHung.
+/// Sweeps every op and size on `be`'s group. `group_key` tells this rank's group from the others of
+/// its dimension (times are averaged and errors summed per group) and `nodes` is how many nodes the
+/// group spans. Every rank of the world calls it at once (all groups of a dimension together); rank 0
+/// of `be` returns the rows. A rank that stops answering is named and the run ends with kExitHung.
 std::vector<collective_row> run_sweep(const world_info& w, collective_backend& be, const sweep_options& o,
-                                      const std::string& group, std::int64_t nodes, const predictor& predict,
-                                      int& step);
+                                      const std::string& group, std::int64_t group_key, std::int64_t nodes,
+                                      const predictor& predict, int& step);
 
 /// One rank's health probes.
 struct health_rank {

@@ -20,10 +20,14 @@ class mpi_backend final : public collective_backend {
     rank_ = r;
     size_ = n;
   }
+  ~mpi_backend() override {
+    if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // a group's split
+  }
+  mpi_backend(const mpi_backend&) = delete;
+  mpi_backend& operator=(const mpi_backend&) = delete;
   std::string_view name() const override { return "mpi"; }
   std::int64_t rank() const override { return rank_; }
   std::int64_t size() const override { return size_; }
-  MPI_Comm comm() const override { return comm_; }
   std::string version() const override { return version_; }
   bool has_in_place(collective_kind kind) const override {
     return kind == collective_kind::all_reduce || kind == collective_kind::all_gather ||

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 
@@ -27,25 +28,19 @@ void nccl_ok(ncclResult_t r, const char* what) {
 
 class nccl_backend final : public collective_backend {
  public:
-  nccl_backend(MPI_Comm comm, const world_info& w, double timeout_s) : mpi_comm_(comm) {
-    int r = 0, n = 1;
-    MPI_Comm_rank(comm, &r);
-    MPI_Comm_size(comm, &n);
-    rank_ = r;
-    size_ = n;
+  nccl_backend(const world_info& w, std::int64_t group_rank, std::int64_t group_size, const std::string& id_bytes,
+               double timeout_s)
+      : rank_(group_rank), size_(group_size) {
     const int gpus = gpu_count();
     if (gpus == 0) throw input_error(fmt::format("--backend nccl: no GPU is visible on {} (rank {})", w.self.host, w.self.rank));
     device_ = static_cast<int>(w.self.local_rank % gpus);
     CUDA_OK(cudaSetDevice(device_));
     ncclUniqueId id{};
-    if (r == 0) NCCL_OK(ncclGetUniqueId(&id));
-    {
-      watchdog wd(w, "sharing the NCCL id", timeout_s);
-      MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
-    }
+    if (id_bytes.size() != sizeof id) throw std::runtime_error("NCCL id of the wrong size");
+    std::memcpy(&id, id_bytes.data(), sizeof id);
     {
       watchdog wd(w, "NCCL initialisation", timeout_s);
-      NCCL_OK(ncclCommInitRank(&nccl_, n, id, r));
+      NCCL_OK(ncclCommInitRank(&nccl_, static_cast<int>(size_), id, static_cast<int>(rank_)));
     }
     CUDA_OK(cudaStreamCreate(&stream_));
     CUDA_OK(cudaEventCreate(&start_));
@@ -66,7 +61,6 @@ class nccl_backend final : public collective_backend {
   std::string_view name() const override { return "nccl"; }
   std::int64_t rank() const override { return rank_; }
   std::int64_t size() const override { return size_; }
-  MPI_Comm comm() const override { return mpi_comm_; }
   std::string version() const override {
     int v = 0;
     ncclGetVersion(&v);
@@ -170,7 +164,6 @@ class nccl_backend final : public collective_backend {
     }
   }
 
-  MPI_Comm mpi_comm_;
   std::int64_t rank_ = 0, size_ = 1;
   int device_ = 0;
   ncclComm_t nccl_{};
@@ -186,8 +179,15 @@ class nccl_backend final : public collective_backend {
 
 bool gpu_available() { return gpu_count() > 0; }
 
-std::unique_ptr<collective_backend> make_nccl_backend(MPI_Comm comm, const world_info& w, double timeout_s) {
-  return std::make_unique<nccl_backend>(comm, w, timeout_s);
+std::string new_nccl_id() {
+  ncclUniqueId id{};
+  NCCL_OK(ncclGetUniqueId(&id));
+  return std::string(reinterpret_cast<const char*>(&id), sizeof id);
+}
+
+std::unique_ptr<collective_backend> make_nccl_backend(const world_info& w, std::int64_t group_rank,
+                                                      std::int64_t group_size, const std::string& id, double timeout_s) {
+  return std::make_unique<nccl_backend>(w, group_rank, group_size, id, timeout_s);
 }
 
 }  // namespace trainplan::bench

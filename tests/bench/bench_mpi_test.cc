@@ -202,3 +202,91 @@ TEST(BenchMpi, ProfileFromACpuRunChangesThePlannerAsDocumented) {
 }
 
 }  // namespace
+
+// ---- a torchrun-style launch: no mpirun; RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT ----
+
+namespace {
+
+/// Starts `ranks` processes as torchrun would (environment only) on 127.0.0.1 and a port of this test
+/// run's own; returns rank 0's stdout, every rank's stderr, and rank 0's exit status.
+run_result torchrun(int ranks, const std::vector<std::string>& args) {
+  static int counter = 0;
+  const int port = 20000 + static_cast<int>((::getpid() * 7 + 101 * counter++) % 20000);
+  const std::string script =
+      "n=$1; port=$2; shift 2; pids=; "
+      "for r in $(seq $((n - 1)) -1 1); do RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 "
+      "MASTER_PORT=$port timeout -k 5 60 \"$BENCH\" \"$@\" >/dev/null & pids=\"$pids $!\"; done; "
+      "RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout -k 5 60 \"$BENCH\" \"$@\"; "
+      "st=$?; wait $pids; exit $st";
+  std::string prefix = "BENCH=";
+  prefix.append(shell_quote(TRAINPLAN_BENCH_BINARY)).append(" bash -c ").append(shell_quote(script)).append(" _ ");
+  prefix.append(std::to_string(ranks)).append(" ").append(std::to_string(port));
+  return trainplan::testing::run_command(prefix, args);
+}
+
+TEST(BenchTorchrun, CollectivesThroughRankZeroAreCorrect) {
+  const run_result r = torchrun(4, {"collectives", "--max-bytes", "16K", "--iters", "2", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["context"]["launcher"], "torchrun-style env");
+  EXPECT_EQ(j["context"]["backend"], "star");  // no GPU, no MPI world
+  EXPECT_EQ(j["context"]["world_size"], 4);
+  ASSERT_EQ(j["collectives"].size(), 6u * 3u);
+  for (const json& row : j["collectives"]) {
+    EXPECT_EQ(row["errors"], 0) << row.dump();
+    EXPECT_GT(row["time_s"].get<double>(), 0);
+  }
+}
+
+TEST(BenchTorchrun, PlannersGroupsAndHealth) {
+  const run_result g = torchrun(4, {"collectives", "--max-bytes", "4K", "--iters", "2", "--json", "--", "--model",
+                                    "llama3-8b", "--tp", "2", "--pp", "2", "--gbs", "8"});
+  ASSERT_EQ(g.status, 0) << g.err;
+  for (const json& row : json::parse(g.out)["collectives"]) {
+    EXPECT_EQ(row["ranks"], 2);
+    EXPECT_EQ(row["errors"], 0);
+  }
+  const run_result h = torchrun(4, {"health", "--serial", "--inject-slowdown", "1:10", "--threshold-pct", "35", "--json"});
+  ASSERT_EQ(h.status, 1) << h.err;
+  const json j = json::parse(h.out);
+  const json& slow = j["slow_gemm"];
+  ASSERT_FALSE(slow.empty());
+  const auto worst = std::max_element(slow.begin(), slow.end(), [](const json& a, const json& b) {
+    return a["shortfall"].get<double>() < b["shortfall"].get<double>();
+  });
+  EXPECT_EQ((*worst)["who"], "n0_g1 (rank 1)");
+}
+
+TEST(BenchTorchrun, AHungRankIsNamedAndEveryRankEnds) {
+  const run_result r = torchrun(4, {"health", "--inject-hang", "2", "--timeout-s", "3"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("trainplan-bench: error: health: connectivity check: no answer from n0_g2 (rank 2, host "));
+  EXPECT_LT(r.seconds, 30);  // the hung rank too has ended: the launcher's wait returned
+}
+
+TEST(BenchTorchrun, MissingOrBadVariablesAreNamed) {
+  auto run_env = [](const std::string& env) {
+    std::string prefix = env;
+    prefix.append(" timeout -k 5 30 ").append(shell_quote(TRAINPLAN_BENCH_BINARY));
+    return trainplan::testing::run_command(prefix, {"health", "--timeout-s", "2"});
+  };
+  run_result r = run_env("RANK=0 WORLD_SIZE=2");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("trainplan-bench: error: torchrun-style launch: MASTER_ADDR and MASTER_PORT are not set"));
+  r = run_env("RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=70000");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("MASTER_PORT=70000 must be an integer between 1 and 65535"));
+  r = run_env("RANK=5 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("RANK=5 must be an integer between 0 and 1"));
+  // Rank 1 alone: rank 0 never listens.
+  r = run_env("RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29998");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("rank 1: rank 0 did not answer at MASTER_ADDR=127.0.0.1 MASTER_PORT=29998 within 2 s"));
+  // --backend mpi without an MPI world.
+  const run_result m = torchrun(2, {"collectives", "--backend", "mpi"});
+  EXPECT_EQ(m.status, 2);
+  EXPECT_THAT(m.err, HasSubstr("--backend mpi: these ranks were not started by mpirun or srun"));
+}
+
+}  // namespace

@@ -62,34 +62,31 @@ TEST(BenchStats, BusBandwidthUsesPerformanceMdFactors) {
   EXPECT_DOUBLE_EQ(bandwidth_of(collective_kind::all_reduce, 1, 1e9, 0.01).busbw_bytes_per_s, 0);
 }
 
-/// What each rank's output holds after a correct collective, computed from every rank's input.
-std::vector<std::vector<float>> simulate(collective_kind kind, std::int64_t n, const buffer_counts& c) {
-  std::vector<std::vector<float>> in(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+/// Every rank's input of a checked run.
+std::vector<std::vector<float>> inputs_of(collective_kind kind, std::int64_t n, const buffer_counts& c) {
+  std::vector<std::vector<float>> in(static_cast<std::size_t>(n));
   for (std::int64_t r = 0; r < n; ++r)
     for (std::int64_t i = 0; i < c.send; ++i) in[r].push_back(send_value(kind, r, n, i, c.send));
-  for (std::int64_t r = 0; r < n; ++r) {
-    out[r].assign(static_cast<std::size_t>(c.recv), 0.f);
-    for (std::int64_t i = 0; i < c.recv; ++i) {
-      float& o = out[r][i];
-      switch (kind) {
-        case collective_kind::all_reduce:
-          for (std::int64_t q = 0; q < n; ++q) o += in[q][i];
-          break;
-        case collective_kind::reduce_scatter:
-          for (std::int64_t q = 0; q < n; ++q) o += in[q][r * c.recv + i];
-          break;
-        case collective_kind::all_gather: o = in[i / c.send][i % c.send]; break;
-        case collective_kind::broadcast: o = in[0][i]; break;
-        case collective_kind::send_recv: o = in[(r - 1 + n) % n][i]; break;
-        case collective_kind::all_to_all: {
-          const std::int64_t per = c.send / n;
-          o = in[i / per][r * per + i % per];
-          break;
-        }
-      }
-    }
-  }
-  return out;
+  return in;
+}
+
+TEST(BenchStats, ReferenceCollectivesOnHandWorkedInputs) {
+  // Two ranks, all-reduce of {1, 2} and {10, 20}; reduce-scatter keeps each rank's half of the sum.
+  const buffer_counts ar{2, 2, 8};
+  EXPECT_EQ(reference_collective(collective_kind::all_reduce, ar, {{1, 2}, {10, 20}}),
+            (std::vector<std::vector<float>>{{11, 22}, {11, 22}}));
+  const buffer_counts rs{2, 1, 8};
+  EXPECT_EQ(reference_collective(collective_kind::reduce_scatter, rs, {{1, 2}, {10, 20}}),
+            (std::vector<std::vector<float>>{{11}, {22}}));
+  const buffer_counts ag{1, 2, 8};
+  EXPECT_EQ(reference_collective(collective_kind::all_gather, ag, {{1}, {10}}),
+            (std::vector<std::vector<float>>{{1, 10}, {1, 10}}));
+  const buffer_counts a2a{2, 2, 8};  // rank r's chunk j goes to rank j
+  EXPECT_EQ(reference_collective(collective_kind::all_to_all, a2a, {{1, 2}, {10, 20}}),
+            (std::vector<std::vector<float>>{{1, 10}, {2, 20}}));
+  const buffer_counts sr{1, 1, 4};  // from the previous rank
+  EXPECT_EQ(reference_collective(collective_kind::send_recv, sr, {{1}, {10}, {100}}),
+            (std::vector<std::vector<float>>{{100}, {1}, {10}}));
 }
 
 TEST(BenchStats, ExpectedValuesEqualAReferenceSimulationOfEveryCollective) {
@@ -97,7 +94,7 @@ TEST(BenchStats, ExpectedValuesEqualAReferenceSimulationOfEveryCollective) {
                                      collective_kind::all_to_all, collective_kind::broadcast, collective_kind::send_recv}) {
     for (const std::int64_t n : {1, 2, 3, 4, 8}) {
       const buffer_counts c = counts_for(kind, 4 * 1000, n);
-      const auto out = simulate(kind, n, c);
+      const auto out = reference_collective(kind, c, inputs_of(kind, n, c));
       for (std::int64_t r = 0; r < n; ++r)
         for (std::int64_t i = 0; i < c.recv; ++i)
           ASSERT_EQ(out[r][i], expected_value(kind, r, n, i, c.recv)) << to_string(kind) << " n=" << n << " r=" << r << " i=" << i;
