@@ -168,7 +168,12 @@ std::string render_collectives(const run_context& ctx, const std::vector<collect
     }
     return out;
   }
-  std::string out = header(ctx) + fmt::format("library: {}\n", ctx.library_version);
+  std::string out = header(ctx);
+  if (rows.empty()) {
+    out += "no collective to measure: every process group of the job has one rank\n";
+    return out;
+  }
+  out += fmt::format("library: {}\n", ctx.library_version);
   out += fmt::format("{:<6} {:<15} {:>5} {:>12} {:>11} | {:>10} {:>8} {:>8} | {:>10} {:>8} {:>8} | {:>6} | {:>11}\n",
                      "group", "collective", "ranks", "size (B)", "count", "time (µs)", "algbw", "busbw", "in-place",
                      "algbw", "busbw", "errors", "model (µs)");

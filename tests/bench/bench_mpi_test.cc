@@ -98,6 +98,12 @@ TEST(BenchMpi, PlannersGroupsAreMeasuredWithThePlannersPrediction) {
   EXPECT_EQ(std::find(groups.begin(), groups.end(), "dp"), groups.end());  // DP 1: no group to measure
 }
 
+TEST(BenchMpi, AJobWithoutGroupsSaysSo) {
+  const run_result r = mpirun(1, {"collectives", "--backend", "mpi", "--", "--model", "llama3-8b", "--tp", "1", "--gbs", "8"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("no collective to measure: every process group of the job has one rank"));
+}
+
 TEST(BenchMpi, HealthNamesTheSlowedRank) {
   const run_result r = mpirun(4, {"health", "--backend", "mpi", "--serial", "--inject-slowdown", "2:10", "--threshold-pct",
                                   "35", "--json"});
