@@ -105,6 +105,40 @@ double probe_with_slowdown(const std::function<double()>& probe, const health_op
   return rate / o.slowdown->factor;
 }
 
+/// The GEMM and memory probes of this rank (FLOP/s, bytes/s), all ranks at once or in turn.
+std::pair<double, double> run_probes(const world_info& w, bool gpu, const health_options& o, int& step,
+                                     health_report& rep) {
+  double gemm = 0, mem = 0;
+  auto probe = [&] {
+    if (gpu) {
+      const int device = static_cast<int>(w.self.local_rank % std::max(1, gpu_count()));
+      gemm_timing t;
+      t.samples = 10;
+      t.algorithms = 1;
+      t.reference = false;
+      const gemm_request req{"probe", dtype::bf16, {8192, 8192, 8192, 1}};
+      gemm = probe_with_slowdown(
+          [&] { return 2.0 * 8192 * 8192 * 8192 / run_gemms(device, {req}, t, {}).front().time_s; }, o, w.self.rank);
+      mem = probe_with_slowdown([&] { return run_copies(device, std::int64_t{1} << 30, 10).front().bytes_per_s; }, o,
+                                w.self.rank);
+    } else {
+      gemm = probe_with_slowdown(cpu_gemm_probe, o, w.self.rank);
+      mem = probe_with_slowdown(cpu_memory_probe, o, w.self.rank);
+    }
+  };
+  rep.gemm_probe = gpu ? "bf16 GEMM 8192×8192×8192 (cuBLASLt)" : "fp32 CPU matrix product 256×256×256 (one core, fastest of 9)";
+  rep.memory_probe = gpu ? "device-to-device copy of 1 GiB" : "memcpy of 32 MiB (fastest of 9)";
+  if (o.serial) {  // one rank at a time: a checkin before each rank's turn
+    for (std::int64_t r = 0; r < w.self.world; ++r) {
+      meet(w, step, o.timeout_s, fmt::format("health: before the probes of {}", w.name_of(r)));
+      if (r == w.self.rank) probe();
+    }
+  } else {
+    probe();
+  }
+  return {gemm, mem};
+}
+
 }  // namespace
 
 std::vector<collective_row> run_sweep(const world_info& w, collective_backend& be, const sweep_options& o,
@@ -181,34 +215,7 @@ health_report run_health(const world_info& w, collective_backend& be, bool gpu, 
 
   // 2. The same probes on every rank.
   show_progress(show, "health: GEMM and memory probes");
-  double gemm = 0, mem = 0;
-  auto probe = [&] {
-    if (gpu) {
-      const int device = static_cast<int>(w.self.local_rank % std::max(1, gpu_count()));
-      gemm_timing t;
-      t.samples = 10;
-      t.algorithms = 1;
-      t.reference = false;
-      const gemm_request req{"probe", dtype::bf16, {8192, 8192, 8192, 1}};
-      gemm = probe_with_slowdown(
-          [&] { return 2.0 * 8192 * 8192 * 8192 / run_gemms(device, {req}, t, {}).front().time_s; }, o, w.self.rank);
-      mem = probe_with_slowdown([&] { return run_copies(device, std::int64_t{1} << 30, 10).front().bytes_per_s; }, o,
-                                w.self.rank);
-    } else {
-      gemm = probe_with_slowdown(cpu_gemm_probe, o, w.self.rank);
-      mem = probe_with_slowdown(cpu_memory_probe, o, w.self.rank);
-    }
-  };
-  rep.gemm_probe = gpu ? "bf16 GEMM 8192×8192×8192 (cuBLASLt)" : "fp32 CPU matrix product 256×256×256 (one core, fastest of 9)";
-  rep.memory_probe = gpu ? "device-to-device copy of 1 GiB" : "memcpy of 32 MiB (fastest of 9)";
-  if (o.serial) {  // one rank at a time: a checkin before each rank's turn
-    for (std::int64_t r = 0; r < w.self.world; ++r) {
-      meet(w, step, o.timeout_s, fmt::format("health: before the probes of {}", w.name_of(r)));
-      if (r == w.self.rank) probe();
-    }
-  } else {
-    probe();
-  }
+  const auto [gemm, mem] = run_probes(w, gpu, o, step, rep);
   meet(w, step, o.timeout_s, "health: after the GEMM and memory probes");
 
   // 3. A checked all-reduce over every rank, and each rank's send/recv to its neighbour.
