@@ -248,7 +248,8 @@ TEST(BenchTorchrun, PlannersGroupsAndHealth) {
   const run_result g = torchrun(4, {"collectives", "--max-bytes", "4K", "--iters", "2", "--json", "--", "--model",
                                     "llama3-8b", "--tp", "2", "--pp", "2", "--gbs", "8"});
   ASSERT_EQ(g.status, 0) << g.err;
-  for (const json& row : json::parse(g.out)["collectives"]) {
+  const json groups = json::parse(g.out);  // kept alive: the loop iterates over a member
+  for (const json& row : groups["collectives"]) {
     EXPECT_EQ(row["ranks"], 2);
     EXPECT_EQ(row["errors"], 0);
   }
