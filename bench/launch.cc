@@ -112,7 +112,16 @@ std::shared_ptr<control_plane> torchrun_control(rank_info& self, double timeout_
   };
   self.world = number("WORLD_SIZE", 1, 100000);
   self.rank = number("RANK", 0, self.world - 1);
-  const int port = static_cast<int>(number("MASTER_PORT", 1, 65535));
+  // torchrun's agent serves its own TCPStore on MASTER_PORT when TORCHELASTIC_USE_AGENT_STORE=True
+  // (torch/distributed/rendezvous.py, _create_c10d_store): rank 0 then listens on the port after it,
+  // unless TRAINPLAN_BENCH_PORT names one.
+  int port = static_cast<int>(number("MASTER_PORT", 1, 65535));
+  if (!env_text("TRAINPLAN_BENCH_PORT").empty()) {
+    port = static_cast<int>(number("TRAINPLAN_BENCH_PORT", 1, 65535));
+  } else if (env_text("TORCHELASTIC_USE_AGENT_STORE") == "True") {
+    if (port == 65535) throw input_error("torchrun-style launch: MASTER_PORT=65535 is the agent's; set TRAINPLAN_BENCH_PORT");
+    ++port;
+  }
   return connect_tcp(self.rank, self.world, need("MASTER_ADDR"), port, timeout_s);
 }
 

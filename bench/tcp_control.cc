@@ -158,7 +158,10 @@ int listen_on(int port) {
   if (ok != 0 || ::listen(v6, 1024) != 0) {
     const std::string why = std::strerror(errno);
     ::close(v6);
-    throw input_error(fmt::format("MASTER_PORT={}: rank 0 cannot listen there ({})", port, why));
+    throw input_error(fmt::format("port {}: rank 0 cannot listen there ({}); set TRAINPLAN_BENCH_PORT to a free port "
+                                  "(by default the bench uses MASTER_PORT, or MASTER_PORT + 1 when "
+                                  "TORCHELASTIC_USE_AGENT_STORE=True)",
+                                  port, why));
   }
   return v6;
 }
@@ -197,8 +200,7 @@ std::shared_ptr<control_plane> connect_tcp(std::int64_t rank, std::int64_t world
   if (rank != 0) {
     const int fd = connect_to(addr, port, d);
     if (fd < 0) {
-      throw input_error(fmt::format("rank {}: rank 0 did not answer at MASTER_ADDR={} MASTER_PORT={} within {:.0f} s", rank,
-                                    addr, port, timeout_s));
+      throw input_error(fmt::format("rank {}: rank 0 did not answer at {}:{} within {:.0f} s", rank, addr, port, timeout_s));
     }
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (!write_all(fd, reinterpret_cast<const char*>(&rank), sizeof rank, d)) {
@@ -230,7 +232,7 @@ std::shared_ptr<control_plane> connect_tcp(std::int64_t rank, std::int64_t world
       if (fds[static_cast<std::size_t>(r)] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     for (const int fd : fds)
       if (fd >= 0) ::close(fd);
-    std::fprintf(stderr, "trainplan-bench: error: torchrun-style launch: rank(s) %s did not connect to MASTER_PORT=%d within %.0f s\n",
+    std::fprintf(stderr, "trainplan-bench: error: torchrun-style launch: rank(s) %s did not connect to port %d within %.0f s\n",
                  missing.c_str(), port, timeout_s);
     std::_Exit(kExitHung);
   }

@@ -264,6 +264,27 @@ TEST(BenchTorchrun, PlannersGroupsAndHealth) {
   EXPECT_EQ((*worst)["who"], "n0_g1 (rank 1)");
 }
 
+TEST(BenchTorchrun, UnderTorchrunsAgentStoreTheRanksMeetOnTheNextPort) {
+  // Something (torchrun's agent, here a bench rank 0 of an unrelated run) holds MASTER_PORT.
+  static int counter = 0;
+  const int port = 42000 + static_cast<int>((::getpid() * 3 + 17 * counter++) % 8000);
+  std::string holder = "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=";
+  holder.append(std::to_string(port)).append(" timeout -k 2 10 ").append(shell_quote(TRAINPLAN_BENCH_BINARY));
+  holder.append(" health --timeout-s 6 >/dev/null 2>&1 & sleep 1; ");
+  const std::string script =
+      "n=$1; port=$2; shift 2; pids=; export TORCHELASTIC_USE_AGENT_STORE=True; "
+      "for r in $(seq $((n - 1)) -1 1); do RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 "
+      "MASTER_PORT=$port timeout -k 5 60 \"$BENCH\" \"$@\" >/dev/null & pids=\"$pids $!\"; done; "
+      "RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout -k 5 60 \"$BENCH\" \"$@\"; "
+      "st=$?; wait $pids; exit $st";
+  std::string prefix = holder;
+  prefix.append("BENCH=").append(shell_quote(TRAINPLAN_BENCH_BINARY)).append(" bash -c ").append(shell_quote(script));
+  prefix.append(" _ 3 ").append(std::to_string(port));
+  const run_result r = trainplan::testing::run_command(prefix, {"collectives", "--ops", "all_reduce", "--max-bytes", "4K"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("launched by torchrun-style env"));
+}
+
 TEST(BenchTorchrun, AHungRankIsNamedAndEveryRankEnds) {
   const run_result r = torchrun(4, {"health", "--inject-hang", "2", "--timeout-s", "3"});
   EXPECT_EQ(r.status, 3) << r.err;
@@ -289,7 +310,14 @@ TEST(BenchTorchrun, MissingOrBadVariablesAreNamed) {
   // Rank 1 alone: rank 0 never listens.
   r = run_env("RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29998");
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err, HasSubstr("rank 1: rank 0 did not answer at MASTER_ADDR=127.0.0.1 MASTER_PORT=29998 within 2 s"));
+  EXPECT_THAT(r.err, HasSubstr("rank 1: rank 0 did not answer at 127.0.0.1:29998 within 2 s"));
+  // Under torchrun's agent store the agent holds MASTER_PORT: the bench takes the next port, or
+  // TRAINPLAN_BENCH_PORT.
+  r = run_env("RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29998 TORCHELASTIC_USE_AGENT_STORE=True");
+  EXPECT_THAT(r.err, HasSubstr("rank 0 did not answer at 127.0.0.1:29999 within 2 s"));
+  r = run_env("RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29998 TORCHELASTIC_USE_AGENT_STORE=True "
+              "TRAINPLAN_BENCH_PORT=29990");
+  EXPECT_THAT(r.err, HasSubstr("rank 0 did not answer at 127.0.0.1:29990 within 2 s"));
   // --backend mpi without an MPI world.
   const run_result m = torchrun(2, {"collectives", "--backend", "mpi"});
   EXPECT_EQ(m.status, 2);
