@@ -239,6 +239,14 @@ std::vector<gemm_request> gemm_requests(const gemm_options& g, const common_opti
 }
 
 gemm_report measure_gemms(const world_info& w, const gemm_options& g, const common_options& c, bool progress) {
+  if (g.warmup < 0 || g.warmup > 10000) throw input_error(fmt::format("--warmup must be between 0 and 10000, got {}", g.warmup));
+  if (g.samples < 1 || g.samples > 100000) {
+    throw input_error(fmt::format("--samples must be between 1 and 100000, got {}", g.samples));
+  }
+  if (g.algorithms < 1 || g.algorithms > 64) {
+    throw input_error(fmt::format("--algorithms must be between 1 and 64, got {}", g.algorithms));
+  }
+  if (g.device < -1) throw input_error(fmt::format("--device must not be negative, got {}", g.device));
   const std::vector<gemm_request> reqs = gemm_requests(g, c);
   gemm_timing t;
   t.warmup = g.warmup;
@@ -410,13 +418,13 @@ bool any_errors(const std::vector<collective_row>& rows) {
 
 // ---- the subcommand table -----------------------------------------------------------------------
 
-void emit(const world_info& w, const std::string& text) {
-  if (w.self.rank == 0) std::cout << text << std::flush;
-}
-
 }  // namespace
 
 bool measuring_started() { return g_measuring; }
+
+void emit(const world_info& w, const std::string& text) {
+  if (w.self.rank == 0) std::cout << text << std::flush;
+}
 
 
 int run_gemm(const world_info& w, all_options& o) {

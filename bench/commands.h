@@ -18,6 +18,9 @@ inline constexpr int kExitInternal = 4;  ///< CUDA, cuBLAS, NCCL or internal err
 /// (it reports with its name, and the job is ended so that no peer waits for it).
 bool measuring_started();
 
+/// Prints `text` on rank 0 (every rank computes the same result; one prints it).
+void emit(const world_info& w, const std::string& text);
+
 struct common_options {
   std::string format = "text";
   bool json = false;

@@ -24,10 +24,6 @@ namespace {
 using namespace trainplan;
 using namespace trainplan::bench;
 
-void emit(const world_info& w, const std::string& text) {
-  if (w.self.rank == 0) std::cout << text << std::flush;
-}
-
 struct subcommand {
   const char* name;
   const char* summary;

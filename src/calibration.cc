@@ -310,10 +310,7 @@ double measured_gemm_table::compute_correction(dtype precision, std::int64_t m, 
 
 link_fit fit_link(const measured_collective& sweep, double peak_bytes_per_s) {
   // t ≈ x1·u + x2·v with u = ring steps, v = S·F/peak; minimise Σ((x1·u + x2·v − t)/t)² (§6.4).
-  const double n = static_cast<double>(sweep.ranks);
-  const double steps = sweep.kind == collective_kind::send_recv   ? 1.0
-                       : sweep.kind == collective_kind::all_reduce ? 2.0 * (n - 1)
-                                                                   : std::max(1.0, n - 1);
+  const double steps = ring_steps(sweep.kind, sweep.ranks);  // the planner's own count (§4.3)
   const double factor = bus_factor(sweep.kind, sweep.ranks);
   double saa = 0, sab = 0, sbb = 0, sa = 0, sb = 0;
   for (const measured_collective_point& p : sweep.points) {

@@ -46,9 +46,8 @@ struct link_rate {
 [[gnu::always_inline]] inline std::pair<detail::linear_cost, detail::linear_cost> flat(
     collective_kind kind, std::int64_t n, const link_rate& link, double share = 1.0) {
   const collective_traits& t = traits(kind);
-  const double nd = static_cast<double>(n);
-  const double steps = kind == collective_kind::send_recv ? 1.0 : t.ring_steps_per_rank * (nd - 1);
-  const detail::linear_cost ring{steps * link.latency_s, bus_factor(kind, n) * share * link.s_per_byte, t.algorithm};
+  const detail::linear_cost ring{ring_steps(kind, n) * link.latency_s, bus_factor(kind, n) * share * link.s_per_byte,
+                                 t.algorithm};
   if (kind != collective_kind::all_reduce) return {ring, ring};
   const auto log2n = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(n - 1)));  // ⌈log2 n⌉
   return {ring, {2.0 * log2n * link.latency_s, 2.0 * share * link.s_per_byte, "tree"}};
@@ -67,6 +66,11 @@ double bus_factor(collective_kind k, std::int64_t group_size) {
   if (group_size <= 1) return t.factor_constant;
   const double n = static_cast<double>(group_size);
   return t.factor_n_minus_1_over_n * (n - 1) / n + t.factor_constant;
+}
+
+double ring_steps(collective_kind k, std::int64_t group_size) {
+  if (k == collective_kind::send_recv) return 1.0;
+  return traits(k).ring_steps_per_rank * (static_cast<double>(group_size) - 1);
 }
 
 detail::link_rates::link_rates(const cluster_spec& c)

@@ -31,6 +31,9 @@ std::string_view to_string(cp_comm_kind k);
 
 /// nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw × factor.
 double bus_factor(collective_kind k, std::int64_t group_size);
+/// Latency steps of the flat ring over `group_size` ranks (§4.3): 2(n−1) for an all-reduce, n−1 for
+/// the other collectives, one for send/recv.
+double ring_steps(collective_kind k, std::int64_t group_size);
 
 /// Where a group's ranks sit and who else shares the node's network at the same time.
 struct group_placement {

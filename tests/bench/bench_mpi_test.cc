@@ -152,6 +152,10 @@ TEST(BenchMpi, BadInputIsExitTwoWithTheFlagNamed) {
                "the job has 4 GPUs but 3 ranks were launched");
   expect_error(1, {"calibrate", "--backend", "mpi"}, "calibrate: --calibration-out FILE is required");
   expect_error(1, {"gemm", "--shapes", "8x8"}, "--shapes expects MxNxK");
+  expect_error(1, {"gemm", "--samples", "0"}, "--samples must be between 1 and 100000, got 0");
+  expect_error(1, {"gemm", "--algorithms", "100"}, "--algorithms must be between 1 and 64, got 100");
+  expect_error(1, {"gemm", "--warmup", "-1"}, "--warmup must be between 0 and 10000, got -1");
+  expect_error(1, {"gemm", "--device", "-3"}, "--device must not be negative, got -3");
   expect_error(1, {"helth"}, "unknown command 'helth' (did you mean 'health'?); one of: gemm, memory, collectives, health, calibrate");
 }
 
