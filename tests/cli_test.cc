@@ -1,13 +1,13 @@
 // The `trainplan` executable end to end (issue 2 §6 "Output" and "Bad input"): it is run as a user runs it,
-// with stdout, stderr and the exit status captured separately. Two golden cases pin whole `memory --json`
-// outputs (tests/data/golden/).
+// with stdout, stderr and the exit status captured separately. Golden cases pin whole `memory`, `time`,
+// `comm` and `search` --json outputs (tests/data/golden/).
 //
 // Golden files: {"args": [...], "expected": <trainplan memory ... --json>}. Every value in "expected" must be
 // in the output: strings and booleans exactly, numbers within a relative tolerance of 1e-6 (byte counts
 // are whole numbers of order 1e9..1e11, so this is ~1 KiB..100 KiB: it absorbs a last-ulp change of
 // floating-point evaluation order, and nothing a formula change would produce). Keys the output has and
-// the golden file does not are allowed (schema additions are compatible). After an intended change to
-// the memory model, regenerate with TRAINPLAN_UPDATE_GOLDEN=1 build/bin/trainplan_tests
+// the golden file does not are allowed (schema additions are compatible); `elapsed_s` and `threads` are
+// dropped. After an intended change to a model, regenerate with TRAINPLAN_UPDATE_GOLDEN=1 build/bin/trainplan_tests
 // --gtest_filter='CliGolden*' and review the diff.
 #include <gmock/gmock.h>
 #include <gtest/gtest-spi.h>
@@ -292,14 +292,40 @@ void expect_matches(const json& expected, const json& actual, const std::string&
   }
 }
 
-void check_golden(const std::string& file, const std::vector<std::string>& args) {
+/// Keys whose values differ from run to run (wall time, the machine's cores): dropped before comparing.
+void drop_volatile(json& j) {
+  if (j.is_object()) {
+    j.erase("elapsed_s");
+    j.erase("threads");
+    for (auto& [k, v] : j.items()) drop_volatile(v);
+  } else if (j.is_array()) {
+    for (auto& v : j) drop_volatile(v);
+  }
+}
+
+/// Arrays cut to their first `n` entries (a search's candidates: the top of the ranking is what is pinned).
+void trim_arrays(json& j, std::size_t n) {
+  if (j.is_object()) {
+    for (auto& [k, v] : j.items()) trim_arrays(v, n);
+  } else if (j.is_array()) {
+    if (j.size() > n) j.erase(j.begin() + static_cast<std::ptrdiff_t>(n), j.end());
+    for (auto& v : j) trim_arrays(v, n);
+  }
+}
+
+/// `trainplan <command> <args> --json` against tests/data/golden/<file>; with `max_array`, arrays are
+/// compared on their first max_array entries.
+void check_golden(const std::string& command, const std::string& file, const std::vector<std::string>& args,
+                  std::size_t max_array = 0) {
   const std::string path = data_path("golden/" + file);
-  std::vector<std::string> cmd = {"memory"};
+  std::vector<std::string> cmd = {command};
   cmd.insert(cmd.end(), args.begin(), args.end());
   cmd.push_back("--json");
   const run_result r = run(cmd);
   ASSERT_EQ(r.status, 0) << r.err;
-  const json actual = parse_json(r.out);
+  json actual = parse_json(r.out);
+  drop_volatile(actual);
+  if (max_array > 0) trim_arrays(actual, max_array);
   if (std::getenv("TRAINPLAN_UPDATE_GOLDEN") != nullptr) {
     std::ofstream(path) << json{{"args", args}, {"expected", actual}}.dump(2) << "\n";
     GTEST_SKIP() << "rewrote " << path;
@@ -313,17 +339,60 @@ void check_golden(const std::string& file, const std::vector<std::string>& args)
 }
 
 TEST(CliGolden, MemoryBloomProduction) {
-  check_golden("memory_bloom_production.json", {"--preset", "bloom-176b-production"});
+  check_golden("memory", "memory_bloom_production.json", {"--preset", "bloom-176b-production"});
 }
 
 TEST(CliGolden, MemoryLlama3_70bInterleaved) {
   // Llama-3-70B on 8 DGX-H100 nodes: TP 8 × PP 4 × DP 2, 4 model chunks of 5 layers per pipeline rank,
   // sequence parallel, selective recompute, flash attention, distributed optimizer, bf16.
-  check_golden("memory_llama3_70b_vpp.json",
+  check_golden("memory", "memory_llama3_70b_vpp.json",
                {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-nodes", "8", "--tp", "8", "--pp", "4",
                 "--num-layers-per-virtual-pipeline-stage", "5", "--sequence-parallel", "--recompute-granularity",
                 "selective", "--use-flash-attn", "--use-distributed-optimizer", "--mbs", "1", "--gbs", "32",
                 "--bf16"});
+}
+
+// The time, comm and search outputs (issue 17: pinned before the restructuring; a number that moves
+// names the bug fix that moved it in its commit).
+const std::vector<std::string> kLlama70bVpp = {
+    "--model", "llama3-70b", "--cluster", "dgx-h100", "--num-nodes", "8", "--tp", "8", "--pp", "4",
+    "--num-layers-per-virtual-pipeline-stage", "5", "--sequence-parallel", "--recompute-granularity", "selective",
+    "--use-flash-attn", "--use-distributed-optimizer", "--mbs", "1", "--gbs", "32", "--bf16"};
+// Mixtral-8x7B on 8 DGX-H100 nodes with experts over 8 GPUs: TP 2, EP 8, DP 32.
+const std::vector<std::string> kMixtralEp8 = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "64",
+                                              "--tp", "2", "--ep", "8", "--sp", "--use-distributed-optimizer",
+                                              "--use-flash-attn", "--gbs", "256"};
+// Megatron-530B on 630 DGX-A100 nodes, interleaved (VPP 7, one layer per chunk), block recomputation.
+const std::vector<std::string> kMegatron530bBlock = {
+    "--model", "megatron-530b", "--cluster", "dgx-a100", "--num-nodes", "630", "--tp", "4", "--pp", "15",
+    "--num-layers-per-virtual-pipeline-stage", "1", "--sp", "--recompute-granularity", "full",
+    "--recompute-method", "block", "--recompute-num-layers", "1", "--gbs", "2520"};
+// GPT-3 175B with DeepSpeed ZeRO-3 on 1,536 A100s, MBS 1.
+const std::vector<std::string> kGpt3Zero3 = {"--model", "gpt3-175b", "--cluster", "dgx-a100", "--num-gpus", "1536",
+                                             "--framework", "deepspeed", "--zero-stage", "3", "--mbs", "1",
+                                             "--gbs", "1536", "--use-flash-attn", "--recompute-granularity", "full"};
+
+TEST(CliGolden, TimeBloomProduction) {
+  check_golden("time", "time_bloom_production.json", {"--preset", "bloom-176b-production"});
+}
+TEST(CliGolden, TimeLlama3_70bInterleaved) { check_golden("time", "time_llama3_70b_vpp.json", kLlama70bVpp); }
+TEST(CliGolden, TimeMixtralEp8) { check_golden("time", "time_mixtral_ep8.json", kMixtralEp8); }
+TEST(CliGolden, TimeMegatron530bBlockRecompute) {
+  check_golden("time", "time_megatron530b_block.json", kMegatron530bBlock);
+}
+TEST(CliGolden, TimeGpt3Zero3) { check_golden("time", "time_gpt3_zero3.json", kGpt3Zero3); }
+TEST(CliGolden, CommBloomProduction) {
+  check_golden("comm", "comm_bloom_production.json", {"--preset", "bloom-176b-production"}, 12);
+}
+TEST(CliGolden, CommMixtralEp8) { check_golden("comm", "comm_mixtral_ep8.json", kMixtralEp8, 12); }
+TEST(CliGolden, CommGpt3Zero3) { check_golden("comm", "comm_gpt3_zero3.json", kGpt3Zero3, 12); }
+TEST(CliGolden, SearchLlama3_8b) {
+  check_golden("search", "search_llama3_8b.json",
+               {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "2", "--gbs", "256", "--top", "5"}, 8);
+}
+TEST(CliGolden, SearchMixtral8x7b) {
+  check_golden("search", "search_mixtral_8x7b.json",
+               {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-nodes", "4", "--gbs", "512", "--top", "5"}, 8);
 }
 
 TEST(CliGolden, ToleranceCatchesRealChanges) {
