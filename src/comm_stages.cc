@@ -10,35 +10,13 @@ namespace trainplan::detail {
 
 namespace {
 
-/// Parameters of one layer on one GPU (§2.4: column/row-parallel weights split by t, norms and
-/// row-parallel biases replicated; routed experts split by EP, then by expert-TP = t).
-std::pair<double, double> layer_params_on_gpu(const model_spec& m, const layer_parameters& l, std::int64_t tp,
-                                              std::int64_t ep, bool moe) {
-  const double dense = static_cast<double>(size_div(l.qkv_weight + l.qkv_bias + l.proj_weight + l.fc1_weight +
-                                                     l.fc1_bias + l.fc2_weight, tp) +
-                                            l.norms() + l.proj_bias + l.fc2_bias + l.router);
-  double expert = 0;
-  if (moe) {
-    const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
-    const std::int64_t fe = m.moe.expert_ffn_hidden_size;
-    const std::int64_t h = m.hidden_size;
-    const std::int64_t split = h * fe * gate + (m.add_bias_linear ? fe * gate : 0) + fe * h;
-    expert = static_cast<double>(size_div(m.moe.num_experts, ep) * (size_div(split, tp) + (m.add_bias_linear ? h : 0)));
-  }
-  return {dense, expert};
-}
-
 /// What a stage class is made of, from the job once: a class follows from (layers, MoE layers, first,
 /// last) and the number of stages in it.
 struct class_maker {
   double mb;              ///< micro-batches per iteration
   double chunks;          ///< model chunks per pipeline rank (v)
   double gpus_per_stage;
-  double dense_layer;     ///< parameters of a dense layer on one GPU
-  double moe_dense;       ///< the replicated part of an MoE layer (attention, norms, router)
-  double moe_expert;      ///< the routed experts of an MoE layer on one GPU
-  double embedding;       ///< the first stage's embedding parameters
-  double last_extra;      ///< the last stage's final norm, output shard or tied copy
+  rank_holdings holds;    ///< what one GPU holds (§2.4)
   bool full_recompute;
   bool uniform_recompute;
   std::int64_t block_layers;  ///< block recomputation: layers recomputed per rank
@@ -48,17 +26,15 @@ struct class_maker {
     // §4.2.1: uniform recomputes every layer; block the first N layers of each model chunk.
     const std::int64_t rec = !full_recompute ? 0 : uniform_recompute ? layers : std::min(layers, block_layers);
     const std::int64_t rec_moe = rec == layers ? moe_layers : size_div(moe_layers * rec, layers);
-    const double dense = static_cast<double>(layers - moe_layers) * dense_layer +
-                         static_cast<double>(moe_layers) * moe_dense + (first ? embedding : 0.0) +
-                         (last ? last_extra : 0.0);
+    const layer_shard held = holds.stage(layers, moe_layers, first, last);
     c.first_stage = stage;
     c.num_stages = count;
     c.layers = layers;
     c.moe_layers = moe_layers;
     c.first = first;
     c.last = last;
-    c.dense_params = dense;
-    c.expert_params = static_cast<double>(moe_layers) * moe_expert;
+    c.dense_params = static_cast<double>(held.dense);
+    c.expert_params = static_cast<double>(held.expert);
     c.units = static_cast<double>(layers + (first || last ? 1 : 0));
     c.gpus = gpus_per_stage * static_cast<double>(count);
     // Per micro-batch each model chunk sends its output forward and its input gradient backward; the
@@ -77,21 +53,11 @@ void stage_classes(const job_spec& job, const parameter_breakdown& params, std::
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const training_config& t = job.training;
-  const auto dense_layer = layer_params_on_gpu(m, params.dense_layer, p.tp, p.ep, false);
-  const auto moe_layer = m.is_moe() ? layer_params_on_gpu(m, params.moe_layer, p.tp, p.ep, true) : std::pair{0.0, 0.0};
-  const double word = static_cast<double>(size_div(params.word_embeddings, p.tp));
-  const double embedding = word + static_cast<double>(params.position_embeddings + params.embedding_norm);
   const bool deepspeed = t.framework == framework_kind::deepspeed;
-  double last_extra = static_cast<double>(params.final_norm + size_div(params.output_layer, p.tp));
-  if (m.tie_embeddings && p.pp > 1) last_extra += deepspeed ? embedding : word;
   const class_maker make{static_cast<double>(microbatches),
                          static_cast<double>(p.vpp),
                          static_cast<double>(p.tp * p.cp * p.dp),  // GPUs per stage
-                         dense_layer.first + dense_layer.second,
-                         moe_layer.first,
-                         moe_layer.second,
-                         embedding,
-                         last_extra,
+                         holdings_of(job, params),
                          t.recompute == recompute_granularity::full,
                          t.recompute_method_ == recompute_method::uniform,
                          t.recompute_num_layers * p.vpp};

@@ -353,8 +353,11 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   const auto [moe_re_s, moe_re_flops] = recompute_of(r.moe_layer);
   r.layer_recompute_fraction = tc.recompute == recompute_granularity::full ? 1.0 : 0.0;
 
-  // Parameters each rank updates in its optimizer step (ZeRO ≥ 1 shards them over DP; §5.5).
-  const double shard = tc.zero_stage >= 1 ? static_cast<double>(p.dp) : 1.0;
+  // Parameters each rank updates in its optimizer step (§5.5): what it holds (§2.4), sharded by ZeRO ≥ 1
+  // over DP×CP, the routed experts over expert-DP = DP×CP/EP (as the memory model shards them, §3.3).
+  const rank_holdings holds = holdings_of(job, params);
+  const double dense_shards = tc.zero_stage >= 1 ? static_cast<double>(p.dp * p.cp) : 1.0;
+  const double expert_shards = tc.zero_stage >= 1 ? static_cast<double>(p.dp * p.cp) / static_cast<double>(p.ep) : 1.0;
   // Adam on fp32 master weights: read master, grad, m, v; write master, m, v and the 16-bit copy.
   const double opt_bytes_per_param = tc.optimizer == optimizer_kind::adam ? 4.0 * 7 + 2 : 4.0 * 3 + 2;
   const gpu_spec& gpu = job.cluster.gpu;
@@ -362,10 +365,8 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   // §5.9: host time per layer pass, and the gradient accumulation traffic of every micro-batch.
   const double host_s = host_overhead_per_layer_pass_s(tc);
   const double accumulate_bytes = accumulation_bytes_per_parameter(tc);
-  const double dense_layer_params = static_cast<double>(params.dense_layer.total()) / static_cast<double>(p.tp);
-  const double moe_layer_params = m.is_moe() ? static_cast<double>(params.moe_layer.total()) /
-                                                   static_cast<double>(p.tp * p.ep)
-                                             : 0.0;
+  const double dense_layer_params = static_cast<double>(holds.dense_layer.total());
+  const double moe_layer_params = static_cast<double>(holds.moe_layer.total());
   const double dense_accumulate_s = memory_time_s(gpu, e, accumulate_bytes * dense_layer_params, accumulate_bytes > 0 ? 1 : 0);
   const double moe_accumulate_s = memory_time_s(gpu, e, accumulate_bytes * moe_layer_params, accumulate_bytes > 0 ? 1 : 0);
 
@@ -377,10 +378,11 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     sc.stage = sl.stage;
     const double dense = static_cast<double>(sl.num_layers - sl.num_moe_layers);
     const double moe = static_cast<double>(sl.num_moe_layers);
-    // Layers whose forward is recomputed: all with the uniform method, the first N with block.
+    // Layers whose forward is recomputed: all with the uniform method; with block the first N of each
+    // model chunk (Megatron applies --recompute-num-layers per chunk; §3.4, §4.2.1).
     double recomputed = dense + moe;
     if (tc.recompute == recompute_granularity::full && tc.recompute_method_ == recompute_method::block) {
-      recomputed = std::min<double>(recomputed, static_cast<double>(tc.recompute_num_layers));
+      recomputed = vpp * std::min(recomputed / vpp, static_cast<double>(tc.recompute_num_layers));
     }
     const double dense_re = recomputed * (dense / std::max(1.0, dense + moe));
     const double moe_re = recomputed - dense_re;
@@ -412,11 +414,9 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     sc.forward_flops = fwd_flops / vpp;
     sc.backward_flops = bwd_flops / vpp;
     // Optimizer step of this rank's parameter shard (memory-bound; §5.5).
-    double rank_params = dense * static_cast<double>(params.dense_layer.total()) / p.tp +
-                         moe * static_cast<double>(params.moe_layer.total()) / p.tp;
-    if (sl.has_embedding) rank_params += static_cast<double>(params.embedding()) / p.tp;
-    if (sl.has_output) rank_params += static_cast<double>(params.output_layer + params.final_norm) / p.tp;
-    sc.optimizer_s = memory_time_s(gpu, e, rank_params / shard * opt_bytes_per_param, 8);
+    const layer_shard held = holds.stage(sl);
+    const double updated = static_cast<double>(held.dense) / dense_shards + static_cast<double>(held.expert) / expert_shards;
+    sc.optimizer_s = memory_time_s(gpu, e, updated * opt_bytes_per_param, 8);
     r.stages.push_back(sc);
   }
 

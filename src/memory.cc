@@ -164,29 +164,6 @@ state_bytes bytes_per_parameter(const training_config& t, double shards) {
   return b;
 }
 
-/// Parameters of one layer held by one GPU of a TP group (and its EP share of the experts).
-struct layer_shard {
-  std::int64_t dense = 0;   ///< replicated over DP×CP
-  std::int64_t expert = 0;  ///< replicated over DP×CP/EP
-};
-
-layer_shard shard_layer(const model_spec& m, const layer_parameters& l, std::int64_t tp, std::int64_t ep,
-                        bool moe_layer) {
-  layer_shard s;
-  // §2.4: column/row-parallel weights split by t; norms and row-parallel biases replicated.
-  s.dense = (l.qkv_weight + l.qkv_bias + l.proj_weight + l.fc1_weight + l.fc1_bias + l.fc2_weight) / tp +
-            l.norms() + l.proj_bias + l.fc2_bias + l.router;
-  if (moe_layer) {
-    const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
-    const std::int64_t fe = m.moe.expert_ffn_hidden_size;
-    const std::int64_t h = m.hidden_size;
-    const std::int64_t split = h * fe * gate + (m.add_bias_linear ? fe * gate : 0) + fe * h;
-    const std::int64_t replicated = m.add_bias_linear ? h : 0;
-    s.expert = (m.moe.num_experts / ep) * (split / tp + replicated);
-  }
-  return s;
-}
-
 }  // namespace
 
 layer_activation_bytes layer_activations(const job_spec& job, bool moe_layer) {
@@ -235,10 +212,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const state_bytes dense_state = bytes_per_parameter(tr, dp_shards);
   const state_bytes expert_state = bytes_per_parameter(tr, ep_shards);
 
-  const layer_shard dense_layer = shard_layer(m, params.dense_layer, tp, par.ep, false);
-  const layer_shard moe_layer = m.is_moe() ? shard_layer(m, params.moe_layer, tp, par.ep, true) : layer_shard{};
-  const double largest_layer =
-      static_cast<double>(std::max(dense_layer.dense + dense_layer.expert, moe_layer.dense + moe_layer.expert));
+  const rank_holdings holds = holdings_of(job, params);
+  const double largest_layer = static_cast<double>(std::max(holds.dense_layer.total(), holds.moe_layer.total()));
 
   const std::int64_t m_micro = job.num_microbatches();
   const bool deepspeed = tr.framework == framework_kind::deepspeed;
@@ -250,19 +225,13 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     stage_memory s;
     s.stage = st.stage;
     s.num_layers = st.num_layers;
+    // §2.4: parameters held by this GPU.
+    const layer_shard held = holds.stage(st);
+    const std::int64_t dense = held.dense;
+    const std::int64_t expert = held.expert;
     const std::int64_t n_moe = st.num_moe_layers;
     const std::int64_t n_dense = st.num_layers - n_moe;
-
-    // §2.4: parameters held by this GPU.
-    std::int64_t dense = n_dense * (dense_layer.dense + dense_layer.expert) + n_moe * moe_layer.dense;
-    const std::int64_t expert = n_moe * moe_layer.expert;
-    const std::int64_t word = params.word_embeddings / tp;
-    if (st.has_embedding) dense += word + params.position_embeddings + params.embedding_norm;
-    if (st.has_output) {
-      dense += params.final_norm + params.output_layer / tp;
-      if (tied_copy) dense += deepspeed ? word + params.position_embeddings + params.embedding_norm : word;
-    }
-    s.parameters = dense + expert;
+    s.parameters = held.total();
     const double dn = static_cast<double>(dense);
     const double ex = static_cast<double>(expert);
     s.weights_bytes = dn * dense_state.weights + ex * expert_state.weights;

@@ -30,6 +30,42 @@ void require_divisible(std::int64_t a, const std::string& a_flag, std::int64_t b
 
 }  // namespace
 
+namespace {
+
+/// One layer on one GPU (§2.4).
+layer_shard shard_layer(const model_spec& m, const layer_parameters& l, std::int64_t tp, std::int64_t ep,
+                        bool moe_layer) {
+  layer_shard s;
+  s.dense = detail::size_div(l.qkv_weight + l.qkv_bias + l.proj_weight + l.fc1_weight + l.fc1_bias + l.fc2_weight, tp) +
+            l.norms() + l.proj_bias + l.fc2_bias + l.router;
+  if (moe_layer) {
+    const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
+    const std::int64_t fe = m.moe.expert_ffn_hidden_size;
+    const std::int64_t h = m.hidden_size;
+    const std::int64_t split = h * fe * gate + (m.add_bias_linear ? fe * gate : 0) + fe * h;
+    const std::int64_t replicated = m.add_bias_linear ? h : 0;  // the row-parallel fc2 bias
+    s.expert = detail::size_div(m.moe.num_experts, ep) * (detail::size_div(split, tp) + replicated);
+  }
+  return s;
+}
+
+}  // namespace
+
+rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  rank_holdings h;
+  h.dense_layer = shard_layer(m, params.dense_layer, p.tp, p.ep, false);
+  if (m.is_moe()) h.moe_layer = shard_layer(m, params.moe_layer, p.tp, p.ep, true);
+  const std::int64_t word = detail::size_div(params.word_embeddings, p.tp);
+  h.embedding = word + params.position_embeddings + params.embedding_norm;
+  h.output = params.final_norm + detail::size_div(params.output_layer, p.tp);
+  if (m.tie_embeddings && p.pp > 1) {
+    h.output += job.training.framework == framework_kind::deepspeed ? h.embedding : word;
+  }
+  return h;
+}
+
 std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_t rank) {
   const std::int64_t chunk = detail::ceil_div(items, parts);
   const std::int64_t begin = std::min(chunk * rank, items);

@@ -101,6 +101,38 @@ struct stage_layout {
   bool has_output = false;         ///< final norm, output layer (or tied copy), loss
 };
 
+// ---- what one GPU holds (§2.4): the one account memory, communication, compute and time read ------
+
+/// Parameters of one layer, or one stage, held by one GPU: column/row-parallel weights split by t,
+/// norms, row-parallel biases and the router whole; routed experts divided by EP, then by expert-TP = t.
+struct layer_shard {
+  std::int64_t dense = 0;   ///< replicated over DP×CP (their gradients are reduced there)
+  std::int64_t expert = 0;  ///< routed experts, replicated over expert-DP = DP×CP/EP
+  std::int64_t total() const { return dense + expert; }
+};
+
+/// What one GPU of a pipeline stage holds, worked out once per job from the parameter count at its TP.
+struct rank_holdings {
+  layer_shard dense_layer;      ///< a layer with a dense MLP
+  layer_shard moe_layer;        ///< a layer with routed experts (zero for dense models)
+  std::int64_t embedding = 0;   ///< first stage: word-embedding shard V/t·h, positions, embedding norm
+  std::int64_t output = 0;      ///< last stage: final norm, output shard, or the tied copy when p > 1
+                                ///< (DeepSpeed ties the whole embedding module)
+
+  /// One GPU of a stage with `layers` layers, `moe_layers` of them MoE, and the ends it holds.
+  layer_shard stage(std::int64_t layers, std::int64_t moe_layers, bool first, bool last) const {
+    return {(layers - moe_layers) * dense_layer.total() + moe_layers * moe_layer.dense + (first ? embedding : 0) +
+                (last ? output : 0),
+            moe_layers * moe_layer.expert};
+  }
+  layer_shard stage(const stage_layout& s) const {
+    return stage(s.num_layers, s.num_moe_layers, s.has_embedding, s.has_output);
+  }
+};
+
+/// The holdings of `job` from `params` = count_parameters(job.model, job.parallel.tp).
+rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params);
+
 /// Items (layers, or layer slots with --embedding-as-stage) of pipeline rank `rank` under DeepSpeed's
 /// uniform partition (deepspeed/runtime/utils.py partition_uniform, 2022: ceil-sized chunks, the last
 /// rank takes what is left; docs/formulas.md §2.2).
