@@ -18,10 +18,15 @@ namespace {
 using namespace detail;  // NOLINT(google-build-using-namespace): this module's internals
 
 constexpr std::array<std::string_view, 3> kPhaseNames = {"forward", "backward", "optimizer"};
+constexpr std::array<std::string_view, kNumCommSlots> kSlotNames = {"forward",      "backward",  "grad_reduce",
+                                                                    "param_gather", "optimizer", "pipeline"};
+constexpr std::array<std::string_view, kNumCommOverlaps> kOverlapNames = {"none", "attention", "layer"};
 
 }  // namespace
 
 std::string_view to_string(comm_phase p) { return kPhaseNames[static_cast<std::size_t>(p)]; }
+std::string_view to_string(comm_slot s) { return kSlotNames[static_cast<std::size_t>(s)]; }
+std::string_view to_string(comm_overlap o) { return kOverlapNames[static_cast<std::size_t>(o)]; }
 std::string_view to_string(cp_comm_kind k) { return k == cp_comm_kind::p2p ? "p2p" : "all_gather"; }
 
 namespace {
@@ -121,17 +126,25 @@ struct class_view {
 /// estimate_collective.
 class row_sink {
  public:
-  row_sink(const comm_context& x, const class_view& classes, traffic_sums* totals, bool reference)
-      : x_(x), prices_(x), classes_(classes), totals_(totals), reference_(reference) {
+  /// `accounts` (one per class, zeroed) receives each row's seconds by slot and overlap; may be null.
+  row_sink(const comm_context& x, const class_view& classes, traffic_sums* totals, stage_comm_account* accounts,
+           bool reference)
+      : x_(x), prices_(x), classes_(classes), totals_(totals), accounts_(accounts), reference_(reference) {
     for (std::size_t i = 0; i < classes_.size; ++i) totals_[i] = kNoTraffic;
   }
 
-  /// Start a dimension (the sums are zero: set so by the constructor and by end()).
-  void begin(comm_dimension& dim) { dim_ = &dim; }
+  /// Start a dimension (the sums are zero: set so by the constructor and by end()); `index` is its
+  /// place in stage_comm_account::dimension_s.
+  void begin(comm_dimension& dim, std::size_t index) {
+    dim_ = &dim;
+    dim_index_ = index;
+  }
 
-  /// A collective of buffer `bytes` that runs `times` × `p` calls per iteration on a GPU of each stage.
+  /// A collective of buffer `bytes` that runs `times` × `p` calls per iteration on a GPU of each stage;
+  /// its time sits in the slot of its phase (PP transfers in the schedule's, the tied-embedding
+  /// all-reduce with the gradient reduction) and hides under `overlap`.
   void row(collective_kind kind, comm_phase phase, std::string_view what, int group, double bytes, double times,
-           per p) {
+           per p, comm_overlap overlap = comm_overlap::none) {
     const auto f = static_cast<std::size_t>(p);
     const double most = times * classes_.most[f];
     if (most <= 0) return;  // never runs
@@ -139,7 +152,10 @@ class row_sink {
     TRAINPLAN_CHECK(!price.none && bytes > 0);  // rows exist for groups of several ranks, with a buffer
     const collective_estimate est = reference_ ? estimate(kind, group, bytes) : price.at(bytes);
     const double2 calls_bytes = {times, times * bytes};
-    const double2 wire_time = {times * bytes * price.wire_factor, times * est.time_s};
+    const double2 wire_time = {times * bytes * price.wire_factor, times * est.time_s * price.time_factor};
+    const comm_slot slot = p == per::chunk_boundary ? comm_slot::pipeline
+                           : p == per::end_stage    ? comm_slot::grad_reduce
+                                                    : slot_of(phase);
     // Only the first (last) class holds the first (last) stage.
     const std::size_t begin = p == per::last_stage ? classes_.size - 1 : 0;
     const std::size_t end = p == per::first_stage ? 1 : classes_.size;
@@ -147,6 +163,7 @@ class row_sink {
       const double n = classes_.classes[i].per[f];
       totals_[i].calls_bytes += n * calls_bytes;
       totals_[i].wire_time += n * wire_time;
+      credit(i, slot, overlap, n * wire_time[1]);
     }
     const double cluster = times * classes_.cluster[f];
     emit(kind, phase, what, group, est, bytes, most, cluster, cluster * bytes);
@@ -155,7 +172,8 @@ class row_sink {
   /// A collective whose buffer differs between stages (DP: the parameters of the stage): `of(c)` gives
   /// its calls and buffer on a GPU of class c; the row shows the class where it moves the most bytes.
   template <class F>
-  void row_by_class(collective_kind kind, comm_phase phase, std::string_view what, int group, F&& of) {
+  void row_by_class(collective_kind kind, comm_phase phase, std::string_view what, int group, comm_slot slot,
+                    comm_overlap overlap, F&& of) {
     const collective_price& price = prices_(group, kind);
     TRAINPLAN_CHECK(!price.none);
     double best = 0;
@@ -177,9 +195,10 @@ class row_sink {
       cluster_calls += c.gpus * e.calls;
       cluster_bytes += c.gpus * moved;
       const double2 calls_bytes = {1.0, e.bytes};
-      const double2 wire_time = {e.bytes * price.wire_factor, est.time_s};
+      const double2 wire_time = {e.bytes * price.wire_factor, est.time_s * price.time_factor};
       totals_[i].calls_bytes += e.calls * calls_bytes;
       totals_[i].wire_time += e.calls * wire_time;
+      credit(i, slot, overlap, e.calls * wire_time[1]);
     }
     if (best_e.calls > 0) {
       emit(kind, phase, what, group, best_est, best_e.bytes, best_e.calls, cluster_calls, cluster_bytes);
@@ -190,6 +209,18 @@ class row_sink {
   void end();
 
  private:
+  static comm_slot slot_of(comm_phase phase) {
+    constexpr std::array<comm_slot, 3> kSlot = {comm_slot::forward, comm_slot::backward, comm_slot::optimizer};
+    return kSlot[static_cast<std::size_t>(phase)];
+  }
+
+  void credit(std::size_t cls, comm_slot slot, comm_overlap overlap, double seconds) {
+    if (accounts_ == nullptr) return;
+    stage_comm_account& a = accounts_[cls];
+    a.seconds[static_cast<std::size_t>(slot)][static_cast<std::size_t>(overlap)] += seconds;
+    a.dimension_s[dim_index_] += seconds;
+  }
+
   collective_estimate estimate(collective_kind kind, int group, double bytes) const {
     return estimate_collective(x_.job.cluster, kind, bytes, x_.placement[static_cast<std::size_t>(group)]);
   }
@@ -221,8 +252,10 @@ class row_sink {
   price_cache prices_;
   const class_view& classes_;
   traffic_sums* totals_;  ///< per class
+  stage_comm_account* accounts_;  ///< per class, or null
   bool reference_;
   comm_dimension* dim_ = nullptr;
+  std::size_t dim_index_ = 0;
 };
 
 void row_sink::end() {
@@ -309,13 +342,16 @@ void cp_table(const comm_context& x, row_sink& out) {
   const double kv = 2.0 * x.tokens * static_cast<double>(size_div(md.kv_width(), p.tp)) * x.act_bytes;
   const double steps = static_cast<double>(p.cp - 1);
   if (p.cp_comm == cp_comm_kind::p2p) {
+    // Transformer Engine overlaps each step's exchange with the attention of the chunk it holds (§5.5).
+    constexpr comm_overlap under = comm_overlap::attention;
     out.row(ck::send_recv, cph::forward, "K/V ring exchange (isend + irecv per step, c−1 steps per layer)", g_cp, kv,
-            2 * steps, per::layer);
+            2 * steps, per::layer, under);
     out.row(ck::send_recv, cph::backward, "K/V and dK/dV ring exchange (2 × (isend + irecv) per step)", g_cp, kv,
-            4 * steps, per::layer);
+            4 * steps, per::layer, under);
     out.row(ck::send_recv, cph::backward, "recomputed forward K/V ring exchange", g_cp, kv, 2 * steps,
-            per::recomputed_layer);
+            per::recomputed_layer, under);
   } else {
+    // The all-gather variant gathers K and V before the attention kernels: exposed.
     const double gathered = kv / 2.0 * static_cast<double>(p.cp);  // one of K or V, whole sequence
     out.row(ck::all_gather, cph::forward, "K and V all-gather (2 per layer)", g_cp, gathered, 2, per::layer);
     out.row(ck::all_gather, cph::backward, "K and V re-gather (2 per layer)", g_cp, gathered, 2, per::layer);
@@ -449,7 +485,18 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
     const dp_op& op = s.ops[static_cast<std::size_t>(i)];
     const double elem = op.bytes == dp_bytes::grads ? x.grad_bytes : x.param_bytes;
     const int group = expert ? g_edp : g_dp;
-    out.row_by_class(op.kind, op.phase, expert ? op.what_expert : op.what, group, [&](const stage_class& c) {
+    // Placement (§5.5): once-per-iteration reductions after the last backward and gathers after the
+    // step; per-micro-batch ones inside the backward; per-layer ones (ZeRO-3, FSDP) prefetched.
+    const bool per_unit = op.count == dp_count::per_unit_per_microbatch;
+    const comm_slot slot = op.count == dp_count::per_iteration
+                               ? (op.bytes == dp_bytes::grads ? comm_slot::grad_reduce : comm_slot::param_gather)
+                               : (op.phase == cph::forward ? comm_slot::forward : comm_slot::backward);
+    // DeepSpeed ZeRO-3 reduce-scatters each micro-batch's gradients under the backward (overlap_comm
+    // defaults on at stage 3 only: runtime/zero/config.py); ZeRO-2's waits (overlap_comm off).
+    const bool overlapped = per_unit || (op.count == dp_count::per_microbatch && t.zero_stage == 3);
+    const comm_overlap overlap = overlapped ? comm_overlap::layer : comm_overlap::none;
+    out.row_by_class(op.kind, op.phase, expert ? op.what_expert : op.what, group, slot, overlap,
+                     [&](const stage_class& c) {
       const double params = expert ? c.expert_params : c.dense_params;
       if (params <= 0) return calls_bytes{0, 0};
       if (op.count == dp_count::per_unit_per_microbatch) {
@@ -507,8 +554,21 @@ group_placement combined_placement(std::int64_t n, const group_placement& a, con
   return p;
 }
 
-/// The summary (§4.4): `reference` evaluates every stage on its own and prices with estimate_collective.
-comm_report summarize(const job_spec& job, bool reference) {
+/// One activation transfer between pipeline ranks (§4.2.3): the send/recv row's time per call, and
+/// under scatter/gather the receiver's TP all-gather.
+double pp_transfer_s(const comm_dimension& pp) {
+  double send_s = 0;
+  double gather_s = 0;
+  for (const comm_collective& c : pp.collectives) {
+    if (c.kind == collective_kind::send_recv) send_s = c.time_per_call_s;  // forward and backward alike
+    if (c.kind == collective_kind::all_gather) gather_s = c.time_per_call_s;
+  }
+  return send_s + gather_s;
+}
+
+/// The summary (§4.4): `reference` evaluates every stage on its own and prices with estimate_collective;
+/// `accounts`, when given, receives the per-stage account (§5.5).
+comm_report summarize(const job_spec& job, bool reference, std::vector<stage_comm_account>* accounts) {
   const parallel_config& p = job.parallel;
   const training_config& t = job.training;
   const std::int64_t gpn = job.cluster.gpus_per_node;
@@ -560,10 +620,20 @@ comm_report summarize(const job_spec& job, bool reference) {
     more_totals.resize(classes.size());
     totals = more_totals.data();
   }
+  stage_comm_account* account = nullptr;
+  if (accounts != nullptr) {
+    accounts->assign(classes.size(), stage_comm_account{});
+    std::size_t i = 0;
+    for (const stage_class& c : classes) {
+      (*accounts)[i].first_stage = c.first_stage;
+      (*accounts)[i++].num_stages = c.num_stages;
+    }
+    account = accounts->data();
+  }
   const class_view view(classes);
-  row_sink sink(x, view, totals, reference);
-  auto fill = [&](table_fn table, comm_dimension& dim) {
-    sink.begin(dim);
+  row_sink sink(x, view, totals, account, reference);
+  auto fill = [&](table_fn table, comm_dimension& dim, std::size_t index) {
+    sink.begin(dim, index);
     table(x, sink);
     sink.end();
   };
@@ -574,7 +644,7 @@ comm_report summarize(const job_spec& job, bool reference) {
     if (dim.dim == parallel_dim::embedding && p.pp == 1) dim.groups.num_groups = 0;
     if (dim.dim == parallel_dim::dp && job.model.is_moe()) set_summary(dim.expert_groups, x, g_edp);
     else dim.expert_groups.group_size = 0;
-    fill(kTables[d], dim);
+    fill(kTables[d], dim, d);
     r.calls_per_iteration_cluster += dim.calls_per_iteration_cluster;
     r.bytes_per_iteration_cluster += dim.bytes_per_iteration_cluster;
     r.time_per_iteration_per_gpu_s += dim.time_per_iteration_s;
@@ -582,7 +652,8 @@ comm_report summarize(const job_spec& job, bool reference) {
   r.scalars.dim = parallel_dim::dp;
   set_summary(r.scalars.groups, x, t.zero_stage >= 1 ? g_world : g_mp);
   r.scalars.expert_groups.group_size = 0;
-  fill(scalar_table, r.scalars);
+  fill(scalar_table, r.scalars, r.dimensions.size());
+  r.pp_transfer_s = pp_transfer_s(r.dimensions[static_cast<std::size_t>(parallel_dim::pp)]);
   r.calls_per_iteration_cluster += r.scalars.calls_per_iteration_cluster;
   r.bytes_per_iteration_cluster += r.scalars.bytes_per_iteration_cluster;
   r.time_per_iteration_per_gpu_s += r.scalars.time_per_iteration_s;
@@ -591,9 +662,17 @@ comm_report summarize(const job_spec& job, bool reference) {
 
 }  // namespace
 
-comm_report summarize_comm(const job_spec& job) { return summarize(job, false); }
+comm_report summarize_comm(const job_spec& job) { return summarize(job, false, nullptr); }
 
-comm_report detail::summarize_comm_reference(const job_spec& job) { return summarize(job, true); }
+comm_report summarize_comm(const job_spec& job, std::vector<stage_comm_account>& stages) {
+  return summarize(job, false, &stages);
+}
+
+comm_report detail::summarize_comm_reference(const job_spec& job) { return summarize(job, true, nullptr); }
+
+comm_report detail::summarize_comm_reference(const job_spec& job, std::vector<stage_comm_account>& stages) {
+  return summarize(job, true, &stages);
+}
 
 comm_report analyze_comm(const job_spec& job) {
   comm_report r = summarize_comm(job);

@@ -236,6 +236,7 @@ struct collective_price {
   linear_cost first;         ///< the ring (or the only algorithm)
   linear_cost second;        ///< the tree, taken when strictly faster
   double wire_factor = 0;    ///< nccl-tests' bus factor; 0.5 for send/recv rows (isends of isend + irecv)
+  double time_factor = 1;    ///< 0.5 for send/recv rows: a GPU's paired isend and irecv run at once
   bool none = true;          ///< a group of one rank: nothing moves
 
   /// The time of one call with a buffer of `bytes` > 0 on a group of more than one rank (!none).

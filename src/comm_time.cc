@@ -85,6 +85,7 @@ detail::collective_price detail::price_of(const link_rates& c, collective_kind k
   if (n <= 1) return p;
   p.none = false;
   p.wire_factor = kind == collective_kind::send_recv ? 0.5 : bus_factor(kind, n);
+  p.time_factor = kind == collective_kind::send_recv ? 0.5 : 1.0;
   const link_rate nvlink{c.nvlink_s_per_byte, c.nvlink_latency_s};
   if (where.link == link_kind::nvlink || where.num_nodes <= 1) {
     std::tie(p.first, p.second) = flat(kind, n, nvlink);

@@ -410,6 +410,7 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     sc.num_layers = static_cast<std::int64_t>(std::llround((dense + moe) / vpp));
     sc.forward_s = fwd / vpp;
     sc.recompute_s = re / vpp;
+    sc.recomputed_layers = tc.recompute == recompute_granularity::full ? recomputed / vpp : 0.0;
     sc.backward_s = (bwd + re) / vpp;
     sc.forward_flops = fwd_flops / vpp;
     sc.backward_flops = bwd_flops / vpp;

@@ -11,94 +11,40 @@ namespace trainplan {
 
 namespace {
 
-/// Communication of each rank per micro-batch and per iteration (§5.5). Collective times come from the
-/// communication model (collective_time_s, placement_of; §4).
-void stage_communication(const job_spec& job, const compute_report& cr, const parameter_breakdown& params,
-                         const std::vector<stage_layout>& layout, std::vector<stage_comm>& out) {
-  const model_spec& m = job.model;
-  const parallel_config& p = job.parallel;
-  const training_config& tc = job.training;
-  const cluster_spec& cl = job.cluster;
-  const double eb = bytes_of(tc.precision);
-  const double tokens = static_cast<double>(tc.micro_batch_size) * m.seq_length / p.cp;
-  const double act_bytes = tokens * m.hidden_size * eb;
-  const bool full_recompute = tc.recompute == recompute_granularity::full;
-
-  // TP: two all-reduces per layer per pass (with SP: two all-gathers + two reduce-scatters).
-  double tp_layer_fwd = 0;
-  double tp_embed = 0;
-  if (p.tp > 1) {
-    const group_placement tp = placement_of(job, parallel_dim::tp);
-    tp_embed = collective_time_s(cl, collective_kind::all_reduce, act_bytes, tp);
-    tp_layer_fwd = p.sequence_parallel
-                       ? 2 * (collective_time_s(cl, collective_kind::all_gather, act_bytes, tp) +
-                              collective_time_s(cl, collective_kind::reduce_scatter, act_bytes, tp))
-                       : 2 * tp_embed;
-  }
-  // CP: K and V gathered around the ring, overlapped with the attention core (§5.5).
-  double cp_layer_fwd = 0, cp_layer_bwd = 0;
-  if (p.cp > 1) {
-    const double kv = 2 * tokens * m.kv_width() / p.tp * eb * p.cp;
-    const double t = collective_time_s(cl, collective_kind::all_gather, kv, placement_of(job, parallel_dim::cp));
-    cp_layer_fwd = std::max(0.0, t - cr.dense_layer.forward.attention_s);
-    cp_layer_bwd = std::max(0.0, 2 * t - cr.dense_layer.backward.attention_s);
-  }
-  // EP: dispatch and combine all-to-alls per MoE layer and pass.
-  double ep_layer_fwd = 0;
-  if (m.is_moe() && p.ep > 1) {
-    const double bytes = tokens * m.moe.router_topk * m.hidden_size * eb;
-    ep_layer_fwd = 2 * collective_time_s(cl, collective_kind::all_to_all, bytes, placement_of(job, parallel_dim::ep));
-  }
-  // ZeRO-3: each layer's weights gathered before forward and backward (and recompute), gradients
-  // reduce-scattered; prefetch hides them under the previous layer's compute.
-  const group_placement dp = placement_of(job, parallel_dim::dp);
-  double z3_fwd = 0, z3_bwd = 0;
-  if (tc.zero_stage == 3 && p.dp > 1) {
-    const double w = static_cast<double>(params.dense_layer.total()) / p.tp * eb;
-    const double gather = collective_time_s(cl, collective_kind::all_gather, w, dp);
-    const double grad_rs = collective_time_s(cl, collective_kind::reduce_scatter, w * (tc.accumulate_allreduce_grads_in_fp32 ? 2 : 1), dp);
-    z3_fwd = std::max(0.0, gather - cr.dense_layer.forward.total_s());
-    z3_bwd = std::max(0.0, gather * (full_recompute ? 2 : 1) + grad_rs - cr.dense_layer.backward.total_s());
-  }
-
-  const double grad_bytes_per_param = tc.accumulate_allreduce_grads_in_fp32 ? 4.0 : eb;
-  out.assign(layout.size(), stage_comm{});
-  // The embedding group's all-reduce (tied embeddings, PP > 1): the same on the first and last rank.
-  double tied_embedding_s = 0;
-  if (m.tie_embeddings && p.pp > 1) {
-    const double emb = static_cast<double>(params.word_embeddings) / p.tp * grad_bytes_per_param;
-    tied_embedding_s = collective_time_s(cl, collective_kind::all_reduce, emb, placement_of(job, parallel_dim::embedding));
-  }
-  const double vpp = static_cast<double>(p.vpp);
-  for (std::size_t i = 0; i < layout.size(); ++i) {
-    const stage_layout& sl = layout[i];
+/// The communication account (summarize_comm's per-stage seconds by slot and overlap) placed on each
+/// rank (§5.5): rows inside the passes per micro-batch and chunk, CP's exchange less the attention it
+/// runs under, ZeRO-3/FSDP's per-layer traffic less the compute it is prefetched under; the gradient
+/// reduction, parameter gather and the step's collectives once per iteration. PP transfers are the
+/// schedule's (p2p_s).
+void place_communication(const job_spec& job, const compute_report& cr, const std::vector<stage_comm_account>& account,
+                         std::vector<stage_comm>& out) {
+  const double m = static_cast<double>(job.num_microbatches());
+  const double v = static_cast<double>(job.parallel.vpp);
+  const double per_pass = 1.0 / (m * v);
+  const pass_time& att_fwd = cr.dense_layer.forward;
+  const pass_time& att_bwd = cr.dense_layer.backward;
+  out.assign(cr.stages.size(), stage_comm{});
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < cr.stages.size(); ++i) {
+    while (k + 1 < account.size() && static_cast<std::int64_t>(i) >= account[k].first_stage + account[k].num_stages) ++k;
+    const stage_comm_account& a = account[k];
+    const stage_compute& sc = cr.stages[i];
+    const double layers = static_cast<double>(sc.num_layers);  // per chunk
+    // What each overlap can hide under, per micro-batch and chunk (§5.5).
+    const double attention_fwd = layers * att_fwd.attention_s;
+    const double attention_bwd = layers * att_bwd.attention_s + sc.recomputed_layers * att_fwd.attention_s;
+    auto exposed = [&](comm_slot slot, double attention, double compute) {
+      const double att = a.at(slot, comm_overlap::attention) * per_pass;
+      const double lay = a.at(slot, comm_overlap::layer) * per_pass;
+      return a.at(slot) * per_pass + std::max(0.0, att - attention) + std::max(0.0, lay - compute);
+    };
     stage_comm& c = out[i];
-    const double layers = static_cast<double>(sl.num_layers);
-    const double moe = static_cast<double>(sl.num_moe_layers);
-    const double per_layer_fwd = tp_layer_fwd + cp_layer_fwd + z3_fwd;
-    double fwd = layers * per_layer_fwd + moe * ep_layer_fwd;
-    double bwd = layers * (tp_layer_fwd + cp_layer_bwd + z3_bwd) + moe * ep_layer_fwd;
-    if (full_recompute) bwd += layers * (tp_layer_fwd + cp_layer_fwd) + moe * ep_layer_fwd;
-    if (sl.has_embedding) fwd += tp_embed;   // vocab-parallel embedding: all-reduce of its output
-    if (sl.has_output) bwd += tp_embed;      // output layer: all-reduce of the input gradient
-    c.forward_s = fwd / vpp;
-    c.backward_s = bwd / vpp;
-    // DP: gradients of this rank's parameters (§5.5).
-    if (p.dp > 1 && tc.zero_stage < 3) {
-      double rank_params = (layers - moe) * static_cast<double>(params.dense_layer.total()) / p.tp +
-                           moe * static_cast<double>(params.moe_layer.total()) / p.tp;
-      if (sl.has_embedding) rank_params += static_cast<double>(params.embedding()) / p.tp;
-      if (sl.has_output) rank_params += static_cast<double>(params.output_layer + params.final_norm) / p.tp;
-      const double grads = rank_params * grad_bytes_per_param;
-      if (tc.zero_stage == 0) {
-        c.grad_reduce_s = collective_time_s(cl, collective_kind::all_reduce, grads, dp);
-      } else {
-        c.grad_reduce_s = collective_time_s(cl, collective_kind::reduce_scatter, grads, dp);
-        c.param_gather_s = collective_time_s(cl, collective_kind::all_gather, rank_params * eb, dp);
-      }
-    }
-    // Tied embeddings with PP > 1: the first and last ranks all-reduce the embedding gradient.
-    if (m.tie_embeddings && p.pp > 1 && (sl.has_embedding || sl.has_output)) c.grad_reduce_s += tied_embedding_s;
+    c.forward_s = exposed(comm_slot::forward, attention_fwd, sc.forward_s);
+    c.backward_s = exposed(comm_slot::backward, attention_bwd, sc.backward_s);
+    c.grad_reduce_s = a.slot_s(comm_slot::grad_reduce);
+    c.param_gather_s = a.slot_s(comm_slot::param_gather);
+    c.optimizer_s = a.slot_s(comm_slot::optimizer);
+    c.hidden_s = a.slot_s(comm_slot::forward) + a.slot_s(comm_slot::backward) - (c.forward_s + c.backward_s) / per_pass;
   }
 }
 
@@ -131,18 +77,14 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     sc.backward_s *= f;
     sc.recompute_s *= f;
   }
-  stage_communication(job, r.compute, params, layout, r.comm);
+  // One account of the traffic (§4.2), placed by slot (§5.5); the transfer between pipeline ranks is
+  // the schedule's.
+  thread_local std::vector<stage_comm_account> account;
+  r.p2p_s = summarize_comm(job, account).pp_transfer_s;
+  place_communication(job, r.compute, account, r.comm);
   const parallel_config& p = job.parallel;
   const training_config& tc = job.training;
   const model_spec& m = job.model;
-
-  // Point-to-point transfer of one micro-batch's activations between neighbouring ranks.
-  r.p2p_s = 0;
-  if (p.pp > 1) {
-    const double bytes = static_cast<double>(tc.micro_batch_size) * m.seq_length / p.cp * m.hidden_size *
-                         bytes_of(tc.precision);
-    r.p2p_s = collective_time_s(job.cluster, collective_kind::send_recv, bytes, placement_of(job, parallel_dim::pp));
-  }
 
   thread_local schedule_input in;
   in.kind = kind;
@@ -157,7 +99,7 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     const stage_comm& c = r.comm[i];
     const double chunks = static_cast<double>(p.vpp) / static_cast<double>(in.num_chunks);
     in.stages[i] = stage_times{(sc.forward_s + c.forward_s) * chunks, (sc.backward_s + c.backward_s) * chunks,
-                               c.grad_reduce_s, sc.optimizer_s + c.param_gather_s};
+                               c.grad_reduce_s, sc.optimizer_s + c.param_gather_s + c.optimizer_s};
   }
   r.pipeline = run_schedule(in);
 

@@ -177,6 +177,45 @@ struct comm_dimension {
   collective_list collectives;
 };
 
+/// Where a collective's time sits in the iteration: the slot the time model places it in (§5.5).
+enum class comm_slot : std::uint8_t {
+  forward,       ///< inside each micro-batch's forward
+  backward,      ///< inside each micro-batch's backward (recomputation's collectives included)
+  grad_reduce,   ///< once per iteration after the last backward (DP reduction, tied embeddings)
+  param_gather,  ///< after the optimizer step (ZeRO-1/2, distributed optimizer)
+  optimizer,     ///< the step's own collectives (gradient norm, found-inf)
+  pipeline,      ///< point-to-point between pipeline ranks: placed by the schedule (§5.4)
+};
+/// What a collective's time can hide under (§5.5); `none` is exposed on the GPU that runs it.
+enum class comm_overlap : std::uint8_t {
+  none,
+  attention,  ///< CP's K/V exchange runs under the attention core of the same layer
+  layer,      ///< ZeRO-3/FSDP per-layer gathers and reduce-scatters, prefetched under layer compute
+};
+constexpr std::size_t kNumCommSlots = 6;
+constexpr std::size_t kNumCommOverlaps = 3;
+std::string_view to_string(comm_slot s);
+std::string_view to_string(comm_overlap o);
+
+/// The seconds of every §4.2 row on one GPU of a run of pipeline stages that communicate alike, per
+/// iteration, by slot and overlap: the one account the time model places (§5.5). An isend and the
+/// irecv it is paired with run at once and are charged once.
+struct stage_comm_account {
+  std::int64_t first_stage = 0;
+  std::int64_t num_stages = 0;
+  std::array<std::array<double, kNumCommOverlaps>, kNumCommSlots> seconds{};  ///< [slot][overlap], s
+  std::array<double, 7> dimension_s{};  ///< by parallel_dim, [6] the scalars; Σ equals Σ seconds
+
+  double at(comm_slot s, comm_overlap o = comm_overlap::none) const {
+    return seconds[static_cast<std::size_t>(s)][static_cast<std::size_t>(o)];
+  }
+  /// Every overlap of the slot.
+  double slot_s(comm_slot s) const {
+    const auto& row = seconds[static_cast<std::size_t>(s)];
+    return row[0] + row[1] + row[2];
+  }
+};
+
 /// The communication of one iteration (§4).
 struct comm_report {
   std::array<comm_dimension, 6> dimensions;  ///< indexed by parallel_dim
@@ -189,6 +228,8 @@ struct comm_report {
   std::int64_t calls_per_iteration_cluster = 0;  ///< all dimensions and scalars
   double bytes_per_iteration_cluster = 0;
   double time_per_iteration_per_gpu_s = 0;       ///< Σ of the dimensions' busiest-GPU times
+  double pp_transfer_s = 0;  ///< one activation (or its gradient) between pipeline ranks, with the
+                             ///< receiver's TP all-gather under scatter/gather (§4.2.3); 0 when p = 1
 
   const comm_dimension& operator[](parallel_dim d) const { return dimensions[static_cast<std::size_t>(d)]; }
 };
@@ -197,6 +238,9 @@ struct comm_report {
 /// layouts: stages that communicate alike are evaluated once as a class, a collective is priced once
 /// per (group, kind) and each call's time is a multiply-add.
 comm_report summarize_comm(const job_spec& job);
+/// The same, and the per-stage account of every row's seconds by slot and overlap (§5.5) into
+/// `stages` (its storage reused), one entry per run of alike stages, in stage order.
+comm_report summarize_comm(const job_spec& job, std::vector<stage_comm_account>& stages);
 /// The summary plus every group of every dimension.
 comm_report analyze_comm(const job_spec& job);
 
@@ -204,6 +248,7 @@ namespace detail {
 /// The same summary computed the plain way, for tests: every pipeline stage on its own (from
 /// pipeline_layout), every collective priced by estimate_collective. Equals summarize_comm to rounding.
 comm_report summarize_comm_reference(const job_spec& job);
+comm_report summarize_comm_reference(const job_spec& job, std::vector<stage_comm_account>& stages);
 }  // namespace detail
 
 }  // namespace trainplan

@@ -73,6 +73,7 @@ struct stage_compute {
   double forward_s = 0;          ///< forward of the chunk's layers (+ embedding, + output and loss)
   double backward_s = 0;         ///< backward including the recomputed forward
   double recompute_s = 0;        ///< the recomputed part of backward_s
+  double recomputed_layers = 0;  ///< per chunk: layers whose whole forward is redone (full recomputation)
   double forward_flops = 0;      ///< counted FLOPs, per micro-batch per chunk
   double backward_flops = 0;     ///< including recomputation
   double optimizer_s = 0;        ///< optimizer step of this rank, once per iteration

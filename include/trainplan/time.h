@@ -14,18 +14,21 @@ namespace trainplan {
 /// Where one iteration's time goes, on the rank that sets it. Seconds; they add up to iteration_s.
 struct time_breakdown {
   double compute_s = 0;          ///< forward, backward and recomputation kernels
-  double tp_comm_s = 0;          ///< exposed TP/CP/EP (and ZeRO-3 gather) communication inside micro-batches
+  double tp_comm_s = 0;          ///< exposed TP/CP/EP (and ZeRO-2/3, FSDP) communication inside micro-batches
   double pipeline_s = 0;         ///< pipeline bubble and point-to-point transfers
   double dp_comm_s = 0;          ///< exposed gradient reduction (and embedding-group all-reduce)
   double optimizer_s = 0;        ///< optimizer step and the ZeRO parameter all-gather after it
 };
 
-/// Communication inside one micro-batch on one rank, per chunk. Seconds.
+/// Exposed communication of one rank, placed from comm's account (stage_comm_account, §5.5): per
+/// micro-batch and chunk inside the passes, per iteration outside them. Seconds.
 struct stage_comm {
   double forward_s = 0;
   double backward_s = 0;         ///< recomputation's collectives included
   double grad_reduce_s = 0;      ///< once per iteration, can overlap the last backward
   double param_gather_s = 0;     ///< ZeRO-1/2 all-gather of updated weights after the step
+  double optimizer_s = 0;        ///< the step's collectives (gradient norm, found-inf)
+  double hidden_s = 0;           ///< per iteration: CP exchange and ZeRO-3/FSDP prefetch hidden under compute
 };
 
 struct time_report {
