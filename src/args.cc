@@ -322,14 +322,6 @@ void apply_hardware_flags(job_builder& b) {
 void derive_world_size(job_builder& b) {
   job_spec& job = b.job;
   const cluster_spec& c = job.cluster;
-  if (b.job.parallel.vpp > 1 && b.job.parallel.num_layers_per_virtual_stage == 0) {
-    const std::int64_t per_rank = job.model.num_layers / std::max<std::int64_t>(1, job.parallel.pp);
-    if (job.parallel.pp < 2 || job.model.num_layers % job.parallel.pp != 0 || per_rank % job.parallel.vpp != 0) {
-      throw input_error("--virtual-pipeline-model-parallel-size " + std::to_string(job.parallel.vpp) +
-                        " needs --num-layers divisible by --pipeline-model-parallel-size × it, with PP > 1");
-    }
-    job.parallel.num_layers_per_virtual_stage = per_rank / job.parallel.vpp;
-  }
   if (b.num_gpus > 0) {
     job.num_gpus = b.num_gpus;
     if (b.num_nodes > 0 && b.num_gpus > b.num_nodes * c.gpus_per_node) {
@@ -440,7 +432,6 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
 
   derive_world_size(b);
   finalize_job(job);
-  job.cluster.num_nodes = (job.num_gpus + job.cluster.gpus_per_node - 1) / job.cluster.gpus_per_node;
   out.job = std::move(job);
   out.ignored_flags = std::move(b.ignored);
   return out;

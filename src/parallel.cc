@@ -123,6 +123,8 @@ void finalize_job(job_spec& job) {
                       " (--tensor-model-parallel-size, --pipeline-model-parallel-size, --context-parallel-size)");
   }
   p.dp = job.num_gpus / mp;
+  // The nodes the job occupies (a cluster file's size is an upper bound, not the job's).
+  job.cluster.num_nodes = detail::ceil_div(job.num_gpus, job.cluster.gpus_per_node);
 
   require_divisible(m.num_attention_heads, "--num-attention-heads", p.tp, "--tensor-model-parallel-size");
   require_divisible(m.num_query_groups, "--num-query-groups", p.tp, "--tensor-model-parallel-size");
@@ -213,7 +215,15 @@ void finalize_job(job_spec& job) {
     throw input_error("--allocator-reserve-fraction must be in [0, 4), got " + std::to_string(t.allocator_reserve_fraction));
   }
 
-  // Pipeline split (§2.2).
+  // Pipeline split (§2.2). Model chunks given as a count (Megatron's
+  // --virtual-pipeline-model-parallel-size) become layers per chunk.
+  if (p.vpp > 1 && p.num_layers_per_virtual_stage == 0) {
+    if (p.pp < 2 || m.num_layers % p.pp != 0 || (m.num_layers / p.pp) % p.vpp != 0) {
+      throw input_error("--virtual-pipeline-model-parallel-size " + to_string(p.vpp) +
+                        " needs --num-layers divisible by --pipeline-model-parallel-size × it, with PP > 1");
+    }
+    p.num_layers_per_virtual_stage = m.num_layers / p.pp / p.vpp;
+  }
   if (p.num_layers_per_virtual_stage > 0) {
     if (p.pp < 2) {
       throw input_error("--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1");

@@ -1,5 +1,6 @@
 // One account per fact (issue 17): the models that read the same fact read it from one place, so the
 // figures they print agree. Each test here failed before its fact had one home.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,6 +8,8 @@
 
 #include "trainplan/args.h"
 #include "trainplan/comm.h"
+#include "trainplan/error.h"
+#include "trainplan/hardware.h"
 #include "trainplan/memory.h"
 #include "trainplan/time.h"
 
@@ -78,6 +81,48 @@ TEST(AccountHoldings, OptimizerStepFollowsTheMemoryModelsShare) {
   EXPECT_NEAR(time_ratio, mem_ratio, 0.02);
 }
 
+
+// ---- finalize_job derives what the flag parser used to: a programmatic job equals a parsed one ------
+
+TEST(AccountFinalize, ProgrammaticJobEqualsTheParsedOne) {
+  // Before: parallel.vpp = 2 came back as vpp = 1 (only the flag parser derived layers per chunk), and
+  // the nodes stayed the cluster's default.
+  const job_spec parsed = job_of({"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "8",
+                                  "--pp", "4", "--virtual-pipeline-model-parallel-size", "2", "--sp", "--gbs", "64"});
+  job_spec j;
+  j.model = find_model("llama3-70b").spec;
+  j.cluster = find_cluster("dgx-h100");
+  j.parallel.tp = 8;
+  j.parallel.pp = 4;
+  j.parallel.vpp = 2;
+  j.parallel.sequence_parallel = true;
+  j.training.global_batch_size = 64;
+  j.num_gpus = 64;
+  finalize_job(j);
+  EXPECT_EQ(j.parallel.vpp, 2);
+  EXPECT_EQ(j.parallel.num_layers_per_virtual_stage, 10);
+  EXPECT_EQ(j.parallel.dp, 2);
+  EXPECT_EQ(j.cluster.num_nodes, 8);
+  EXPECT_EQ(j.cluster.num_nodes, parsed.cluster.num_nodes);
+  EXPECT_EQ(j.parallel.num_layers_per_virtual_stage, parsed.parallel.num_layers_per_virtual_stage);
+  EXPECT_EQ(estimate_time(j).iteration_s, estimate_time(parsed).iteration_s);
+  EXPECT_EQ(estimate_memory(j).peak_reserved_bytes, estimate_memory(parsed).peak_reserved_bytes);
+}
+
+TEST(AccountFinalize, ChunksThatDoNotDivideTheLayersAreRefused) {
+  job_spec j;
+  j.model = find_model("llama3-70b").spec;
+  j.cluster = find_cluster("dgx-h100");
+  j.parallel.pp = 4;
+  j.parallel.vpp = 3;  // 20 layers per rank
+  j.num_gpus = 8;
+  try {
+    finalize_job(j);
+    FAIL() << "accepted VPP 3 over 20 layers per rank";
+  } catch (const input_error& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("--virtual-pipeline-model-parallel-size 3"));
+  }
+}
 
 // ---- one communication account: comm's rows are what the time model places ------------------------
 

@@ -87,7 +87,9 @@ struct job_spec {
   std::int64_t model_parallel_size() const { return parallel.tp * parallel.pp * parallel.cp; }
 };
 
-/// Check the layout against the model and derive dp, vpp, the padded vocabulary and the defaults the
+/// Check the layout against the model and derive everything the flag parser used to: the world size
+/// (TP·PP·CP·DP when num_gpus is 0), dp, the nodes occupied (cluster.num_nodes), layers per model chunk
+/// from vpp (or vpp from layers per chunk), the padded vocabulary and the defaults the
 /// frameworks force (bf16 ⇒ fp32 grad accumulation in Megatron). Throws input_error naming the flags.
 void finalize_job(job_spec& job);
 
