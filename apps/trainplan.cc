@@ -302,6 +302,9 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
+/// Exit status of an internal error (an exception that is not bad input).
+constexpr int kInternalErrorStatus = 70;
+
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
@@ -309,7 +312,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "trainplan: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "trainplan: error: %s\n", e.what());
-    return 2;
+    // Not bad input but a fault of trainplan's own: say so, with its own status (sysexits' EX_SOFTWARE).
+    std::fprintf(stderr, "trainplan: internal error: %s (please report it with the command line)\n", e.what());
+    return kInternalErrorStatus;
   }
 }

@@ -15,39 +15,19 @@
 #include "trainplan/comm.h"
 #include "args_detail.h"
 #include "local_flags.h"
+#include "parse.h"
 #include "trainplan/error.h"
 
 namespace trainplan {
 
 namespace args_detail {
 
-std::int64_t to_int(const std::string& v, const std::string& flag) {
-  std::int64_t out = 0;
-  const char* first = v.data();
-  const char* last = v.data() + v.size();
-  auto [ptr, ec] = std::from_chars(first, last, out);
-  if (ec == std::errc::result_out_of_range) throw input_error(flag + ": " + v + " is out of range");
-  if (ec != std::errc() || ptr != last) {
-    // Accept 1e9-style whole numbers.
-    char* end = nullptr;
-    errno = 0;
-    const double d = std::strtod(v.c_str(), &end);
-    const bool decimal = v.find_first_not_of("0123456789+-.eE") == std::string::npos;  // not 0x10, " 4"
-    if (decimal && !v.empty() && end == v.c_str() + v.size() && errno == 0 && std::isfinite(d) &&
-        d == std::floor(d) && std::fabs(d) < 9.2e18) {
-      return static_cast<std::int64_t>(d);
-    }
-    throw input_error(flag + " expects an integer, got '" + v + "'");
-  }
-  return out;
-}
+std::int64_t to_int(const std::string& v, const std::string& flag) { return detail::parse_integer(v, flag); }
 
 /// An integer of at least `lo` (0 or 1): 0 is the internal "not given", so an explicit 0 or a negative
 /// value must not fall back silently to a default.
 std::int64_t to_int_min(const std::string& v, const std::string& flag, std::int64_t lo) {
-  const std::int64_t x = to_int(v, flag);
-  if (x < lo) throw input_error(flag + (lo > 0 ? " must be a positive integer, got " : " must not be negative, got ") + v);
-  return x;
+  return detail::parse_integer(v, flag, lo);
 }
 
 double to_double(const std::string& v, const std::string& flag) { return detail::parse_number(v, flag); }

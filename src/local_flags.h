@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "parse.h"
 #include "trainplan/error.h"
 
 namespace trainplan::detail {
@@ -23,16 +24,6 @@ struct local_flag {
   std::string help;
   std::function<void(const std::vector<std::string>& values, const std::string& flag)> apply;
 };
-
-inline double parse_number(const std::string& v, const std::string& flag) {
-  char* end = nullptr;
-  errno = 0;
-  const double d = std::strtod(v.c_str(), &end);
-  if (v.empty() || end != v.c_str() + v.size() || errno != 0 || !std::isfinite(d)) {
-    throw input_error(flag + " expects a number, got '" + v + "'");
-  }
-  return d;
-}
 
 inline double parse_nonnegative(const std::string& v, const std::string& flag) {
   const double d = parse_number(v, flag);
@@ -48,11 +39,7 @@ inline double parse_positive(const std::string& v, const std::string& flag) {
 
 /// A whole number (1e9 style accepted) of at least `lo`.
 inline std::int64_t parse_count(const std::string& v, const std::string& flag, std::int64_t lo = 1) {
-  const double d = parse_number(v, flag);
-  if (d != std::floor(d) || std::fabs(d) > 9e18) throw input_error(flag + " expects an integer, got '" + v + "'");
-  const auto n = static_cast<std::int64_t>(d);
-  if (n < lo) throw input_error(flag + " must be at least " + std::to_string(lo) + ", got " + v);
-  return n;
+  return parse_integer(v, flag, lo);
 }
 
 /// Claim the table's flags from `args` (in order, "--flag v" or "--flag=v"); return the rest.

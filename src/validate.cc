@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "csv.h"
+#include "parse.h"
 #include "measurements.h"
 #include "trainplan/args.h"
 #include "trainplan/error.h"
@@ -112,15 +113,12 @@ std::int64_t resolve_layers(std::int64_t pp, std::int64_t hidden, std::int64_t h
   return best;
 }
 
-std::int64_t to_i(const std::string& v, const std::string& where) {
-  try {
-    std::size_t used = 0;
-    const long long x = std::stoll(v, &used);
-    if (used != v.size()) throw std::invalid_argument(v);
-    return x;
-  } catch (const std::exception&) {
-    throw input_error(where + ": expected an integer, got '" + v + "'");
-  }
+std::int64_t to_i(const std::string& v, const std::string& where) { return detail::parse_integer(v, where); }
+
+/// A size label in billions of parameters, "200B" or "200".
+double billions(std::string v, const std::string& where) {
+  if (!v.empty() && (v.back() == 'B' || v.back() == 'b')) v.pop_back();
+  return detail::parse_number(v, where);
 }
 
 double median(std::vector<double> v) {
@@ -213,9 +211,10 @@ std::vector<validation_row> read_measurements(const std::string& csv_text, const
     if (secs.empty()) {
       v.skipped = field(r, "mem_gb") == "OOM" ? "out of memory" : "no time measured";
     } else {
-      v.measured_s = std::stod(secs);
+      v.measured_s = detail::parse_number(secs, where + " sec_per_iter");
+      if (v.measured_s <= 0) throw input_error(where + " sec_per_iter must be positive, got " + secs);
       const std::string tf = field(r, "tflops");
-      v.measured_tflops = tf.empty() ? 0 : std::stod(tf);
+      v.measured_tflops = tf.empty() ? 0 : detail::parse_number(tf, where + " tflops");
     }
     for (const char* need : {"hidden", "tp", "pp", "mbs", "gbs"}) {
       if (field(r, need).empty()) throw input_error(where + ": column '" + need + "' is empty or missing");
@@ -228,7 +227,7 @@ std::vector<validation_row> read_measurements(const std::string& csv_text, const
     if (!field(r, "layers").empty()) {
       layers = to_i(field(r, "layers"), where + " layers");
     } else if (!field(r, "size_label").empty()) {
-      layers = resolve_layers(pp, hidden, heads, std::stod(field(r, "size_label")) * 1e9);
+      layers = resolve_layers(pp, hidden, heads, billions(field(r, "size_label"), where + " size_label") * 1e9);
     } else {
       throw input_error(where + ": neither 'layers' nor 'size_label' given");
     }
@@ -309,7 +308,9 @@ validation_report run_validation(std::vector<validation_row> rows) {
     std::vector<const validation_row*> sel;
     for (const validation_row* v : all) {
       if (v->table.find("prequel") == std::string::npos) continue;
-      if (std::find(g.lines.begin(), g.lines.end(), std::stoi(v->label)) != g.lines.end()) sel.push_back(v);
+      for (const int line : g.lines) {
+        if (v->label == std::to_string(line)) sel.push_back(v);  // labels without a source line never match
+      }
     }
     if (!sel.empty()) rep.groups.push_back(stats_of(g.name, sel));
   }

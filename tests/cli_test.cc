@@ -404,3 +404,30 @@ TEST(CliGolden, ToleranceCatchesRealChanges) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- one number parser (issue 17): every command reads numbers alike ---------------------------------
+
+TEST(CliNumbers, HexIsRefusedByEveryCommand) {
+  // Before: `memory --tp 0x2` was refused while `search --tp 0x2` read 2.
+  for (const char* cmd : {"memory", "search"}) {
+    const run_result r = run({cmd, "--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "1", "--gbs", "64",
+                              "--tp", "0x2"});
+    EXPECT_EQ(r.status, 2) << cmd;
+    EXPECT_EQ(r.err, "trainplan: error: --tp expects an integer, got '0x2'\n") << cmd;
+  }
+}
+
+TEST(CliNumbers, ValidateCsvNamesFileLineAndColumn) {
+  // Before: a non-number leaked as `trainplan: error: stod`, and nan gave "nan %" summaries.
+  const std::string path = ::testing::TempDir() + "trainplan_bad_measurements.csv";
+  for (const char* bad : {"abc", "nan", "inf"}) {
+    std::ofstream(path) << "hidden,tp,pp,mbs,gbs,sec_per_iter,layers\n4096,1,1,1,8," << bad << ",32\n";
+    const run_result r = run({"validate", "--csv", path});
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_EQ(r.err, "trainplan: error: " + path + ":2 sec_per_iter expects a number, got '" + bad + "'\n");
+  }
+}
+
+}  // namespace

@@ -1,0 +1,60 @@
+// The one number parser of the command line, the flag tables and the CSV/log readers: decimal text
+// only (no hex, no leading or trailing space, no inf or nan), integers also in 1e9 style. Each throws
+// input_error naming `what` (a flag, or file:line and column).
+#pragma once
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "trainplan/error.h"
+
+namespace trainplan::detail {
+
+/// Decimal digits, sign, point and exponent only: what strtod reads beyond that (hex, inf, nan,
+/// leading space) is refused.
+inline bool decimal_text(const std::string& v) {
+  return !v.empty() && v.find_first_not_of("0123456789+-.eE") == std::string::npos;
+}
+
+/// A finite decimal number.
+inline double parse_number(const std::string& v, const std::string& what) {
+  char* end = nullptr;
+  errno = 0;
+  const double d = decimal_text(v) ? std::strtod(v.c_str(), &end) : 0.0;
+  if (!decimal_text(v) || end != v.c_str() + v.size() || errno != 0 || !std::isfinite(d)) {
+    throw input_error(what + " expects a number, got '" + v + "'");
+  }
+  return d;
+}
+
+/// A whole number (4, -1, 1e9) within int64; below `lo` is refused naming the bound.
+inline std::int64_t parse_integer(const std::string& v, const std::string& what,
+                                  std::int64_t lo = INT64_MIN) {
+  std::int64_t out = 0;
+  const char* last = v.data() + v.size();
+  auto [ptr, ec] = std::from_chars(v.data(), last, out);
+  if (ec == std::errc::result_out_of_range) throw input_error(what + ": " + v + " is out of range");
+  if (ec != std::errc() || ptr != last) {
+    char* end = nullptr;
+    errno = 0;
+    const double d = decimal_text(v) ? std::strtod(v.c_str(), &end) : 0.0;
+    if (!decimal_text(v) || end != v.c_str() + v.size() || errno != 0 || !std::isfinite(d) || d != std::floor(d)) {
+      throw input_error(what + " expects an integer, got '" + v + "'");
+    }
+    if (std::fabs(d) >= 9.2e18) throw input_error(what + ": " + v + " is out of range");
+    out = static_cast<std::int64_t>(d);
+  }
+  if (out < lo) {
+    throw input_error(what + (lo == 1   ? " must be a positive integer, got "
+                              : lo == 0 ? " must not be negative, got "
+                                        : " must be at least " + std::to_string(lo) + ", got ") +
+                      v);
+  }
+  return out;
+}
+
+}  // namespace trainplan::detail
