@@ -71,6 +71,13 @@ const std::vector<default_entry>& table() {
 
 }  // namespace
 
+bool has_own_compute_defaults(std::string_view gpu_name) {
+  for (const default_entry& d : table()) {
+    if (d.gpu == gpu_name) return true;
+  }
+  return false;
+}
+
 compute_efficiency default_compute_efficiency(const gpu_spec& gpu) { return default_compute_efficiency_ref(gpu); }
 
 const compute_efficiency& default_compute_efficiency_ref(const gpu_spec& gpu) {

@@ -37,11 +37,17 @@ TEST(Compute, EveryCatalogGpuHasDefaults) {
   for (const gpu_spec& g : gpu_catalog()) {
     const compute_efficiency e = effective_compute_efficiency(g);
     SCOPED_TRACE(g.name);
+    // An entry of its own: a GPU added to the catalog without one would silently take the nearest's.
+    EXPECT_TRUE(has_own_compute_defaults(g.name));
     EXPECT_FALSE(e.tiles.empty());
     EXPECT_GT(e.memory_bandwidth_fraction, 0);
     EXPECT_GT(e.unaligned_factor, 0);
     EXPECT_GT(e.kernel_overhead_s, 0);
   }
+}
+
+TEST(Compute, AGpuFromAFileHasNoEntryOfItsOwn) {
+  EXPECT_FALSE(has_own_compute_defaults("my-gpu"));  // it gets the nearest peak's entry
 }
 
 TEST(Compute, OverrideWinsOverDefault) {

@@ -15,6 +15,8 @@ namespace trainplan {
 compute_efficiency default_compute_efficiency(const gpu_spec& gpu);
 /// The same entry, by reference into the table (no copy of its tile list; hot path).
 const compute_efficiency& default_compute_efficiency_ref(const gpu_spec& gpu);
+/// Whether the table has an entry of its own for the GPU named `gpu_name` (not the nearest one's).
+bool has_own_compute_defaults(std::string_view gpu_name);
 
 /// The efficiencies the model uses: the catalog default with every nonzero field of gpu.compute on top.
 compute_efficiency effective_compute_efficiency(const gpu_spec& gpu);
