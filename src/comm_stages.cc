@@ -53,7 +53,6 @@ void stage_classes(const job_spec& job, const parameter_breakdown& params, std::
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const training_config& t = job.training;
-  const bool deepspeed = t.framework == framework_kind::deepspeed;
   const class_maker make{static_cast<double>(microbatches),
                          static_cast<double>(p.vpp),
                          static_cast<double>(p.tp * p.cp * p.dp),  // GPUs per stage
@@ -79,27 +78,11 @@ void stage_classes(const job_spec& job, const parameter_breakdown& params, std::
   // partition_uniform gives every stage but the last a whole ceil-sized chunk.
   const bool all_alike = !m.is_moe() || (m.moe.layer_freq == 1 && m.moe.first_dense_layers == 0);
   if (merge && all_alike) {
-    const std::int64_t emb = p.embedding_as_stage ? 1 : 0;  // each embedding takes a layer slot of its stage
-    const std::int64_t items = m.num_layers + 2 * emb;
-    std::int64_t n_first = 0, n_middle = 0, n_last = 0;
-    if (p.vpp > 1) {
-      n_first = n_middle = n_last = p.num_layers_per_virtual_stage * p.vpp;
-    } else if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
-      const std::int64_t first_n = std::max<std::int64_t>(0, p.first_stage_layers);
-      const std::int64_t last_n = std::max<std::int64_t>(0, p.last_stage_layers);
-      const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
-      n_middle = middle_stages > 0 ? size_div(m.num_layers - first_n - last_n, middle_stages) : 0;
-      n_first = p.first_stage_layers >= 0 ? first_n : n_middle;
-      n_last = p.last_stage_layers >= 0 ? last_n : n_middle;
-    } else {
-      n_middle = deepspeed ? ceil_div(items, p.pp) : size_div(items, p.pp);
-      n_first = n_middle - emb - (p.pp == 1 ? emb : 0);
-      n_last = items - n_middle * (p.pp - 1) - emb;
-    }
+    const stage_split split = split_layers(m.num_layers, p, t.framework, p.num_layers_per_virtual_stage);
     const auto moe = [&](std::int64_t n) { return m.is_moe() ? n : 0; };
-    make(classes.append(), 0, 1, n_first, moe(n_first), true, p.pp == 1);
-    if (p.pp > 2) make(classes.append(), 1, p.pp - 2, n_middle, moe(n_middle), false, false);
-    if (p.pp > 1) make(classes.append(), p.pp - 1, 1, n_last, moe(n_last), false, true);
+    make(classes.append(), 0, 1, split.first, moe(split.first), true, p.pp == 1);
+    if (p.pp > 2) make(classes.append(), 1, p.pp - 2, split.middle, moe(split.middle), false, false);
+    if (p.pp > 1) make(classes.append(), p.pp - 1, 1, split.last, moe(split.last), false, true);
     return;
   }
   thread_local std::vector<stage_layout> stages;  // reused: no allocation once it has held pp stages

@@ -66,6 +66,49 @@ rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params
   return h;
 }
 
+stage_split split_layers(std::int64_t num_layers, const parallel_config& p, framework_kind fw,
+                         std::int64_t layers_per_chunk) {
+  stage_split s;
+  const std::int64_t pp = p.pp;
+  if (pp < 1 || num_layers < 1) return s;
+  if (p.vpp > 1) {
+    if (layers_per_chunk == 0) {
+      if (pp < 2 || num_layers % pp != 0 || (num_layers / pp) % p.vpp != 0) return s;
+      layers_per_chunk = num_layers / pp / p.vpp;
+    }
+    s.first = s.middle = s.last = layers_per_chunk * p.vpp;
+  } else if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
+    const std::int64_t first_n = std::max<std::int64_t>(0, p.first_stage_layers);
+    const std::int64_t last_n = std::max<std::int64_t>(0, p.last_stage_layers);
+    const std::int64_t middle_stages = pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
+    const std::int64_t rest = num_layers - first_n - last_n;
+    if (pp < 2 || rest < 0 || (middle_stages == 0 && rest != 0) || (middle_stages > 0 && rest % middle_stages != 0)) {
+      return s;
+    }
+    s.middle = middle_stages > 0 ? rest / middle_stages : 0;
+    s.first = p.first_stage_layers >= 0 ? first_n : s.middle;
+    s.last = p.last_stage_layers >= 0 ? last_n : s.middle;
+  } else {
+    // BLOOM's embedding-as-stage: each embedding takes one layer slot of the end ranks.
+    const std::int64_t emb = p.embedding_as_stage ? 1 : 0;
+    const std::int64_t items = num_layers + 2 * emb;
+    if (fw == framework_kind::deepspeed) {
+      // partition_uniform: ceil-sized chunks, the last rank takes what is left (deepspeed_items).
+      s.middle = detail::ceil_div(items, pp);
+      if (items - s.middle * (pp - 1) < 1) return s;  // a rank left without items
+      s.last = items - s.middle * (pp - 1) - emb;
+    } else {
+      if (items % pp != 0) return s;
+      s.middle = items / pp;
+      s.last = s.middle - emb;
+    }
+    s.first = s.middle - emb - (pp == 1 ? emb : 0);
+    if (pp == 1) s.last = s.first;
+  }
+  s.valid = s.first >= 1 && s.last >= 1 && (pp <= 2 || s.middle >= 1);
+  return s;
+}
+
 std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_t rank) {
   const std::int64_t chunk = detail::ceil_div(items, parts);
   const std::int64_t begin = std::min(chunk * rank, items);
@@ -258,27 +301,20 @@ void finalize_job(job_spec& job) {
                         ") minus --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers must split "
                         "evenly over the other " + to_string(middle_stages) + " pipeline stages");
     }
-  } else if (p.vpp == 1) {
+  } else if (p.vpp == 1 && !split_layers(m.num_layers, p, t.framework).valid) {
     const std::int64_t items = m.num_layers + (p.embedding_as_stage ? 2 : 0);
     if (t.framework == framework_kind::deepspeed) {
       // DeepSpeed splits unevenly (§2.2); every rank needs at least one transformer layer.
-      for (std::int64_t r = 0; r < p.pp; ++r) {
-        std::int64_t n = deepspeed_items(items, p.pp, r);
-        if (p.embedding_as_stage && (r == 0 || r == p.pp - 1)) n -= 1;
-        if (p.embedding_as_stage && p.pp == 1) n -= 1;
-        if (n < 1) {
-          throw input_error("--num-layers (" + to_string(m.num_layers) + ") over --pipeline-model-parallel-size (" +
-                            to_string(p.pp) + ") leaves pipeline stage " + to_string(r) +
-                            " without a transformer layer (DeepSpeed's pipeline needs one per stage)");
-        }
-      }
-    } else if (items % p.pp != 0) {
+      throw input_error("--num-layers (" + to_string(m.num_layers) + ") over --pipeline-model-parallel-size (" +
+                        to_string(p.pp) + ") leaves a pipeline stage without a transformer layer (DeepSpeed's " +
+                        "pipeline needs one per stage)");
+    }
+    if (items % p.pp != 0) {
       throw input_error(std::string("--num-layers (") + to_string(m.num_layers) + (p.embedding_as_stage ? " + 2 embedding slots" : "") +
                         ") must be divisible by --pipeline-model-parallel-size (" + to_string(p.pp) +
                         ") without an explicit split (--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers)");
-    } else if (p.embedding_as_stage && items / p.pp < 2) {
-      throw input_error("--embedding-as-stage leaves the first or last pipeline stage without a transformer layer");
     }
+    throw input_error("--embedding-as-stage leaves the first or last pipeline stage without a transformer layer");
   }
 }
 
@@ -298,37 +334,21 @@ void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
     for (std::int64_t i = first; i < first + n; ++i) c += m.is_moe_layer(i) ? 1 : 0;
     return c;
   };
-  if (p.vpp > 1) {
-    const std::int64_t k = p.num_layers_per_virtual_stage;
-    for (std::int64_t r = 0; r < p.pp; ++r) {
-      stage_layout& s = stages[static_cast<std::size_t>(r)];
-      s.stage = r;
-      s.num_layers = k * p.vpp;
+  const stage_split split = split_layers(m.num_layers, p, job.training.framework, p.num_layers_per_virtual_stage);
+  TRAINPLAN_CHECK(split.valid);  // finalize_job refused every invalid split
+  std::int64_t next = 0;
+  for (std::int64_t r = 0; r < p.pp; ++r) {
+    stage_layout& s = stages[static_cast<std::size_t>(r)];
+    s.stage = r;
+    s.num_layers = split.of(r, p.pp);
+    if (p.vpp > 1) {  // chunk c of rank r holds layers [(c·p + r)·k, (c·p + r + 1)·k)
+      const std::int64_t k = p.num_layers_per_virtual_stage;
       s.first_layer = r * k;
       for (std::int64_t c = 0; c < p.vpp; ++c) s.num_moe_layers += count_moe((c * p.pp + r) * k, k);
-    }
-  } else {
-    std::int64_t next = 0;
-    const std::int64_t items = m.num_layers + (p.embedding_as_stage ? 2 : 0);
-    const bool explicit_split = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
-    const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
-    for (std::int64_t r = 0; r < p.pp; ++r) {
-      stage_layout& s = stages[static_cast<std::size_t>(r)];
-      s.stage = r;
-      std::int64_t n = 0;
-      if (explicit_split) {
-        const std::int64_t first = std::max<std::int64_t>(0, p.first_stage_layers);
-        const std::int64_t last = std::max<std::int64_t>(0, p.last_stage_layers);
-        const std::int64_t middle = middle_stages > 0 ? (m.num_layers - first - last) / middle_stages : 0;
-        n = (r == 0 && p.first_stage_layers >= 0) ? first : (r == p.pp - 1 && p.last_stage_layers >= 0) ? last : middle;
-      } else {
-        n = job.training.framework == framework_kind::deepspeed ? deepspeed_items(items, p.pp, r) : items / p.pp;
-        if (p.embedding_as_stage) n -= (r == 0 ? 1 : 0) + (r == p.pp - 1 ? 1 : 0);
-      }
-      s.num_layers = n;
+    } else {
       s.first_layer = next;
-      s.num_moe_layers = count_moe(next, n);
-      next += n;
+      s.num_moe_layers = count_moe(next, s.num_layers);
+      next += s.num_layers;
     }
   }
   stages.front().has_embedding = true;

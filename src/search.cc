@@ -86,26 +86,15 @@ std::vector<E> parse_enum_list(const std::string& text, const std::string& flag,
   return out;
 }
 
-/// Transformer layers on the busiest pipeline rank, or 0 when the split is invalid (§2.2).
+/// Transformer layers on the busiest pipeline rank, or 0 when the split is invalid (§2.2, split_layers).
 std::int64_t max_stage_layers(const model_spec& m, framework_kind fw, std::int64_t pp, bool emb, std::int64_t vpp) {
-  const std::int64_t items = m.num_layers + (emb ? 2 : 0);
-  if (vpp > 1) {
-    if (emb || pp < 2 || m.num_layers % pp != 0 || (m.num_layers / pp) % vpp != 0) return 0;
-    return m.num_layers / pp;
-  }
-  if (fw == framework_kind::deepspeed) {
-    std::int64_t most = 0;
-    for (std::int64_t r = 0; r < pp; ++r) {
-      std::int64_t n = deepspeed_items(items, pp, r);
-      if (emb) n -= (r == 0 ? 1 : 0) + (r == pp - 1 ? 1 : 0);
-      if (n < 1) return 0;
-      most = std::max(most, n);
-    }
-    return most;
-  }
-  if (items % pp != 0) return 0;
-  if (emb && items / pp < 2) return 0;
-  return items / pp - (emb && pp == 1 ? 2 : 0);
+  parallel_config p;
+  p.pp = pp;
+  p.vpp = vpp;
+  p.embedding_as_stage = emb;
+  if (vpp > 1 && emb) return 0;  // interleaving takes an even split only
+  const stage_split split = split_layers(m.num_layers, p, fw);
+  return split.valid ? split.most() : 0;
 }
 
 /// Does TP (and TP×CP) split the model, and sit evenly on the nodes (§7.1)?

@@ -1,6 +1,7 @@
 // Parallel layout and training settings; the job a plan is made for (docs/formulas.md §2).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -134,6 +135,25 @@ struct rank_holdings {
 
 /// The holdings of `job` from `params` = count_parameters(job.model, job.parallel.tp).
 rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params);
+
+/// Transformer layers of the first, of each middle and of the last pipeline rank (all chunks): the one
+/// account of the split (§2.2) that pipeline_layout, the communication stage classes and the search
+/// read. Every rule of Megatron (even split, --decoder-first/last-pipeline-num-layers, interleaving
+/// with `layers_per_chunk` each) and DeepSpeed (partition_uniform) gives at most these three counts.
+struct stage_split {
+  std::int64_t first = 0;
+  std::int64_t middle = 0;  ///< each of the p − 2 middle ranks
+  std::int64_t last = 0;    ///< equals first when p = 1
+  bool valid = false;       ///< every rank has at least one layer and the split adds up
+  std::int64_t most() const { return std::max(first, std::max(middle, last)); }
+  std::int64_t of(std::int64_t rank, std::int64_t pp) const {
+    return rank == 0 ? first : rank == pp - 1 ? last : middle;
+  }
+};
+/// The split of `num_layers` over `p.pp` ranks for framework `fw`; with p.vpp > 1 every rank holds
+/// p.vpp chunks of `layers_per_chunk` (0: num_layers / pp / vpp).
+stage_split split_layers(std::int64_t num_layers, const parallel_config& p, framework_kind fw,
+                         std::int64_t layers_per_chunk = 0);
 
 /// Items (layers, or layer slots with --embedding-as-stage) of pipeline rank `rank` under DeepSpeed's
 /// uniform partition (deepspeed/runtime/utils.py partition_uniform, 2022: ceil-sized chunks, the last
