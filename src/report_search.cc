@@ -132,12 +132,12 @@ std::string render_shapes_text(const shape_rules& rules, const shapes_result& r)
   std::string o = fmt::format("Shapes near {:.1f}B parameters (±{:.0f}%, hidden/layers {:.0f}-{:.0f}), each with its fastest layout\n\n",
                               rules.target_params / 1e9, 100 * rules.tolerance, rules.min_ratio, rules.max_ratio);
   o += fmt::format("{:>3} {:>7} {:>6} {:>5} {:>8} {:>6} {:>7} {:>5} {:>3} {:>3} {:>3} {:>4} {:>9} {:>8} {:>6} {:>9}\n", "#",
-                   "Hidden", "Layers", "Heads", "Size", "Ratio", "Wave %", "Nodes", "DP", "TP", "PP", "MBS", "Sec/it s",
+                   "Hidden", "Layers", "Heads", "Size", "Ratio", "GEMM %", "Nodes", "DP", "TP", "PP", "MBS", "Sec/it s",
                    "TFLOPs", "MFU %", "Recompute");
   std::size_t i = 0;
   for (const shape_candidate& s : r.shapes) {
     o += fmt::format("{:>3} {:>7} {:>6} {:>5} {:>7.1f}B {:>6.0f} {:>7.1f}", ++i, s.hidden, s.layers, s.heads,
-                     s.params / 1e9, s.ratio, 100 * s.gemm_wave_efficiency);
+                     s.params / 1e9, s.ratio, 100 * s.gemm_efficiency);
     if (s.has_layout) {
       const search_candidate& c = s.best;
       o += fmt::format(" {:>5} {:>3} {:>3} {:>3} {:>4} {:>9.2f} {:>8.1f} {:>6.1f} {:>9}\n", c.num_nodes, c.dp, c.tp, c.pp,
@@ -147,7 +147,7 @@ std::string render_shapes_text(const shape_rules& rules, const shapes_result& r)
     }
   }
   o += fmt::format("\n{} shapes considered, {} searched for a layout, in {:.2f} s. Ranked by tokens/s × parameters "
-                   "of the best layout; Wave %: tile × wave quantization of the layer GEMMs at the largest TP.\n",
+                   "of the best layout; GEMM %: the layer GEMMs' efficiency at the largest TP as the time model prices it (§5.2).\n",
                    r.considered, r.shapes.size(), r.elapsed_s);
   return o;
 }
@@ -162,7 +162,7 @@ std::string render_shapes_json(const shape_rules& rules, const shapes_result& r)
   json arr = json::array();
   for (const shape_candidate& s : r.shapes) {
     json e = {{"hidden_size", s.hidden}, {"num_layers", s.layers}, {"num_attention_heads", s.heads},
-              {"params", s.params}, {"ratio", s.ratio}, {"gemm_wave_efficiency", s.gemm_wave_efficiency},
+              {"params", s.params}, {"ratio", s.ratio}, {"gemm_efficiency", s.gemm_efficiency},
               {"param_tokens_per_s", s.param_tokens_per_s}};
     e["best"] = s.has_layout ? candidate_json(s.best) : json(nullptr);
     arr.push_back(std::move(e));

@@ -21,21 +21,24 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-/// Tile × wave efficiency of the layer's GEMMs at TP: the product of tiles-used over tiles-launched for
-/// a 128×128 tile grid on the GPU's SMs (§7.4), weighted by FLOPs.
-double gemm_wave_efficiency(const gpu_spec& gpu, std::int64_t tokens, std::int64_t h, std::int64_t f, std::int64_t tp) {
-  const std::int64_t sms = std::max<std::int64_t>(1, gpu.sm_count);
-  auto eff = [&](std::int64_t n) {
-    const double tiles_m = std::ceil(static_cast<double>(tokens) / 128);
-    const double tiles_n = std::ceil(static_cast<double>(n) / 128);
-    const double tile_use = static_cast<double>(tokens) * n / (tiles_m * 128 * tiles_n * 128);
-    const double tiles = tiles_m * tiles_n;
-    const double waves = std::ceil(tiles / static_cast<double>(sms));
-    return tile_use * tiles / (waves * static_cast<double>(sms));
-  };
-  const double w_qkv = 3.0 * h * h / tp, w_proj = 1.0 * h * h / tp, w_fc = 1.0 * h * f / tp;
-  return (w_qkv * eff(3 * h / tp) + w_proj * eff(h) + w_fc * eff(f / tp) + w_fc * eff(h)) /
-         (w_qkv + w_proj + 2 * w_fc);
+/// The layer's GEMM efficiency at TP as the time model prices it (§5.2, estimate_gemm over
+/// layer_gemm_shapes): FLOPs over the FLOPs-at-peak time of its forward GEMMs.
+double layer_gemm_efficiency(const job_spec& base, const model_spec& m, std::int64_t tp) {
+  job_spec j = base;
+  j.model = m;
+  j.parallel = parallel_config{};
+  j.parallel.tp = tp;
+  const compute_efficiency e = effective_compute_efficiency(base.cluster.gpu);
+  j.training.flash_attention = true;  // the attention core's batched GEMMs are not the shape's tiles
+  double flops = 0;
+  double peak_s = 0;
+  for (const named_gemm& g : layer_gemm_shapes(j, false)) {
+    if (g.name == "logits") continue;  // once per model, not per layer
+    const gemm_estimate est = estimate_gemm(base.cluster.gpu, e, base.training.precision, g.shape);
+    flops += est.flops;
+    peak_s += est.flops / est.efficiency;
+  }
+  return peak_s > 0 ? flops / peak_s : 0.0;
 }
 
 std::vector<local_flag> shapes_table(shapes_request* r) {
@@ -109,8 +112,7 @@ shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, cons
         sc.heads = heads;
         sc.params = params;
         sc.ratio = ratio;
-        const std::int64_t tokens = base.training.micro_batch_size * m.seq_length;
-        sc.gemm_wave_efficiency = gemm_wave_efficiency(base.cluster.gpu, tokens, h, m.ffn_hidden_size, tpm);
+        sc.gemm_efficiency = layer_gemm_efficiency(base, m, tpm);
         shapes.push_back(sc);
       }
     }
@@ -122,8 +124,8 @@ shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, cons
   }
   // Closest to the target first, quantization as the tie-break; then search the best few for a layout.
   std::sort(shapes.begin(), shapes.end(), [&](const shape_candidate& a, const shape_candidate& b) {
-    const double da = std::fabs(a.params / rules.target_params - 1) - 0.02 * a.gemm_wave_efficiency;
-    const double db = std::fabs(b.params / rules.target_params - 1) - 0.02 * b.gemm_wave_efficiency;
+    const double da = std::fabs(a.params / rules.target_params - 1) - 0.02 * a.gemm_efficiency;
+    const double db = std::fabs(b.params / rules.target_params - 1) - 0.02 * b.gemm_efficiency;
     return da < db;
   });
   if (static_cast<std::int64_t>(shapes.size()) > rules.max_shapes) shapes.resize(static_cast<std::size_t>(rules.max_shapes));

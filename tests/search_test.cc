@@ -165,8 +165,8 @@ TEST(Shapes, CandidatesRespectTheRules) {
     EXPECT_GE(s.ratio, 150);
     EXPECT_LE(s.ratio, 200);
     EXPECT_NEAR(s.params / 175e9, 1, 0.05);
-    EXPECT_GT(s.gemm_wave_efficiency, 0);
-    EXPECT_LE(s.gemm_wave_efficiency, 1);
+    EXPECT_GT(s.gemm_efficiency, 0);
+    EXPECT_LE(s.gemm_efficiency, 1);
   }
   EXPECT_TRUE(r.shapes.front().has_layout);
   EXPECT_GT(r.shapes.front().best.iteration_s, 0);

@@ -119,7 +119,7 @@ struct shape_candidate {
   std::int64_t hidden = 0, layers = 0, heads = 0;
   double params = 0;
   double ratio = 0;
-  double gemm_wave_efficiency = 0;       ///< tile × wave quantization of the layer GEMMs at TP (§7.4)
+  double gemm_efficiency = 0;            ///< of the layer GEMMs at TP, as compute prices them (§5.2, §7.4)
   bool has_layout = false;
   search_candidate best;                 ///< fastest layout
   double param_tokens_per_s = 0;         ///< tokens/s × parameters of the best layout (∝ model FLOP/s)
