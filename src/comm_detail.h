@@ -7,6 +7,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -58,10 +59,12 @@ inline rank_generator expert_generator(const job_spec& job) {
 std::vector<std::vector<std::int64_t>> masked_groups(const rank_generator& g, unsigned mask);
 
 /// Placement by looking at every group of the `mask` dimensions (out of line: the summary needs it
-/// only for layouts whose groups are not one aligned run). Throws input_error naming `name` when a
-/// group spreads unevenly over its nodes.
-group_placement placement_by_scan(const rank_generator& g, unsigned mask, std::int64_t gpn, std::string_view name);
-group_placement embedding_placement_by_scan(const rank_generator& g, std::int64_t gpn);
+/// only for layouts whose groups are not one aligned run). When a group spreads unevenly over its
+/// nodes: throws input_error naming `name`, or with `violation` sets the message there instead.
+group_placement placement_by_scan(const rank_generator& g, unsigned mask, std::int64_t gpn, std::string_view name,
+                                  std::string* violation = nullptr);
+group_placement embedding_placement_by_scan(const rank_generator& g, std::int64_t gpn,
+                                            std::string* violation = nullptr);
 
 /// Placement of groups that are one arithmetic run of `n` ranks at stride `s` on nodes of `gpn` GPUs
 /// (§4.1), into `p`; false when the run is not aligned with the nodes (then the groups are scanned).
@@ -116,7 +119,8 @@ inline bool single_run(const rank_generator& g, unsigned mask, std::int64_t& s, 
 
 /// Placement of the groups of the `mask` dimensions of `g` on nodes of `gpn` GPUs (§4.1): closed form
 /// when they form one aligned run (one dimension always does), else every group scanned.
-inline group_placement placement_for(const rank_generator& g, unsigned mask, std::int64_t gpn, std::string_view name) {
+inline group_placement placement_for(const rank_generator& g, unsigned mask, std::int64_t gpn, std::string_view name,
+                                     std::string* violation = nullptr) {
   std::int64_t s = 1;
   std::int64_t n = 1;
   bool run = true;
@@ -129,11 +133,11 @@ inline group_placement placement_for(const rank_generator& g, unsigned mask, std
   }
   group_placement p;
   if (run && run_placement(s, n, gpn, g.world, p)) return p;
-  return placement_by_scan(g, mask, gpn, name);
+  return placement_by_scan(g, mask, gpn, name, violation);
 }
 
 /// Placement of the embedding groups (first and last stage of every pipeline).
-inline group_placement embedding_placement(const rank_generator& g, std::int64_t gpn) {
+inline group_placement embedding_placement(const rank_generator& g, std::int64_t gpn, std::string* violation = nullptr) {
   group_placement p;
   const std::int64_t pp = g.size[static_cast<std::size_t>(parallel_dim::pp)];
   if (pp == 1) return p;
@@ -148,7 +152,7 @@ inline group_placement embedding_placement(const rank_generator& g, std::int64_t
     p.link = link_kind::network;
     return p;
   }
-  return embedding_placement_by_scan(g, gpn);
+  return embedding_placement_by_scan(g, gpn, violation);
 }
 
 // ---- stage classes (§4.4, src/comm_stages.cc) ----------------------------------------------------

@@ -79,9 +79,10 @@ std::vector<std::vector<std::int64_t>> embedding_groups(const rank_generator& g)
   return groups;
 }
 
-/// Placement found by looking at every group; throws when a group spreads unevenly over its nodes.
+/// Placement found by looking at every group. When a group spreads unevenly over its nodes: throws, or
+/// with `violation` sets it to the message and returns an empty placement.
 group_placement scan_placement(const std::vector<std::vector<std::int64_t>>& groups, std::int64_t gpn,
-                               std::string_view name) {
+                               std::string_view name, std::string* violation) {
   group_placement p;
   if (groups.empty()) return p;
   p.group_size = static_cast<std::int64_t>(groups.front().size());
@@ -104,12 +105,15 @@ group_placement scan_placement(const std::vector<std::vector<std::int64_t>>& gro
     if (!even || (!first && (k != p.num_nodes || m != p.gpus_per_node))) {
       std::vector<std::string> names;
       for (auto r : g) names.push_back(device_name(r, gpn));
-      throw input_error(fmt::format(
+      std::string message = fmt::format(
           "the {} group [{}] cannot be placed: its GPUs spread unevenly over nodes of {} GPUs (--gpus-per-node); "
           "trainplan models groups with the same number of GPUs on every node they span: choose sizes "
           "(--tensor-model-parallel-size, --context-parallel-size, --expert-model-parallel-size, "
           "--pipeline-model-parallel-size) or a --rank-order that divide or are multiples of it",
-          name, fmt::join(names, " "), gpn));
+          name, fmt::join(names, " "), gpn);
+      if (violation == nullptr) throw input_error(message);
+      *violation = std::move(message);
+      return {};
     }
     first = false;
     p.num_nodes = k;
@@ -125,12 +129,13 @@ group_placement scan_placement(const std::vector<std::vector<std::int64_t>>& gro
 
 }  // namespace
 
-group_placement placement_by_scan(const rank_generator& g, unsigned mask, std::int64_t gpn, std::string_view name) {
-  return scan_placement(masked_groups(g, mask), gpn, name);
+group_placement placement_by_scan(const rank_generator& g, unsigned mask, std::int64_t gpn, std::string_view name,
+                                  std::string* violation) {
+  return scan_placement(masked_groups(g, mask), gpn, name, violation);
 }
 
-group_placement embedding_placement_by_scan(const rank_generator& g, std::int64_t gpn) {
-  return scan_placement(embedding_groups(g), gpn, "embedding");
+group_placement embedding_placement_by_scan(const rank_generator& g, std::int64_t gpn, std::string* violation) {
+  return scan_placement(embedding_groups(g), gpn, "embedding", violation);
 }
 
 }  // namespace detail
@@ -218,6 +223,24 @@ group_placement placement_of(const job_spec& job, parallel_dim dim) {
   group_placement p = placement_for(dg.expert ? expert_generator(job) : decoder_generator(job), dg.mask, gpn, dg.name);
   p.group_size = group_size_of(job, dim);
   return p;
+}
+
+std::string placement_violation(const job_spec& job) {
+  const std::int64_t gpn = job.cluster.gpus_per_node;
+  const bool experts = job.parallel.ep > 1 || job.model.is_moe();
+  std::string violation;
+  const rank_generator dec = decoder_generator(job);
+  for (const parallel_dim dim : {parallel_dim::tp, parallel_dim::cp, parallel_dim::dp, parallel_dim::pp}) {
+    const dim_groups dg = groups_of(job, dim);
+    placement_for(dec, dg.mask, gpn, dg.name, &violation);
+    if (!violation.empty()) return violation;
+  }
+  embedding_placement(dec, gpn, &violation);
+  if (!violation.empty() || !experts) return violation;
+  const rank_generator exp = expert_generator(job);
+  placement_for(exp, bit(parallel_dim::ep), gpn, "ep", &violation);
+  if (violation.empty()) placement_for(exp, bit(parallel_dim::dp), gpn, "expert-dp", &violation);
+  return violation;
 }
 
 comm_group_set process_groups(const job_spec& job, parallel_dim dim) {

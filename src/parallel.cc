@@ -15,18 +15,31 @@ using std::to_string;
 
 constexpr std::int64_t kMaxParallel = 1 << 20;
 
-void require_positive(std::int64_t v, const char* flag, std::int64_t hi = kMaxParallel) {
+// The rules return the violation's message, "" when met: layout_violation returns the first one.
+std::string positive(std::int64_t v, const char* flag, std::int64_t hi = kMaxParallel) {
   if (v < 1 || v > hi) {
-    throw input_error(std::string(flag) + " must be a positive integer no larger than " + to_string(hi) + ", got " +
-                      to_string(v));
+    return std::string(flag) + " must be a positive integer no larger than " + to_string(hi) + ", got " + to_string(v);
   }
+  return {};
 }
 
-void require_divisible(std::int64_t a, const std::string& a_flag, std::int64_t b, const std::string& b_flag) {
-  if (a % b != 0) {
-    throw input_error(a_flag + " (" + to_string(a) + ") must be divisible by " + b_flag + " (" + to_string(b) + ")");
-  }
+std::string divisible(std::int64_t a, const std::string& a_flag, std::int64_t b, const std::string& b_flag) {
+  if (a % b != 0) return a_flag + " (" + to_string(a) + ") must be divisible by " + b_flag + " (" + to_string(b) + ")";
+  return {};
 }
+
+/// a·b into `out`, or the overflow's message.
+std::string product(std::int64_t a, std::int64_t b, const char* what, std::int64_t& out) {
+  if (__builtin_mul_overflow(a, b, &out)) return std::string(what) + " overflows a 64-bit count: the sizes given are absurd";
+  return {};
+}
+
+#define TRAINPLAN_RETURN_VIOLATION(rule)         \
+  do {                                           \
+    if (std::string v_ = (rule); !v_.empty()) {  \
+      return v_;                                 \
+    }                                            \
+  } while (0)
 
 }  // namespace
 
@@ -142,25 +155,33 @@ std::int64_t job_spec::num_microbatches() const {
 }
 
 void finalize_job(job_spec& job) {
-  model_spec& m = job.model;
-  parallel_config& p = job.parallel;
-  training_config& t = job.training;
-  finalize_model(m);
+  finalize_model(job.model);
   validate_cluster(job.cluster, "cluster");
+  if (std::string v = layout_violation(job); !v.empty()) throw input_error(v);
+}
 
-  require_positive(p.tp, "--tensor-model-parallel-size (--tp)");
-  require_positive(p.pp, "--pipeline-model-parallel-size (--pp)");
-  require_positive(p.cp, "--context-parallel-size (--cp)");
-  require_positive(p.ep, "--expert-model-parallel-size (--ep)");
-  require_positive(p.dp, "--dp");
-  require_positive(t.micro_batch_size, "--micro-batch-size (--mbs)");
-  if (t.global_batch_size < 0) require_positive(t.global_batch_size, "--global-batch-size (--gbs)");
+namespace {
 
-  const std::int64_t mp = detail::checked_mul(detail::checked_mul(p.tp, p.pp, "TP×PP"), p.cp, "TP×PP×CP");
-  if (job.num_gpus == 0) job.num_gpus = detail::checked_mul(mp, p.dp, "world size");
-  require_positive(job.num_gpus, "--num-gpus", 1 << 24);
+/// The sizes of the parallel dimensions, the world size and DP, and what TP, CP and EP must divide (§2.1).
+std::string size_violation(job_spec& job) {
+  [[maybe_unused]] model_spec& m = job.model;
+  [[maybe_unused]] parallel_config& p = job.parallel;
+  [[maybe_unused]] training_config& t = job.training;
+
+  TRAINPLAN_RETURN_VIOLATION(positive(p.tp, "--tensor-model-parallel-size (--tp)"));
+  TRAINPLAN_RETURN_VIOLATION(positive(p.pp, "--pipeline-model-parallel-size (--pp)"));
+  TRAINPLAN_RETURN_VIOLATION(positive(p.cp, "--context-parallel-size (--cp)"));
+  TRAINPLAN_RETURN_VIOLATION(positive(p.ep, "--expert-model-parallel-size (--ep)"));
+  TRAINPLAN_RETURN_VIOLATION(positive(p.dp, "--dp"));
+  TRAINPLAN_RETURN_VIOLATION(positive(t.micro_batch_size, "--micro-batch-size (--mbs)"));
+  if (t.global_batch_size < 0) TRAINPLAN_RETURN_VIOLATION(positive(t.global_batch_size, "--global-batch-size (--gbs)"));
+
+  std::int64_t mp = 0;
+  TRAINPLAN_RETURN_VIOLATION(product(p.tp * p.pp, p.cp, "TP×PP×CP", mp));  // each ≤ 2^20: TP·PP fits
+  if (job.num_gpus == 0) TRAINPLAN_RETURN_VIOLATION(product(mp, p.dp, "world size", job.num_gpus));
+  TRAINPLAN_RETURN_VIOLATION(positive(job.num_gpus, "--num-gpus", 1 << 24));
   if (job.num_gpus % mp != 0) {
-    throw input_error("world size " + to_string(job.num_gpus) +
+    return std::string("world size " + to_string(job.num_gpus) +
                       " (--num-gpus, or --num-nodes × --gpus-per-node) is not a multiple of TP×PP×CP = " +
                       to_string(p.tp) + "×" + to_string(p.pp) + "×" + to_string(p.cp) + " = " + to_string(mp) +
                       " (--tensor-model-parallel-size, --pipeline-model-parallel-size, --context-parallel-size)");
@@ -169,43 +190,60 @@ void finalize_job(job_spec& job) {
   // The nodes the job occupies (a cluster file's size is an upper bound, not the job's).
   job.cluster.num_nodes = detail::ceil_div(job.num_gpus, job.cluster.gpus_per_node);
 
-  require_divisible(m.num_attention_heads, "--num-attention-heads", p.tp, "--tensor-model-parallel-size");
-  require_divisible(m.num_query_groups, "--num-query-groups", p.tp, "--tensor-model-parallel-size");
-  require_divisible(m.ffn_hidden_size, "--ffn-hidden-size", p.tp, "--tensor-model-parallel-size");
+  TRAINPLAN_RETURN_VIOLATION(divisible(m.num_attention_heads, "--num-attention-heads", p.tp, "--tensor-model-parallel-size"));
+  TRAINPLAN_RETURN_VIOLATION(divisible(m.num_query_groups, "--num-query-groups", p.tp, "--tensor-model-parallel-size"));
+  TRAINPLAN_RETURN_VIOLATION(divisible(m.ffn_hidden_size, "--ffn-hidden-size", p.tp, "--tensor-model-parallel-size"));
   if (p.sequence_parallel && p.tp == 1) p.sequence_parallel = false;  // Megatron turns it off too
   if (p.sequence_parallel) {
-    require_divisible(m.seq_length / p.cp, "--seq-length / --context-parallel-size", p.tp,
-                      "--tensor-model-parallel-size (with --sequence-parallel)");
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.seq_length / p.cp, "--seq-length / --context-parallel-size", p.tp,
+                      "--tensor-model-parallel-size (with --sequence-parallel)"));
   }
   if (p.cp > 1) {
-    require_divisible(m.seq_length, "--seq-length", 2 * p.cp, "2 × --context-parallel-size");
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.seq_length, "--seq-length", 2 * p.cp, "2 × --context-parallel-size"));
   }
   if (p.ep > 1 && !m.is_moe()) {
-    throw input_error("--expert-model-parallel-size " + to_string(p.ep) + " needs an MoE model (--num-experts)");
+    return std::string("--expert-model-parallel-size " + to_string(p.ep) + " needs an MoE model (--num-experts)");
   }
   if (m.is_moe()) {
-    require_divisible(m.moe.num_experts, "--num-experts", p.ep, "--expert-model-parallel-size");
-    require_divisible(m.moe.expert_ffn_hidden_size, "--moe-ffn-hidden-size", p.tp, "--tensor-model-parallel-size");
-    require_divisible(p.dp * p.cp, "DP×CP", p.ep, "--expert-model-parallel-size");
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.moe.num_experts, "--num-experts", p.ep, "--expert-model-parallel-size"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.moe.expert_ffn_hidden_size, "--moe-ffn-hidden-size", p.tp, "--tensor-model-parallel-size"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(p.dp * p.cp, "DP×CP", p.ep, "--expert-model-parallel-size"));
   }
 
+  return {};
+}
+
+/// The batch against MBS × DP (§2.3).
+std::string batch_violation(job_spec& job) {
+  [[maybe_unused]] model_spec& m = job.model;
+  [[maybe_unused]] parallel_config& p = job.parallel;
+  [[maybe_unused]] training_config& t = job.training;
   // Batch (§2.3).
   if (t.global_batch_size == 0) t.global_batch_size = t.micro_batch_size * p.dp;
-  const std::int64_t per_step = detail::checked_mul(t.micro_batch_size, p.dp, "MBS×DP");
+  std::int64_t per_step = 0;
+  TRAINPLAN_RETURN_VIOLATION(product(t.micro_batch_size, p.dp, "MBS×DP", per_step));
   if (t.global_batch_size % per_step != 0) {
-    throw input_error("--global-batch-size (" + to_string(t.global_batch_size) +
+    return std::string("--global-batch-size (" + to_string(t.global_batch_size) +
                       ") must be a multiple of --micro-batch-size × DP (" + to_string(t.micro_batch_size) + " × " +
                       to_string(p.dp) + " = " + to_string(per_step) + ")");
   }
 
+  return {};
+}
+
+/// What the framework allows and forces: ZeRO stages, distributed optimizer, gradient accumulation dtype (§3.1).
+std::string framework_violation(job_spec& job) {
+  [[maybe_unused]] model_spec& m = job.model;
+  [[maybe_unused]] parallel_config& p = job.parallel;
+  [[maybe_unused]] training_config& t = job.training;
   // Framework and optimizer sharding (§3.1).
   if (t.zero_stage < 0 || t.zero_stage > 3) {
-    throw input_error("--zero-stage must be 0, 1, 2 or 3, got " + to_string(t.zero_stage));
+    return std::string("--zero-stage must be 0, 1, 2 or 3, got " + to_string(t.zero_stage));
   }
   switch (t.framework) {
     case framework_kind::megatron:
       if (t.zero_stage >= 2) {
-        throw input_error("--zero-stage " + to_string(t.zero_stage) +
+        return std::string("--zero-stage " + to_string(t.zero_stage) +
                           " needs --framework deepspeed or fsdp (Megatron-LM shards only the optimizer: "
                           "--use-distributed-optimizer, i.e. stage 1)");
       }
@@ -215,10 +253,10 @@ void finalize_job(job_spec& job) {
       break;
     case framework_kind::deepspeed:
       if (t.distributed_optimizer) {
-        throw input_error("--use-distributed-optimizer is Megatron-LM's; with --framework deepspeed use --zero-stage");
+        return std::string("--use-distributed-optimizer is Megatron-LM's; with --framework deepspeed use --zero-stage");
       }
       if (p.pp > 1 && t.zero_stage >= 2) {
-        throw input_error("DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: --zero-stage " +
+        return std::string("DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: --zero-stage " +
                           to_string(t.zero_stage) + " with --pipeline-model-parallel-size " + to_string(p.pp));
       }
       // DeepSpeed's BF16_Optimizer accumulates gradients in fp32 (BLOOM's "fp32 grad accumulation")
@@ -231,56 +269,72 @@ void finalize_job(job_spec& job) {
       break;
     case framework_kind::fsdp:
       if (t.distributed_optimizer) {
-        throw input_error("--use-distributed-optimizer is Megatron-LM's; with --framework fsdp use --zero-stage");
+        return std::string("--use-distributed-optimizer is Megatron-LM's; with --framework fsdp use --zero-stage");
       }
-      if (p.pp > 1) throw input_error("--framework fsdp with --pipeline-model-parallel-size > 1 is not modelled");
+      if (p.pp > 1) return std::string("--framework fsdp with --pipeline-model-parallel-size > 1 is not modelled");
       if (t.zero_stage == 1) {
-        throw input_error("--framework fsdp has no ZeRO stage 1: use --zero-stage 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
+        return std::string("--framework fsdp has no ZeRO stage 1: use --zero-stage 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
       }
       t.accumulate_allreduce_grads_in_fp32 = true;  // FSDP keeps fp32 sharded parameters and gradients
       break;
   }
   if (t.offload_optimizer && t.zero_stage == 0 && t.framework != framework_kind::megatron) {
-    throw input_error("--offload-optimizer needs --zero-stage 1 or more with --framework " + std::string(to_string(t.framework)));
+    return std::string("--offload-optimizer needs --zero-stage 1 or more with --framework " + std::string(to_string(t.framework)));
   }
 
+  return {};
+}
+
+/// Recomputation and the memory knobs (§3.4, §3.8).
+std::string training_violation(job_spec& job) {
+  [[maybe_unused]] model_spec& m = job.model;
+  [[maybe_unused]] parallel_config& p = job.parallel;
+  [[maybe_unused]] training_config& t = job.training;
   // Recomputation (§3.4).
   if (t.recompute == recompute_granularity::full) {
     if (t.recompute_num_layers == 0) t.recompute_num_layers = 1;
-    require_positive(t.recompute_num_layers, "--recompute-num-layers", m.num_layers);
+    TRAINPLAN_RETURN_VIOLATION(positive(t.recompute_num_layers, "--recompute-num-layers", m.num_layers));
   } else if (t.recompute_num_layers != 0) {
-    throw input_error("--recompute-num-layers needs --recompute-granularity full");
+    return std::string("--recompute-num-layers needs --recompute-granularity full");
   }
   if (t.nccl_buffer_bytes_per_communicator < 0) {
-    throw input_error("--nccl-buffer-mib must not be negative");
+    return std::string("--nccl-buffer-mib must not be negative");
   }
   if (!(t.allocator_reserve_fraction >= 0 && t.allocator_reserve_fraction < 4)) {
-    throw input_error("--allocator-reserve-fraction must be in [0, 4), got " + std::to_string(t.allocator_reserve_fraction));
+    return std::string("--allocator-reserve-fraction must be in [0, 4), got " + std::to_string(t.allocator_reserve_fraction));
   }
 
+  return {};
+}
+
+/// The pipeline split and interleaving (§2.2); derives layers per chunk and VPP.
+std::string pipeline_violation(job_spec& job) {
+  [[maybe_unused]] model_spec& m = job.model;
+  [[maybe_unused]] parallel_config& p = job.parallel;
+  [[maybe_unused]] training_config& t = job.training;
   // Pipeline split (§2.2). Model chunks given as a count (Megatron's
   // --virtual-pipeline-model-parallel-size) become layers per chunk.
   if (p.vpp > 1 && p.num_layers_per_virtual_stage == 0) {
     if (p.pp < 2 || m.num_layers % p.pp != 0 || (m.num_layers / p.pp) % p.vpp != 0) {
-      throw input_error("--virtual-pipeline-model-parallel-size " + to_string(p.vpp) +
+      return std::string("--virtual-pipeline-model-parallel-size " + to_string(p.vpp) +
                         " needs --num-layers divisible by --pipeline-model-parallel-size × it, with PP > 1");
     }
     p.num_layers_per_virtual_stage = m.num_layers / p.pp / p.vpp;
   }
   if (p.num_layers_per_virtual_stage > 0) {
     if (p.pp < 2) {
-      throw input_error("--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1");
+      return std::string("--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1");
     }
     if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0 || p.embedding_as_stage) {
-      throw input_error("--num-layers-per-virtual-pipeline-stage with an uneven split "
+      return std::string("--num-layers-per-virtual-pipeline-stage with an uneven split "
                         "(--decoder-first/last-pipeline-num-layers, --embedding-as-stage) is not modelled");
     }
-    require_divisible(m.num_layers, "--num-layers", p.pp, "--pipeline-model-parallel-size");
-    require_divisible(m.num_layers / p.pp, "--num-layers / --pipeline-model-parallel-size",
-                      p.num_layers_per_virtual_stage, "--num-layers-per-virtual-pipeline-stage");
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.num_layers, "--num-layers", p.pp, "--pipeline-model-parallel-size"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.num_layers / p.pp, "--num-layers / --pipeline-model-parallel-size",
+                      p.num_layers_per_virtual_stage, "--num-layers-per-virtual-pipeline-stage"));
     p.vpp = m.num_layers / p.pp / p.num_layers_per_virtual_stage;
     if (p.vpp > 1 && job.num_microbatches() % p.pp != 0) {
-      throw input_error("the interleaved schedule needs the number of micro-batches (--global-batch-size / "
+      return std::string("the interleaved schedule needs the number of micro-batches (--global-batch-size / "
                         "(--micro-batch-size × DP) = " + to_string(job.num_microbatches()) +
                         ") to be a multiple of --pipeline-model-parallel-size (" + to_string(p.pp) + ")");
     }
@@ -288,16 +342,16 @@ void finalize_job(job_spec& job) {
     p.vpp = 1;
   }
   if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
-    if (p.pp < 2) throw input_error("--decoder-first/last-pipeline-num-layers need --pipeline-model-parallel-size > 1");
+    if (p.pp < 2) return std::string("--decoder-first/last-pipeline-num-layers need --pipeline-model-parallel-size > 1");
     if (p.embedding_as_stage) {
-      throw input_error("--embedding-as-stage with --decoder-first/last-pipeline-num-layers: choose one");
+      return std::string("--embedding-as-stage with --decoder-first/last-pipeline-num-layers: choose one");
     }
     const std::int64_t first = std::max<std::int64_t>(0, p.first_stage_layers);
     const std::int64_t last = std::max<std::int64_t>(0, p.last_stage_layers);
     const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
     const std::int64_t rest = m.num_layers - first - last;
     if (rest < 0 || (middle_stages == 0 && rest != 0) || (middle_stages > 0 && rest % middle_stages != 0)) {
-      throw input_error("--num-layers (" + to_string(m.num_layers) +
+      return std::string("--num-layers (" + to_string(m.num_layers) +
                         ") minus --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers must split "
                         "evenly over the other " + to_string(middle_stages) + " pipeline stages");
     }
@@ -305,17 +359,27 @@ void finalize_job(job_spec& job) {
     const std::int64_t items = m.num_layers + (p.embedding_as_stage ? 2 : 0);
     if (t.framework == framework_kind::deepspeed) {
       // DeepSpeed splits unevenly (§2.2); every rank needs at least one transformer layer.
-      throw input_error("--num-layers (" + to_string(m.num_layers) + ") over --pipeline-model-parallel-size (" +
+      return std::string("--num-layers (" + to_string(m.num_layers) + ") over --pipeline-model-parallel-size (" +
                         to_string(p.pp) + ") leaves a pipeline stage without a transformer layer (DeepSpeed's " +
                         "pipeline needs one per stage)");
     }
     if (items % p.pp != 0) {
-      throw input_error(std::string("--num-layers (") + to_string(m.num_layers) + (p.embedding_as_stage ? " + 2 embedding slots" : "") +
+      return std::string(std::string("--num-layers (") + to_string(m.num_layers) + (p.embedding_as_stage ? " + 2 embedding slots" : "") +
                         ") must be divisible by --pipeline-model-parallel-size (" + to_string(p.pp) +
                         ") without an explicit split (--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers)");
     }
-    throw input_error("--embedding-as-stage leaves the first or last pipeline stage without a transformer layer");
+    return std::string("--embedding-as-stage leaves the first or last pipeline stage without a transformer layer");
   }
+  return {};
+}
+
+}  // namespace
+
+std::string layout_violation(job_spec& job) {
+  for (auto rule : {size_violation, batch_violation, framework_violation, training_violation, pipeline_violation}) {
+    TRAINPLAN_RETURN_VIOLATION(rule(job));
+  }
+  return {};
 }
 
 std::vector<stage_layout> pipeline_layout(const job_spec& job) {

@@ -388,11 +388,11 @@ TEST(CliGolden, CommMixtralEp8) { check_golden("comm", "comm_mixtral_ep8.json", 
 TEST(CliGolden, CommGpt3Zero3) { check_golden("comm", "comm_gpt3_zero3.json", kGpt3Zero3, 12); }
 TEST(CliGolden, SearchLlama3_8b) {
   check_golden("search", "search_llama3_8b.json",
-               {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "2", "--gbs", "256", "--top", "5"}, 8);
+               {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "2", "--gbs", "256", "--top", "5", "--threads", "1"}, 8);
 }
 TEST(CliGolden, SearchMixtral8x7b) {
   check_golden("search", "search_mixtral_8x7b.json",
-               {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-nodes", "4", "--gbs", "512", "--top", "5"}, 8);
+               {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-nodes", "4", "--gbs", "512", "--top", "5", "--threads", "1"}, 8);
 }
 
 TEST(CliGolden, ToleranceCatchesRealChanges) {
@@ -417,6 +417,14 @@ TEST(CliNumbers, HexIsRefusedByEveryCommand) {
     EXPECT_EQ(r.status, 2) << cmd;
     EXPECT_EQ(r.err, "trainplan: error: --tp expects an integer, got '0x2'\n") << cmd;
   }
+}
+
+TEST(CliNumbers, SearchThreadsAreBounded) {
+  // Before: --threads 65536 aborted (SIGABRT) creating threads.
+  const run_result r = run({"search", "--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "4", "--gbs",
+                            "256", "--threads", "65536"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "trainplan: error: --threads must be at most 1024, got 65536\n");
 }
 
 TEST(CliNumbers, ValidateCsvNamesFileLineAndColumn) {

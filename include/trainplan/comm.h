@@ -63,6 +63,9 @@ collective_estimate estimate_collective(const cluster_spec& cluster, collective_
 /// group the gradients are reduced in; for ep the expert generator's EP group; for embedding the
 /// first and last pipeline stage. Throws input_error when the groups spread unevenly over nodes.
 group_placement placement_of(const job_spec& job, parallel_dim dim);
+/// "" when every group of every dimension of `job` can be placed (§4.1), else the message
+/// placement_of would throw for the first that cannot: the search's prefilter, without exceptions.
+std::string placement_violation(const job_spec& job);
 
 // ---- rank order and groups (§4.1) ----------------------------------------------------------------
 

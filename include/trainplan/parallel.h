@@ -94,6 +94,12 @@ struct job_spec {
 /// frameworks force (bf16 ⇒ fp32 grad accumulation in Megatron). Throws input_error naming the flags.
 void finalize_job(job_spec& job);
 
+/// finalize_job's layout rules and derivations without throwing, for callers that try many layouts
+/// (the search's prefilter): "" once `job` is finalized, else the first rule it breaks, worded as
+/// finalize_job throws it (the job is then left part-derived). The model and cluster are not
+/// re-validated: finalize_model and validate_cluster have run on them.
+std::string layout_violation(job_spec& job);
+
 /// What one pipeline stage holds (one pipeline rank; with VPP, all its chunks together).
 struct stage_layout {
   std::int64_t stage = 0;          ///< pipeline rank
