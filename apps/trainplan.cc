@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <functional>
+#include <memory>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -16,7 +17,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "trainplan/args.h"
+#include "trainplan/cli.h"
 #include "trainplan/comm.h"
 #include "trainplan/error.h"
 #include "trainplan/memory.h"
@@ -31,8 +32,18 @@ namespace {
 
 using namespace trainplan;
 
+/// The output format: --format text|json|csv, with --json for json.
 struct output_options {
   bool json = false;
+  std::string format = "text";
+
+  /// The reporter asked for; --json with another --format is a contradiction.
+  std::unique_ptr<reporter> make() const {
+    if (json && format != "text" && format != "json") {
+      throw input_error("--json and --format " + format + " contradict each other: give one");
+    }
+    return make_reporter(json ? output_format::json : parse_output_format(format));
+  }
 };
 
 using command_fn = std::function<int(const std::vector<std::string>& args, const output_options& out)>;
@@ -46,7 +57,7 @@ struct command {
 
 int cmd_models(const std::vector<std::string>& args, const output_options& out) {
   if (!args.empty()) throw input_error("models takes no job flags, got '" + args.front() + "'");
-  std::cout << (out.json ? render_models_json() : render_models_text());
+  std::cout << out.make()->models();
   return 0;
 }
 
@@ -54,7 +65,7 @@ int cmd_model(const std::vector<std::string>& args, const output_options& out) {
   const parsed_job pj = parse_job_args(args, model_need::model_only);
   const std::int64_t tp = pj.job.parallel.tp;
   const parameter_breakdown p = count_parameters(pj.job.model, tp);
-  std::cout << (out.json ? render_model_json(pj.job.model, p, tp) : render_model_text(pj.job.model, p, tp));
+  std::cout << out.make()->model(pj.job.model, p, tp);
   return 0;
 }
 
@@ -65,14 +76,14 @@ int cmd_memory(const std::vector<std::string>& args, const output_options& out) 
   // Megatron-LM's own formula beside ours, where it models the job (docs/formulas.md §3.9).
   const megatron_theoretical_memory megatron = megatron_theoretical(pj.job);
   const megatron_theoretical_memory* shown = megatron_theoretical_applies(pj.job) ? &megatron : nullptr;
-  std::cout << (out.json ? render_memory_json(pj, p, r, shown) : render_memory_text(pj, p, r, shown));
+  std::cout << out.make()->memory(context_of(pj), p, r, shown);
   return 0;
 }
 
 int cmd_comm(const std::vector<std::string>& args, const output_options& out) {
   const parsed_job pj = parse_job_args(args.empty() ? std::vector<std::string>{"--preset", "bloom-176b-production"} : args);
   const comm_report r = analyze_comm(pj.job);
-  std::cout << (out.json ? render_comm_json(pj, r) : render_comm_text(pj, r));
+  std::cout << out.make()->comm(context_of(pj), r);
   return 0;
 }
 
@@ -84,7 +95,7 @@ parsed_job job_or_default(const std::vector<std::string>& args) {
 int cmd_time(const std::vector<std::string>& args, const output_options& out) {
   const parsed_job pj = job_or_default(args);
   const time_report r = estimate_time(pj.job);
-  std::cout << (out.json ? render_time_json(pj, r) : render_time_text(pj, r));
+  std::cout << out.make()->time(context_of(pj), r);
   return 0;
 }
 
@@ -98,7 +109,7 @@ int cmd_schedule(const std::vector<std::string>& args, const output_options& out
   }
   const parsed_job pj = job_or_default(rest);
   const time_report r = estimate_time(pj.job, gpipe ? schedule_kind::gpipe : default_schedule(pj.job), true);
-  std::cout << (out.json ? render_schedule_json(pj, r) : render_schedule_text(pj, r));
+  std::cout << out.make()->schedule(context_of(pj), r);
   return 0;
 }
 
@@ -115,7 +126,7 @@ int cmd_validate(const std::vector<std::string>& args, const output_options& out
   } else {
     throw input_error("validate takes no job flags; use --csv FILE for your own measurements, got '" + args[0] + "'");
   }
-  std::cout << (out.json ? render_validation_json(r) : render_validation_text(r));
+  std::cout << out.make()->validation(r);
   return 0;
 }
 
@@ -134,8 +145,17 @@ search_progress progress_bar() {
   };
 }
 
-int cmd_search(const std::vector<std::string>& args, const output_options& out) {
+int cmd_search(const std::vector<std::string>& args, const output_options& out_in) {
   const search_request req = parse_search_request(args);
+  output_options out = out_in;
+  if (req.csv) {  // the search's own --csv: --format csv
+    if (out.json || out.format != "text") throw input_error("--csv with --json or --format: give one output format");
+    out.format = "csv";
+  }
+  const std::unique_ptr<reporter> rep = out.make();  // checked before the search runs
+  if (req.explain_row > 0 && rep->format() != output_format::text) {
+    throw input_error("--explain prints the text analysis of one row: drop --json, --csv or --format");
+  }
   const search_result r = run_search(req.base.job, req.space, progress_bar());
   if (req.explain_row > 0) {
     if (req.explain_row > static_cast<std::int64_t>(r.candidates.size())) {
@@ -144,31 +164,30 @@ int cmd_search(const std::vector<std::string>& args, const output_options& out) 
     }
     parsed_job pj = req.base;
     pj.job = candidate_job(req.base.job, r.candidates[static_cast<std::size_t>(req.explain_row - 1)]);
+    const run_context ctx = context_of(pj);
     const parameter_breakdown p = count_parameters(pj.job.model, pj.job.parallel.tp);
     std::cout << "Row " << req.explain_row << " of the search\n\n"
-              << render_memory_text(pj, p, estimate_memory(pj.job)) << "\n"
-              << render_comm_text(pj, summarize_comm(pj.job)) << "\n"
-              << render_time_text(pj, estimate_time(pj.job));
+              << rep->memory(ctx, p, estimate_memory(pj.job), nullptr) << "\n"
+              << rep->comm(ctx, summarize_comm(pj.job)) << "\n"
+              << rep->time(ctx, estimate_time(pj.job));
     return 0;
   }
-  if (out.json) std::cout << render_search_json(req.base, req.space, r);
-  else if (req.csv) std::cout << render_search_csv(r);
-  else std::cout << render_search_text(req.base, req.space, r);
-  if (out.json || req.csv) std::cerr << render_search_counts(r);
+  std::cout << rep->search(context_of(req.base), req.space, r);
+  if (rep->format() != output_format::text) std::cerr << render_search_counts(r);
   return 0;
 }
 
 int cmd_shapes(const std::vector<std::string>& args, const output_options& out) {
   const shapes_request req = parse_shapes_request(args);
   const shapes_result r = run_shapes(req.base.job, req.rules, req.space);
-  std::cout << (out.json ? render_shapes_json(req.rules, r) : render_shapes_text(req.rules, r));
+  std::cout << out.make()->shapes(req.rules, r);
   return 0;
 }
 
 int cmd_plan(const std::vector<std::string>& args, const output_options& out) {
   const plan_request req = parse_plan_request(args);
   const plan_report r = make_plan(req.inputs);
-  std::cout << (out.json ? render_plan_json(r) : render_plan_text(r, req.inputs.num_gpus));
+  std::cout << out.make()->plan(r, req.inputs.num_gpus);
   return 0;
 }
 
@@ -252,7 +271,8 @@ int run(int argc, char** argv) {
   output_options out;
   for (const auto& c : commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
-    sub->add_flag("--json", out.json, "JSON output (schema_version 1)");
+    sub->add_flag("--json", out.json, "JSON output (schema_version 1; = --format json)");
+    sub->add_option("--format", out.format, "output: text, json or csv (search, validate)")->default_val("text");
     if (c.takes_job_flags) {
       sub->allow_extras();
       // Built only when help is printed (it was 37% of a `trainplan time` process's instructions).

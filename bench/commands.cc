@@ -21,6 +21,7 @@
 #include "launch.h"
 #include "measure.h"
 #include "report.h"
+#include "trainplan/cli.h"
 #include "trainplan/args.h"
 #include "trainplan/calibration.h"
 #include "trainplan/comm.h"

@@ -2,6 +2,7 @@
 // without listing the groups, under 1 µs). Parsing happens once outside the timed loop.
 #include <benchmark/benchmark.h>
 
+#include "trainplan/cli.h"
 #include "trainplan/args.h"
 #include "trainplan/comm.h"
 

@@ -1,6 +1,7 @@
 // Speed of the compute model: one layer and one whole job (docs/formulas.md §5).
 #include <benchmark/benchmark.h>
 
+#include "trainplan/cli.h"
 #include "trainplan/args.h"
 #include "trainplan/compute.h"
 

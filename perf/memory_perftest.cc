@@ -2,6 +2,7 @@
 // Parsing and validation happen once outside the timed loop; the loop times estimate_memory only.
 #include <benchmark/benchmark.h>
 
+#include "trainplan/cli.h"
 #include "trainplan/args.h"
 #include "trainplan/memory.h"
 #include "trainplan/model.h"

@@ -2,6 +2,7 @@
 // BLOOM search and Calculon's 530B case, single-threaded and on two threads.
 #include <benchmark/benchmark.h>
 
+#include "trainplan/cli.h"
 #include "trainplan/args.h"
 #include "trainplan/memory.h"
 #include "trainplan/search.h"

@@ -2,6 +2,7 @@
 // for BLOOM on 384 GPUs).
 #include <benchmark/benchmark.h>
 
+#include "trainplan/cli.h"
 #include "trainplan/args.h"
 #include "trainplan/memory.h"
 #include "trainplan/schedule.h"

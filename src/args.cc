@@ -16,6 +16,7 @@
 #include "args_detail.h"
 #include "local_flags.h"
 #include "parse.h"
+#include "trainplan/cli.h"
 #include "trainplan/error.h"
 
 namespace trainplan {
@@ -415,6 +416,16 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
   out.job = std::move(job);
   out.ignored_flags = std::move(b.ignored);
   return out;
+}
+
+run_context context_of(const parsed_job& pj) {
+  run_context c;
+  c.job = pj.job;
+  c.has_job = true;
+  c.ignored_flags = pj.ignored_flags;
+  c.preset = pj.preset;
+  c.from_launch_line = pj.from_launch_line;
+  return c;
 }
 
 }  // namespace trainplan

@@ -12,6 +12,7 @@
 namespace trainplan {
 
 using detail::append_ignored_flags;
+using detail::context_json;
 using detail::json;
 using detail::kGiB;
 using detail::parallel_json;
@@ -89,6 +90,7 @@ std::string render_models_text() {
 std::string render_models_json() {
   json j;
   j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json();
   j["models"] = json::array();
   for (const auto& c : model_catalog()) {
     json m = model_fields(c.spec);
@@ -148,6 +150,7 @@ std::string render_model_text(const model_spec& m, const parameter_breakdown& p,
 std::string render_model_json(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) {
   json j;
   j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json();
   json mj = model_fields(m);
   mj["parameters"] = p.total;
   mj["active_parameters_per_token"] = p.active_per_token;
@@ -199,11 +202,12 @@ json parallel_json(const job_spec& job) {
 
 }  // namespace detail
 
-std::string render_memory_json(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r,
+std::string render_memory_json(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
                                const megatron_theoretical_memory* megatron) {
-  const job_spec& job = pj.job;
+  const job_spec& job = ctx.job;
   json j;
   j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json(&ctx);
   j["model"] = {{"name", job.model.name}, {"parameters", p.total}};
   j["cluster"] = {{"name", job.cluster.name}, {"gpu", job.cluster.gpu.name}};
   j["parallel"] = parallel_json(job);
@@ -242,13 +246,13 @@ std::string render_memory_json(const parsed_job& pj, const parameter_breakdown& 
         {"activation_bytes", whole_bytes(megatron->activation_bytes)},
         {"total_bytes", whole_bytes(megatron->total())}};
   }
-  j["ignored_flags"] = pj.ignored_flags;
+  j["ignored_flags"] = ctx.ignored_flags;
   return j.dump(2) + "\n";
 }
 
-std::string render_memory_text(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r,
+std::string render_memory_text(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
                                const megatron_theoretical_memory* megatron) {
-  const job_spec& job = pj.job;
+  const job_spec& job = ctx.job;
   const auto& par = job.parallel;
   const auto& t = job.training;
   std::string out;
@@ -300,7 +304,7 @@ std::string render_memory_text(const parsed_job& pj, const parameter_breakdown& 
                        format_gib(megatron->total()), format_gib(megatron->weight_and_optimizer_bytes),
                        format_gib(megatron->activation_bytes));
   }
-  append_ignored_flags(out, pj);
+  append_ignored_flags(out, ctx);
   return out;
 }
 

@@ -12,6 +12,7 @@
 namespace trainplan {
 
 using detail::append_ignored_flags;
+using detail::context_json;
 using detail::json;
 using detail::kGiB;
 using detail::kMiB;
@@ -134,10 +135,11 @@ void dimension_text(std::string& out, std::string_view title, const comm_dimensi
 
 }  // namespace
 
-std::string render_comm_json(const parsed_job& pj, const comm_report& r) {
-  const job_spec& job = pj.job;
+std::string render_comm_json(const run_context& ctx, const comm_report& r) {
+  const job_spec& job = ctx.job;
   json j;
   j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json(&ctx);
   j["model"] = {{"name", job.model.name}};
   j["cluster"] = {{"name", job.cluster.name}, {"gpu", job.cluster.gpu.name}};
   j["parallel"] = parallel_json(job);
@@ -153,12 +155,12 @@ std::string render_comm_json(const parsed_job& pj, const comm_report& r) {
                {"time_per_iteration_per_gpu_s", r.time_per_iteration_per_gpu_s},
                {"dimensions", std::move(dims)},
                {"scalars", dimension_json(r.scalars, r.gpus_per_node)}};
-  j["ignored_flags"] = pj.ignored_flags;
+  j["ignored_flags"] = ctx.ignored_flags;
   return j.dump(2) + "\n";
 }
 
-std::string render_comm_text(const parsed_job& pj, const comm_report& r) {
-  const job_spec& job = pj.job;
+std::string render_comm_text(const run_context& ctx, const comm_report& r) {
+  const job_spec& job = ctx.job;
   const auto& par = job.parallel;
   const auto& t = job.training;
   std::string out;
@@ -192,7 +194,7 @@ std::string render_comm_text(const parsed_job& pj, const comm_report& r) {
                                                        "Pipeline parallel (pp)", "Tied embedding (embedding)"};
   for (std::size_t i = 0; i < r.dimensions.size(); ++i) dimension_text(out, kTitles[i], r.dimensions[i], r.gpus_per_node);
   dimension_text(out, "Scalars (loss, gradient norm)", r.scalars, r.gpus_per_node);
-  append_ignored_flags(out, pj);
+  append_ignored_flags(out, ctx);
   return out;
 }
 

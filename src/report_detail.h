@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "trainplan/args.h"
+#include "trainplan/report.h"
 
 namespace trainplan::detail {
 
@@ -19,14 +19,17 @@ constexpr double kMiB = 1048576.0;
 inline std::int64_t whole_bytes(double b) { return static_cast<std::int64_t>(std::llround(b)); }
 
 /// The flags a launch line or pasted arguments carried that change no estimate.
-inline void append_ignored_flags(std::string& out, const parsed_job& pj) {
-  if (pj.ignored_flags.empty()) return;
+inline void append_ignored_flags(std::string& out, const run_context& ctx) {
+  if (ctx.ignored_flags.empty()) return;
   out += "\nIgnored (they change no estimate):";
-  for (const auto& f : pj.ignored_flags) out += " " + f;
+  for (const auto& f : ctx.ignored_flags) out += " " + f;
   out += "\n";
 }
 
 /// The job's layout and training settings, as every JSON report gives them.
 json parallel_json(const job_spec& job);
+
+/// The "context" block of every JSON output: tool, version, schema and, with a job, what it describes.
+json context_json(const run_context* ctx = nullptr);
 
 }  // namespace trainplan::detail

@@ -12,6 +12,7 @@
 namespace trainplan {
 
 using detail::append_ignored_flags;
+using detail::context_json;
 using detail::json;
 using detail::kGiB;
 using detail::parallel_json;
@@ -62,8 +63,8 @@ std::string render_search_counts(const search_result& r) {
       r.elapsed_s, r.threads);
 }
 
-std::string render_search_text(const parsed_job& pj, const search_space& s, const search_result& r) {
-  const job_spec& job = pj.job;
+std::string render_search_text(const run_context& ctx, const search_space& s, const search_result& r) {
+  const job_spec& job = ctx.job;
   std::string o = fmt::format("Search: {} ({:.1f}B parameters) on {} (up to {} nodes × {} {}), GBS {}, {} {}, ranked by {}\n\n",
                               job.model.name, r.model_params / 1e9, job.cluster.name, job.cluster.num_nodes,
                               job.cluster.gpus_per_node, job.cluster.gpu.name, job.training.global_batch_size,
@@ -87,13 +88,14 @@ std::string render_search_text(const parsed_job& pj, const search_space& s, cons
   return o;
 }
 
-std::string render_search_json(const parsed_job& pj, const search_space& s, const search_result& r) {
+std::string render_search_json(const run_context& ctx, const search_space& s, const search_result& r) {
   json j;
   j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json(&ctx);
   json& sj = j["search"];
-  sj["model"] = pj.job.model.name;
-  sj["cluster"] = pj.job.cluster.name;
-  sj["global_batch_size"] = pj.job.training.global_batch_size;
+  sj["model"] = ctx.job.model.name;
+  sj["cluster"] = ctx.job.cluster.name;
+  sj["global_batch_size"] = ctx.job.training.global_batch_size;
   sj["rank_by"] = to_string(s.rank);
   sj["enumerated"] = r.enumerated;
   sj["pruned"] = r.pruned;
@@ -155,6 +157,7 @@ std::string render_shapes_text(const shape_rules& rules, const shapes_result& r)
 std::string render_shapes_json(const shape_rules& rules, const shapes_result& r) {
   json j;
   j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json();
   json& sj = j["shapes"];
   sj["target_params"] = rules.target_params;
   sj["considered"] = r.considered;
@@ -218,6 +221,7 @@ std::string render_plan_text(const plan_report& r, std::int64_t num_gpus) {
 std::string render_plan_json(const plan_report& r) {
   json j;
   j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json();
   json& p = j["plan"];
   p["train_days"] = r.train_days;
   p["compute_days"] = r.train_s / 86400;

@@ -12,6 +12,7 @@
 namespace trainplan {
 
 using detail::append_ignored_flags;
+using detail::context_json;
 using detail::json;
 using detail::kGiB;
 using detail::parallel_json;
@@ -53,15 +54,16 @@ json time_json(const time_report& r) {
 
 }  // namespace
 
-std::string render_time_json(const parsed_job&, const time_report& r) {
+std::string render_time_json(const run_context& ctx, const time_report& r) {
   json j;
   j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json(&ctx);
   j["time"] = time_json(r);
   return j.dump(2) + "\n";
 }
 
-std::string render_time_text(const parsed_job& pj, const time_report& r) {
-  const job_spec& job = pj.job;
+std::string render_time_text(const run_context& ctx, const time_report& r) {
+  const job_spec& job = ctx.job;
   std::string o = fmt::format("{} on {} × {} ({}), TP {} PP {} DP {}{}, MBS {}, GBS {}, {} micro-batches, {}\n\n",
                               job.model.name, job.num_gpus, job.cluster.gpu.name, job.cluster.name, job.parallel.tp,
                               job.parallel.pp, job.parallel.dp,
@@ -98,9 +100,10 @@ std::string render_time_text(const parsed_job& pj, const time_report& r) {
   return o;
 }
 
-std::string render_schedule_json(const parsed_job&, const time_report& r) {
+std::string render_schedule_json(const run_context& ctx, const time_report& r) {
   json j;
   j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json(&ctx);
   json s;
   s["kind"] = to_string(r.schedule);
   s["iteration_s"] = r.iteration_s;
@@ -120,7 +123,7 @@ std::string render_schedule_json(const parsed_job&, const time_report& r) {
   return j.dump(1) + "\n";
 }
 
-std::string render_schedule_text(const parsed_job& pj, const time_report& r, int width) {
+std::string render_schedule_text(const run_context& ctx, const time_report& r, int width) {
   const double total = r.pipeline.pipeline_s;
   const std::size_t ranks = r.pipeline.stages.size();
   std::vector<std::string> rows(ranks, std::string(static_cast<std::size_t>(width), '.'));
@@ -135,7 +138,7 @@ std::string render_schedule_text(const parsed_job& pj, const time_report& r, int
     }
   }
   std::string o = fmt::format("{} schedule, {} micro-batches, {} ranks: pipeline {:.2f} s, iteration {:.2f} s, bubble {:.1f}%\n",
-                              to_string(r.schedule), pj.job.num_microbatches(), ranks, total, r.iteration_s,
+                              to_string(r.schedule), ctx.job.num_microbatches(), ranks, total, r.iteration_s,
                               100 * r.bubble_fraction);
   o += "F/B forward/backward (f/b: later model chunks), '.' idle or sending; one column = " +
        fmt::format("{:.3f} s\n", total / width);
@@ -146,6 +149,7 @@ std::string render_schedule_text(const parsed_job& pj, const time_report& r, int
 std::string render_validation_json(const validation_report& r) {
   json j;
   j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json();
   json rows = json::array();
   for (const validation_row& v : r.rows) {
     json x = {{"table", v.table}, {"row", v.label}, {"date", v.date}, {"group", v.group}};

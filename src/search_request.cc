@@ -6,6 +6,7 @@
 
 #include "local_flags.h"
 #include "trainplan/error.h"
+#include "trainplan/cli.h"
 #include "trainplan/search.h"
 
 namespace trainplan {

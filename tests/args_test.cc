@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "trainplan/cli.h"
 #include "trainplan/args.h"
 #include "trainplan/error.h"
 #include "trainplan/memory.h"

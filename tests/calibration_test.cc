@@ -1,5 +1,6 @@
 // Calibration profiles: the format round trip, bad files, and how a profile changes the planner
 // (docs/formulas.md §6.4, docs/calibration.md).
+#include "trainplan/cli.h"
 #include "trainplan/calibration.h"
 
 #include <gmock/gmock.h>

@@ -198,8 +198,13 @@ TEST(CliRun, LaunchLineThroughTheCli) {
   json ja = parse_json(a.out);
   json jb = parse_json(b.out);
   EXPECT_EQ(jb["ignored_flags"], json::array({"--lr", "--train-iters"}));
-  ja.erase("ignored_flags");
-  jb.erase("ignored_flags");
+  EXPECT_EQ(jb["context"]["ignored_flags"], jb["ignored_flags"]);
+  EXPECT_EQ(jb["context"]["from_launch_line"], true);
+  for (json* j : {&ja, &jb}) {  // what differs: where the flags came from
+    j->erase("ignored_flags");
+    (*j)["context"].erase("ignored_flags");
+    (*j)["context"].erase("from_launch_line");
+  }
   EXPECT_EQ(ja, jb);
 }
 
@@ -417,6 +422,53 @@ TEST(CliNumbers, HexIsRefusedByEveryCommand) {
     EXPECT_EQ(r.status, 2) << cmd;
     EXPECT_EQ(r.err, "trainplan: error: --tp expects an integer, got '0x2'\n") << cmd;
   }
+}
+
+// ---- reporters (issue 17): --format, and every JSON output says what it describes -------------------
+
+TEST(CliFormat, EveryJobOutputCarriesTheContext) {
+  // Before: `time` and `search` JSON did not say which job they describe.
+  const std::vector<std::string> job = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--tp", "2",
+                                        "--gbs", "32"};
+  for (const char* cmd : {"memory", "comm", "time", "schedule", "search"}) {
+    std::vector<std::string> args = {cmd, "--format", "json"};
+    if (std::string(cmd) == "search") {
+      args.insert(args.end(), {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "1", "--gbs", "32"});
+    } else {
+      args.insert(args.end(), job.begin(), job.end());
+    }
+    const run_result r = run(args);
+    ASSERT_EQ(r.status, 0) << cmd << ": " << r.err;
+    const json j = parse_json(r.out);
+    EXPECT_EQ(j["context"]["tool"], "trainplan") << cmd;
+    EXPECT_EQ(j["context"]["schema_version"], 1) << cmd;
+    EXPECT_EQ(j["context"]["model"], "llama3-8b") << cmd;
+    EXPECT_EQ(j["context"]["cluster"], "dgx-h100") << cmd;
+    EXPECT_TRUE(j["context"].contains("parallel")) << cmd;
+  }
+}
+
+TEST(CliFormat, FormatJsonEqualsJsonAndContradictionsAreRefused) {
+  const run_result a = run({"time", "--json"});
+  const run_result b = run({"time", "--format", "json"});
+  ASSERT_EQ(a.status, 0);
+  EXPECT_EQ(a.out, b.out);
+  const run_result csv = run({"time", "--format", "csv"});
+  EXPECT_EQ(csv.status, 2);
+  EXPECT_EQ(csv.err, "trainplan: error: --format csv: `time` has no CSV form (search and validate have one); use "
+                     "--format text or json\n");
+  const run_result typo = run({"time", "--format", "jsn"});
+  EXPECT_EQ(typo.status, 2);
+  EXPECT_EQ(typo.err, "trainplan: error: --format must be text, json or csv, got 'jsn' (did you mean 'json'?)\n");
+  // Before: `search --csv --json` silently dropped one, and `--explain N --json` printed text.
+  const run_result both = run({"search", "--csv", "--json"});
+  EXPECT_EQ(both.status, 2);
+  EXPECT_EQ(both.err, "trainplan: error: --csv with --json or --format: give one output format\n");
+  const run_result explain = run({"search", "--explain", "1", "--json"});
+  EXPECT_EQ(explain.status, 2);
+  const run_result validate_csv = run({"validate", "--format", "csv"});
+  ASSERT_EQ(validate_csv.status, 0);
+  EXPECT_THAT(validate_csv.out, StartsWith("table,label,date,measured_s,predicted_s,error,"));
 }
 
 TEST(CliNumbers, SearchThreadsAreBounded) {

@@ -1,4 +1,5 @@
 // Compute model: GEMM efficiency factors, pass ratios, FLOP counting (docs/formulas.md §5.1-§5.3).
+#include "trainplan/cli.h"
 #include "trainplan/compute.h"
 
 #include <gtest/gtest.h>

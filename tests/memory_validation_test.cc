@@ -7,6 +7,7 @@
 #include <set>
 
 #include "test_support.h"
+#include "trainplan/cli.h"
 #include "trainplan/memory.h"
 
 namespace trainplan {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "test_support.h"
+#include "trainplan/cli.h"
 #include "trainplan/error.h"
 #include "trainplan/model.h"
 #include "trainplan/plan.h"

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "test_support.h"
+#include "trainplan/cli.h"
 #include "trainplan/error.h"
 #include "trainplan/search.h"
 #include "trainplan/time.h"

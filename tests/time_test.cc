@@ -1,5 +1,6 @@
 // Iteration time against BLOOM's measurements, and the effects its engineers found
 // (docs/formulas.md §5.8; tests/data/bloom-*-measurements.csv).
+#include "trainplan/cli.h"
 #include "trainplan/time.h"
 
 #include <gtest/gtest.h>

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "trainplan/args.h"
 #include "trainplan/parallel.h"
 
 namespace trainplan {
@@ -96,21 +95,7 @@ double checkpoint_bytes(double params, double bytes_per_param = 14);
 /// Young/Daly optimal checkpoint interval sqrt(2·C·MTBF), seconds (§7.7).
 double young_daly_interval_s(double save_s, double mtbf_s);
 
-/// Split the `plan` command's own flags off `args`: they fill `in`, the rest (job flags) is returned.
-/// Table-driven (src/plan.cc); throws input_error naming the flag.
-std::vector<std::string> parse_plan_flags(const std::vector<std::string>& args, plan_inputs& in);
-/// Help text of the plan flags.
-std::string plan_flags_help();
 
-/// A parsed `plan` command: its inputs and, unless speed figures were given, the job they come from.
-struct plan_request {
-  plan_inputs inputs;
-  bool has_job = false;
-  parsed_job job;
-};
-/// Plan flags, then either given-speed flags (--num-gpus, --gbs, --seq-length, --model or
-/// --model-params) or job flags (parse_job_args) for the rest. Throws input_error naming the flag.
-plan_request parse_plan_request(const std::vector<std::string>& args);
 
 /// True when `in` carries its own speed (iteration_s or tflops_per_gpu), so no job is needed.
 bool plan_has_given_speed(const plan_inputs& in);

@@ -1,10 +1,12 @@
-// Renderers: text and JSON from result structs. They format; they never compute estimates.
+// Reporters: text, JSON and CSV from result structs, benchmark-style (a run context and one method per
+// result). They format; they never compute estimates.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "trainplan/args.h"
 #include "trainplan/comm.h"
 #include "trainplan/memory.h"
 #include "trainplan/model.h"
@@ -16,6 +18,20 @@
 namespace trainplan {
 
 inline constexpr int kSchemaVersion = 1;
+
+/// The tool's version (the CMake project's).
+std::string_view tool_version();
+
+/// What a result describes (google/benchmark's Context): every JSON output carries it as "context"
+/// (tool, version, schema version and, with a job, its model, cluster and layout and the flags that
+/// changed no estimate); text outputs print the job line and the ignored flags.
+struct run_context {
+  job_spec job;                            ///< finalized; meaningful when has_job
+  bool has_job = false;
+  std::vector<std::string> ignored_flags;  ///< accepted, change no estimate (launch lines)
+  std::string preset;                      ///< the preset the job came from, if any
+  bool from_launch_line = false;
+};
 
 /// Bytes as GiB (2^30) with `digits` decimals.
 std::string format_gib(double bytes, int digits = 2);
@@ -29,33 +45,34 @@ std::string render_model_text(const model_spec& m, const parameter_breakdown& p,
 std::string render_model_json(const model_spec& m, const parameter_breakdown& p, std::int64_t tp);
 
 /// `megatron`, when given, is shown beside ours (Megatron-LM's theoretical_memory_usage.py, §3.9).
-std::string render_memory_text(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r,
+std::string render_memory_text(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
                                const megatron_theoretical_memory* megatron = nullptr);
-std::string render_memory_json(const parsed_job& pj, const parameter_breakdown& p, const memory_report& r,
+std::string render_memory_json(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
                                const megatron_theoretical_memory* megatron = nullptr);
 
 /// Communication per iteration (docs/formulas.md §4): cluster summary and per-dimension detail with the
 /// first groups of each dimension (text), or every group (JSON, {"comm":{"dimensions":{...}}}).
-std::string render_comm_text(const parsed_job& pj, const comm_report& r);
-std::string render_comm_json(const parsed_job& pj, const comm_report& r);
+std::string render_comm_text(const run_context& ctx, const comm_report& r);
+std::string render_comm_json(const run_context& ctx, const comm_report& r);
 
 /// Iteration time (docs/formulas.md §5): totals, breakdown and per-stage work (text), or
 /// {"schema_version":1,"time":{"iteration_s",…,"breakdown_s":{…},"stages":[…]}} (JSON).
-std::string render_time_text(const parsed_job& pj, const time_report& r);
-std::string render_time_json(const parsed_job& pj, const time_report& r);
+std::string render_time_text(const run_context& ctx, const time_report& r);
+std::string render_time_json(const run_context& ctx, const time_report& r);
 
 /// The pipeline timeline as a text Gantt chart (one row per rank, `width` columns), or its events (JSON).
-std::string render_schedule_text(const parsed_job& pj, const time_report& r, int width = 100);
-std::string render_schedule_json(const parsed_job& pj, const time_report& r);
+std::string render_schedule_text(const run_context& ctx, const time_report& r, int width = 100);
+std::string render_schedule_json(const run_context& ctx, const time_report& r);
 
-/// Predicted against measured per row, per table, per seed table and overall (§5.8).
+/// Predicted against measured per row, per table, per seed table and overall (§5.8); CSV: one line per row.
 std::string render_validation_text(const validation_report& r);
 std::string render_validation_json(const validation_report& r);
+std::string render_validation_csv(const validation_report& r);
 
 /// Layout search (docs/formulas.md §7.1-§7.3): the top K in the seed's column order with units and the
 /// counts (text), every evaluated layout ranked (JSON {"schema_version":1,"search":{…,"candidates":[…]}}, CSV).
-std::string render_search_text(const parsed_job& pj, const search_space& s, const search_result& r);
-std::string render_search_json(const parsed_job& pj, const search_space& s, const search_result& r);
+std::string render_search_text(const run_context& ctx, const search_space& s, const search_result& r);
+std::string render_search_json(const run_context& ctx, const search_space& s, const search_result& r);
 std::string render_search_csv(const search_result& r);
 /// "N layouts enumerated, N pruned (…), N evaluated …, in S s on T threads".
 std::string render_search_counts(const search_result& r);
@@ -67,5 +84,34 @@ std::string render_shapes_json(const shape_rules& rules, const shapes_result& r)
 /// The training plan (§7.5-§7.8): phases, days, GPU-hours, checkpoints, failures, goodput.
 std::string render_plan_text(const plan_report& r, std::int64_t num_gpus);
 std::string render_plan_json(const plan_report& r);
+
+// ---- reporters -----------------------------------------------------------------------------------
+
+enum class output_format { text, json, csv };
+std::string_view to_string(output_format f);
+/// "text", "json" or "csv"; anything else is an input_error naming --format, with "did you mean".
+output_format parse_output_format(std::string_view name);
+
+/// One method per result (google/benchmark's BenchmarkReporter): the command computes once and hands
+/// the result to the reporter the user chose. A format without a form for a result throws input_error.
+class reporter {
+ public:
+  virtual ~reporter() = default;
+  virtual output_format format() const = 0;
+  virtual std::string models() const = 0;
+  virtual std::string model(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) const = 0;
+  virtual std::string memory(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
+                             const megatron_theoretical_memory* megatron) const = 0;
+  virtual std::string comm(const run_context& ctx, const comm_report& r) const = 0;
+  virtual std::string time(const run_context& ctx, const time_report& r) const = 0;
+  virtual std::string schedule(const run_context& ctx, const time_report& r) const = 0;
+  virtual std::string validation(const validation_report& r) const = 0;
+  virtual std::string search(const run_context& ctx, const search_space& s, const search_result& r) const = 0;
+  virtual std::string shapes(const shape_rules& rules, const shapes_result& r) const = 0;
+  virtual std::string plan(const plan_report& r, std::int64_t num_gpus) const = 0;
+};
+
+/// The reporter of a format.
+std::unique_ptr<reporter> make_reporter(output_format f);
 
 }  // namespace trainplan

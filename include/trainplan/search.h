@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "trainplan/args.h"
 #include "trainplan/parallel.h"
 
 namespace trainplan {
@@ -88,20 +87,9 @@ search_result run_search(const job_spec& base, const search_space& space, const 
 /// The finalized job of a candidate (for --explain).
 job_spec candidate_job(const job_spec& base, const search_candidate& c);
 
-/// A parsed `search` command.
-struct search_request {
-  search_space space;
-  parsed_job base;                       ///< model, cluster and training flags (layout not finalized)
-  std::int64_t explain_row = 0;          ///< 1-based row of --explain; 0: none
-  bool csv = false;
-};
-/// Search flags (table-driven, src/search.cc) then job flags for the rest; no arguments: the README's
-/// main job, BLOOM-176B on jean-zay-a100, 48 nodes, GBS 2048. Throws input_error naming the flag.
-search_request parse_search_request(const std::vector<std::string>& args);
-std::string search_flags_help();
+
 
 /// The README's main job as arguments.
-std::vector<std::string> default_search_args();
 
 // ---- shapes (§7.4) -------------------------------------------------------------------------------
 
@@ -134,12 +122,6 @@ struct shapes_result {
 /// Shapes near the target on `base`'s vocabulary, sequence and cluster, each with its best layout.
 shapes_result run_shapes(const job_spec& base, const shape_rules& rules, const search_space& space);
 
-struct shapes_request {
-  shape_rules rules;
-  search_space space;
-  parsed_job base;
-};
-shapes_request parse_shapes_request(const std::vector<std::string>& args);
-std::string shapes_flags_help();
+
 
 }  // namespace trainplan
