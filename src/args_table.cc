@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "args_detail.h"
+#include "parse.h"
 #include "trainplan/calibration.h"
 #include "trainplan/comm.h"
 #include "trainplan/error.h"
@@ -12,17 +13,7 @@ namespace trainplan::args_detail {
 
 namespace {
 
-template <typename E>
-E choose(const std::string& v, const std::string& flag, std::initializer_list<std::pair<const char*, E>> table) {
-  std::vector<std::string> names;
-  for (const auto& [n, e] : table) {
-    if (v == n) return e;
-    names.push_back(n);
-  }
-  std::string all;
-  for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
-  throw input_error(flag + ": unknown value '" + v + "'" + did_you_mean(v, names) + "; one of: " + all);
-}
+using detail::parse_enum;
 
 #define INT_FIELD(path) [](job_builder& b, const std::string& v, const std::string& f) { path = to_int(v, f); }
 #define INT_FIELD_MIN(path, lo) \
@@ -194,7 +185,7 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--cp-comm-type", "", "KIND", "p2p", "parallel",
                       "context-parallel K/V exchange: p2p (ring) or all_gather",
                       [](job_builder& b, const std::string& v, const std::string& f) {
-                        b.job.parallel.cp_comm = choose<cp_comm_kind>(
+                        b.job.parallel.cp_comm = parse_enum<cp_comm_kind>(
                             v, f, {{"p2p", cp_comm_kind::p2p}, {"all_gather", cp_comm_kind::all_gather}});
                       }));
     t.push_back(swtch("--scatter-gather-tensors-in-pipeline", "", "parallel",
@@ -219,7 +210,7 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--fp32", "", "training", "fp32 training", SWITCH(b.job.training.precision = dtype::fp32)));
     t.push_back(value("--framework", "", "NAME", "megatron", "training", "megatron, deepspeed or fsdp",
                       [](job_builder& b, const std::string& v, const std::string& f) {
-                        b.job.training.framework = choose<framework_kind>(
+                        b.job.training.framework = parse_enum<framework_kind>(
                             v, f,
                             {{"megatron", framework_kind::megatron},
                              {"deepspeed", framework_kind::deepspeed},
@@ -246,7 +237,7 @@ const std::vector<flag_def>& flag_table() {
                       SWITCH(b.job.training.bias_swiglu_fusion = false)));
     t.push_back(value("--recompute-granularity", "--recompute", "KIND", "none", "training", "none, selective or full",
                       [](job_builder& b, const std::string& v, const std::string& f) {
-                        b.job.training.recompute = choose<recompute_granularity>(
+                        b.job.training.recompute = parse_enum<recompute_granularity>(
                             v, f,
                             {{"none", recompute_granularity::none},
                              {"selective", recompute_granularity::selective},
@@ -258,7 +249,7 @@ const std::vector<flag_def>& flag_table() {
                       SWITCH(b.job.training.recompute = recompute_granularity::full)));
     t.push_back(value("--recompute-method", "", "METHOD", "uniform", "training", "uniform or block",
                       [](job_builder& b, const std::string& v, const std::string& f) {
-                        b.job.training.recompute_method_ = choose<recompute_method>(
+                        b.job.training.recompute_method_ = parse_enum<recompute_method>(
                             v, f, {{"uniform", recompute_method::uniform}, {"block", recompute_method::block}});
                       }));
     t.push_back(value("--recompute-num-layers", "", "N", "1 (with full)", "training",
@@ -267,7 +258,7 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--optimizer", "", "NAME", "adam", "training", "adam or sgd",
                       [](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.optimizer =
-                            choose<optimizer_kind>(v, f, {{"adam", optimizer_kind::adam}, {"sgd", optimizer_kind::sgd}});
+                            parse_enum<optimizer_kind>(v, f, {{"adam", optimizer_kind::adam}, {"sgd", optimizer_kind::sgd}});
                       }));
     t.push_back(swtch("--offload-optimizer", "--optimizer-cpu-offload", "training",
                       "optimizer states and master weights in CPU memory", SWITCH(b.job.training.offload_optimizer = true)));
@@ -276,7 +267,7 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--grad-accum-dtype", "", "DTYPE", "fp32 with bf16", "training",
                       "DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16",
                       [](job_builder& b, const std::string& v, const std::string& f) {
-                        b.job.training.grad_accum_dtype = choose<dtype>(
+                        b.job.training.grad_accum_dtype = parse_enum<dtype>(
                             v, f, {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}, {"fp16", dtype::fp16}});
                         b.job.training.grad_accum_dtype_set = true;
                       }));

@@ -1,4 +1,4 @@
-// The one number parser of the command line, the flag tables and the CSV/log readers: decimal text
+// The one number parser and the one enum parser of the command line, the flag tables and the CSV/log readers: decimal text
 // only (no hex, no leading or trailing space, no inf or nan), integers also in 1e9 style. Each throws
 // input_error naming `what` (a flag, or file:line and column).
 #pragma once
@@ -8,7 +8,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <algorithm>
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "trainplan/error.h"
 
@@ -53,6 +57,35 @@ inline std::int64_t parse_integer(const std::string& v, const std::string& what,
                               : lo == 0 ? " must not be negative, got "
                                         : " must be at least " + std::to_string(lo) + ", got ") +
                       v);
+  }
+  return out;
+}
+
+/// One of a table's names (the one enum parser): an unknown name gets "did you mean" and the list.
+template <typename E>
+E parse_enum(const std::string& v, const std::string& what, std::initializer_list<std::pair<const char*, E>> table) {
+  std::vector<std::string> names;
+  for (const auto& [n, e] : table) {
+    if (v == n) return e;
+    names.push_back(n);
+  }
+  std::string all;
+  for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+  throw input_error(what + ": unknown value '" + v + "'" + did_you_mean(v, names) + "; one of: " + all);
+}
+
+/// A comma-separated list of a table's names, each read by parse_enum, without repeats.
+template <typename E>
+std::vector<E> parse_enum_list(const std::string& text, const std::string& what,
+                               std::initializer_list<std::pair<const char*, E>> table) {
+  std::vector<E> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const E e = parse_enum(text.substr(pos, end - pos), what, table);
+    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+    pos = end + 1;
   }
   return out;
 }

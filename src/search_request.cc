@@ -20,33 +20,7 @@ using detail::parse_int_list;
 /// More threads than this only adds start-up cost (and past the system's limit, thread creation fails).
 constexpr std::int64_t kMaxSearchThreads = 1024;
 
-template <typename E>
-std::vector<E> parse_enum_list(const std::string& text, const std::string& flag,
-                               std::initializer_list<std::pair<const char*, E>> table) {
-  std::vector<E> out;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(pos, end - pos);
-    bool found = false;
-    std::vector<std::string> names;
-    for (const auto& [name, e] : table) {
-      names.push_back(name);
-      if (item == name) {
-        if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
-        found = true;
-      }
-    }
-    if (!found) {
-      std::string all;
-      for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
-      throw input_error(flag + ": unknown value '" + item + "'" + did_you_mean(item, names) + "; one of: " + all);
-    }
-    pos = end + 1;
-  }
-  return out;
-}
+using detail::parse_enum_list;
 
 }  // namespace
 
