@@ -400,7 +400,7 @@ void embedding_table(const comm_context& x, row_sink& out) {
   if (p.pp == 1 || !md.tie_embeddings) return;
   const parameter_breakdown& params = x.params;
   double elems = static_cast<double>(size_div(params.word_embeddings, p.tp));
-  if (x.job.training.framework == framework_kind::deepspeed) {
+  if (traits_of(x.job.training.framework).tied_embedding_module) {
     elems += static_cast<double>(params.position_embeddings + params.embedding_norm);  // the whole tied module
   }
   const double bytes = elems * x.grad_bytes;
@@ -473,8 +473,8 @@ double bucket_calls(const training_config& t, double elements, double elem_bytes
   if (t.bucket_size_bytes > 0) {
     return static_cast<double>(ceil_div(n * static_cast<std::int64_t>(elem_bytes), t.bucket_size_bytes));
   }
-  if (t.framework == framework_kind::deepspeed) return static_cast<double>(ceil_div(n, 500'000'000));
-  return 1;
+  const std::int64_t bucket = traits_of(t.framework).bucket_elements;
+  return bucket > 0 ? static_cast<double>(ceil_div(n, bucket)) : 1.0;
 }
 
 void dp_rows(const comm_context& x, bool expert, row_sink& out) {

@@ -290,12 +290,12 @@ double host_overhead_per_layer_pass_s(const training_config& t) {
   // layer (deepspeed/runtime/activation_checkpointing), a host synchronisation per layer pass that
   // exposes the Python/launch time of the layer's ops: ≈ 2.5 ms per pass on BLOOM's nodes, fitted to
   // the MBS sweeps of seeds/000 (§5.9). Megatron-LM and FSDP launch asynchronously: hidden.
-  return t.framework == framework_kind::deepspeed && t.recompute == recompute_granularity::full ? 2.5e-3 : 0.0;
+  return t.recompute == recompute_granularity::full ? traits_of(t.framework).host_s_per_recomputed_layer_pass : 0.0;
 }
 
 double accumulation_bytes_per_parameter(const training_config& t) {
   // Memory traffic per parameter per micro-batch beyond the weight-gradient GEMM (§5.9).
-  if (t.framework == framework_kind::megatron) return 0;  // gradient_accumulation_fusion: into main_grad
+  if (traits_of(t.framework).fused_grad_accumulation) return 0;  // Megatron: into main_grad in the GEMM
   const double e = t.precision == dtype::fp32 ? 4.0 : 2.0;
   double bytes = 3 * e;  // autograd's AccumulateGrad: read old, read new, write (16-bit .grad)
   if (t.framework == framework_kind::deepspeed && t.accumulate_allreduce_grads_in_fp32 && e < 4) {

@@ -74,7 +74,7 @@ rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params
   h.embedding = word + params.position_embeddings + params.embedding_norm;
   h.output = params.final_norm + detail::size_div(params.output_layer, p.tp);
   if (m.tie_embeddings && p.pp > 1) {
-    h.output += job.training.framework == framework_kind::deepspeed ? h.embedding : word;
+    h.output += traits_of(job.training.framework).tied_embedding_module ? h.embedding : word;
   }
   return h;
 }
@@ -105,7 +105,7 @@ stage_split split_layers(std::int64_t num_layers, const parallel_config& p, fram
     // BLOOM's embedding-as-stage: each embedding takes one layer slot of the end ranks.
     const std::int64_t emb = p.embedding_as_stage ? 1 : 0;
     const std::int64_t items = num_layers + 2 * emb;
-    if (fw == framework_kind::deepspeed) {
+    if (traits_of(fw).uneven_pipeline_split) {
       // partition_uniform: ceil-sized chunks, the last rank takes what is left (deepspeed_items).
       s.middle = detail::ceil_div(items, pp);
       if (items - s.middle * (pp - 1) < 1) return s;  // a rank left without items
@@ -129,14 +129,32 @@ std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_
   return end - begin;
 }
 
-std::string_view to_string(framework_kind k) {
-  switch (k) {
-    case framework_kind::megatron: return "megatron";
-    case framework_kind::deepspeed: return "deepspeed";
-    case framework_kind::fsdp: return "fsdp";
-  }
-  return "?";
+namespace {
+
+// Sources: Megatron-LM arguments.py (distributed optimizer = ZeRO-1; --sequence-parallel,
+// --num-layers-per-virtual-pipeline-stage; gradient_accumulation_fusion), DeepSpeed
+// runtime/pipe/engine.py (ZeRO ≤ 1 with pipelines), runtime/utils.py partition_uniform,
+// runtime/zero/config.py (reduce_bucket_size = allgather_bucket_size = 5e8), activation_checkpointing
+// (RNG state save/restore per layer: 2.5 ms fitted on seeds/000, §5.9); PyTorch FSDP (NO_SHARD,
+// SHARD_GRAD_OP, FULL_SHARD; no pipeline here).
+constexpr std::array<framework_traits, 3> kFrameworks = {{
+    {framework_kind::megatron, "megatron", {true, true, false, false}, {true, true, false, false}, true, true, false,
+     false, 0, 0.0, true},
+    {framework_kind::deepspeed, "deepspeed", {true, true, true, true}, {true, true, false, false}, false, false, true,
+     true, 500'000'000, 2.5e-3, false},
+    {framework_kind::fsdp, "fsdp", {true, false, true, true}, {false, false, false, false}, false, false, false, false,
+     0, 0.0, false},
+}};
+
+}  // namespace
+
+const framework_traits& traits_of(framework_kind k) {
+  const framework_traits& t = kFrameworks[static_cast<std::size_t>(k)];
+  TRAINPLAN_CHECK(t.kind == k);
+  return t;
 }
+
+std::string_view to_string(framework_kind k) { return traits_of(k).name; }
 std::string_view to_string(recompute_granularity k) {
   switch (k) {
     case recompute_granularity::none: return "none";

@@ -77,12 +77,12 @@ bool even_on_nodes(std::int64_t group, std::int64_t gpus_per_node) {
 }
 
 std::vector<int> zero_stages_for(framework_kind fw, std::int64_t pp) {
-  switch (fw) {
-    case framework_kind::megatron: return {0, 1};
-    case framework_kind::deepspeed: return pp > 1 ? std::vector<int>{0, 1} : std::vector<int>{0, 1, 2, 3};
-    case framework_kind::fsdp: return pp > 1 ? std::vector<int>{} : std::vector<int>{0, 2, 3};
+  const framework_traits& f = traits_of(fw);
+  std::vector<int> out;
+  for (int z = 0; z < 4; ++z) {
+    if ((pp > 1 ? f.zero_stages_with_pp : f.zero_stages)[static_cast<std::size_t>(z)]) out.push_back(z);
   }
-  return {};
+  return out;
 }
 
 /// A layout before memory and time: the integers of a candidate.
@@ -118,7 +118,7 @@ void apply_candidate(job_spec& j, const job_spec& base, const search_candidate& 
   p.embedding_as_stage = c.embedding_as_stage;
   t.micro_batch_size = c.mbs;
   t.zero_stage = c.zero_stage;
-  t.distributed_optimizer = t.framework == framework_kind::megatron && c.zero_stage == 1;
+  t.distributed_optimizer = t.framework == framework_kind::megatron && c.zero_stage == 1;  // its name for ZeRO-1
   t.recompute_num_layers = 0;
   t.recompute_method_ = recompute_method::uniform;
   switch (c.recompute) {
@@ -229,10 +229,10 @@ search_axes axes_of(const job_spec& base, const search_space& s) {
                                                                      recompute_choice::full, recompute_choice::block}
                                      : s.recompute;
   x.sps = s.sequence_parallel.empty()
-              ? (fw == framework_kind::megatron ? std::vector<bool>{false, true} : std::vector<bool>{false})
+              ? (traits_of(fw).sequence_parallel ? std::vector<bool>{false, true} : std::vector<bool>{false})
               : s.sequence_parallel;
   x.embs = s.embedding_as_stage.empty() ? std::vector<bool>{base.parallel.embedding_as_stage} : s.embedding_as_stage;
-  if (!s.vpp.empty() && fw != framework_kind::megatron && s.vpp != std::vector<std::int64_t>{1}) {
+  if (!s.vpp.empty() && !traits_of(fw).interleaving && s.vpp != std::vector<std::int64_t>{1}) {
     throw input_error("--vpp " + join(s.vpp) + ": interleaving is Megatron-LM's (--framework megatron)");
   }
   for (int z : s.zero_stage) {
@@ -279,7 +279,7 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
   std::vector<int> zeros = zero_stages_for(fw, c.pp);
   if (!s.zero_stage.empty()) zeros = kept_of(zero_stages_for(fw, c.pp), s.zero_stage);
   std::vector<std::int64_t> vpps = {1};
-  if (fw == framework_kind::megatron && c.pp > 1 && m.num_layers % c.pp == 0) {
+  if (traits_of(fw).interleaving && c.pp > 1 && m.num_layers % c.pp == 0) {
     for (std::int64_t v = 2; v <= m.num_layers / c.pp; ++v)
       if ((m.num_layers / c.pp) % v == 0) vpps.push_back(v);
   }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -112,6 +113,27 @@ TEST(ParallelHoldings, MixtralExpertsDivideByEpAndTheRestDoesNot) {
   // One expert of Mixtral: 3 × 4096 × 14336 weights, half on each TP rank.
   EXPECT_EQ(ep8.moe_layer.expert, 3LL * 4096 * 14336 / 2);
   EXPECT_EQ(ep8.embedding, 32000LL * 4096 / 2);
+}
+
+TEST(ParallelTraits, OneRowPerFrameworkWithItsRules) {
+  for (const framework_kind k : {framework_kind::megatron, framework_kind::deepspeed, framework_kind::fsdp}) {
+    EXPECT_EQ(traits_of(k).kind, k);
+  }
+  const framework_traits& megatron = traits_of(framework_kind::megatron);
+  const framework_traits& deepspeed = traits_of(framework_kind::deepspeed);
+  const framework_traits& fsdp = traits_of(framework_kind::fsdp);
+  EXPECT_EQ(to_string(framework_kind::deepspeed), "deepspeed");
+  // Megatron shards only the optimizer (distributed optimizer = ZeRO-1); DeepSpeed's pipeline engine
+  // runs ZeRO 0-1; FSDP has no stage 1 and no pipeline here.
+  EXPECT_EQ(megatron.zero_stages, (std::array<bool, 4>{true, true, false, false}));
+  EXPECT_EQ(deepspeed.zero_stages, (std::array<bool, 4>{true, true, true, true}));
+  EXPECT_EQ(deepspeed.zero_stages_with_pp, (std::array<bool, 4>{true, true, false, false}));
+  EXPECT_EQ(fsdp.zero_stages, (std::array<bool, 4>{true, false, true, true}));
+  EXPECT_EQ(fsdp.zero_stages_with_pp, (std::array<bool, 4>{false, false, false, false}));
+  EXPECT_TRUE(megatron.interleaving && megatron.sequence_parallel && megatron.fused_grad_accumulation);
+  EXPECT_TRUE(deepspeed.uneven_pipeline_split && deepspeed.tied_embedding_module);
+  EXPECT_EQ(deepspeed.bucket_elements, 500'000'000);  // reduce_bucket_size (runtime/zero/config.py)
+  EXPECT_EQ(megatron.bucket_elements, 0);             // one bucket without --overlap-grad-reduce
 }
 
 }  // namespace

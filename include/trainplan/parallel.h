@@ -21,6 +21,25 @@ enum class optimizer_kind { adam, sgd };
 enum class cp_comm_kind { p2p, all_gather };
 
 std::string_view to_string(framework_kind k);
+
+/// What a training framework allows and does: one row per framework (src/parallel.cc), read by the
+/// layout rules, the search, the pipeline split, the traffic tables and the compute model instead of
+/// switches on framework_kind. Memory's bytes per parameter by ZeRO stage (§3.1-§3.3) and the DP
+/// collectives (§4.2.4) are their own (framework, stage) tables.
+struct framework_traits {
+  framework_kind kind;
+  std::string_view name;
+  std::array<bool, 4> zero_stages;          ///< ZeRO stages it runs without pipeline parallelism
+  std::array<bool, 4> zero_stages_with_pp;  ///< with PP > 1 (DeepSpeed's pipeline engine: 0 and 1)
+  bool interleaving;                        ///< Megatron's virtual pipeline (interleaved 1F1B)
+  bool sequence_parallel;                   ///< Megatron's --sequence-parallel
+  bool uneven_pipeline_split;               ///< DeepSpeed's partition_uniform (§2.2)
+  bool tied_embedding_module;               ///< tied copy = the whole embedding module (DeepSpeed), else the word embedding
+  std::int64_t bucket_elements;             ///< default reduce/gather bucket, elements; 0: one bucket (§4.2.4)
+  double host_s_per_recomputed_layer_pass;  ///< host time per layer pass with full recomputation (§5.9)
+  bool fused_grad_accumulation;             ///< weight gradients accumulate in the GEMM (main_grad, §5.9)
+};
+const framework_traits& traits_of(framework_kind k);
 std::string_view to_string(recompute_granularity k);
 std::string_view to_string(recompute_method k);
 std::string_view to_string(optimizer_kind k);
