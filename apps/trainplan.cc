@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const trainplan::input_error& e) {
-    std::fprintf(stderr, "trainplan: error: %s\n", e.what());
+    std::fprintf(stderr, "trainplan: error: %s\n", trainplan::cli_message(e).c_str());
     return 2;
   } catch (const std::exception& e) {
     // Not bad input but a fault of trainplan's own: say so, with its own status (sysexits' EX_SOFTWARE).

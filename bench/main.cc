@@ -17,6 +17,7 @@
 
 #include "commands.h"
 #include "launch.h"
+#include "trainplan/cli.h"
 #include "trainplan/error.h"
 
 namespace {
@@ -171,7 +172,7 @@ int main(int argc, char** argv) {
   } catch (const input_error& e) {
     if (w.self.rank == 0 || measuring_started()) {
       const std::string who = w.self.world > 1 && measuring_started() ? w.self.device_name() + ": " : "";
-      std::fprintf(stderr, "trainplan-bench: error: %s%s\n", who.c_str(), e.what());
+      std::fprintf(stderr, "trainplan-bench: error: %s%s\n", who.c_str(), cli_message(e).c_str());
     }
     status = 2;
   } catch (const std::exception& e) {

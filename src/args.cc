@@ -412,11 +412,88 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
   }
 
   derive_world_size(b);
-  finalize_job(job);
+  try {
+    finalize_job(job);
+  } catch (const input_error& e) {
+    throw input_error(cli_message(e));  // the core names fields; the command line names its flags
+  }
   out.job = std::move(job);
   out.ignored_flags = std::move(b.ignored);
   return out;
 }
+
+namespace {
+
+/// The flag of each job field the core names in its messages (${parallel.tp}).
+constexpr std::pair<std::string_view, std::string_view> kFieldFlags[] = {
+    {"parallel.vpp", "--virtual-pipeline-model-parallel-size"},
+    {"parallel.num_layers_per_virtual_stage", "--num-layers-per-virtual-pipeline-stage"},
+    {"parallel.first_stage_layers", "--decoder-first-pipeline-num-layers"},
+    {"parallel.last_stage_layers", "--decoder-last-pipeline-num-layers"},
+    {"parallel.tp", "--tensor-model-parallel-size"},
+    {"parallel.pp", "--pipeline-model-parallel-size"},
+    {"parallel.cp", "--context-parallel-size"},
+    {"parallel.ep", "--expert-model-parallel-size"},
+    {"training.micro_batch_size", "--micro-batch-size"},
+    {"training.global_batch_size", "--global-batch-size"},
+    {"model.num_attention_heads", "--num-attention-heads"},
+    {"model.num_query_groups", "--num-query-groups"},
+    {"model.ffn_hidden_size", "--ffn-hidden-size"},
+    {"model.moe.expert_ffn_hidden_size", "--moe-ffn-hidden-size"},
+    {"model.seq_length", "--seq-length"},
+    {"parallel.sequence_parallel", "--sequence-parallel"},
+    {"model.moe.num_experts", "--num-experts"},
+    {"training.zero_stage", "--zero-stage"},
+    {"training.framework", "--framework"},
+    {"training.distributed_optimizer", "--use-distributed-optimizer"},
+    {"training.offload_optimizer", "--offload-optimizer"},
+    {"training.recompute_num_layers", "--recompute-num-layers"},
+    {"training.recompute", "--recompute-granularity"},
+    {"training.nccl_buffer_bytes_per_communicator", "--nccl-buffer-mib"},
+    {"training.allocator_reserve_fraction", "--allocator-reserve-fraction"},
+    {"parallel.embedding_as_stage", "--embedding-as-stage"},
+    {"model.num_layers", "--num-layers"},
+    {"num_gpus", "--num-gpus"},
+    {"cluster.num_nodes", "--num-nodes"},
+    {"cluster.gpus_per_node", "--gpus-per-node"},
+    {"parallel.rank_order", "--rank-order"},
+    {"space.dp_multiple_of", "--dp-multiple-of"},
+    {"space.min_headroom_fraction", "--min-headroom-fraction"},
+    {"space.min_headroom_bytes", "--min-headroom-gib"},
+    {"space.max_gpus", "--max-gpus"},
+    {"space.max_nodes", "--max-nodes"},
+    {"space.nodes", "--nodes"},
+    {"space.tp", "--tp"},
+    {"space.pp", "--pp"},
+    {"space.cp", "--cp"},
+    {"space.ep", "--ep"},
+    {"space.vpp", "--vpp"},
+    {"space.mbs", "--mbs"},
+    {"parallel.dp", "--dp"},
+    {"plan.iteration_s", "--iteration-s"},
+    {"plan.model_params", "--model-params"},
+    {"plan.rampup_batch_size", "--rampup-batch-size"},
+    {"plan.start_iteration", "--start-iteration"},
+    {"plan.tflops_per_gpu", "--tflops-per-gpu"},
+    {"plan.train_iters", "--train-iters"},
+    {"plan.train_samples", "--train-samples"},
+    {"plan.train_tokens", "--train-tokens"},
+    {"model", "--model"},
+    {"shapes.ratio", "--ratio"},
+    {"shapes.target_params", "--target-params"},
+    {"shapes.tolerance", "--tolerance"},
+};
+
+}  // namespace
+
+std::string flag_of_field(std::string_view field) {
+  for (const auto& [f, flag] : kFieldFlags) {
+    if (f == field) return std::string(flag);
+  }
+  return std::string(field);  // a field without a flag keeps its path
+}
+
+std::string cli_message(const input_error& e) { return e.message(flag_of_field); }
 
 run_context context_of(const parsed_job& pj) {
   run_context c;

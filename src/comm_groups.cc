@@ -106,10 +106,10 @@ group_placement scan_placement(const std::vector<std::vector<std::int64_t>>& gro
       std::vector<std::string> names;
       for (auto r : g) names.push_back(device_name(r, gpn));
       std::string message = fmt::format(
-          "the {} group [{}] cannot be placed: its GPUs spread unevenly over nodes of {} GPUs (--gpus-per-node); "
+          "the {} group [{}] cannot be placed: its GPUs spread unevenly over nodes of {} GPUs (${{cluster.gpus_per_node}}); "
           "trainplan models groups with the same number of GPUs on every node they span: choose sizes "
-          "(--tensor-model-parallel-size, --context-parallel-size, --expert-model-parallel-size, "
-          "--pipeline-model-parallel-size) or a --rank-order that divide or are multiples of it",
+          "(${{parallel.tp}}, ${{parallel.cp}}, ${{parallel.ep}}, "
+          "${{parallel.pp}}) or a ${{parallel.rank_order}} that divide or are multiples of it",
           name, fmt::join(names, " "), gpn);
       if (violation == nullptr) throw input_error(message);
       *violation = std::move(message);
@@ -200,7 +200,7 @@ std::array<std::int8_t, 5> parse_rank_order(std::string_view text) {
     pos = end + 1;
   }
   if (!ok || n != kNumOrderedDims) {
-    throw input_error("--rank-order: '" + std::string(text) + "' is not a permutation of tp, cp, ep, dp, pp "
+    throw input_error("${parallel.rank_order}: '" + std::string(text) + "' is not a permutation of tp, cp, ep, dp, pp "
                       "(Megatron's order string, fastest-varying first, e.g. tp-cp-ep-dp-pp)");
   }
   return order;

@@ -23,6 +23,38 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 }  // namespace
 
+std::string name_fields(std::string_view text, const field_namer& name) {
+  std::string out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t open = text.find("${", pos);
+    const std::size_t close = open == std::string_view::npos ? open : text.find('}', open);
+    if (close == std::string_view::npos) {
+      out.append(text.substr(pos));
+      break;
+    }
+    out.append(text.substr(pos, open - pos));
+    out += name(text.substr(open + 2, close - open - 2));
+    pos = close + 1;
+  }
+  return out;
+}
+
+input_error::input_error(const std::string& message)
+    : std::runtime_error(name_fields(message, [](std::string_view f) { return std::string(f); })),
+      template_(message) {}
+
+std::string input_error::message(const field_namer& name) const { return name_fields(template_, name); }
+
+std::vector<std::string> input_error::fields() const {
+  std::vector<std::string> out;
+  name_fields(template_, [&](std::string_view f) {
+    out.emplace_back(f);
+    return std::string();
+  });
+  return out;
+}
+
 std::string nearest_name(std::string_view name, const std::vector<std::string>& candidates) {
   std::string best;
   std::size_t best_distance = std::string::npos;

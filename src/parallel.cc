@@ -186,46 +186,46 @@ std::string size_violation(job_spec& job) {
   [[maybe_unused]] parallel_config& p = job.parallel;
   [[maybe_unused]] training_config& t = job.training;
 
-  TRAINPLAN_RETURN_VIOLATION(positive(p.tp, "--tensor-model-parallel-size (--tp)"));
-  TRAINPLAN_RETURN_VIOLATION(positive(p.pp, "--pipeline-model-parallel-size (--pp)"));
-  TRAINPLAN_RETURN_VIOLATION(positive(p.cp, "--context-parallel-size (--cp)"));
-  TRAINPLAN_RETURN_VIOLATION(positive(p.ep, "--expert-model-parallel-size (--ep)"));
-  TRAINPLAN_RETURN_VIOLATION(positive(p.dp, "--dp"));
-  TRAINPLAN_RETURN_VIOLATION(positive(t.micro_batch_size, "--micro-batch-size (--mbs)"));
-  if (t.global_batch_size < 0) TRAINPLAN_RETURN_VIOLATION(positive(t.global_batch_size, "--global-batch-size (--gbs)"));
+  TRAINPLAN_RETURN_VIOLATION(positive(p.tp, "${parallel.tp}"));
+  TRAINPLAN_RETURN_VIOLATION(positive(p.pp, "${parallel.pp}"));
+  TRAINPLAN_RETURN_VIOLATION(positive(p.cp, "${parallel.cp}"));
+  TRAINPLAN_RETURN_VIOLATION(positive(p.ep, "${parallel.ep}"));
+  TRAINPLAN_RETURN_VIOLATION(positive(p.dp, "${parallel.dp}"));
+  TRAINPLAN_RETURN_VIOLATION(positive(t.micro_batch_size, "${training.micro_batch_size}"));
+  if (t.global_batch_size < 0) TRAINPLAN_RETURN_VIOLATION(positive(t.global_batch_size, "${training.global_batch_size}"));
 
   std::int64_t mp = 0;
   TRAINPLAN_RETURN_VIOLATION(product(p.tp * p.pp, p.cp, "TP×PP×CP", mp));  // each ≤ 2^20: TP·PP fits
   if (job.num_gpus == 0) TRAINPLAN_RETURN_VIOLATION(product(mp, p.dp, "world size", job.num_gpus));
-  TRAINPLAN_RETURN_VIOLATION(positive(job.num_gpus, "--num-gpus", 1 << 24));
+  TRAINPLAN_RETURN_VIOLATION(positive(job.num_gpus, "${num_gpus}", 1 << 24));
   if (job.num_gpus % mp != 0) {
     return std::string("world size " + to_string(job.num_gpus) +
-                      " (--num-gpus, or --num-nodes × --gpus-per-node) is not a multiple of TP×PP×CP = " +
+                      " (${num_gpus}, or ${cluster.num_nodes} × ${cluster.gpus_per_node}) is not a multiple of TP×PP×CP = " +
                       to_string(p.tp) + "×" + to_string(p.pp) + "×" + to_string(p.cp) + " = " + to_string(mp) +
-                      " (--tensor-model-parallel-size, --pipeline-model-parallel-size, --context-parallel-size)");
+                      " (${parallel.tp}, ${parallel.pp}, ${parallel.cp})");
   }
   p.dp = job.num_gpus / mp;
   // The nodes the job occupies (a cluster file's size is an upper bound, not the job's).
   job.cluster.num_nodes = detail::ceil_div(job.num_gpus, job.cluster.gpus_per_node);
 
-  TRAINPLAN_RETURN_VIOLATION(divisible(m.num_attention_heads, "--num-attention-heads", p.tp, "--tensor-model-parallel-size"));
-  TRAINPLAN_RETURN_VIOLATION(divisible(m.num_query_groups, "--num-query-groups", p.tp, "--tensor-model-parallel-size"));
-  TRAINPLAN_RETURN_VIOLATION(divisible(m.ffn_hidden_size, "--ffn-hidden-size", p.tp, "--tensor-model-parallel-size"));
+  TRAINPLAN_RETURN_VIOLATION(divisible(m.num_attention_heads, "${model.num_attention_heads}", p.tp, "${parallel.tp}"));
+  TRAINPLAN_RETURN_VIOLATION(divisible(m.num_query_groups, "${model.num_query_groups}", p.tp, "${parallel.tp}"));
+  TRAINPLAN_RETURN_VIOLATION(divisible(m.ffn_hidden_size, "${model.ffn_hidden_size}", p.tp, "${parallel.tp}"));
   if (p.sequence_parallel && p.tp == 1) p.sequence_parallel = false;  // Megatron turns it off too
   if (p.sequence_parallel) {
-    TRAINPLAN_RETURN_VIOLATION(divisible(m.seq_length / p.cp, "--seq-length / --context-parallel-size", p.tp,
-                      "--tensor-model-parallel-size (with --sequence-parallel)"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.seq_length / p.cp, "${model.seq_length} / ${parallel.cp}", p.tp,
+                      "${parallel.tp} (with ${parallel.sequence_parallel})"));
   }
   if (p.cp > 1) {
-    TRAINPLAN_RETURN_VIOLATION(divisible(m.seq_length, "--seq-length", 2 * p.cp, "2 × --context-parallel-size"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.seq_length, "${model.seq_length}", 2 * p.cp, "2 × ${parallel.cp}"));
   }
   if (p.ep > 1 && !m.is_moe()) {
-    return std::string("--expert-model-parallel-size " + to_string(p.ep) + " needs an MoE model (--num-experts)");
+    return std::string("${parallel.ep} " + to_string(p.ep) + " needs an MoE model (${model.moe.num_experts})");
   }
   if (m.is_moe()) {
-    TRAINPLAN_RETURN_VIOLATION(divisible(m.moe.num_experts, "--num-experts", p.ep, "--expert-model-parallel-size"));
-    TRAINPLAN_RETURN_VIOLATION(divisible(m.moe.expert_ffn_hidden_size, "--moe-ffn-hidden-size", p.tp, "--tensor-model-parallel-size"));
-    TRAINPLAN_RETURN_VIOLATION(divisible(p.dp * p.cp, "DP×CP", p.ep, "--expert-model-parallel-size"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.moe.num_experts, "${model.moe.num_experts}", p.ep, "${parallel.ep}"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.moe.expert_ffn_hidden_size, "${model.moe.expert_ffn_hidden_size}", p.tp, "${parallel.tp}"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(p.dp * p.cp, "DP×CP", p.ep, "${parallel.ep}"));
   }
 
   return {};
@@ -241,8 +241,8 @@ std::string batch_violation(job_spec& job) {
   std::int64_t per_step = 0;
   TRAINPLAN_RETURN_VIOLATION(product(t.micro_batch_size, p.dp, "MBS×DP", per_step));
   if (t.global_batch_size % per_step != 0) {
-    return std::string("--global-batch-size (" + to_string(t.global_batch_size) +
-                      ") must be a multiple of --micro-batch-size × DP (" + to_string(t.micro_batch_size) + " × " +
+    return std::string("${training.global_batch_size} (" + to_string(t.global_batch_size) +
+                      ") must be a multiple of ${training.micro_batch_size} × DP (" + to_string(t.micro_batch_size) + " × " +
                       to_string(p.dp) + " = " + to_string(per_step) + ")");
   }
 
@@ -256,14 +256,14 @@ std::string framework_violation(job_spec& job) {
   [[maybe_unused]] training_config& t = job.training;
   // Framework and optimizer sharding (§3.1).
   if (t.zero_stage < 0 || t.zero_stage > 3) {
-    return std::string("--zero-stage must be 0, 1, 2 or 3, got " + to_string(t.zero_stage));
+    return std::string("${training.zero_stage} must be 0, 1, 2 or 3, got " + to_string(t.zero_stage));
   }
   switch (t.framework) {
     case framework_kind::megatron:
       if (t.zero_stage >= 2) {
-        return std::string("--zero-stage " + to_string(t.zero_stage) +
-                          " needs --framework deepspeed or fsdp (Megatron-LM shards only the optimizer: "
-                          "--use-distributed-optimizer, i.e. stage 1)");
+        return std::string("${training.zero_stage} " + to_string(t.zero_stage) +
+                          " needs ${training.framework} deepspeed or fsdp (Megatron-LM shards only the optimizer: "
+                          "${training.distributed_optimizer}, i.e. stage 1)");
       }
       if (t.zero_stage == 1) t.distributed_optimizer = true;
       t.zero_stage = t.distributed_optimizer ? 1 : 0;
@@ -271,11 +271,11 @@ std::string framework_violation(job_spec& job) {
       break;
     case framework_kind::deepspeed:
       if (t.distributed_optimizer) {
-        return std::string("--use-distributed-optimizer is Megatron-LM's; with --framework deepspeed use --zero-stage");
+        return std::string("${training.distributed_optimizer} is Megatron-LM's; with ${training.framework} deepspeed use ${training.zero_stage}");
       }
       if (p.pp > 1 && t.zero_stage >= 2) {
-        return std::string("DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: --zero-stage " +
-                          to_string(t.zero_stage) + " with --pipeline-model-parallel-size " + to_string(p.pp));
+        return std::string("DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: ${training.zero_stage} " +
+                          to_string(t.zero_stage) + " with ${parallel.pp} " + to_string(p.pp));
       }
       // DeepSpeed's BF16_Optimizer accumulates gradients in fp32 (BLOOM's "fp32 grad accumulation")
       // unless data_types.grad_accum_dtype says otherwise.
@@ -287,17 +287,17 @@ std::string framework_violation(job_spec& job) {
       break;
     case framework_kind::fsdp:
       if (t.distributed_optimizer) {
-        return std::string("--use-distributed-optimizer is Megatron-LM's; with --framework fsdp use --zero-stage");
+        return std::string("${training.distributed_optimizer} is Megatron-LM's; with ${training.framework} fsdp use ${training.zero_stage}");
       }
-      if (p.pp > 1) return std::string("--framework fsdp with --pipeline-model-parallel-size > 1 is not modelled");
+      if (p.pp > 1) return std::string("${training.framework} fsdp with ${parallel.pp} > 1 is not modelled");
       if (t.zero_stage == 1) {
-        return std::string("--framework fsdp has no ZeRO stage 1: use --zero-stage 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
+        return std::string("${training.framework} fsdp has no ZeRO stage 1: use ${training.zero_stage} 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
       }
       t.accumulate_allreduce_grads_in_fp32 = true;  // FSDP keeps fp32 sharded parameters and gradients
       break;
   }
   if (t.offload_optimizer && t.zero_stage == 0 && t.framework != framework_kind::megatron) {
-    return std::string("--offload-optimizer needs --zero-stage 1 or more with --framework " + std::string(to_string(t.framework)));
+    return std::string("${training.offload_optimizer} needs ${training.zero_stage} 1 or more with ${training.framework} " + std::string(to_string(t.framework)));
   }
 
   return {};
@@ -311,15 +311,15 @@ std::string training_violation(job_spec& job) {
   // Recomputation (§3.4).
   if (t.recompute == recompute_granularity::full) {
     if (t.recompute_num_layers == 0) t.recompute_num_layers = 1;
-    TRAINPLAN_RETURN_VIOLATION(positive(t.recompute_num_layers, "--recompute-num-layers", m.num_layers));
+    TRAINPLAN_RETURN_VIOLATION(positive(t.recompute_num_layers, "${training.recompute_num_layers}", m.num_layers));
   } else if (t.recompute_num_layers != 0) {
-    return std::string("--recompute-num-layers needs --recompute-granularity full");
+    return std::string("${training.recompute_num_layers} needs ${training.recompute} full");
   }
   if (t.nccl_buffer_bytes_per_communicator < 0) {
-    return std::string("--nccl-buffer-mib must not be negative");
+    return std::string("${training.nccl_buffer_bytes_per_communicator} must not be negative");
   }
   if (!(t.allocator_reserve_fraction >= 0 && t.allocator_reserve_fraction < 4)) {
-    return std::string("--allocator-reserve-fraction must be in [0, 4), got " + std::to_string(t.allocator_reserve_fraction));
+    return std::string("${training.allocator_reserve_fraction} must be in [0, 4), got " + std::to_string(t.allocator_reserve_fraction));
   }
 
   return {};
@@ -334,59 +334,59 @@ std::string pipeline_violation(job_spec& job) {
   // --virtual-pipeline-model-parallel-size) become layers per chunk.
   if (p.vpp > 1 && p.num_layers_per_virtual_stage == 0) {
     if (p.pp < 2 || m.num_layers % p.pp != 0 || (m.num_layers / p.pp) % p.vpp != 0) {
-      return std::string("--virtual-pipeline-model-parallel-size " + to_string(p.vpp) +
-                        " needs --num-layers divisible by --pipeline-model-parallel-size × it, with PP > 1");
+      return std::string("${parallel.vpp} " + to_string(p.vpp) +
+                        " needs ${model.num_layers} divisible by ${parallel.pp} × it, with PP > 1");
     }
     p.num_layers_per_virtual_stage = m.num_layers / p.pp / p.vpp;
   }
   if (p.num_layers_per_virtual_stage > 0) {
     if (p.pp < 2) {
-      return std::string("--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1");
+      return std::string("${parallel.num_layers_per_virtual_stage} needs ${parallel.pp} > 1");
     }
     if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0 || p.embedding_as_stage) {
-      return std::string("--num-layers-per-virtual-pipeline-stage with an uneven split "
-                        "(--decoder-first/last-pipeline-num-layers, --embedding-as-stage) is not modelled");
+      return std::string("${parallel.num_layers_per_virtual_stage} with an uneven split "
+                        "(${parallel.first_stage_layers} / ${parallel.last_stage_layers}, ${parallel.embedding_as_stage}) is not modelled");
     }
-    TRAINPLAN_RETURN_VIOLATION(divisible(m.num_layers, "--num-layers", p.pp, "--pipeline-model-parallel-size"));
-    TRAINPLAN_RETURN_VIOLATION(divisible(m.num_layers / p.pp, "--num-layers / --pipeline-model-parallel-size",
-                      p.num_layers_per_virtual_stage, "--num-layers-per-virtual-pipeline-stage"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.num_layers, "${model.num_layers}", p.pp, "${parallel.pp}"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.num_layers / p.pp, "${model.num_layers} / ${parallel.pp}",
+                      p.num_layers_per_virtual_stage, "${parallel.num_layers_per_virtual_stage}"));
     p.vpp = m.num_layers / p.pp / p.num_layers_per_virtual_stage;
     if (p.vpp > 1 && job.num_microbatches() % p.pp != 0) {
-      return std::string("the interleaved schedule needs the number of micro-batches (--global-batch-size / "
-                        "(--micro-batch-size × DP) = " + to_string(job.num_microbatches()) +
-                        ") to be a multiple of --pipeline-model-parallel-size (" + to_string(p.pp) + ")");
+      return std::string("the interleaved schedule needs the number of micro-batches (${training.global_batch_size} / "
+                        "(${training.micro_batch_size} × DP) = " + to_string(job.num_microbatches()) +
+                        ") to be a multiple of ${parallel.pp} (" + to_string(p.pp) + ")");
     }
   } else {
     p.vpp = 1;
   }
   if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
-    if (p.pp < 2) return std::string("--decoder-first/last-pipeline-num-layers need --pipeline-model-parallel-size > 1");
+    if (p.pp < 2) return std::string("${parallel.first_stage_layers} / ${parallel.last_stage_layers} need ${parallel.pp} > 1");
     if (p.embedding_as_stage) {
-      return std::string("--embedding-as-stage with --decoder-first/last-pipeline-num-layers: choose one");
+      return std::string("${parallel.embedding_as_stage} with ${parallel.first_stage_layers} / ${parallel.last_stage_layers}: choose one");
     }
     const std::int64_t first = std::max<std::int64_t>(0, p.first_stage_layers);
     const std::int64_t last = std::max<std::int64_t>(0, p.last_stage_layers);
     const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
     const std::int64_t rest = m.num_layers - first - last;
     if (rest < 0 || (middle_stages == 0 && rest != 0) || (middle_stages > 0 && rest % middle_stages != 0)) {
-      return std::string("--num-layers (" + to_string(m.num_layers) +
-                        ") minus --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers must split "
+      return std::string("${model.num_layers} (" + to_string(m.num_layers) +
+                        ") minus ${parallel.first_stage_layers} and ${parallel.last_stage_layers} must split "
                         "evenly over the other " + to_string(middle_stages) + " pipeline stages");
     }
   } else if (p.vpp == 1 && !split_layers(m.num_layers, p, t.framework).valid) {
     const std::int64_t items = m.num_layers + (p.embedding_as_stage ? 2 : 0);
     if (t.framework == framework_kind::deepspeed) {
       // DeepSpeed splits unevenly (§2.2); every rank needs at least one transformer layer.
-      return std::string("--num-layers (" + to_string(m.num_layers) + ") over --pipeline-model-parallel-size (" +
+      return std::string("${model.num_layers} (" + to_string(m.num_layers) + ") over ${parallel.pp} (" +
                         to_string(p.pp) + ") leaves a pipeline stage without a transformer layer (DeepSpeed's " +
                         "pipeline needs one per stage)");
     }
     if (items % p.pp != 0) {
-      return std::string(std::string("--num-layers (") + to_string(m.num_layers) + (p.embedding_as_stage ? " + 2 embedding slots" : "") +
-                        ") must be divisible by --pipeline-model-parallel-size (" + to_string(p.pp) +
-                        ") without an explicit split (--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers)");
+      return std::string(std::string("${model.num_layers} (") + to_string(m.num_layers) + (p.embedding_as_stage ? " + 2 embedding slots" : "") +
+                        ") must be divisible by ${parallel.pp} (" + to_string(p.pp) +
+                        ") without an explicit split (${parallel.first_stage_layers} / ${parallel.last_stage_layers})");
     }
-    return std::string("--embedding-as-stage leaves the first or last pipeline stage without a transformer layer");
+    return std::string("${parallel.embedding_as_stage} leaves the first or last pipeline stage without a transformer layer");
   }
   return {};
 }

@@ -24,12 +24,12 @@ std::vector<plan_phase> phases_of(const plan_inputs& in, double total_samples) {
   if (in.rampup.enabled()) {
     const rampup_spec& r = in.rampup;
     if (r.start > in.global_batch_size) {
-      throw input_error("--rampup-batch-size START (" + std::to_string(r.start) + ") exceeds --global-batch-size (" +
+      throw input_error("${plan.rampup_batch_size} START (" + std::to_string(r.start) + ") exceeds ${training.global_batch_size} (" +
                         std::to_string(in.global_batch_size) + ")");
     }
     const std::int64_t diff = in.global_batch_size - r.start;
     if (diff % r.increment != 0) {
-      throw input_error("--rampup-batch-size: --global-batch-size − START (" + std::to_string(diff) +
+      throw input_error("${plan.rampup_batch_size}: ${training.global_batch_size} − START (" + std::to_string(diff) +
                         ") must be a multiple of INCR (" + std::to_string(r.increment) + "), as Megatron requires");
     }
     const std::int64_t increments = diff / r.increment;
@@ -74,7 +74,7 @@ void plan_from_job(const job_spec& job, plan_inputs& in) {
     if (auto it = cache->find(batch); it != cache->end()) return it->second;
     const std::int64_t step = job.training.micro_batch_size * job.parallel.dp;
     if (batch % step != 0) {
-      throw input_error("--rampup-batch-size: batch " + std::to_string(batch) + " is not a multiple of MBS × DP (" +
+      throw input_error("${plan.rampup_batch_size}: batch " + std::to_string(batch) + " is not a multiple of MBS × DP (" +
                         std::to_string(step) + "), as Megatron requires of every ramp-up batch");
     }
     job_spec j = job;
@@ -90,29 +90,29 @@ plan_report make_plan(const plan_inputs& in) {
   r.from_job = static_cast<bool>(in.iteration_s_at_batch);
   const int budgets = (in.train_tokens > 0) + (in.train_samples > 0) + (in.train_iters > 0);
   if (budgets != 1) {
-    throw input_error(budgets == 0 ? "plan needs the work: --train-tokens, --train-samples or --train-iters"
-                                   : "give one of --train-tokens, --train-samples, --train-iters");
+    throw input_error(budgets == 0 ? "plan needs the work: ${plan.train_tokens}, ${plan.train_samples} or ${plan.train_iters}"
+                                   : "give one of ${plan.train_tokens}, ${plan.train_samples}, ${plan.train_iters}");
   }
-  if (in.num_gpus <= 0) throw input_error("plan needs the GPU count: --num-gpus (or a job's --num-nodes)");
+  if (in.num_gpus <= 0) throw input_error("plan needs the GPU count: ${num_gpus} (or a job's ${cluster.num_nodes})");
   if (!r.from_job && in.iteration_s <= 0 && in.tflops_per_gpu <= 0) {
-    throw input_error("plan needs a speed: a job layout, --iteration-s or --tflops-per-gpu");
+    throw input_error("plan needs a speed: a job layout, ${plan.iteration_s} or ${plan.tflops_per_gpu}");
   }
   if (!r.from_job && in.iteration_s <= 0 && in.model_params <= 0) {
-    throw input_error("--tflops-per-gpu needs the parameter count: --model NAME or --model-params N");
+    throw input_error("${plan.tflops_per_gpu} needs the parameter count: ${model} NAME or ${plan.model_params} N");
   }
   if (in.start_iteration > 0 && in.train_iters == 0) {
-    throw input_error("--start-iteration needs --train-iters (the log line's 'iteration N/M')");
+    throw input_error("${plan.start_iteration} needs ${plan.train_iters} (the log line's 'iteration N/M')");
   }
   if (in.train_iters > 0 && in.rampup.enabled()) {
-    throw input_error("--rampup-batch-size needs --train-samples or --train-tokens (Megatron rejects it with --train-iters)");
+    throw input_error("${plan.rampup_batch_size} needs ${plan.train_samples} or ${plan.train_tokens} (Megatron rejects it with ${plan.train_iters})");
   }
   if (in.start_iteration >= in.train_iters && in.train_iters > 0) {
-    throw input_error("--start-iteration (" + std::to_string(in.start_iteration) + ") must be below --train-iters (" +
+    throw input_error("${plan.start_iteration} (" + std::to_string(in.start_iteration) + ") must be below ${plan.train_iters} (" +
                       std::to_string(in.train_iters) + ")");
   }
   const bool by_tokens_only = in.global_batch_size <= 0 || in.seq_length <= 0;
   if (by_tokens_only && (in.iteration_s > 0 || in.train_iters > 0 || in.train_samples > 0 || in.rampup.enabled())) {
-    throw input_error("plan needs --global-batch-size and --seq-length (or --model) for iterations and samples");
+    throw input_error("plan needs ${training.global_batch_size} and ${model.seq_length} (or ${model}) for iterations and samples");
   }
 
   // Seconds per token at a given rate, seeds/000: flops_per_param_token · params / (GPUs · TFLOPs).

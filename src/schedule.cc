@@ -124,16 +124,16 @@ void check_schedule(const schedule_input& in) {
   TRAINPLAN_CHECK(p >= 1 && in.num_microbatches >= 1 && in.num_chunks >= 1);
   if (in.kind == schedule_kind::interleaved) {
     if (p < 2) {
-      throw input_error("the interleaved schedule (--num-layers-per-virtual-pipeline-stage) needs "
-                        "--pipeline-model-parallel-size > 1");
+      throw input_error("the interleaved schedule (${parallel.num_layers_per_virtual_stage}) needs "
+                        "${parallel.pp} > 1");
     }
     if (in.num_microbatches % p != 0) {
-      throw input_error("the interleaved schedule needs the number of micro-batches (--global-batch-size / "
-                        "(--micro-batch-size × DP) = " + std::to_string(in.num_microbatches) +
-                        ") to be a multiple of --pipeline-model-parallel-size (" + std::to_string(p) + ")");
+      throw input_error("the interleaved schedule needs the number of micro-batches (${training.global_batch_size} / "
+                        "(${training.micro_batch_size} × DP) = " + std::to_string(in.num_microbatches) +
+                        ") to be a multiple of ${parallel.pp} (" + std::to_string(p) + ")");
     }
   } else if (in.num_chunks != 1) {
-    throw input_error("model chunks (--num-layers-per-virtual-pipeline-stage) need the interleaved schedule");
+    throw input_error("model chunks (${parallel.num_layers_per_virtual_stage}) need the interleaved schedule");
   }
 }
 

@@ -193,7 +193,7 @@ std::vector<std::int64_t> nodes_of(const cluster_spec& cl, const search_space& s
   for (auto n : nodes)
     if (n * gpn <= s.max_gpus) kept.push_back(n);
   if (kept.empty()) {
-    throw input_error("--max-gpus " + std::to_string(s.max_gpus) + " is below one node (" + std::to_string(gpn) +
+    throw input_error("${space.max_gpus} " + std::to_string(s.max_gpus) + " is below one node (" + std::to_string(gpn) +
                       " GPUs): nothing to search");
   }
   return kept;
@@ -207,24 +207,24 @@ search_axes axes_of(const job_spec& base, const search_space& s) {
   search_axes x;
   x.nodes = nodes_of(base.cluster, s);
   x.tps = filter_given(
-      s.tp, range(1, gpn), [&](std::int64_t t) { return tp_divides(m, t) && even_on_nodes(t, gpn); }, "--tp",
-      "TP must divide --num-attention-heads (" + std::to_string(m.num_attention_heads) + "), the query groups (" +
-          std::to_string(m.num_query_groups) + ") and --ffn-hidden-size (" + std::to_string(m.ffn_hidden_size) +
+      s.tp, range(1, gpn), [&](std::int64_t t) { return tp_divides(m, t) && even_on_nodes(t, gpn); }, "${space.tp}",
+      "TP must divide ${model.num_attention_heads} (" + std::to_string(m.num_attention_heads) + "), the query groups (" +
+          std::to_string(m.num_query_groups) + ") and ${model.ffn_hidden_size} (" + std::to_string(m.ffn_hidden_size) +
           "), and sit evenly on nodes of " + std::to_string(gpn) + " GPUs");
   x.pps = filter_given(
-      s.pp, range(1, m.num_layers), [&](std::int64_t p) { return p <= m.num_layers; }, "--pp",
-      "PP cannot exceed --num-layers (" + std::to_string(m.num_layers) + ")");
+      s.pp, range(1, m.num_layers), [&](std::int64_t p) { return p <= m.num_layers; }, "${space.pp}",
+      "PP cannot exceed ${model.num_layers} (" + std::to_string(m.num_layers) + ")");
   std::vector<std::int64_t> cp_default = {1};
   if (m.seq_length >= 8192)
     for (std::int64_t c = 2; c <= 16; c *= 2) cp_default.push_back(c);
   x.cps = filter_given(
       s.cp, s.cp.empty() ? cp_default : s.cp, [&](std::int64_t c) { return c == 1 || m.seq_length % (2 * c) == 0; },
-      "--cp", "CP > 1 needs --seq-length (" + std::to_string(m.seq_length) + ") divisible by 2 × CP");
+      "${space.cp}", "CP > 1 needs ${model.seq_length} (" + std::to_string(m.seq_length) + ") divisible by 2 × CP");
   x.eps = filter_given(
       s.ep, m.is_moe() ? range(1, m.moe.num_experts) : std::vector<std::int64_t>{1},
-      [&](std::int64_t e) { return e == 1 || (m.is_moe() && m.moe.num_experts % e == 0); }, "--ep",
-      m.is_moe() ? "EP must divide --num-experts (" + std::to_string(m.moe.num_experts) + ")"
-                 : "EP > 1 needs an MoE model (--num-experts)");
+      [&](std::int64_t e) { return e == 1 || (m.is_moe() && m.moe.num_experts % e == 0); }, "${space.ep}",
+      m.is_moe() ? "EP must divide ${model.moe.num_experts} (" + std::to_string(m.moe.num_experts) + ")"
+                 : "EP > 1 needs an MoE model (${model.moe.num_experts})");
   x.recomputes = s.recompute.empty() ? std::vector<recompute_choice>{recompute_choice::none, recompute_choice::selective,
                                                                      recompute_choice::full, recompute_choice::block}
                                      : s.recompute;
@@ -233,14 +233,14 @@ search_axes axes_of(const job_spec& base, const search_space& s) {
               : s.sequence_parallel;
   x.embs = s.embedding_as_stage.empty() ? std::vector<bool>{base.parallel.embedding_as_stage} : s.embedding_as_stage;
   if (!s.vpp.empty() && !traits_of(fw).interleaving && s.vpp != std::vector<std::int64_t>{1}) {
-    throw input_error("--vpp " + join(s.vpp) + ": interleaving is Megatron-LM's (--framework megatron)");
+    throw input_error("${space.vpp} " + join(s.vpp) + ": interleaving is Megatron-LM's (${training.framework} megatron)");
   }
   for (int z : s.zero_stage) {
     bool ok = false;
     for (std::int64_t p : x.pps)
       for (int v : zero_stages_for(fw, p)) ok = ok || v == z;
     if (!ok) {
-      throw input_error("--zero-stage " + std::to_string(z) + " is not available with --framework " +
+      throw input_error("${training.zero_stage} " + std::to_string(z) + " is not available with ${training.framework} " +
                         std::string(to_string(fw)) + " and the pipeline sizes searched");
     }
   }
@@ -385,21 +385,21 @@ std::string empty_space_reason(const job_spec& base, const search_space& s, cons
            "..." + std::to_string(x.nodes.back() * gpn) + " GPUs)";
   }
   if (e.had_batch == 0) {
-    return "--global-batch-size " + std::to_string(base.training.global_batch_size) +
+    return "${training.global_batch_size} " + std::to_string(base.training.global_batch_size) +
            " is not a multiple of any data-parallel size the layouts give";
   }
-  if (e.had_dp_multiple == 0) return "--dp-multiple-of " + std::to_string(s.dp_multiple_of) + " leaves no data-parallel size";
+  if (e.had_dp_multiple == 0) return "${space.dp_multiple_of} " + std::to_string(s.dp_multiple_of) + " leaves no data-parallel size";
   std::vector<std::string> rules;  // only the rules that rejected something
   if (e.bad_split_pp > 0) {
-    rules.push_back("--pp " + std::to_string(e.bad_split_pp) + " does not split the " +
+    rules.push_back("${space.pp} " + std::to_string(e.bad_split_pp) + " does not split the " +
                     std::to_string(base.model.num_layers) +
-                    " layers (pick a divisor, or --embedding-as-stage / --framework deepspeed for uneven splits)");
+                    " layers (pick a divisor, or ${parallel.embedding_as_stage} / ${training.framework} deepspeed for uneven splits)");
   }
-  if (e.bad_mbs > 0) rules.push_back("--mbs " + std::to_string(e.bad_mbs) + " does not divide GBS/DP");
+  if (e.bad_mbs > 0) rules.push_back("${space.mbs} " + std::to_string(e.bad_mbs) + " does not divide GBS/DP");
   if (e.bad_vpp_pp > 0) {
-    rules.push_back("--vpp needs the micro-batches to be a multiple of PP (" + std::to_string(e.bad_vpp_pp) + ")");
+    rules.push_back("${space.vpp} needs the micro-batches to be a multiple of PP (" + std::to_string(e.bad_vpp_pp) + ")");
   }
-  if (e.bad_sp) rules.push_back("--sequence-parallel needs TP > 1 dividing the sequence");
+  if (e.bad_sp) rules.push_back("${parallel.sequence_parallel} needs TP > 1 dividing the sequence");
   std::string why = "every combination breaks a layout rule: ";
   for (std::size_t i = 0; i < rules.size(); ++i) why += (i ? "; " : "") + rules[i];
   return why;
@@ -604,7 +604,7 @@ void rank_results(const job_spec& base, const search_space& s, const std::vector
     const double capacity = static_cast<double>(base.cluster.gpu.usable_memory_bytes);
     const double need_headroom = std::max(s.min_headroom_bytes, s.min_headroom_fraction * capacity);
     throw input_error("nothing fits: all " + std::to_string(protos.size()) + " layouts that divide need more memory than " +
-                      (need_headroom > 0 ? "the GPU has after the headroom asked (--min-headroom-gib / --min-headroom-fraction)"
+                      (need_headroom > 0 ? "the GPU has after the headroom asked (${space.min_headroom_bytes} / ${space.min_headroom_fraction})"
                                          : fmt_gib(capacity) + " GiB usable per GPU"));
   }
   res.evaluated = static_cast<std::int64_t>(res.candidates.size());
@@ -626,7 +626,7 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
   job_spec base = base_in;
   finalize_model(base.model);
   validate_cluster(base.cluster, "cluster");
-  if (base.training.global_batch_size <= 0) throw input_error("search needs the global batch: --global-batch-size (--gbs)");
+  if (base.training.global_batch_size <= 0) throw input_error("search needs the global batch: ${training.global_batch_size}");
   search_result res;
   res.model_params = static_cast<double>(count_parameters(base.model).total);
 

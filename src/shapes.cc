@@ -41,7 +41,7 @@ double layer_gemm_efficiency(const job_spec& base, const model_spec& m, std::int
 
 shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, const search_space& space) {
   const auto t0 = clock_type::now();
-  if (rules.target_params <= 0) throw input_error("shapes needs --target-params N (e.g. 175e9)");
+  if (rules.target_params <= 0) throw input_error("shapes needs ${shapes.target_params} N (e.g. 175e9)");
   shapes_result out;
   job_spec base = base_in;
   finalize_model(base.model);
@@ -88,9 +88,9 @@ shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, cons
     }
   }
   if (shapes.empty()) {
-    throw input_error("no shape within --tolerance " + std::to_string(rules.tolerance) + " of --target-params with hidden a "
+    throw input_error("no shape within ${shapes.tolerance} " + std::to_string(rules.tolerance) + " of ${shapes.target_params} with hidden a "
                       "multiple of " + std::to_string(mult) + ", heads divisible by " + std::to_string(tpm) +
-                      " and hidden/layers in the --ratio band");
+                      " and hidden/layers in the ${shapes.ratio} band");
   }
   // Closest to the target first, quantization as the tie-break; then search the best few for a layout.
   std::sort(shapes.begin(), shapes.end(), [&](const shape_candidate& a, const shape_candidate& b) {

@@ -532,9 +532,9 @@ TEST(ArgsBadInput, UnknownFlagSuggests) {
 
 TEST(ArgsBadInput, NegativeSizes) {
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--tp", "-2"}),
-            "--tensor-model-parallel-size (--tp) must be a positive integer no larger than 1048576, got -2");
+            "--tensor-model-parallel-size must be a positive integer no larger than 1048576, got -2");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--mbs", "-1"}),
-            "--micro-batch-size (--mbs) must be a positive integer no larger than 1048576, got -1");
+            "--micro-batch-size must be a positive integer no larger than 1048576, got -1");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--gbs", "-8"}), "--gbs must be a positive integer, got -8");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--num-layers", "-4"}), "--num-layers must be a positive integer, got -4");
   EXPECT_EQ(error_of({"--model", "mixtral-8x7b", "--num-experts", "-8"}), "--num-experts must not be negative, got -8");
@@ -553,11 +553,11 @@ TEST(ArgsBadInput, NegativeSizes) {
 
 TEST(ArgsBadInput, ZeroSizes) {
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--tp", "0"}),
-            "--tensor-model-parallel-size (--tp) must be a positive integer no larger than 1048576, got 0");
+            "--tensor-model-parallel-size must be a positive integer no larger than 1048576, got 0");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--pp", "0"}),
-            "--pipeline-model-parallel-size (--pp) must be a positive integer no larger than 1048576, got 0");
+            "--pipeline-model-parallel-size must be a positive integer no larger than 1048576, got 0");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--mbs", "0"}),
-            "--micro-batch-size (--mbs) must be a positive integer no larger than 1048576, got 0");
+            "--micro-batch-size must be a positive integer no larger than 1048576, got 0");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--num-layers", "0"}), "--num-layers must be a positive integer, got 0");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--virtual-pipeline-model-parallel-size", "0"}),
             "--virtual-pipeline-model-parallel-size must be a positive integer, got 0");
@@ -583,7 +583,7 @@ TEST(ArgsBadInput, AbsurdSizesDoNotWrap) {
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--num-gpus", "99999999999"}),
               HasSubstr("--num-gpus must be a positive integer no larger than 16777216"));
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--tp", "4611686018427387904", "--pp", "4"}),
-              HasSubstr("--tensor-model-parallel-size (--tp) must be a positive integer no larger than 1048576"));
+              HasSubstr("--tensor-model-parallel-size must be a positive integer no larger than 1048576"));
   // Sizes in GiB/MiB become bytes: huge values are named, not cast into a negative int64.
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--gpu-memory-gib", "1e300"}),
             "--gpu-memory-gib: 1e300 is absurdly large (more than 2^62 bytes)");

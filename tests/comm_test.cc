@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "trainplan/cli.h"
 #include "trainplan/args.h"
 #include "trainplan/comm.h"
 #include "trainplan/error.h"
@@ -577,7 +578,7 @@ void expect_input_error(const std::vector<std::string>& args, const std::string&
     (void)summarize_comm(job);
     ADD_FAILURE() << "no error; wanted one mentioning " << needle;
   } catch (const input_error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_NE(cli_message(e).find(needle), std::string::npos) << cli_message(e);
   }
 }
 

@@ -100,7 +100,7 @@ TEST(Plan, BadInputNamesTheFlag) {
     try {
       plan_of(args);
     } catch (const input_error& e) {
-      return std::string(e.what());
+      return cli_message(e);  // as the command line names the fields
     }
     return std::string("no error");
   };

@@ -1,4 +1,5 @@
 // Pipeline schedules: the event simulation against the closed forms and known bubbles (§5.4).
+#include "trainplan/cli.h"
 #include "trainplan/schedule.h"
 
 #include <gtest/gtest.h>
@@ -92,8 +93,8 @@ TEST(Schedule, InterleavingNeedsMicrobatchesMultipleOfStages) {
     simulate_schedule(in);
     FAIL() << "expected input_error";
   } catch (const input_error& e) {
-    EXPECT_NE(std::string(e.what()).find("--pipeline-model-parallel-size"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("--global-batch-size"), std::string::npos);
+    EXPECT_NE(cli_message(e).find("--pipeline-model-parallel-size"), std::string::npos);
+    EXPECT_NE(cli_message(e).find("--global-batch-size"), std::string::npos);
   }
 }
 

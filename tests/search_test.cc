@@ -25,7 +25,7 @@ std::string error_of(const std::vector<std::string>& args) {
   try {
     search_of(args);
   } catch (const input_error& e) {
-    return e.what();
+    return cli_message(e);  // as the command line names the fields
   }
   return "no error";
 }

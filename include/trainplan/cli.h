@@ -4,14 +4,22 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainplan/args.h"
+#include "trainplan/error.h"
 #include "trainplan/plan.h"
 #include "trainplan/report.h"
 #include "trainplan/search.h"
 
 namespace trainplan {
+
+/// The flag that sets a job field the core names in its messages ("parallel.tp" →
+/// "--tensor-model-parallel-size"); the field path itself when no flag sets it.
+std::string flag_of_field(std::string_view field);
+/// An input_error's message with its fields named by their flags.
+std::string cli_message(const input_error& e);
 
 /// The run context of a parsed job (the job, its preset, the flags it ignored).
 run_context context_of(const parsed_job& pj);

@@ -1,6 +1,7 @@
 // Errors: a typed exception for bad user input, and CHECK for internal invariants.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -8,12 +9,28 @@
 
 namespace trainplan {
 
+/// Names a job field ("parallel.tp") as a front end spells it: the CLI by its flag, Python by its keyword.
+using field_namer = std::function<std::string(std::string_view field)>;
+
 /// Bad input from the user: a flag, a file field, a name. The message names the flag or field and the
 /// rule it breaks; file errors start with "file:line: ". The CLI prints it and exits with status 2.
+/// The core names the job's fields as ${section.field} (`${parallel.tp} must be …`): what() shows the
+/// field paths ("parallel.tp must be …"); message(namer) lets a front end put its own names there.
 class input_error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit input_error(const std::string& message);
+  explicit input_error(const char* message) : input_error(std::string(message)) {}
+  /// The message with each ${field} named by `name`.
+  std::string message(const field_namer& name) const;
+  /// The fields it names, in order ("parallel.tp"); empty for messages that name none.
+  std::vector<std::string> fields() const;
+
+ private:
+  std::string template_;
 };
+
+/// `text` with each ${field} replaced by name(field).
+std::string name_fields(std::string_view text, const field_namer& name);
 
 /// The candidate closest to `name` by edit distance; else the shortest that begins with `name` (four
 /// characters or more after any dashes); "" when none is close enough to suggest.
