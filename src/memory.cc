@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "checked.h"
+#include "trainplan/schedule.h"
 
 namespace trainplan {
 
@@ -256,19 +257,14 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       s.buffers_bytes += e * largest_layer;
     }
 
-    // §3.5: micro-batches whose activations are held at once.
-    std::int64_t in_flight = 1;
-    double layers_in_flight = static_cast<double>(st.num_layers);  // layer-micro-batches stored
-    if (pp > 1) {
-      if (par.vpp > 1) {
-        const std::int64_t chunks = std::min((pp - st.stage - 1) * 2 + (par.vpp - 1) * pp + 1, m_micro * par.vpp);
-        in_flight = std::min(pp - st.stage, m_micro);
-        layers_in_flight = static_cast<double>(chunks) * static_cast<double>(st.num_layers / par.vpp);
-      } else {
-        in_flight = std::min(pp - st.stage, m_micro);
-        layers_in_flight = static_cast<double>(in_flight * st.num_layers);
-      }
-    }
+    // §3.5: micro-batches whose activations are held at once, as Megatron's schedule runs them
+    // (interleaved with model chunks, else 1F1B; the schedule's own `held`).
+    const schedule_kind kind = par.vpp > 1 ? schedule_kind::interleaved : schedule_kind::one_f_one_b;
+    const in_flight peak = traits_of(kind).held(st.stage, pp, m_micro, par.vpp);
+    const std::int64_t in_flight = peak.microbatches;
+    // layer-micro-batches stored
+    const double layers_in_flight =
+        static_cast<double>(peak.chunk_microbatches) * static_cast<double>(st.num_layers / par.vpp);
     s.microbatches_in_flight = in_flight;
     const double per_layer = st.num_layers > 0 ? (static_cast<double>(n_dense) * dense_act +
                                                   static_cast<double>(n_moe) * moe_act) /

@@ -2,6 +2,7 @@
 #include "trainplan/schedule.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -11,14 +12,6 @@
 
 namespace trainplan {
 
-std::string_view to_string(schedule_kind k) {
-  switch (k) {
-    case schedule_kind::gpipe: return "gpipe";
-    case schedule_kind::one_f_one_b: return "1f1b";
-    case schedule_kind::interleaved: return "interleaved-1f1b";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -50,39 +43,97 @@ struct interleaved_counter {
   }
 };
 
-/// One rank's operation order. A table of schedules: each builds the list as schedules.py does.
+// Each schedule's operation order on one rank, as Megatron's schedules.py builds it.
+
+void gpipe_order(std::int64_t, std::int64_t, std::int64_t m, std::int64_t, std::vector<op>& out) {
+  for (std::int64_t j = 0; j < m; ++j) out.push_back({false, 0, j});  // all forwards, then all backwards
+  for (std::int64_t j = 0; j < m; ++j) out.push_back({true, 0, j});
+}
+
+void one_f_one_b_order(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t, std::vector<op>& out) {
+  const std::int64_t warm = std::min(p - rank - 1, m);  // warm-up p − r − 1 forwards, steady 1F1B, cool-down
+  for (std::int64_t j = 0; j < warm; ++j) out.push_back({false, 0, j});
+  for (std::int64_t j = 0; j < m - warm; ++j) {
+    out.push_back({false, 0, j + warm});
+    out.push_back({true, 0, j});
+  }
+  for (std::int64_t j = m - warm; j < m; ++j) out.push_back({true, 0, j});
+}
+
+void interleaved_order(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v, std::vector<op>& out) {
+  const std::int64_t total = m * v;
+  const std::int64_t warm = std::min((p - rank - 1) * 2 + (v - 1) * p, total);  // virtual forwards
+  interleaved_counter fwd{p, v}, bwd{p, v};  // virtual micro-batch k of each direction, in order
+  out.reserve(static_cast<std::size_t>(2 * total));
+  for (std::int64_t k = 0; k < warm; ++k) out.push_back(fwd.next(false));
+  for (std::int64_t k = 0; k < total - warm; ++k) {
+    out.push_back(fwd.next(false));
+    out.push_back(bwd.next(true));
+  }
+  for (std::int64_t k = total - warm; k < total; ++k) out.push_back(bwd.next(true));
+}
+
+// Activations held at the peak (§3.5): the forwards a rank has run before its first backward.
+
+in_flight gpipe_held(std::int64_t, std::int64_t, std::int64_t m, std::int64_t) { return {m, m}; }
+
+in_flight one_f_one_b_held(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t) {
+  const std::int64_t n = std::min(p - rank, m);
+  return {n, n};
+}
+
+in_flight interleaved_held(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v) {
+  return {std::min(p - rank, m), std::min((p - rank - 1) * 2 + (v - 1) * p + 1, m * v)};
+}
+
+// Transfers on the critical path of the closed form for uniform stages (§5.4):
+//   GPipe        2(m − 1) + 2(p − 1)        (each phase: fill, then a send per micro-batch)
+//   1F1B, p = 2  (m − 1) + 2                 (each rank sends once per steady micro-batch)
+//   1F1B, p ≥ 3  2(m − 1) + 2(p − 1) − 1     (middle ranks send twice per steady micro-batch;
+//                m = 1: 2(p − 1), as GPipe)
+//   interleaved  m·(2v − 1) + 2p − 3         (while a transfer is short against a chunk's work)
+
+double gpipe_sends(double m, double p, double) { return 2 * (m - 1) + 2 * (p - 1); }
+
+double one_f_one_b_sends(double m, double p, double) {
+  return p == 2 ? (m - 1) + 2 : m == 1 ? 2 * (p - 1) : 2 * (m - 1) + 2 * (p - 1) - 1;
+}
+
+double interleaved_sends(double m, double p, double v) { return m * (2 * v - 1) + 2 * p - 3; }
+
+// The fast paths (defined below, §5.4 "Fast path").
+void one_f_one_b_fast(const schedule_input& in, schedule_result& r);
+void gpipe_fast(const schedule_input& in, schedule_result& r);
+void interleaved_fast_or_chase(const schedule_input& in, schedule_result& r);
+
+/// One row per schedule: what it is (the public traits), its order, its closed form's transfer count
+/// and its fast path. The event simulation is every schedule's fallback and reference.
+struct schedule_row {
+  schedule_traits traits;
+  void (*order)(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v, std::vector<op>& out);
+  double (*closed_form_sends)(double m, double p, double v);
+  void (*fast)(const schedule_input& in, schedule_result& r);
+};
+
+constexpr std::array<schedule_row, 3> kSchedules = {{
+    {{schedule_kind::gpipe, "gpipe", false, gpipe_held}, gpipe_order, gpipe_sends, gpipe_fast},
+    {{schedule_kind::one_f_one_b, "1f1b", false, one_f_one_b_held}, one_f_one_b_order, one_f_one_b_sends,
+     one_f_one_b_fast},
+    {{schedule_kind::interleaved, "interleaved-1f1b", true, interleaved_held}, interleaved_order, interleaved_sends,
+     interleaved_fast_or_chase},
+}};
+
+const schedule_row& row_of(schedule_kind k) {
+  const schedule_row& row = kSchedules[static_cast<std::size_t>(k)];
+  TRAINPLAN_CHECK(row.traits.kind == k);
+  return row;
+}
+
+/// Rank `rank`'s operations in its schedule's order, into `out` (cleared).
 void build_ops(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v,
                std::vector<op>& out) {
   out.clear();
-  switch (kind) {
-    case schedule_kind::gpipe:  // all forwards, then all backwards (flush)
-      for (std::int64_t j = 0; j < m; ++j) out.push_back({false, 0, j});
-      for (std::int64_t j = 0; j < m; ++j) out.push_back({true, 0, j});
-      return;
-    case schedule_kind::one_f_one_b: {  // warm-up p − r − 1 forwards, steady 1F1B, cool-down
-      const std::int64_t warm = std::min(p - rank - 1, m);
-      for (std::int64_t j = 0; j < warm; ++j) out.push_back({false, 0, j});
-      for (std::int64_t j = 0; j < m - warm; ++j) {
-        out.push_back({false, 0, j + warm});
-        out.push_back({true, 0, j});
-      }
-      for (std::int64_t j = m - warm; j < m; ++j) out.push_back({true, 0, j});
-      return;
-    }
-    case schedule_kind::interleaved: {  // warm-up (p − r − 1)·2 + (v − 1)·p virtual forwards
-      const std::int64_t total = m * v;
-      const std::int64_t warm = std::min((p - rank - 1) * 2 + (v - 1) * p, total);
-      interleaved_counter fwd{p, v}, bwd{p, v};  // virtual micro-batch k of each direction, in order
-      out.reserve(static_cast<std::size_t>(2 * total));
-      for (std::int64_t k = 0; k < warm; ++k) out.push_back(fwd.next(false));
-      for (std::int64_t k = 0; k < total - warm; ++k) {
-        out.push_back(fwd.next(false));
-        out.push_back(bwd.next(true));
-      }
-      for (std::int64_t k = total - warm; k < total; ++k) out.push_back(bwd.next(true));
-      return;
-    }
-  }
+  row_of(kind).order(rank, p, m, v, out);
 }
 
 /// The DP reduction and optimizer after the pipeline phase (§5.4): with overlap the reduction hides
@@ -215,6 +266,10 @@ schedule_result simulate_schedule(const schedule_input& in) {
   return r;
 }
 
+std::string_view to_string(schedule_kind k) { return row_of(k).traits.name; }
+
+const schedule_traits& traits_of(schedule_kind k) { return row_of(k).traits; }
+
 schedule_result closed_form_schedule(const schedule_input& in) {
   check_schedule(in);
   const auto p = static_cast<std::int64_t>(in.stages.size());
@@ -229,23 +284,8 @@ schedule_result closed_form_schedule(const schedule_input& in) {
   r.stages.resize(static_cast<std::size_t>(p));
   // Without transfers every schedule takes (m·v + p − 1)·(F + B) with per-chunk F, B (Narayanan et al.
   // 2021: GPipe and 1F1B (p − 1)/m, interleaved (p − 1)/(v·m) of the ideal). Blocking sends add a fixed
-  // count of transfer times on the critical path (§5.4):
-  //   GPipe        2(m − 1) + 2(p − 1)        (each phase: fill, then a send per micro-batch)
-  //   1F1B, p = 2  (m − 1) + 2                 (each rank sends once per steady micro-batch)
-  //   1F1B, p ≥ 3  2(m − 1) + 2(p − 1) − 1     (middle ranks send twice per steady micro-batch;
-  //                m = 1: 2(p − 1), as GPipe)
-  //   interleaved  m·(2v − 1) + 2p − 3
-  double sends = 0;
-  if (p > 1) {
-    switch (in.kind) {
-      case schedule_kind::gpipe: sends = 2 * (m - 1) + 2 * (pd - 1); break;
-      case schedule_kind::one_f_one_b:
-        // One micro-batch is GPipe's single round trip: 2(p − 1).
-        sends = p == 2 ? (m - 1) + 2 : m == 1 ? 2 * (pd - 1) : 2 * (m - 1) + 2 * (pd - 1) - 1;
-        break;
-      case schedule_kind::interleaved: sends = m * (2 * v - 1) + 2 * pd - 3; break;
-    }
-  }
+  // count of transfer times on the critical path (§5.4; each schedule's closed_form_sends).
+  const double sends = p > 1 ? row_of(in.kind).closed_form_sends(m, pd, v) : 0.0;
   const double total = (m * v + pd - 1) * (f + b) + sends * c;
   r.pipeline_s = total;
   for (std::int64_t rank = 0; rank < p; ++rank) {
@@ -608,18 +648,17 @@ void chase_schedule(const schedule_input& in, schedule_result& r) {
   fill_usage(in, s.free_at.data(), r);
 }
 
+void interleaved_fast_or_chase(const schedule_input& in, schedule_result& r) {
+  if (!interleaved_fast(in, r)) chase_schedule(in, r);
+}
+
+
 }  // namespace
 
 schedule_result fast_schedule(const schedule_input& in) {
   check_schedule(in);
   schedule_result r;
-  switch (in.kind) {
-    case schedule_kind::one_f_one_b: one_f_one_b_fast(in, r); break;
-    case schedule_kind::gpipe: gpipe_fast(in, r); break;
-    case schedule_kind::interleaved:
-      if (!interleaved_fast(in, r)) chase_schedule(in, r);
-      break;
-  }
+  row_of(in.kind).fast(in, r);
   finish(in, r);
   return r;
 }

@@ -286,3 +286,46 @@ TEST(ScheduleFastPath, RejectsWhatTheSimulationRejects) {
 
 }  // namespace
 }  // namespace trainplan
+
+namespace trainplan {
+namespace {
+
+// ---- the schedule traits table (issue 17) ------------------------------------------------------------
+
+TEST(ScheduleTraits, HeldActivationsAreTheForwardsBeforeTheFirstBackward) {
+  // Memory reads `held` (§3.5); the order is the simulation's. For each schedule, rank and size, the
+  // chunk-micro-batches a rank has run forward when its first backward starts are what it holds.
+  for (const schedule_kind kind : {schedule_kind::gpipe, schedule_kind::one_f_one_b, schedule_kind::interleaved}) {
+    EXPECT_EQ(traits_of(kind).kind, kind);
+    EXPECT_EQ(traits_of(kind).name, to_string(kind));
+    for (std::int64_t p : {2, 3, 4, 8}) {
+      for (std::int64_t m : {1, 2, 4, 8, 16}) {
+        const std::int64_t v = traits_of(kind).chunks ? 2 : 1;
+        if (kind == schedule_kind::interleaved && m % p != 0) continue;  // Megatron requires it
+        schedule_input in;
+        in.kind = kind;
+        in.num_microbatches = m;
+        in.num_chunks = v;
+        in.stages.assign(static_cast<std::size_t>(p), stage_times{1.0, 2.0, 0, 0});
+        in.record_events = true;
+        const schedule_result r = simulate_schedule(in);
+        for (std::int64_t rank = 0; rank < p; ++rank) {
+          double first_backward = 1e300;
+          for (const schedule_event& e : r.events) {
+            if (e.stage == rank && e.backward) first_backward = std::min(first_backward, e.start_s);
+          }
+          std::int64_t forwards = 0;
+          for (const schedule_event& e : r.events) {
+            if (e.stage == rank && !e.backward && e.start_s < first_backward) ++forwards;
+          }
+          const in_flight held = traits_of(kind).held(rank, p, m, v);
+          EXPECT_EQ(held.chunk_microbatches, forwards)
+              << to_string(kind) << " p " << p << " m " << m << " rank " << rank;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainplan

@@ -11,6 +11,25 @@ namespace trainplan {
 enum class schedule_kind { gpipe, one_f_one_b, interleaved };
 std::string_view to_string(schedule_kind k);
 
+/// Activations a pipeline rank holds at its peak (§3.5): whole micro-batches, and model chunks ×
+/// micro-batches (equal without interleaving).
+struct in_flight {
+  std::int64_t microbatches = 1;
+  std::int64_t chunk_microbatches = 1;
+};
+
+/// What a schedule is: one row per schedule_kind (src/schedule.cc), with its operation order, the
+/// transfer count of its closed form and its fast path beside it (the event simulation is every
+/// schedule's fallback). Memory reads `held` (§3.5), the time model the rest (§5.4).
+struct schedule_traits {
+  schedule_kind kind;
+  std::string_view name;
+  bool chunks;  ///< runs v > 1 model chunks per rank
+  /// Activations rank `rank` of `p` holds at its peak with `m` micro-batches of `v` chunks.
+  in_flight (*held)(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v);
+};
+const schedule_traits& traits_of(schedule_kind k);
+
 /// One pipeline rank's work per micro-batch and model chunk. Seconds.
 struct stage_times {
   double forward_s = 0;   ///< compute + the TP/CP/EP communication inside the forward
