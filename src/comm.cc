@@ -281,14 +281,10 @@ void row_sink::end() {
   dim.time_per_iteration_s = most.wire_time[1];
 }
 
-/// Gradient and parameter dtypes on the wire (§4.2.4): Megatron reduces its main grads (fp32 with
-/// --accumulate-allreduce-grads-in-fp32, forced with bf16); DeepSpeed's BF16_Optimizer (stage 0/1)
-/// reduces fp32 grads, stages 2/3 reduce in the model dtype; FSDP in its reduce dtype (fp32 here).
-double wire_grad_bytes(const training_config& t) {
-  const bool fp32 = t.accumulate_allreduce_grads_in_fp32 &&
-                    !(t.framework == framework_kind::deepspeed && t.zero_stage >= 2);
-  return fp32 ? 4.0 : static_cast<double>(bytes_of(t.precision));
-}
+// Gradient and parameter dtypes on the wire (§4.2.4) are precision_roles' grad_comm and param_comm:
+// Megatron reduces its main grads (fp32 with --accumulate-allreduce-grads-in-fp32, forced with bf16);
+// DeepSpeed's BF16_Optimizer (stage 0/1) reduces fp32 grads, stages 2/3 reduce in the model dtype;
+// FSDP in its reduce dtype (fp32 here).
 
 // The tables: each collective with its buffer and its calls per iteration on a GPU of a stage, as
 // times × `per` (per::layer: layers × m, and so on), or class by class where the buffer differs.
@@ -574,9 +570,10 @@ comm_report summarize(const job_spec& job, bool reference, std::vector<stage_com
   const std::int64_t gpn = job.cluster.gpus_per_node;
   const parameter_breakdown params = count_parameters(job.model, p.tp);
   comm_context x{job, params};
-  x.act_bytes = static_cast<double>(bytes_of(t.precision));
-  x.grad_bytes = wire_grad_bytes(t);
-  x.param_bytes = static_cast<double>(bytes_of(t.precision));
+  const precision_roles roles = roles_of(t);
+  x.act_bytes = static_cast<double>(bytes_of(roles.activations));
+  x.grad_bytes = static_cast<double>(bytes_of(roles.grad_comm));
+  x.param_bytes = static_cast<double>(bytes_of(roles.param_comm));
   const std::int64_t microbatches = job.num_microbatches();
   x.m = static_cast<double>(microbatches);
   x.tokens = static_cast<double>(size_div(job.model.seq_length, p.cp) * t.micro_batch_size);

@@ -176,8 +176,8 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const gpu_spec& gpu = job.cluster.gpu;
-  const dtype d = job.training.precision;
-  const double eb = bytes_of(d);
+  const dtype d = job.training.precision;                      // GEMM inputs (precision_roles::compute)
+  const double eb = bytes_of(roles_of(job.training).activations);  // memory-bound kernels' elements
   const std::int64_t t = p.tp;
   const std::int64_t b = job.training.micro_batch_size;
   const std::int64_t s = m.seq_length;
@@ -254,7 +254,7 @@ namespace {
 /// Word (and position) embedding lookup, its norm, and the backward scatter into the gradient.
 unit_time embedding_compute(const job_spec& job, const compute_efficiency& e) {
   const model_spec& m = job.model;
-  const double eb = bytes_of(job.training.precision);
+  const double eb = bytes_of(roles_of(job.training).activations);
   const double elems = static_cast<double>(job.training.micro_batch_size) * m.seq_length / job.parallel.cp *
                        m.hidden_size;
   unit_time u;
@@ -270,8 +270,8 @@ unit_time embedding_compute(const job_spec& job, const compute_efficiency& e) {
 unit_time output_compute(const job_spec& job, const compute_efficiency& e) {
   const model_spec& m = job.model;
   const gpu_spec& gpu = job.cluster.gpu;
-  const dtype d = job.training.precision;
-  const double eb = bytes_of(d);
+  const dtype d = job.training.precision;                      // GEMM inputs (precision_roles::compute)
+  const double eb = bytes_of(roles_of(job.training).activations);  // memory-bound kernels' elements
   const std::int64_t tokens = job.training.micro_batch_size * m.seq_length / job.parallel.cp;
   const std::int64_t vocab = padded_vocab(m, job.parallel.tp) / job.parallel.tp;
   unit_time u;
@@ -296,7 +296,7 @@ double host_overhead_per_layer_pass_s(const training_config& t) {
 double accumulation_bytes_per_parameter(const training_config& t) {
   // Memory traffic per parameter per micro-batch beyond the weight-gradient GEMM (§5.9).
   if (traits_of(t.framework).fused_grad_accumulation) return 0;  // Megatron: into main_grad in the GEMM
-  const double e = t.precision == dtype::fp32 ? 4.0 : 2.0;
+  const double e = bytes_of(roles_of(t).weights);
   double bytes = 3 * e;  // autograd's AccumulateGrad: read old, read new, write (16-bit .grad)
   if (t.framework == framework_kind::deepspeed && t.accumulate_allreduce_grads_in_fp32 && e < 4) {
     bytes += e + 8;  // BF16_Optimizer.update_hp_grads after every micro-batch: read 16-bit, read+write fp32

@@ -90,7 +90,7 @@ activation_setting setting_for(const job_spec& job) {
   a.sp = job.parallel.sequence_parallel;
   a.flash = job.training.flash_attention;
   a.selective = job.training.recompute == recompute_granularity::selective;
-  a.e = job.training.precision == dtype::fp32 ? 4.0 : 2.0;
+  a.e = bytes_of(roles_of(job.training).activations);
   return a;
 }
 
@@ -104,9 +104,10 @@ struct state_bytes {
 };
 
 state_bytes bytes_per_parameter(const training_config& t, double shards) {
-  const double e = t.precision == dtype::fp32 ? 4.0 : 2.0;
-  const double master = e < 4 ? 4.0 : 0.0;                              // fp32 master weights
-  const double moments = t.optimizer == optimizer_kind::adam ? 8.0 : 4.0;  // Adam m, v / SGD momentum
+  const precision_roles roles = roles_of(t);
+  const double e = bytes_of(roles.weights);
+  const double master = roles.master_weights ? 4.0 : 0.0;                    // fp32 master weights
+  const double moments = (t.optimizer == optimizer_kind::adam ? 2.0 : 1.0) * bytes_of(roles.moments);  // m, v / momentum
   const double opt = master + moments;
   const double d = shards;
   state_bytes b;

@@ -168,6 +168,21 @@ std::string_view to_string(recompute_method k) {
 }
 std::string_view to_string(optimizer_kind k) { return k == optimizer_kind::adam ? "adam" : "sgd"; }
 
+precision_roles roles_of(const training_config& t) {
+  precision_roles r;
+  r.compute = t.precision;
+  const dtype stored = t.precision == dtype::fp32 ? dtype::fp32 : t.precision == dtype::fp16 ? dtype::fp16 : dtype::bf16;
+  r.weights = stored;
+  r.activations = stored;
+  r.master_weights = stored != dtype::fp32;
+  r.gradients = t.accumulate_allreduce_grads_in_fp32 ? dtype::fp32 : stored;
+  const bool model_dtype_reduce = t.framework == framework_kind::deepspeed && t.zero_stage >= 2;
+  r.grad_comm = t.accumulate_allreduce_grads_in_fp32 && !model_dtype_reduce ? dtype::fp32 : stored;
+  r.param_comm = stored;
+  r.moments = dtype::fp32;
+  return r;
+}
+
 std::int64_t job_spec::num_microbatches() const {
   return detail::size_div(training.global_batch_size, training.micro_batch_size * parallel.dp);
 }

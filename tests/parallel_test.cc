@@ -115,6 +115,34 @@ TEST(ParallelHoldings, MixtralExpertsDivideByEpAndTheRestDoesNot) {
   EXPECT_EQ(ep8.embedding, 32000LL * 4096 / 2);
 }
 
+TEST(ParallelPrecision, OneReadingOfEachRole) {
+  training_config t;
+  t.precision = dtype::bf16;
+  t.accumulate_allreduce_grads_in_fp32 = true;  // Megatron forces it with bf16
+  precision_roles r = roles_of(t);
+  EXPECT_EQ(r.weights, dtype::bf16);
+  EXPECT_EQ(r.activations, dtype::bf16);
+  EXPECT_TRUE(r.master_weights);
+  EXPECT_EQ(r.gradients, dtype::fp32);
+  EXPECT_EQ(r.grad_comm, dtype::fp32);
+  EXPECT_EQ(r.param_comm, dtype::bf16);
+  t.framework = framework_kind::deepspeed;  // ZeRO-2 reduces in the model dtype
+  t.zero_stage = 2;
+  EXPECT_EQ(roles_of(t).grad_comm, dtype::bf16);
+  EXPECT_EQ(roles_of(t).gradients, dtype::fp32);
+  training_config f32;
+  f32.precision = dtype::fp32;
+  EXPECT_FALSE(roles_of(f32).master_weights);
+  EXPECT_EQ(roles_of(f32).activations, dtype::fp32);
+  // Before: memory read an fp8 `precision` as 2 bytes and communication as 1. FP8 GEMMs keep bf16
+  // weights and activations; both read the roles.
+  training_config f8;
+  f8.precision = dtype::fp8;
+  EXPECT_EQ(roles_of(f8).compute, dtype::fp8);
+  EXPECT_EQ(roles_of(f8).activations, dtype::bf16);
+  EXPECT_EQ(roles_of(f8).weights, dtype::bf16);
+}
+
 TEST(ParallelTraits, OneRowPerFrameworkWithItsRules) {
   for (const framework_kind k : {framework_kind::megatron, framework_kind::deepspeed, framework_kind::fsdp}) {
     EXPECT_EQ(traits_of(k).kind, k);

@@ -95,6 +95,25 @@ struct training_config {
   double host_overhead_per_layer_pass_s = -1;
 };
 
+/// The dtype of each role in training: one account that memory (§3.1-§3.4), communication (§4.2)
+/// and compute (§5.1-§5.3) read instead of each reading `precision` its own way.
+struct precision_roles {
+  dtype compute = dtype::bf16;      ///< GEMM inputs; the peak MFU is measured against
+  dtype weights = dtype::bf16;      ///< the model's weights as stored (16-bit under mixed precision)
+  dtype activations = dtype::bf16;  ///< saved activations and the tensors TP, CP, EP and PP move
+  dtype gradients = dtype::bf16;    ///< the buffer the backward accumulates into (fp32 main_grad when asked)
+  bool master_weights = true;       ///< an fp32 master copy beside 16-bit weights
+  dtype moments = dtype::fp32;      ///< optimizer state (Adam m and v, SGD momentum)
+  dtype grad_comm = dtype::bf16;    ///< gradients as the DP reduction moves them (§4.2.4)
+  dtype param_comm = dtype::bf16;   ///< parameters as ZeRO/FSDP gathers them
+};
+/// The roles of a (finalized) training configuration. Mixed precision (bf16, fp16) keeps 16-bit
+/// weights, activations and an fp32 master; fp32 keeps everything in fp32; FP8 GEMMs keep bf16
+/// weights and activations (Transformer Engine casts at the GEMM). Gradients accumulate and travel
+/// in fp32 with accumulate_allreduce_grads_in_fp32, except DeepSpeed ZeRO-2/3, which reduce in the
+/// model dtype (communication_data_type) and keep fp32 local to the partition.
+precision_roles roles_of(const training_config& t);
+
 /// Everything one estimate needs.
 struct job_spec {
   model_spec model;
