@@ -41,8 +41,8 @@ json time_json(const time_report& r) {
     const stage_usage& u = r.pipeline.stages[i];
     stages.push_back({{"stage", s.stage},
                       {"layers", s.num_layers},
-                      {"forward_s", s.forward_s + r.comm[i].forward_s},
-                      {"backward_s", s.backward_s + r.comm[i].backward_s},
+                      {"forward_s", r.passes[i].forward_s},
+                      {"backward_s", r.passes[i].backward_s},
                       {"busy_s", u.busy_s},
                       {"send_s", u.send_s},
                       {"idle_s", u.idle_s},
@@ -94,7 +94,7 @@ std::string render_time_text(const run_context& ctx, const time_report& r) {
     const stage_compute& s = r.compute.stages[i];
     const stage_usage& u = r.pipeline.stages[i];
     o += fmt::format("  {:5} {:6} {:10.4f} {:10.4f} {:10.2f} {:10.2f} {:10.2f}\n", s.stage, s.num_layers,
-                     s.forward_s + r.comm[i].forward_s, s.backward_s + r.comm[i].backward_s, u.busy_s, u.send_s,
+                     r.passes[i].forward_s, r.passes[i].backward_s, u.busy_s, u.send_s,
                      u.idle_s);
   }
   return o;

@@ -102,6 +102,13 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
                                c.grad_reduce_s, sc.optimizer_s + c.param_gather_s + c.optimizer_s};
   }
   r.pipeline = run_schedule(in);
+  r.passes.resize(r.compute.stages.size());
+  for (std::size_t i = 0; i < r.passes.size(); ++i) {
+    const stage_compute& sc = r.compute.stages[i];
+    const stage_comm& c = r.comm[i];
+    r.passes[i] = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
+                              sc.optimizer_s + c.param_gather_s + c.optimizer_s};
+  }
 
   // Totals (§5.7).
   const double gpus = static_cast<double>(job.num_gpus);

@@ -45,6 +45,9 @@ struct time_report {
   time_breakdown breakdown;
   compute_report compute;
   std::vector<stage_comm> comm;     ///< per pipeline rank
+  /// Per pipeline rank, one micro-batch of one chunk: compute plus exposed communication, as the
+  /// schedule runs it (what `time` prints per rank).
+  std::vector<stage_times> passes;
   schedule_result pipeline;
 };
 
