@@ -10,6 +10,7 @@
 #include <sstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -225,8 +226,9 @@ std::vector<std::string> command_names() {
   return names;
 }
 
-int run(int argc, char** argv) {
-  std::vector<std::string> argv_s(argv + 1, argv + argc);
+/// `trainplan` alone (the main job), `help flags`, `help [COMMAND]` (rewritten to --help) and unknown
+/// commands, before CLI11 parses: a status when the arguments were handled here, else nullopt.
+std::optional<int> handle_early(std::vector<std::string>& argv_s) {
   if (argv_s.empty()) {
     // The main job: the layout search for BLOOM-176B on its cluster, 48 nodes, GBS 2048 (README).
     std::cout << "trainplan: the layout search for BLOOM-176B on jean-zay-a100, 48 nodes, GBS 2048 "
@@ -237,31 +239,32 @@ int run(int argc, char** argv) {
     std::cout << "Job flags (Megatron-LM names are accepted as they are):\n" << job_flags_help();
     return 0;
   }
+  auto known = [](const std::string& name) {
+    for (const auto& c : commands()) {
+      if (name == c.name) return true;
+    }
+    return false;
+  };
   if (argv_s.front() == "help") {
     // `trainplan help` and `trainplan help COMMAND` are --help of the program or the command.
     if (argv_s.size() > 2) throw input_error("help takes at most one command, got '" + argv_s[2] + "'");
-    if (argv_s.size() == 2) {
-      bool known = false;
-      for (const auto& c : commands()) known = known || argv_s[1] == c.name;
-      if (!known) {
-        throw input_error("help: unknown command '" + argv_s[1] + "'" + did_you_mean(argv_s[1], command_names()) +
-                          "; `trainplan --help` lists them");
-      }
-      argv_s = {argv_s[1], "--help"};
-    } else {
-      argv_s = {"--help"};
-    }
-  }
-  const std::string& first = argv_s.front();
-  if (!first.starts_with("-")) {
-    bool known = false;
-    for (const auto& c : commands()) known = known || first == c.name;
-    if (!known && first != "help") {
-      throw input_error("unknown command '" + first + "'" + did_you_mean(first, command_names()) +
+    if (argv_s.size() == 2 && !known(argv_s[1])) {
+      throw input_error("help: unknown command '" + argv_s[1] + "'" + did_you_mean(argv_s[1], command_names()) +
                         "; `trainplan --help` lists them");
     }
+    argv_s = argv_s.size() == 2 ? std::vector<std::string>{argv_s[1], "--help"} : std::vector<std::string>{"--help"};
   }
+  const std::string& first = argv_s.front();
+  if (!first.starts_with("-") && !known(first) && first != "help") {
+    throw input_error("unknown command '" + first + "'" + did_you_mean(first, command_names()) +
+                      "; `trainplan --help` lists them");
+  }
+  return std::nullopt;
+}
 
+int run(int argc, char** argv) {
+  std::vector<std::string> argv_s(argv + 1, argv + argc);
+  if (const std::optional<int> status = handle_early(argv_s)) return *status;
   CLI::App app{"trainplan: plan LLM training on GPU clusters before a GPU-hour is spent", "trainplan"};
   app.require_subcommand(0, 1);
   app.footer("With no command: the layout search for BLOOM-176B on jean-zay-a100, 48 nodes, GBS 2048.\n"

@@ -564,18 +564,17 @@ double pp_transfer_s(const comm_dimension& pp) {
 
 /// The summary (§4.4): `reference` evaluates every stage on its own and prices with estimate_collective;
 /// `accounts`, when given, receives the per-stage account (§5.5).
-comm_report summarize(const job_spec& job, bool reference, std::vector<stage_comm_account>* accounts) {
+/// The job's element sizes, micro-batches and every group's size, count and placement (§4.1), once.
+void set_up(comm_context& x) {
+  const job_spec& job = x.job;
   const parallel_config& p = job.parallel;
   const training_config& t = job.training;
   const std::int64_t gpn = job.cluster.gpus_per_node;
-  const parameter_breakdown params = count_parameters(job.model, p.tp);
-  comm_context x{job, params};
   const precision_roles roles = roles_of(t);
   x.act_bytes = static_cast<double>(bytes_of(roles.activations));
   x.grad_bytes = static_cast<double>(bytes_of(roles.grad_comm));
   x.param_bytes = static_cast<double>(bytes_of(roles.param_comm));
-  const std::int64_t microbatches = job.num_microbatches();
-  x.m = static_cast<double>(microbatches);
+  x.m = static_cast<double>(job.num_microbatches());
   x.tokens = static_cast<double>(size_div(job.model.seq_length, p.cp) * t.micro_batch_size);
   x.sp = p.sequence_parallel && p.tp > 1;
 
@@ -599,6 +598,16 @@ comm_report summarize(const job_spec& job, bool reference, std::vector<stage_com
   x.placement[g_world] = combined_placement(job.num_gpus, {.num_nodes = detail::ceil_div(job.num_gpus, gpn)}, {}, gpn);
   x.placement[g_mp] = combined_placement(p.tp * p.pp, x.placement[g_tp], x.placement[g_pp], gpn);
   for (std::size_t g = 0; g < g_count; ++g) x.placement[g].group_size = x.size[g];
+}
+
+comm_report summarize(const job_spec& job, bool reference, std::vector<stage_comm_account>* accounts) {
+  const parallel_config& p = job.parallel;
+  const training_config& t = job.training;
+  const std::int64_t gpn = job.cluster.gpus_per_node;
+  const parameter_breakdown params = count_parameters(job.model, p.tp);
+  comm_context x{job, params};
+  set_up(x);
+  const std::int64_t microbatches = job.num_microbatches();
 
   class_list classes;
   stage_classes(job, params, microbatches, !reference, classes);
