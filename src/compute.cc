@@ -47,6 +47,8 @@ void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const g
   u.forward.flops += fw.flops;
   u.backward.*bucket += (dx.time_s + dw.time_s) * time_scale;
   u.backward.flops += dx.flops + dw.flops;
+  // The attention core's batched GEMMs have no weights: both of their backward GEMMs are input gradients.
+  if (bucket == &pass_time::gemm_s) u.backward.weight_gradient_s += dw.time_s * time_scale;
 }
 
 /// Memory-bound kernels: forward bytes, backward = `backward_factor` × forward (reads the saved input
@@ -412,6 +414,10 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     sc.recompute_s = re / vpp;
     sc.recomputed_layers = tc.recompute == recompute_granularity::full ? recomputed / vpp : 0.0;
     sc.backward_s = (bwd + re) / vpp;
+    double wgrad = dense * (r.dense_layer.backward.weight_gradient_s + dense_accumulate_s) +
+                   moe * (r.moe_layer.backward.weight_gradient_s + moe_accumulate_s);
+    if (sl.has_output) wgrad += r.output.backward.weight_gradient_s;
+    sc.backward_weight_s = wgrad / vpp;
     sc.forward_flops = fwd_flops / vpp;
     sc.backward_flops = bwd_flops / vpp;
     // Optimizer step of this rank's parameter shard (memory-bound; §5.5).

@@ -76,6 +76,7 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     sc.forward_s *= f;
     sc.backward_s *= f;
     sc.recompute_s *= f;
+    sc.backward_weight_s *= f;
   }
   // One account of the traffic (§4.2), placed by slot (§5.5); the transfer between pipeline ranks is
   // the schedule's.
@@ -99,7 +100,8 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     const stage_comm& c = r.comm[i];
     const double chunks = static_cast<double>(p.vpp) / static_cast<double>(in.num_chunks);
     in.stages[i] = stage_times{(sc.forward_s + c.forward_s) * chunks, (sc.backward_s + c.backward_s) * chunks,
-                               c.grad_reduce_s, sc.optimizer_s + c.param_gather_s + c.optimizer_s};
+                               c.grad_reduce_s, sc.optimizer_s + c.param_gather_s + c.optimizer_s,
+                               sc.backward_weight_s * chunks};
   }
   r.pipeline = run_schedule(in);
   r.passes.resize(r.compute.stages.size());
@@ -107,7 +109,7 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     const stage_compute& sc = r.compute.stages[i];
     const stage_comm& c = r.comm[i];
     r.passes[i] = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
-                              sc.optimizer_s + c.param_gather_s + c.optimizer_s};
+                              sc.optimizer_s + c.param_gather_s + c.optimizer_s, sc.backward_weight_s};
   }
 
   // Totals (§5.7).

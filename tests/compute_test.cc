@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "trainplan/args.h"
+#include "trainplan/time.h"
 
 namespace trainplan {
 namespace {
@@ -110,6 +111,37 @@ TEST(Compute, HardwareFlopsAreNarayananEq3) {
   EXPECT_NEAR(r.hardware_flops / (105.22 * 384 * 1e12), 149.02, 0.01);
   EXPECT_NEAR(r.model_flops / r.hardware_flops, 72.0 / 96 * (1 + s / (6 * h) + V / (12 * l * h)) /
                                                     (1 + s / (6 * h) + V / (16 * l * h)), 1e-9);
+}
+
+}  // namespace
+}  // namespace trainplan
+
+namespace trainplan {
+namespace {
+
+TEST(ComputeBackwardSplit, WeightGradientIsTheDwGemmsOfTheLayer) {
+  // The backward's weight-gradient part (what zero-bubble schedules move) is exactly the dW GEMMs of
+  // the layer's weight GEMMs: dW[k×n] = Xᵀ[k×m]·dY[m×n] for each forward [m×n×k].
+  const job_spec job = parse_job_args({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--tp", "2",
+                                       "--gbs", "32"})
+                           .job;
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  const unit_time u = layer_compute(job, e, false);
+  double dw = 0;
+  for (const named_gemm& g : layer_gemm_shapes(job, false)) {
+    if (g.name == "logits" || g.name.starts_with("attention_s") || g.name.starts_with("attention_c")) continue;
+    dw += estimate_gemm(job.cluster.gpu, e, job.training.precision, {g.shape.k, g.shape.n, g.shape.m, g.shape.batch})
+              .time_s;
+  }
+  EXPECT_NEAR(u.backward.weight_gradient_s, dw, 1e-15);
+  EXPECT_GT(u.backward.weight_gradient_s, 0.3 * u.backward.gemm_s);  // dX and dW have equal FLOPs
+  EXPECT_LT(u.backward.weight_gradient_s, 0.7 * u.backward.gemm_s);
+  // Per rank: a part of the backward, carried to the schedule's stage times.
+  const time_report t = estimate_time(job);
+  for (const stage_times& s : t.passes) {
+    EXPECT_GT(s.backward_weight_s, 0);
+    EXPECT_LT(s.backward_weight_s, s.backward_s);
+  }
 }
 
 }  // namespace

@@ -59,6 +59,9 @@ struct pass_time {
   double attention_s = 0;  ///< attention core: score/context GEMMs and softmax/dropout, or flash
   double memory_s = 0;     ///< memory-bound kernels: norms, activations, dropout, residuals, loss
   double flops = 0;        ///< as Megatron counts them (full s² attention)
+  /// Backward only: the weight-gradient GEMMs (dW = Xᵀ·dY), a part of gemm_s. The rest of the backward
+  /// is the input gradient, which the previous stage waits for; zero-bubble schedules move this part.
+  double weight_gradient_s = 0;
   double total_s() const { return gemm_s + attention_s + memory_s; }
 };
 
@@ -76,6 +79,7 @@ struct stage_compute {
   double backward_s = 0;         ///< backward including the recomputed forward
   double recompute_s = 0;        ///< the recomputed part of backward_s
   double recomputed_layers = 0;  ///< per chunk: layers whose whole forward is redone (full recomputation)
+  double backward_weight_s = 0;  ///< the weight-gradient part of backward_s (GEMMs and accumulation)
   double forward_flops = 0;      ///< counted FLOPs, per micro-batch per chunk
   double backward_flops = 0;     ///< including recomputation
   double optimizer_s = 0;        ///< optimizer step of this rank, once per iteration

@@ -36,6 +36,10 @@ struct stage_times {
   double backward_s = 0;  ///< the same for the backward, recomputation included
   double grad_reduce_s = 0;  ///< DP gradient reduction of this rank, once per iteration
   double optimizer_s = 0;    ///< optimizer step of this rank
+  /// The weight-gradient part of backward_s; backward_s − it is the input gradient the previous rank
+  /// waits for. The 1F1B, interleaved and GPipe schedules run the two together; it is here for the
+  /// schedules that split them (zero-bubble).
+  double backward_weight_s = 0;
 };
 
 struct schedule_input {
