@@ -2,6 +2,7 @@
 #include "trainplan/memory.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "checked.h"
@@ -103,62 +104,104 @@ struct state_bytes {
   double step_transient = 0;  ///< extra bytes per parameter while the optimizer steps
 };
 
+/// What one parameter's state costs, in units the precision roles give (§3.1-§3.3).
+enum class unit : std::uint8_t {
+  none,
+  weight,           ///< the stored weight dtype (2 bytes mixed, 4 in fp32)
+  grad_buffer,      ///< the gradient buffer's dtype (fp32 with fp32 accumulation)
+  fp32,             ///< 4 bytes
+  fp32_if_mixed,    ///< 4 bytes under mixed precision, else nothing
+  weight_if_mixed,  ///< a 16-bit copy under mixed precision, else nothing
+  optimizer,        ///< master (mixed precision) + moments
+  moments,          ///< Adam m and v, or SGD momentum
+};
+/// coef × unit, divided by the D shards when sharded.
+struct term {
+  double coef = 0;
+  unit of = unit::none;
+  bool sharded = false;
+};
+using terms = std::array<term, 2>;
+constexpr term kNo{};
+
+/// One (framework, ZeRO stage) row of the memory model: the state a GPU keeps per parameter it holds.
+struct state_row {
+  framework_kind framework;
+  int zero_stage;
+  int bf16_optimizer;  ///< DeepSpeed's BF16_Optimizer (fp32 accumulation, mixed precision): 1, not: 0, either: -1
+  terms weights, gradients, optimizer, step_transient;
+  bool offload_gradients;  ///< with --offload-optimizer the gradients stream to CPU too
+};
+
+// Sources: Megatron megatron/core/distributed, optimizer/distrib_optimizer.py; DeepSpeed
+// runtime/bf16_optimizer.py (16-bit grads + a full fp32 accumulation buffer, not sharded),
+// zero/stage_1_and_2.py (16-bit grads + the fp32 gradient of the rank's partition),
+// fp16/fused_optimizer.py (step: per-parameter fp32 copies and their concatenation, 8 bytes),
+// estimate_zero2_model_states_mem_needs (2Ψ + 18Ψ/N), estimate_zero3 (18Ψ/N; live parameters are
+// buffers); PyTorch FSDP (the fp32 sharded FlatParameter is the master; SHARD_GRAD_OP keeps the 16-bit
+// unsharded parameters between forward and backward).
+constexpr std::array<state_row, 11> kStateRows = {{
+    {framework_kind::megatron, 0, -1, {{{1, unit::weight}}}, {{{1, unit::grad_buffer}}}, {{{1, unit::optimizer}}},
+     {}, false},
+    {framework_kind::megatron, 1, -1, {{{1, unit::weight}}}, {{{1, unit::grad_buffer}}},
+     {{{1, unit::optimizer, true}}}, {}, false},
+    {framework_kind::deepspeed, 0, 1, {{{1, unit::weight}}}, {{{1, unit::weight}, {1, unit::fp32}}},
+     {{{1, unit::optimizer}}}, {}, false},
+    {framework_kind::deepspeed, 1, 1, {{{1, unit::weight}}}, {{{1, unit::weight}, {1, unit::fp32}}},
+     {{{1, unit::optimizer, true}}}, {}, false},
+    {framework_kind::deepspeed, 0, 0, {{{1, unit::weight}}}, {{{1, unit::weight}}}, {{{1, unit::optimizer}}},
+     {{{2, unit::fp32_if_mixed}}}, false},
+    {framework_kind::deepspeed, 1, 0, {{{1, unit::weight}}}, {{{1, unit::weight}, {1, unit::fp32_if_mixed, true}}},
+     {{{1, unit::optimizer, true}}}, {}, false},
+    {framework_kind::deepspeed, 2, -1, {{{1, unit::weight}}}, {{{1, unit::weight, true}, {1, unit::fp32, true}}},
+     {{{1, unit::optimizer, true}}}, {}, true},
+    {framework_kind::deepspeed, 3, -1, {{{1, unit::weight, true}}}, {{{1, unit::fp32, true}}},
+     {{{1, unit::optimizer, true}}}, {}, true},
+    {framework_kind::fsdp, 0, -1, {{{1, unit::fp32}, {1, unit::weight_if_mixed}}}, {{{1, unit::fp32}}},
+     {{{1, unit::moments}}}, {}, false},
+    {framework_kind::fsdp, 2, -1, {{{1, unit::fp32, true}, {1, unit::weight_if_mixed}}}, {{{1, unit::fp32, true}}},
+     {{{1, unit::moments, true}}}, {}, false},
+    {framework_kind::fsdp, 3, -1, {{{1, unit::fp32, true}}}, {{{1, unit::fp32, true}}}, {{{1, unit::moments, true}}},
+     {}, false},
+}};
+
+const state_row& state_row_of(const training_config& t, bool bf16_optimizer) {
+  for (const state_row& r : kStateRows) {
+    if (r.framework == t.framework && r.zero_stage == t.zero_stage &&
+        (r.bf16_optimizer < 0 || r.bf16_optimizer == (bf16_optimizer ? 1 : 0))) {
+      return r;
+    }
+  }
+  TRAINPLAN_CHECK_MSG(false, "no memory row for the framework and ZeRO stage (finalize_job allows only these)");
+  return kStateRows.front();
+}
+
 state_bytes bytes_per_parameter(const training_config& t, double shards) {
   const precision_roles roles = roles_of(t);
   const double e = bytes_of(roles.weights);
-  const double master = roles.master_weights ? 4.0 : 0.0;                    // fp32 master weights
+  const bool mixed = roles.master_weights;
   const double moments = (t.optimizer == optimizer_kind::adam ? 2.0 : 1.0) * bytes_of(roles.moments);  // m, v / momentum
-  const double opt = master + moments;
-  const double d = shards;
-  state_bytes b;
-  switch (t.framework) {
-    case framework_kind::megatron:  // megatron/core/distributed + optimizer/distrib_optimizer.py
-      b.weights = e;
-      b.gradients = t.accumulate_allreduce_grads_in_fp32 ? 4.0 : e;
-      b.optimizer = t.distributed_optimizer ? opt / d : opt;
-      break;
-    case framework_kind::deepspeed: {
-      const bool bf16_optimizer = t.accumulate_allreduce_grads_in_fp32 && e < 4;  // runtime/bf16_optimizer.py
-      switch (t.zero_stage) {
-        case 0:
-        case 1:
-          b.weights = e;
-          b.optimizer = t.zero_stage == 1 ? opt / d : opt;
-          if (bf16_optimizer) {
-            b.gradients = e + 4.0;  // 16-bit grads + full fp32 accumulation buffer, not sharded
-          } else if (t.zero_stage == 1) {
-            // zero/stage_1_and_2.py: 16-bit grads + the fp32 gradient of this rank's partition.
-            b.gradients = e + (e < 4 ? 4.0 / d : 0.0);
-          } else {
-            b.gradients = e;
-            // fp16/fused_optimizer.py step: per-parameter .to(fp32) copies and their flattened concatenation.
-            if (e < 4) b.step_transient = 8.0;
-          }
-          break;
-        case 2:  // estimate_zero2_model_states_mem_needs: 2Ψ + 18Ψ/N
-          b.weights = e;
-          b.gradients = (e + 4.0) / d;
-          b.optimizer = opt / d;
-          break;
-        default:  // estimate_zero3_model_states_mem_needs: 18Ψ/N (+ live parameters, in buffers)
-          b.weights = e / d;
-          b.gradients = 4.0 / d;
-          b.optimizer = opt / d;
-          break;
-      }
-      break;
-    }
-    case framework_kind::fsdp:  // torch/distributed/fsdp: fp32 sharded FlatParameter is the master
-      b.weights = t.zero_stage == 0 ? 4.0 + (e < 4 ? e : 0.0) : 4.0 / d + (t.zero_stage == 2 && e < 4 ? e : 0.0);
-      b.gradients = t.zero_stage == 0 ? 4.0 : 4.0 / d;
-      b.optimizer = (t.zero_stage == 0 ? moments : moments / d);
-      break;
-  }
+  const std::array<double, 8> bytes = {0.0,
+                                       e,
+                                       static_cast<double>(bytes_of(roles.gradients)),
+                                       4.0,
+                                       mixed ? 4.0 : 0.0,
+                                       mixed ? e : 0.0,
+                                       (mixed ? 4.0 : 0.0) + moments,
+                                       moments};
+  auto sum = [&](const terms& ts) {
+    double b = 0;
+    for (const term& x : ts) b += x.coef * bytes[static_cast<std::size_t>(x.of)] / (x.sharded ? shards : 1.0);
+    return b;
+  };
+  const bool bf16_optimizer = t.framework == framework_kind::deepspeed && t.accumulate_allreduce_grads_in_fp32 && mixed;
+  const state_row& row = state_row_of(t, bf16_optimizer);
+  state_bytes b{sum(row.weights), sum(row.gradients), sum(row.optimizer), 0.0, sum(row.step_transient)};
   if (t.offload_optimizer) {
     b.offloaded = b.optimizer;
     b.optimizer = 0;
     b.step_transient = 0;
-    if (t.framework == framework_kind::deepspeed && t.zero_stage >= 2) {
+    if (row.offload_gradients) {
       b.offloaded += b.gradients;  // gradients stream to CPU (estimate_zero2: 2Ψ with offload)
       b.gradients = 0;
     }

@@ -80,6 +80,24 @@ TEST(MemoryStates, DeepSpeedEstimators) {
   EXPECT_GT(z3.stages[0].buffers_bytes, 0);
 }
 
+TEST(MemoryStates, EveryFrameworkAndStageRow) {
+  // The (framework, ZeRO stage) table of bytes per parameter held, bf16 on 16 GPUs (D = 16).
+  auto states = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> a = {"--model", "llama2-7b", "--num-gpus", "16", "--bf16"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const memory_report r = estimate_memory(job_of(a));
+    const auto& s = r.stages[0];
+    return (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes) / static_cast<double>(s.parameters);
+  };
+  // DeepSpeed's BF16_Optimizer: 16-bit grads + a full fp32 accumulation buffer, not sharded.
+  EXPECT_DOUBLE_EQ(states({"--framework", "deepspeed", "--zero-stage", "0"}), 2 + 6 + 12);
+  EXPECT_DOUBLE_EQ(states({"--framework", "deepspeed", "--zero-stage", "1"}), 2 + 6 + 12.0 / 16);
+  // FSDP: the fp32 sharded FlatParameter is the master; SHARD_GRAD_OP keeps the 16-bit parameters.
+  EXPECT_DOUBLE_EQ(states({"--framework", "fsdp", "--zero-stage", "0"}), (4 + 2) + 4 + 8);
+  EXPECT_DOUBLE_EQ(states({"--framework", "fsdp", "--zero-stage", "2"}), 2 + (4 + 4 + 8) / 16.0);
+  EXPECT_DOUBLE_EQ(states({"--framework", "fsdp", "--zero-stage", "3"}), (4 + 4 + 8) / 16.0);
+}
+
 TEST(MemoryStates, OptimizerOffloadMovesStatesToCpu) {
   const memory_report r = estimate_memory(job_of({"--model", "llama2-7b", "--num-gpus", "8", "--framework", "deepspeed",
                                                   "--zero-stage", "2", "--offload-optimizer"}));
