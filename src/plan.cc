@@ -85,19 +85,20 @@ void plan_from_job(const job_spec& job, plan_inputs& in) {
   };
 }
 
-plan_report make_plan(const plan_inputs& in) {
-  plan_report r;
-  r.from_job = static_cast<bool>(in.iteration_s_at_batch);
+namespace {
+
+/// The work, the GPUs and a speed must be given, each once and consistently (§7.5).
+void check_plan_inputs(const plan_inputs& in, bool from_job) {
   const int budgets = (in.train_tokens > 0) + (in.train_samples > 0) + (in.train_iters > 0);
   if (budgets != 1) {
     throw input_error(budgets == 0 ? "plan needs the work: ${plan.train_tokens}, ${plan.train_samples} or ${plan.train_iters}"
                                    : "give one of ${plan.train_tokens}, ${plan.train_samples}, ${plan.train_iters}");
   }
   if (in.num_gpus <= 0) throw input_error("plan needs the GPU count: ${num_gpus} (or a job's ${cluster.num_nodes})");
-  if (!r.from_job && in.iteration_s <= 0 && in.tflops_per_gpu <= 0) {
+  if (!from_job && in.iteration_s <= 0 && in.tflops_per_gpu <= 0) {
     throw input_error("plan needs a speed: a job layout, ${plan.iteration_s} or ${plan.tflops_per_gpu}");
   }
-  if (!r.from_job && in.iteration_s <= 0 && in.model_params <= 0) {
+  if (!from_job && in.iteration_s <= 0 && in.model_params <= 0) {
     throw input_error("${plan.tflops_per_gpu} needs the parameter count: ${model} NAME or ${plan.model_params} N");
   }
   if (in.start_iteration > 0 && in.train_iters == 0) {
@@ -110,6 +111,47 @@ plan_report make_plan(const plan_inputs& in) {
     throw input_error("${plan.start_iteration} (" + std::to_string(in.start_iteration) + ") must be below ${plan.train_iters} (" +
                       std::to_string(in.train_iters) + ")");
   }
+}
+
+/// Checkpoints, evaluation, failures and the wall time they give (§7.6-§7.8), from r.train_s.
+void add_checkpoints_and_failures(const plan_inputs& in, double full_iteration_s, plan_report& r) {
+  // Checkpoints and failures (§7.6, §7.7).
+  r.checkpoint_bytes = checkpoint_bytes(in.model_params, in.checkpoint_bytes_per_param);
+  r.checkpoint_save_s = r.checkpoint_bytes / in.checkpoint_write_bytes_per_s;
+  r.job_mtbf_s = in.gpu_mtbf_hours > 0 ? in.gpu_mtbf_hours * kSecondsPerHour / in.num_gpus : 0;
+  r.checkpoint_interval_s = young_daly_interval_s(r.checkpoint_save_s, r.job_mtbf_s);
+  if (full_iteration_s > 0 && r.checkpoint_interval_s > 0) {
+    r.checkpoint_interval_iters = std::max<std::int64_t>(1, std::llround(r.checkpoint_interval_s / full_iteration_s));
+  }
+  r.checkpoint_overhead_s = r.checkpoint_interval_s > 0 ? r.train_s / r.checkpoint_interval_s * r.checkpoint_save_s : 0;
+  // Evaluation (§7.8): every N iterations costs E iterations (seeds/004: 7 per 1000).
+  if (in.eval_interval_iters > 0 && r.total_iterations > 0) {
+    r.eval_s = static_cast<double>(r.total_iterations / in.eval_interval_iters) * in.eval_cost_iters * full_iteration_s;
+  }
+  const double failure_free_s = r.train_s + r.checkpoint_overhead_s + r.eval_s;
+  if (r.job_mtbf_s > 0) {
+    // First order: failures over the failure-free time, each losing half an interval plus the restart.
+    r.expected_failures = failure_free_s / r.job_mtbf_s;
+    r.expected_lost_hours = r.expected_failures * (r.checkpoint_interval_s / 2 + in.restart_s) / kSecondsPerHour;
+  }
+  r.wall_s = failure_free_s + r.expected_lost_hours * kSecondsPerHour;
+  r.goodput = r.wall_s > 0 ? r.train_s / r.wall_s : 0;
+  r.train_days = r.wall_s / kSecondsPerDay;
+  r.gpu_hours = r.wall_s * in.num_gpus / kSecondsPerHour;
+  r.compute_gpu_hours = r.train_s * in.num_gpus / kSecondsPerHour;
+  r.allocation_gpu_hours = in.allocation_gpu_hours;
+  if (in.allocation_gpu_hours > 0) {
+    r.allocation_sufficient = in.allocation_gpu_hours >= r.gpu_hours;
+    r.allocation_margin = in.allocation_gpu_hours / r.gpu_hours;
+  }
+}
+
+}  // namespace
+
+plan_report make_plan(const plan_inputs& in) {
+  plan_report r;
+  r.from_job = static_cast<bool>(in.iteration_s_at_batch);
+  check_plan_inputs(in, r.from_job);
   const bool by_tokens_only = in.global_batch_size <= 0 || in.seq_length <= 0;
   if (by_tokens_only && (in.iteration_s > 0 || in.train_iters > 0 || in.train_samples > 0 || in.rampup.enabled())) {
     throw input_error("plan needs ${training.global_batch_size} and ${model.seq_length} (or ${model}) for iterations and samples");
@@ -148,35 +190,7 @@ plan_report make_plan(const plan_inputs& in) {
   const double full_iteration_s = by_tokens_only ? 0 : iteration_at(in.global_batch_size);
   r.tflops_per_gpu = in.tflops_per_gpu;
 
-  // Checkpoints and failures (§7.6, §7.7).
-  r.checkpoint_bytes = checkpoint_bytes(in.model_params, in.checkpoint_bytes_per_param);
-  r.checkpoint_save_s = r.checkpoint_bytes / in.checkpoint_write_bytes_per_s;
-  r.job_mtbf_s = in.gpu_mtbf_hours > 0 ? in.gpu_mtbf_hours * kSecondsPerHour / in.num_gpus : 0;
-  r.checkpoint_interval_s = young_daly_interval_s(r.checkpoint_save_s, r.job_mtbf_s);
-  if (full_iteration_s > 0 && r.checkpoint_interval_s > 0) {
-    r.checkpoint_interval_iters = std::max<std::int64_t>(1, std::llround(r.checkpoint_interval_s / full_iteration_s));
-  }
-  r.checkpoint_overhead_s = r.checkpoint_interval_s > 0 ? r.train_s / r.checkpoint_interval_s * r.checkpoint_save_s : 0;
-  // Evaluation (§7.8): every N iterations costs E iterations (seeds/004: 7 per 1000).
-  if (in.eval_interval_iters > 0 && r.total_iterations > 0) {
-    r.eval_s = static_cast<double>(r.total_iterations / in.eval_interval_iters) * in.eval_cost_iters * full_iteration_s;
-  }
-  const double failure_free_s = r.train_s + r.checkpoint_overhead_s + r.eval_s;
-  if (r.job_mtbf_s > 0) {
-    // First order: failures over the failure-free time, each losing half an interval plus the restart.
-    r.expected_failures = failure_free_s / r.job_mtbf_s;
-    r.expected_lost_hours = r.expected_failures * (r.checkpoint_interval_s / 2 + in.restart_s) / kSecondsPerHour;
-  }
-  r.wall_s = failure_free_s + r.expected_lost_hours * kSecondsPerHour;
-  r.goodput = r.wall_s > 0 ? r.train_s / r.wall_s : 0;
-  r.train_days = r.wall_s / kSecondsPerDay;
-  r.gpu_hours = r.wall_s * in.num_gpus / kSecondsPerHour;
-  r.compute_gpu_hours = r.train_s * in.num_gpus / kSecondsPerHour;
-  r.allocation_gpu_hours = in.allocation_gpu_hours;
-  if (in.allocation_gpu_hours > 0) {
-    r.allocation_sufficient = in.allocation_gpu_hours >= r.gpu_hours;
-    r.allocation_margin = in.allocation_gpu_hours / r.gpu_hours;
-  }
+  add_checkpoints_and_failures(in, full_iteration_s, r);
   return r;
 }
 

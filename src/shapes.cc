@@ -37,16 +37,10 @@ double layer_gemm_efficiency(const job_spec& base, const model_spec& m, std::int
   return peak_s > 0 ? flops / peak_s : 0.0;
 }
 
-}  // namespace
-
-shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, const search_space& space) {
-  const auto t0 = clock_type::now();
-  if (rules.target_params <= 0) throw input_error("shapes needs ${shapes.target_params} N (e.g. 175e9)");
-  shapes_result out;
-  job_spec base = base_in;
-  finalize_model(base.model);
-  const std::int64_t gpn = base.cluster.gpus_per_node;
-  const std::int64_t tpm = rules.tp_multiple > 0 ? rules.tp_multiple : gpn;
+/// Every (hidden, layers, heads) the rules allow near the target (§7.4), with its GEMM efficiency;
+/// `considered` counts what was looked at.
+std::vector<shape_candidate> enumerate_shapes(const job_spec& base, const shape_rules& rules, std::int64_t tpm,
+                                              std::int64_t& considered) {
   const std::int64_t mult = rules.hidden_multiple;
   std::vector<shape_candidate> shapes;
   // hidden from ratio band: params ≈ 12·h²·L with L = h/ratio → h ≈ (P·ratio/12)^(1/3).
@@ -55,12 +49,10 @@ shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, cons
   for (std::int64_t h = static_cast<std::int64_t>(h_lo / mult) * mult; h <= h_hi; h += mult) {
     if (h <= 0 || h % tpm != 0) continue;
     for (std::int64_t hd : rules.head_dims) {
-      if (h % hd != 0) continue;
-      const std::int64_t heads = h / hd;
-      if (heads % tpm != 0) continue;
+      if (h % hd != 0 || (h / hd) % tpm != 0) continue;
       model_spec m = base.model;
       m.hidden_size = h;
-      m.num_attention_heads = heads;
+      m.num_attention_heads = h / hd;
       m.num_query_groups = 0;
       m.kv_channels = 0;
       m.ffn_hidden_size = 0;
@@ -69,9 +61,9 @@ shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, cons
       const parameter_breakdown one = count_parameters(m, 1);
       const double per_layer = static_cast<double>(one.dense_layer.total());
       const double fixed = static_cast<double>(one.total) - per_layer;
-      for (std::int64_t layers = std::max<std::int64_t>(1, static_cast<std::int64_t>((rules.target_params - fixed) / per_layer) - 2);
-           layers <= static_cast<std::int64_t>((rules.target_params - fixed) / per_layer) + 2; ++layers) {
-        ++out.considered;
+      const auto around = static_cast<std::int64_t>((rules.target_params - fixed) / per_layer);
+      for (std::int64_t layers = std::max<std::int64_t>(1, around - 2); layers <= around + 2; ++layers) {
+        ++considered;
         const double params = fixed + per_layer * static_cast<double>(layers);
         const double ratio = static_cast<double>(h) / static_cast<double>(layers);
         if (std::fabs(params / rules.target_params - 1) > rules.tolerance) continue;
@@ -79,7 +71,7 @@ shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, cons
         shape_candidate sc;
         sc.hidden = h;
         sc.layers = layers;
-        sc.heads = heads;
+        sc.heads = m.num_attention_heads;
         sc.params = params;
         sc.ratio = ratio;
         sc.gemm_efficiency = layer_gemm_efficiency(base, m, tpm);
@@ -87,18 +79,11 @@ shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, cons
       }
     }
   }
-  if (shapes.empty()) {
-    throw input_error("no shape within ${shapes.tolerance} " + std::to_string(rules.tolerance) + " of ${shapes.target_params} with hidden a "
-                      "multiple of " + std::to_string(mult) + ", heads divisible by " + std::to_string(tpm) +
-                      " and hidden/layers in the ${shapes.ratio} band");
-  }
-  // Closest to the target first, quantization as the tie-break; then search the best few for a layout.
-  std::sort(shapes.begin(), shapes.end(), [&](const shape_candidate& a, const shape_candidate& b) {
-    const double da = std::fabs(a.params / rules.target_params - 1) - 0.02 * a.gemm_efficiency;
-    const double db = std::fabs(b.params / rules.target_params - 1) - 0.02 * b.gemm_efficiency;
-    return da < db;
-  });
-  if (static_cast<std::int64_t>(shapes.size()) > rules.max_shapes) shapes.resize(static_cast<std::size_t>(rules.max_shapes));
+  return shapes;
+}
+
+/// Each shape's fastest layout (the search, top 1); a shape no layout fits keeps has_layout false.
+void find_layouts(const job_spec& base, const search_space& space, std::vector<shape_candidate>& shapes) {
   search_space sp = space;
   sp.top_k = 1;
   for (shape_candidate& sc : shapes) {
@@ -111,15 +96,40 @@ shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, cons
     j.model.ffn_hidden_size = 0;
     try {
       const search_result r = run_search(j, sp);
-      if (!r.candidates.empty()) {
-        sc.has_layout = true;
+      sc.has_layout = !r.candidates.empty();
+      if (sc.has_layout) {
         sc.best = r.candidates.front();
         sc.param_tokens_per_s = sc.best.samples_per_s * static_cast<double>(j.model.seq_length) * sc.params;
       }
-    } catch (const input_error&) {
+    } catch (const input_error&) {  // "nothing fits" for this shape: it is ranked last, not an error
       sc.has_layout = false;
     }
   }
+}
+
+}  // namespace
+
+shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, const search_space& space) {
+  const auto t0 = clock_type::now();
+  if (rules.target_params <= 0) throw input_error("shapes needs ${shapes.target_params} N (e.g. 175e9)");
+  shapes_result out;
+  job_spec base = base_in;
+  finalize_model(base.model);
+  const std::int64_t tpm = rules.tp_multiple > 0 ? rules.tp_multiple : base.cluster.gpus_per_node;
+  std::vector<shape_candidate> shapes = enumerate_shapes(base, rules, tpm, out.considered);
+  if (shapes.empty()) {
+    throw input_error("no shape within ${shapes.tolerance} " + std::to_string(rules.tolerance) +
+                      " of ${shapes.target_params} with hidden a multiple of " + std::to_string(rules.hidden_multiple) +
+                      ", heads divisible by " + std::to_string(tpm) + " and hidden/layers in the ${shapes.ratio} band");
+  }
+  // Closest to the target first, GEMM efficiency as the tie-break; then search the best few for a layout.
+  std::sort(shapes.begin(), shapes.end(), [&](const shape_candidate& a, const shape_candidate& b) {
+    const double da = std::fabs(a.params / rules.target_params - 1) - 0.02 * a.gemm_efficiency;
+    const double db = std::fabs(b.params / rules.target_params - 1) - 0.02 * b.gemm_efficiency;
+    return da < db;
+  });
+  if (static_cast<std::int64_t>(shapes.size()) > rules.max_shapes) shapes.resize(static_cast<std::size_t>(rules.max_shapes));
+  find_layouts(base, space, shapes);
   // Rank by work rate (tokens·params per second: the speed of training this size), then closeness.
   std::stable_sort(shapes.begin(), shapes.end(), [](const shape_candidate& a, const shape_candidate& b) {
     if (a.has_layout != b.has_layout) return a.has_layout;

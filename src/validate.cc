@@ -181,6 +181,92 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return cov / std::sqrt(va * vb);
 }
 
+namespace {
+
+/// The measured time (or why there is none) of a row.
+void read_measured(const row_map& r, const std::string& where, validation_row& v) {
+  const std::string secs = field(r, "sec_per_iter");
+  if (secs.empty()) {
+    v.skipped = field(r, "mem_gb") == "OOM" ? "out of memory" : "no time measured";
+    return;
+  }
+  v.measured_s = detail::parse_number(secs, where + " sec_per_iter");
+  if (v.measured_s <= 0) throw input_error(where + " sec_per_iter must be positive, got " + secs);
+  const std::string tf = field(r, "tflops");
+  v.measured_tflops = tf.empty() ? 0 : detail::parse_number(tf, where + " tflops");
+}
+
+/// The job flags that reproduce a row under BLOOM's conditions (the CSV's notes): Megatron-DeepSpeed,
+/// full recomputation, ALiBi, tied embeddings with an embedding norm, on Jean Zay's A100 nodes.
+std::vector<std::string> job_args_of(const row_map& r, const std::string& where, const std::string& table,
+                                     const std::string& date) {
+  for (const char* need : {"hidden", "tp", "pp", "mbs", "gbs"}) {
+    if (field(r, need).empty()) throw input_error(where + ": column '" + need + "' is empty or missing");
+  }
+  const std::int64_t hidden = to_i(field(r, "hidden"), where + " hidden");
+  const std::int64_t pp = to_i(field(r, "pp"), where + " pp");
+  // Heads: unstated in the 02-20 rows, which used the 02-17 200B config (96 heads).
+  const std::int64_t heads = field(r, "heads").empty() ? 96 : to_i(field(r, "heads"), where + " heads");
+  std::int64_t layers = 0;
+  if (!field(r, "layers").empty()) {
+    layers = to_i(field(r, "layers"), where + " layers");
+  } else if (!field(r, "size_label").empty()) {
+    layers = resolve_layers(pp, hidden, heads, billions(field(r, "size_label"), where + " size_label") * 1e9);
+  } else {
+    throw input_error(where + ": neither 'layers' nor 'size_label' given");
+  }
+  std::string gpus = field(r, "gpus");
+  if (gpus.empty()) gpus = std::to_string(to_i(field(r, "dp"), where + " dp") * to_i(field(r, "tp"), where + " tp") * pp);
+  const std::string vocab = field(r, "vocab").empty() ? "250880" : field(r, "vocab");
+  const std::string seq = field(r, "seq").empty() ? "2048" : field(r, "seq");
+  const std::string zero = field(r, "zero_stage").empty() ? "1" : field(r, "zero_stage");
+  std::vector<std::string> args = {
+      "--cluster", "jean-zay-a100", "--framework", "deepspeed", "--zero-stage", zero,
+      "--num-layers", std::to_string(layers), "--hidden-size", std::to_string(hidden),
+      "--ffn-hidden-size", std::to_string(4 * hidden), "--num-attention-heads", std::to_string(heads),
+      "--seq-length", seq, "--max-position-embeddings", seq, "--vocab-size", vocab,
+      "--position-embedding-type", "alibi", "--embed-layernorm", "--tp", field(r, "tp"), "--pp",
+      field(r, "pp"), "--num-gpus", gpus, "--mbs", field(r, "mbs"), "--gbs", field(r, "gbs"),
+      "--recompute-granularity", "full", field(r, "precision") == "bf16" ? "--bf16" : "--fp16"};
+  // Until 2022-02-28 bf16 ran on the fp16 ZeRO-1 optimizer (16-bit gradient accumulation); BLOOM's
+  // BF16_Optimizer with fp32 accumulation arrived that day (the CSV's notes, §5.8).
+  if (field(r, "precision") == "bf16" && !date.empty() && date < "2022-02-28") {
+    args.insert(args.end(), {"--grad-accum-dtype", "bf16"});
+  }
+  // Production (bloom-final) and the 02-27/28 rows give each embedding its own pipeline slot.
+  if (field(r, "notes").find("embedding partitioned as its own pipeline slot") != std::string::npos ||
+      table.find("final") != std::string::npos) {
+    args.push_back("--embedding-as-stage");
+  }
+  return args;
+}
+
+/// One CSV row (after the prequel's corrections) as a validation row.
+validation_row row_of(const row_map& r, const std::string& table, int line_no) {
+  const std::string where = table + ":" + std::to_string(line_no);
+  validation_row v;
+  v.table = table;
+  v.date = field(r, "date");
+  v.label = !field(r, "source_line").empty() ? field(r, "source_line") : "line " + std::to_string(line_no);
+  read_measured(r, where, v);
+  v.args = job_args_of(r, where, table, v.date);
+  for (const environment_note& e : kEnvironmentNotes) {
+    if (!v.date.empty() && v.date < e.before_date) v.environment_factor *= e.slowdown;
+  }
+  if (!field(r, "source_line").empty()) {
+    const int src = static_cast<int>(to_i(field(r, "source_line"), where + " source_line"));
+    for (const seed_group& g : seed_groups()) {
+      if (std::find(g.lines.begin(), g.lines.end(), src) != g.lines.end()) {
+        v.group = g.name;
+        break;
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
 std::vector<validation_row> read_measurements(const std::string& csv_text, const std::string& table) {
   std::istringstream in(csv_text);
   std::string line;
@@ -202,74 +288,7 @@ std::vector<validation_row> read_measurements(const std::string& csv_text, const
         if (field(r, "source_line") == std::to_string(c.source_line)) r[c.column] = c.value;
       }
     }
-    const std::string where = table + ":" + std::to_string(line_no);
-    validation_row v;
-    v.table = table;
-    v.date = field(r, "date");
-    v.label = !field(r, "source_line").empty() ? field(r, "source_line") : "line " + std::to_string(line_no);
-    const std::string secs = field(r, "sec_per_iter");
-    if (secs.empty()) {
-      v.skipped = field(r, "mem_gb") == "OOM" ? "out of memory" : "no time measured";
-    } else {
-      v.measured_s = detail::parse_number(secs, where + " sec_per_iter");
-      if (v.measured_s <= 0) throw input_error(where + " sec_per_iter must be positive, got " + secs);
-      const std::string tf = field(r, "tflops");
-      v.measured_tflops = tf.empty() ? 0 : detail::parse_number(tf, where + " tflops");
-    }
-    for (const char* need : {"hidden", "tp", "pp", "mbs", "gbs"}) {
-      if (field(r, need).empty()) throw input_error(where + ": column '" + need + "' is empty or missing");
-    }
-    const std::int64_t hidden = to_i(field(r, "hidden"), where + " hidden");
-    const std::int64_t pp = to_i(field(r, "pp"), where + " pp");
-    // Heads: unstated in the 02-20 rows, which used the 02-17 200B config (96 heads).
-    const std::int64_t heads = field(r, "heads").empty() ? 96 : to_i(field(r, "heads"), where + " heads");
-    std::int64_t layers = 0;
-    if (!field(r, "layers").empty()) {
-      layers = to_i(field(r, "layers"), where + " layers");
-    } else if (!field(r, "size_label").empty()) {
-      layers = resolve_layers(pp, hidden, heads, billions(field(r, "size_label"), where + " size_label") * 1e9);
-    } else {
-      throw input_error(where + ": neither 'layers' nor 'size_label' given");
-    }
-    std::string gpus = field(r, "gpus");
-    if (gpus.empty()) {
-      gpus = std::to_string(to_i(field(r, "dp"), where + " dp") * to_i(field(r, "tp"), where + " tp") * pp);
-    }
-    const std::string vocab = field(r, "vocab").empty() ? "250880" : field(r, "vocab");
-    const std::string seq = field(r, "seq").empty() ? "2048" : field(r, "seq");
-    const std::string zero = field(r, "zero_stage").empty() ? "1" : field(r, "zero_stage");
-    // BLOOM's conditions (the CSV's notes): Megatron-DeepSpeed, full recomputation, ALiBi, tied
-    // embeddings with an embedding norm, on Jean Zay's A100 nodes.
-    v.args = {"--cluster", "jean-zay-a100", "--framework", "deepspeed", "--zero-stage", zero,
-              "--num-layers", std::to_string(layers), "--hidden-size", std::to_string(hidden),
-              "--ffn-hidden-size", std::to_string(4 * hidden), "--num-attention-heads", std::to_string(heads),
-              "--seq-length", seq, "--max-position-embeddings", seq, "--vocab-size", vocab,
-              "--position-embedding-type", "alibi", "--embed-layernorm", "--tp", field(r, "tp"), "--pp",
-              field(r, "pp"), "--num-gpus", gpus, "--mbs", field(r, "mbs"), "--gbs", field(r, "gbs"),
-              "--recompute-granularity", "full", field(r, "precision") == "bf16" ? "--bf16" : "--fp16"};
-    // Until 2022-02-28 bf16 ran on the fp16 ZeRO-1 optimizer (16-bit gradient accumulation); BLOOM's
-    // BF16_Optimizer with fp32 accumulation arrived that day (the CSV's notes, §5.8).
-    if (field(r, "precision") == "bf16" && !v.date.empty() && v.date < "2022-02-28") {
-      v.args.insert(v.args.end(), {"--grad-accum-dtype", "bf16"});
-    }
-    // Production (bloom-final) and the 02-27/28 rows give each embedding its own pipeline slot.
-    if (field(r, "notes").find("embedding partitioned as its own pipeline slot") != std::string::npos ||
-        table.find("final") != std::string::npos) {
-      v.args.push_back("--embedding-as-stage");
-    }
-    for (const environment_note& e : kEnvironmentNotes) {
-      if (!v.date.empty() && v.date < e.before_date) v.environment_factor *= e.slowdown;
-    }
-    if (!field(r, "source_line").empty()) {
-      const int src = static_cast<int>(to_i(field(r, "source_line"), where + " source_line"));
-      for (const seed_group& g : seed_groups()) {
-        if (std::find(g.lines.begin(), g.lines.end(), src) != g.lines.end()) {
-          v.group = g.name;
-          break;
-        }
-      }
-    }
-    out.push_back(std::move(v));
+    out.push_back(row_of(r, table, line_no));
   }
   return out;
 }
