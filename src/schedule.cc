@@ -420,6 +420,41 @@ void one_f_one_b_fast(const schedule_input& in, schedule_result& r) {
   fill_usage(in, free_at, r);
 }
 
+/// Interleaved fast path, at a steady period boundary after step `step`: compare each rank's last
+/// forward and backward ends with a period earlier (`snap`, updated); once all moved by the same λ
+/// (to 64 ulp), add the whole periods that stay inside the steady steps to every end and return the
+/// steps skipped (§5.4 "Fast path"). `jumped` is set once extrapolation is done.
+std::int64_t skip_periods(std::int64_t p, std::int64_t step, std::int64_t period, std::int64_t steady_end,
+                          double* fe_prev, double* be_prev, double* free_at, double* snap, bool& have_snap,
+                          bool& jumped) {
+  double scale = 0;
+  for (std::int64_t rank = 0; rank < p; ++rank) scale = std::max(scale, free_at[rank]);
+  const double tol = 64 * std::numeric_limits<double>::epsilon() * scale;
+  bool periodic = have_snap;
+  const double lambda = have_snap ? be_prev[0] - snap[1] : 0.0;
+  for (std::int64_t rank = 0; rank < p; ++rank) {
+    if (periodic) {
+      periodic = std::fabs(fe_prev[rank] - snap[2 * rank] - lambda) <= tol &&
+                 std::fabs(be_prev[rank] - snap[2 * rank + 1] - lambda) <= tol;
+    }
+    snap[2 * rank] = fe_prev[rank];
+    snap[2 * rank + 1] = be_prev[rank];
+  }
+  have_snap = true;
+  if (!periodic) return 0;
+  // Whole periods that stay inside the steady steps; counters repeat with the period.
+  const std::int64_t n = (steady_end - 1 - step) / period;
+  jumped = true;
+  if (n <= 0) return 0;
+  const double shift = static_cast<double>(n) * lambda;
+  for (std::int64_t rank = 0; rank < p; ++rank) {
+    fe_prev[rank] += shift;
+    be_prev[rank] += shift;
+    free_at[rank] += shift;  // a steady step ends with the rank's backward
+  }
+  return n * period;
+}
+
 /// Interleaved 1F1B in Megatron's per-rank order (build_ops), evaluated step by step (§5.4 "Fast
 /// path"). Rank r warms up with W_r = 2(p − r − 1) + (v − 1)p virtual forwards; its forward of virtual
 /// micro-batch k belongs to step k − W_r − r and its backward of virtual k to step k − r. With every
@@ -507,35 +542,7 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
     std::swap(be_prev, be_cur);
     // After step `step`, the previous-step arrays hold its ends. Period boundaries of the steady state.
     if (jumped || step < 0 || (step + 1) % period != 0 || step >= steady_end) continue;
-    double scale = 0;
-    for (std::int64_t rank = 0; rank < p; ++rank) scale = std::max(scale, free_at[rank]);
-    const double tol = 64 * std::numeric_limits<double>::epsilon() * scale;
-    bool periodic = have_snap;
-    const double lambda = have_snap ? be_prev[0] - snap[1] : 0.0;
-    for (std::int64_t rank = 0; rank < p; ++rank) {
-      if (periodic) {
-        periodic = std::fabs(fe_prev[rank] - snap[2 * rank] - lambda) <= tol &&
-                   std::fabs(be_prev[rank] - snap[2 * rank + 1] - lambda) <= tol;
-      }
-      snap[2 * rank] = fe_prev[rank];
-      snap[2 * rank + 1] = be_prev[rank];
-    }
-    have_snap = true;
-    if (!periodic) continue;
-    // Whole periods that stay inside the steady steps; counters repeat with the period.
-    const std::int64_t n = (steady_end - 1 - step) / period;
-    if (n <= 0) {
-      jumped = true;
-      continue;
-    }
-    const double shift = static_cast<double>(n) * lambda;
-    for (std::int64_t rank = 0; rank < p; ++rank) {
-      fe_prev[rank] += shift;
-      be_prev[rank] += shift;
-      free_at[rank] += shift;  // a steady step ends with the rank's backward
-    }
-    step += n * period;
-    jumped = true;
+    step += skip_periods(p, step, period, steady_end, fe_prev, be_prev, free_at, snap, have_snap, jumped);
   }
   fill_usage(in, free_at, r);
   return true;
