@@ -16,6 +16,7 @@
 #include <thread>
 #include <tuple>
 
+#include "checked.h"
 #include "trainplan/comm.h"
 #include "trainplan/compute.h"
 #include "trainplan/error.h"
@@ -187,7 +188,11 @@ struct search_axes {
 /// The node counts searched: --nodes, else 1..--max-nodes (the cluster's size), within --max-gpus.
 std::vector<std::int64_t> nodes_of(const cluster_spec& cl, const search_space& s) {
   const std::int64_t gpn = cl.gpus_per_node;
-  std::vector<std::int64_t> nodes = s.nodes.empty() ? range(1, s.max_nodes > 0 ? s.max_nodes : cl.num_nodes) : s.nodes;
+  // The most nodes: --num-nodes, else as many as --max-gpus (--num-gpus) needs, else the cluster's.
+  const std::int64_t most = s.max_nodes > 0 ? s.max_nodes
+                            : s.max_gpus > 0 ? detail::ceil_div(s.max_gpus, gpn)
+                                             : cl.num_nodes;
+  std::vector<std::int64_t> nodes = s.nodes.empty() ? range(1, most) : s.nodes;
   if (s.max_gpus <= 0) return nodes;
   std::vector<std::int64_t> kept;
   for (auto n : nodes)

@@ -140,7 +140,13 @@ search_request parse_search_request(const std::vector<std::string>& args_in) {
   if (r.base.job.training.global_batch_size <= 0) {
     throw input_error("search needs the global batch: --global-batch-size (--gbs)");
   }
-  if (r.space.max_nodes > 0) r.base.job.cluster.num_nodes = r.space.max_nodes;
+  // The cluster searched: --num-nodes, or the nodes --num-gpus (--max-gpus) fills.
+  const std::int64_t gpn = r.base.job.cluster.gpus_per_node;
+  if (r.space.max_nodes > 0) {
+    r.base.job.cluster.num_nodes = r.space.max_nodes;
+  } else if (r.space.max_gpus > 0) {
+    r.base.job.cluster.num_nodes = (r.space.max_gpus + gpn - 1) / gpn;
+  }
   return r;
 }
 

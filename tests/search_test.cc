@@ -175,3 +175,22 @@ TEST(Shapes, CandidatesRespectTheRules) {
 
 }  // namespace
 }  // namespace trainplan
+
+namespace trainplan {
+namespace {
+
+TEST(SearchCluster, NumGpusSetsTheClusterSize) {
+  // Issue 16 (1): `--num-gpus 2048` was capped at the cluster's default of one node ("nothing fits").
+  const search_request req = parse_search_request({"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "256",
+                                                   "--gbs", "512", "--threads", "2", "--tp", "8", "--pp", "2,4"});
+  EXPECT_EQ(req.base.job.cluster.num_nodes, 32);  // what the header says
+  const search_result r = run_search(req.base.job, req.space);
+  ASSERT_FALSE(r.candidates.empty());
+  std::int64_t most = 0;
+  for (const search_candidate& c : r.candidates) most = std::max(most, c.num_gpus);
+  EXPECT_EQ(most, 256);
+  for (const search_candidate& c : r.candidates) EXPECT_LE(c.num_gpus, 256);
+}
+
+}  // namespace
+}  // namespace trainplan
