@@ -68,6 +68,9 @@ void plan_from_job(const job_spec& job, plan_inputs& in) {
   if (in.model_params <= 0) in.model_params = static_cast<double>(count_parameters(job.model, job.parallel.tp).total);
   const time_report full = estimate_time(job);
   in.tflops_per_gpu = full.tflops_per_gpu;
+  in.layout_fits = full.fits;
+  in.peak_reserved_bytes = full.peak_reserved_bytes;
+  in.capacity_bytes = full.capacity_bytes;
   auto cache = std::make_shared<std::map<std::int64_t, double>>();
   (*cache)[job.training.global_batch_size] = full.iteration_s;
   in.iteration_s_at_batch = [job, cache](std::int64_t batch) {
@@ -151,6 +154,9 @@ void add_checkpoints_and_failures(const plan_inputs& in, double full_iteration_s
 plan_report make_plan(const plan_inputs& in) {
   plan_report r;
   r.from_job = static_cast<bool>(in.iteration_s_at_batch);
+  r.layout_fits = in.layout_fits;
+  r.peak_reserved_bytes = in.peak_reserved_bytes;
+  r.capacity_bytes = in.capacity_bytes;
   check_plan_inputs(in, r.from_job);
   const bool by_tokens_only = in.global_batch_size <= 0 || in.seq_length <= 0;
   if (by_tokens_only && (in.iteration_s > 0 || in.train_iters > 0 || in.train_samples > 0 || in.rampup.enabled())) {

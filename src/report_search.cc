@@ -176,7 +176,13 @@ std::string render_shapes_json(const shape_rules& rules, const shapes_result& r)
 
 std::string render_plan_text(const plan_report& r, std::int64_t num_gpus) {
   std::string o = "Training plan";
-  o += r.from_job ? " (iteration times from the time model)\n\n" : " (from the given speed)\n\n";
+  o += r.from_job ? " (iteration times from the time model)\n" : " (from the given speed)\n";
+  if (!r.layout_fits) {
+    o += fmt::format("WARNING: the job's layout does not fit: it reserves {} GiB of {} GiB usable per GPU "
+                     "(`trainplan memory` with the same flags shows where); this plan is for a layout that cannot run\n",
+                     format_gib(r.peak_reserved_bytes, 1), format_gib(r.capacity_bytes, 1));
+  }
+  o += "\n";
   if (r.phases.size() > 1 || r.phases.front().iterations > 0) {
     o += fmt::format("{:>6} {:>7} {:>11} {:>14} {:>11} {:>10}\n", "phase", "batch", "iterations", "samples", "s/iter",
                      "hours");
@@ -223,6 +229,7 @@ std::string render_plan_json(const plan_report& r) {
   j["schema_version"] = kSchemaVersion;
   j["context"] = context_json();
   json& p = j["plan"];
+  p["layout_fits"] = r.layout_fits;
   p["train_days"] = r.train_days;
   p["compute_days"] = r.train_s / 86400;
   p["gpu_hours"] = r.gpu_hours;

@@ -32,6 +32,9 @@ json time_json(const time_report& r) {
   t["bubble_fraction"] = r.bubble_fraction;
   t["schedule"] = to_string(r.schedule);
   t["p2p_s"] = r.p2p_s;
+  t["fits"] = r.fits;
+  t["peak_reserved_bytes"] = whole_bytes(r.peak_reserved_bytes);
+  t["capacity_bytes"] = whole_bytes(r.capacity_bytes);
   const time_breakdown& b = r.breakdown;
   t["breakdown_s"] = {{"compute", b.compute_s},     {"tp_cp_ep_comm", b.tp_comm_s}, {"pipeline_bubble_and_p2p", b.pipeline_s},
                       {"dp_comm", b.dp_comm_s},     {"optimizer", b.optimizer_s}};
@@ -64,12 +67,20 @@ std::string render_time_json(const run_context& ctx, const time_report& r) {
 
 std::string render_time_text(const run_context& ctx, const time_report& r) {
   const job_spec& job = ctx.job;
-  std::string o = fmt::format("{} on {} × {} ({}), TP {} PP {} DP {}{}, MBS {}, GBS {}, {} micro-batches, {}\n\n",
-                              job.model.name, job.num_gpus, job.cluster.gpu.name, job.cluster.name, job.parallel.tp,
-                              job.parallel.pp, job.parallel.dp,
-                              job.parallel.vpp > 1 ? fmt::format(" VPP {}", job.parallel.vpp) : std::string(),
-                              job.training.micro_batch_size, job.training.global_batch_size, job.num_microbatches(),
+  const parallel_config& p = job.parallel;
+  auto dim = [](const char* name, std::int64_t n) { return n > 1 ? fmt::format(" {} {}", name, n) : std::string(); };
+  std::string o = fmt::format("{} on {} × {} ({}), TP {} PP {}{}{} DP {}{}, MBS {}, GBS {}, seq {}, {} micro-batches, {}\n",
+                              job.model.name, job.num_gpus, job.cluster.gpu.name, job.cluster.name, p.tp, p.pp,
+                              dim("CP", p.cp), dim("EP", p.ep), p.dp, dim("VPP", p.vpp), job.training.micro_batch_size,
+                              job.training.global_batch_size, job.model.seq_length, job.num_microbatches(),
                               to_string(r.schedule));
+  if (!r.fits) {
+    o += fmt::format("WARNING: this layout does not fit: stage {} reserves {} GiB of {} GiB usable per GPU "
+                     "(`trainplan memory` with the same flags shows where); the times below are for a layout that "
+                     "cannot run\n",
+                     r.peak_stage, format_gib(r.peak_reserved_bytes, 1), format_gib(r.capacity_bytes, 1));
+  }
+  o += "\n";
   o += fmt::format("  iteration            {:10.2f} s\n", r.iteration_s);
   o += fmt::format("  samples/s            {:10.2f}\n", r.samples_per_s);
   o += fmt::format("  tokens/s             {:10.0f}\n", r.tokens_per_s);

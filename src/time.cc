@@ -67,6 +67,10 @@ shared_pieces& pieces_of(const job_spec& job) {
 void time_from(const job_spec& job, const parameter_breakdown& params, const std::vector<stage_layout>& layout,
                const memory_report& mem, schedule_kind kind, bool record_events, time_report& r) {
   r.schedule = kind;
+  r.fits = mem.fits;
+  r.peak_reserved_bytes = mem.peak_reserved_bytes;
+  r.capacity_bytes = mem.capacity_bytes;
+  r.peak_stage = mem.peak_stage;
   estimate_compute(job, params, layout, r.compute);
   // §5.9: a rank whose reserved memory nears capacity runs its micro-batches slower (allocator retries).
   for (std::size_t i = 0; i < r.compute.stages.size() && i < mem.stages.size(); ++i) {

@@ -471,6 +471,45 @@ TEST(CliFormat, FormatJsonEqualsJsonAndContradictionsAreRefused) {
   EXPECT_THAT(validate_csv.out, StartsWith("table,label,date,measured_s,predicted_s,error,"));
 }
 
+// ---- issue 16: never a silent wrong answer -------------------------------------------------------------
+
+TEST(CliFirstHour, TimeAndPlanSayWhenTheLayoutDoesNotFit) {
+  // Finding 3: a 156 GiB/GPU layout got "418 days" with no word that it cannot run.
+  const std::vector<std::string> big = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp",
+                                        "8", "--pp", "2", "--sp", "--use-distributed-optimizer", "--gbs", "512"};
+  auto with = [](std::vector<std::string> a, std::initializer_list<const char*> more) {
+    a.insert(a.begin(), more.begin(), more.end());
+    return a;
+  };
+  const run_result t = run(with(big, {"time"}));
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_THAT(t.out, HasSubstr("WARNING: this layout does not fit: stage 0 reserves"));
+  const json tj = parse_json(run(with(big, {"time", "--json"})).out);
+  EXPECT_EQ(tj["time"]["fits"], false);
+  EXPECT_GT(tj["time"]["peak_reserved_bytes"].get<double>(), tj["time"]["capacity_bytes"].get<double>());
+  std::vector<std::string> plan = with(big, {"plan"});
+  plan.insert(plan.end(), {"--train-tokens", "1e12"});
+  EXPECT_THAT(run(plan).out, HasSubstr("WARNING: the job's layout does not fit"));
+  plan.push_back("--json");
+  EXPECT_EQ(parse_json(run(plan).out)["plan"]["layout_fits"], false);
+  // A layout that fits: no warning, fits true.
+  std::vector<std::string> fits = big;
+  fits.push_back("--use-flash-attn");
+  fits.insert(fits.end(), {"--recompute-granularity", "selective"});
+  const run_result ok = run(with(fits, {"time"}));
+  EXPECT_THAT(ok.out, Not(HasSubstr("WARNING")));
+  EXPECT_EQ(parse_json(run(with(fits, {"time", "--json"})).out)["time"]["fits"], true);
+}
+
+TEST(CliFirstHour, TimeHeaderShowsEveryDimensionAndTheSequence) {
+  // Finding 8: the header said `TP 8 PP 2 DP 1` on 128 GPUs (CP and EP dropped).
+  const run_result r = run({"time", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "2",
+                            "--cp", "2", "--ep", "4", "--use-flash-attn", "--gbs", "256"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("mixtral-8x7b on 64 × h100-sxm5-80gb (dgx-h100), TP 2 PP 1 CP 2 EP 4 DP 16, MBS 1, "
+                                "GBS 256, seq 4096,"));
+}
+
 TEST(CliNumbers, SearchThreadsAreBounded) {
   // Before: --threads 65536 aborted (SIGABRT) creating threads.
   const run_result r = run({"search", "--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "4", "--gbs",

@@ -40,6 +40,11 @@ struct plan_inputs {
   double flops_per_param_token = 8;    ///< 2 forward + 4 backward + 2 recomputed (seeds/000's "8")
   /// Iteration time at a given global batch (the time model, for a job); empty: derived from the above.
   std::function<double(std::int64_t batch)> iteration_s_at_batch;
+  /// From a job: whether its layout fits, and its peak against the usable memory (a plan for a layout
+  /// that cannot run is printed with a warning).
+  bool layout_fits = true;
+  double peak_reserved_bytes = 0;
+  double capacity_bytes = 0;
   // Resources and reliability.
   double allocation_gpu_hours = 0;     ///< 0: no allocation check
   double checkpoint_bytes_per_param = 14;  ///< bf16 weights + fp32 master + two fp32 Adam moments
@@ -84,6 +89,9 @@ struct plan_report {
   double goodput = 0;                  ///< train_s / wall_s
   double tflops_per_gpu = 0;           ///< as given, or from the job
   bool from_job = false;
+  bool layout_fits = true;             ///< from the job's memory (always true for a given speed)
+  double peak_reserved_bytes = 0;
+  double capacity_bytes = 0;
 };
 
 /// The campaign (§7.5-§7.8). Throws input_error naming the flag when the inputs cannot make a plan.

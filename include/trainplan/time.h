@@ -42,6 +42,12 @@ struct time_report {
   double bubble_fraction = 0;
   double p2p_s = 0;                 ///< one activation transfer between pipeline ranks
   schedule_kind schedule = schedule_kind::one_f_one_b;
+  /// Whether the layout fits, from the memory report the time model used (§3.8): a time for a layout
+  /// that cannot run is printed with a warning, never silently.
+  bool fits = true;
+  double peak_reserved_bytes = 0;   ///< the busiest rank's reserved memory
+  double capacity_bytes = 0;        ///< usable per GPU
+  std::int64_t peak_stage = 0;
   time_breakdown breakdown;
   compute_report compute;
   std::vector<stage_comm> comm;     ///< per pipeline rank
