@@ -280,6 +280,8 @@ const std::vector<field_def<cluster_spec>>& cluster_fields() {
        rule::positive},
       {"nic_bandwidth_gbit_per_s", "nic_bandwidth_bytes_per_s", &c::nic_bandwidth_bytes_per_s,
        rule::positive, kGiga / 8},
+      {"nic_bandwidth_gbps", "nic_bandwidth_bytes_per_s", &c::nic_bandwidth_bytes_per_s, rule::positive,
+       kGiga / 8},  // Gb/s, as NICs are sold (200 for HDR InfiniBand)
       {"nic_bandwidth_gb_per_s", "nic_bandwidth_bytes_per_s", &c::nic_bandwidth_bytes_per_s, rule::positive,
        kGiga},
       {"intra_node_latency_s", "intra_node_latency_s", &c::intra_node_latency_s, rule::positive},
@@ -436,6 +438,59 @@ std::vector<std::string> keys_of(const std::vector<field_def<S>>& fields,
   return keys;
 }
 
+/// The unit a key's suffix names, in words ("" when it names none): the longest suffix first.
+constexpr std::pair<std::string_view, std::string_view> kKeyUnits[] = {
+    {"_bytes_per_s", "bytes per second"},  {"_gbit_per_s", "gigabits per second"},
+    {"_gb_per_s", "gigabytes (10^9 bytes) per second"}, {"_tb_per_s", "terabytes (10^12 bytes) per second"},
+    {"_gbps", "gigabits per second"},      {"_mbps", "megabits per second"},
+    {"_tflops", "TFLOP/s"},                {"_flops", "FLOP/s"},
+    {"_bytes", "bytes"},                   {"_gib", "GiB (2^30 bytes)"},
+    {"_mib", "MiB (2^20 bytes)"},          {"_gb", "GB (10^9 bytes)"},
+    {"_us", "microseconds"},               {"_ms", "milliseconds"},
+    {"_s", "seconds"},
+};
+
+std::string_view unit_suffix(std::string_view key) {
+  std::string_view best;
+  for (const auto& [suffix, words] : kKeyUnits) {
+    if (key.ends_with(suffix) && suffix.size() > best.size()) best = suffix;
+  }
+  return best;
+}
+
+std::string_view unit_words(std::string_view suffix) {
+  for (const auto& [s, words] : kKeyUnits) {
+    if (s == suffix) return words;
+  }
+  return {};
+}
+
+/// The unknown-key message. "Did you mean" never offers a key in other units than the one typed (a
+/// Gb/s figure under a GB/s key is 8× off): when the nearest key's unit differs, every spelling of
+/// its field is listed with its unit instead.
+template <class S>
+std::string unknown_key_message(const std::string& where, const std::string& k, std::string_view where_words,
+                                const std::vector<field_def<S>>& fields,
+                                std::initializer_list<std::string_view> special_keys) {
+  const std::vector<std::string> keys = keys_of(fields, special_keys);
+  const std::string near = nearest_name(k, keys);
+  const field_def<S>* def = nullptr;
+  for (const auto& f : fields) {
+    if (f.key == near) def = &f;
+  }
+  if (def == nullptr || unit_suffix(k) == unit_suffix(near)) {
+    return fmt::format("{}: unknown key '{}'{}{}", where, k, where_words, did_you_mean(k, keys));
+  }
+  std::vector<std::string> spellings;
+  for (const auto& f : fields) {
+    if (f.field == def->field) spellings.push_back(fmt::format("{} ({})", f.key, unit_words(unit_suffix(f.key))));
+  }
+  const std::string_view typed = unit_words(unit_suffix(k));
+  return fmt::format("{}: unknown key '{}'{}{}; '{}' is given as one of: {}", where, k, where_words,
+                     typed.empty() ? std::string(" (no unit)") : fmt::format(" (in {})", typed), def->field,
+                     fmt::join(spellings, ", "));
+}
+
 /// Reads the mapping `map` into `s`. `special` handles keys outside the table (returns false if it does
 /// not know the key). `where_words` names the mapping in unknown-key messages.
 template <class S, class Special>
@@ -457,8 +512,7 @@ void read_mapping(S& s, const std::vector<field_def<S>>& fields, const YAML::Nod
       if (f.key == k) def = &f;
     }
     if (def == nullptr) {
-      throw input_error(fmt::format("{}: unknown key '{}'{}{}", file.where(key), k, where_words,
-                                    did_you_mean(k, keys_of(fields, special_keys))));
+      throw input_error(unknown_key_message(file.where(key), k, where_words, fields, special_keys));
     }
     if (auto [pos, inserted] = set_by.emplace(def->field, k); !inserted) {
       throw input_error(fmt::format("{}: keys '{}{}' and '{}{}' both set field '{}{}'; give one",

@@ -447,3 +447,36 @@ TEST_F(HardwareClusterFileMessages, CrossFieldRulesNameTheFile) {
 
 }  // namespace
 }  // namespace trainplan
+
+namespace trainplan {
+namespace {
+
+// Issue 16, finding 4: `nic_bandwidth_gbps: 200` got "did you mean 'nic_bandwidth_gb_per_s'?", an 8×
+// error for whoever follows it.
+
+TEST(HardwareClusterUnits, GbpsIsGigabitsAndOtherUnitsAreListedNotGuessed) {
+  const std::string head = "name: mine\ngpu: h100-sxm5-80gb\ngpus_per_node: 8\nnics_per_node: 8\n";
+  const cluster_spec c = load_cluster_file(write_temp("gbps.yaml", head + "nic_bandwidth_gbps: 200\n"));
+  EXPECT_DOUBLE_EQ(c.nic_bandwidth_bytes_per_s, 25e9);  // 200 Gb/s
+  const std::string mbps = write_temp("mbps.yaml", head + "nic_bandwidth_mbps: 200000\n");
+  try {
+    load_cluster_file(mbps);
+    FAIL() << "accepted an unknown unit";
+  } catch (const input_error& e) {
+    const std::string m = e.what();
+    EXPECT_THAT(m, ::testing::HasSubstr("unknown key 'nic_bandwidth_mbps' (in megabits per second)"));
+    EXPECT_THAT(m, ::testing::HasSubstr("nic_bandwidth_gb_per_s (gigabytes (10^9 bytes) per second)"));
+    EXPECT_THAT(m, ::testing::Not(::testing::HasSubstr("did you mean")));
+  }
+  // A misspelt name in the same unit still gets its suggestion.
+  const std::string typo = write_temp("typo.yaml", head + "nic_bandwith_gb_per_s: 50\n");
+  try {
+    load_cluster_file(typo);
+    FAIL() << "accepted a misspelt key";
+  } catch (const input_error& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("(did you mean 'nic_bandwidth_gb_per_s'?)"));
+  }
+}
+
+}  // namespace
+}  // namespace trainplan
