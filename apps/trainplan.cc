@@ -62,6 +62,18 @@ int cmd_models(const std::vector<std::string>& args, const output_options& out) 
   return 0;
 }
 
+int cmd_gpus(const std::vector<std::string>& args, const output_options& out) {
+  if (!args.empty()) throw input_error("gpus takes no job flags, got '" + args.front() + "'");
+  std::cout << out.make()->gpus();
+  return 0;
+}
+
+int cmd_clusters(const std::vector<std::string>& args, const output_options& out) {
+  if (!args.empty()) throw input_error("clusters takes no job flags, got '" + args.front() + "'");
+  std::cout << out.make()->clusters();
+  return 0;
+}
+
 int cmd_model(const std::vector<std::string>& args, const output_options& out) {
   const parsed_job pj = parse_job_args(args, model_need::model_only);
   const std::int64_t tp = pj.job.parallel.tp;
@@ -195,6 +207,8 @@ int cmd_plan(const std::vector<std::string>& args, const output_options& out) {
 const std::vector<command>& commands() {
   static const std::vector<command> table = {
       {"models", "list the embedded model catalog", false, cmd_models},
+      {"gpus", "list the embedded GPUs: memory, peaks, bandwidths", false, cmd_gpus},
+      {"clusters", "list the embedded clusters: GPUs per node, NICs, interconnect", false, cmd_clusters},
       {"model", "parameter tree of a model, with shapes and exact counts", true, cmd_model},
       {"memory", "memory per GPU for every pipeline stage; does the layout fit", true, cmd_memory},
       {"comm", "process groups, traffic per parallel dimension and collective time per iteration", true, cmd_comm},
@@ -234,6 +248,10 @@ std::optional<int> handle_early(std::vector<std::string>& argv_s) {
     std::cout << "trainplan: the layout search for BLOOM-176B on jean-zay-a100, 48 nodes, GBS 2048 "
                  "(`trainplan search`; `trainplan memory` for the production layout)\n\n";
     return cmd_search({}, {});
+  }
+  if (argv_s.size() == 1 && (argv_s.front() == "--version" || argv_s.front() == "version")) {
+    std::cout << "trainplan " << tool_version() << " (JSON schema_version " << kSchemaVersion << ")\n";
+    return 0;
   }
   if (argv_s.front() == "help" && argv_s.size() > 1 && argv_s[1] == "flags") {
     std::cout << "Job flags (Megatron-LM names are accepted as they are):\n" << job_flags_help();

@@ -256,16 +256,18 @@ std::string render_memory_text(const run_context& ctx, const parameter_breakdown
   const auto& par = job.parallel;
   const auto& t = job.training;
   std::string out;
-  out += fmt::format("Model {} ({} parameters) on {}: {} GPUs = {} nodes × {} {}\n", job.model.name,
-                     format_count(p.total), job.cluster.name, job.num_gpus, job.cluster.num_nodes,
+  out += fmt::format("Model {} ({} parameters) on {}: {} = {} × {} {}\n", job.model.name, format_count(p.total),
+                     job.cluster.name, detail::counted(job.num_gpus, "GPU"), detail::counted(job.cluster.num_nodes, "node"),
                      job.cluster.gpus_per_node, job.cluster.gpu.name);
   out += fmt::format("Layout: DP {} × TP {} × PP {} × CP {}{}{}{}; MBS {}, GBS {} ({} micro-batches per pipeline)\n",
                      par.dp, par.tp, par.pp, par.cp, par.ep > 1 ? fmt::format(", EP {}", par.ep) : "",
                      par.vpp > 1 ? fmt::format(", VPP {}", par.vpp) : "", par.sequence_parallel ? ", sequence parallel" : "",
                      t.micro_batch_size, t.global_batch_size, job.num_microbatches());
-  out += fmt::format("Training: {}, {}, ZeRO stage {}{}, {} recomputation{}{}\n\n", to_string(t.framework),
+  out += fmt::format("Training: {}, {}, ZeRO stage {}{}, {}{}{}\n\n", to_string(t.framework),
                      to_string(t.precision), t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "",
-                     to_string(t.recompute), t.flash_attention ? ", flash attention" : "",
+                     t.recompute == recompute_granularity::none ? std::string("no recomputation")
+                                                                : fmt::format("{} recomputation", to_string(t.recompute)),
+                     t.flash_attention ? ", flash attention" : "",
                      par.embedding_as_stage ? ", embeddings as pipeline slots" : "");
   out += "Full model without parallelism (one micro-batch, no recomputation):\n";
   out += fmt::format("  weights {} GiB, gradients {} GiB, optimizer states {} GiB, activations {} GiB\n\n",

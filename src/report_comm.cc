@@ -93,9 +93,9 @@ std::string group_line(const std::vector<std::int64_t>& members, std::int64_t gp
 std::string placement_words(const group_placement& p) {
   if (p.group_size <= 1) return "no communication";
   if (p.link == link_kind::nvlink) return "inside one node (NVLink)";
-  return fmt::format("{} nodes × {} GPU{}, {} group{} per node share its network{}", p.num_nodes, p.gpus_per_node,
-                     p.gpus_per_node > 1 ? "s" : "", p.concurrent_groups_per_node,
-                     p.concurrent_groups_per_node > 1 ? "s" : "", p.link == link_kind::hierarchical ? " (hierarchical)" : "");
+  return fmt::format("{} × {}, {} per node share its network{}", detail::counted(p.num_nodes, "node"),
+                     detail::counted(p.gpus_per_node, "GPU"), detail::counted(p.concurrent_groups_per_node, "group"),
+                     p.link == link_kind::hierarchical ? " (hierarchical)" : "");
 }
 
 std::string time_us(double s) { return fmt::format("{:.1f}", s * 1e6); }
@@ -128,8 +128,8 @@ void dimension_text(std::string& out, std::string_view title, const comm_dimensi
                        format_gib(c.bytes_per_iteration_cluster, 3), to_string(c.link), c.algorithm,
                        time_us(c.time_per_call_s), c.what);
   }
-  out += fmt::format("  busiest GPU (stage {}): {} calls, {} GiB ({} GiB sent), {:.3f} s per iteration without overlap\n",
-                     d.busiest_stage, d.calls_per_iteration_per_gpu, format_gib(d.bytes_per_iteration_per_gpu, 3),
+  out += fmt::format("  busiest GPU (stage {}): {}, {} GiB ({} GiB sent), {:.3f} s per iteration without overlap\n",
+                     d.busiest_stage, detail::counted(d.calls_per_iteration_per_gpu, "call"), format_gib(d.bytes_per_iteration_per_gpu, 3),
                      format_gib(d.wire_bytes_per_iteration_per_gpu, 3), d.time_per_iteration_s);
 }
 
@@ -164,8 +164,9 @@ std::string render_comm_text(const run_context& ctx, const comm_report& r) {
   const auto& par = job.parallel;
   const auto& t = job.training;
   std::string out;
-  out += fmt::format("Communication per iteration: {} on {}: {} GPUs = {} nodes × {} {}\n", job.model.name,
-                     job.cluster.name, r.world_size, r.num_nodes, r.gpus_per_node, job.cluster.gpu.name);
+  out += fmt::format("Communication per iteration: {} on {}: {} = {} × {} {}\n", job.model.name, job.cluster.name,
+                     detail::counted(r.world_size, "GPU"), detail::counted(r.num_nodes, "node"), r.gpus_per_node,
+                     job.cluster.gpu.name);
   out += fmt::format("Layout: TP {} × CP {} × EP {} × DP {} × PP {}{}{}, rank order {} (fastest first); "
                      "{} micro-batches of {}\n",
                      par.tp, par.cp, par.ep, par.dp, par.pp, par.vpp > 1 ? fmt::format(" (VPP {})", par.vpp) : "",

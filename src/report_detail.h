@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "trainplan/report.h"
 
@@ -17,6 +18,11 @@ constexpr double kMiB = 1048576.0;
 
 /// Bytes as a whole number for JSON.
 inline std::int64_t whole_bytes(double b) { return static_cast<std::int64_t>(std::llround(b)); }
+
+/// "1 node", "2 nodes": a count with its noun, singular or plural.
+inline std::string counted(std::int64_t n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
 
 /// The flags a launch line or pasted arguments carried that change no estimate.
 inline void append_ignored_flags(std::string& out, const run_context& ctx) {

@@ -65,8 +65,9 @@ std::string render_search_counts(const search_result& r) {
 
 std::string render_search_text(const run_context& ctx, const search_space& s, const search_result& r) {
   const job_spec& job = ctx.job;
-  std::string o = fmt::format("Search: {} ({:.1f}B parameters) on {} (up to {} nodes × {} {}), GBS {}, {} {}, ranked by {}\n\n",
-                              job.model.name, r.model_params / 1e9, job.cluster.name, job.cluster.num_nodes,
+  std::string o = fmt::format("Search: {} ({:.1f}B parameters) on {} (up to {} × {} {}), GBS {}, {} {}, ranked by {}\n\n",
+                              job.model.name, r.model_params / 1e9, job.cluster.name,
+                              detail::counted(job.cluster.num_nodes, "node"),
                               job.cluster.gpus_per_node, job.cluster.gpu.name, job.training.global_batch_size,
                               to_string(job.training.framework), to_string(job.training.precision), to_string(s.rank));
   const bool days = s.train_tokens > 0;

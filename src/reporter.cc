@@ -7,6 +7,7 @@
 
 #include "report_detail.h"
 #include "trainplan/error.h"
+#include "trainplan/hardware.h"
 #include "trainplan/report.h"
 
 #ifndef TRAINPLAN_VERSION
@@ -51,6 +52,69 @@ std::string render_validation_csv(const validation_report& r) {
   return o;
 }
 
+std::string render_gpus_text() {
+  std::string o = fmt::format("{:<16} {:<7} {:>9} {:>10} {:>10} {:>10} {:>9} {:>12} {:>5}  {}\n", "NAME", "VENDOR",
+                              "HBM GiB", "USABLE GiB", "BF16 TF/s", "FP8 TF/s", "HBM TB/s", "LINK GB/s", "SMS",
+                              "SOURCE");
+  for (const gpu_spec& g : gpu_catalog()) {
+    o += fmt::format("{:<16} {:<7} {:>9.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>9.2f} {:>12.0f} {:>5}  {}\n", g.name,
+                     g.vendor, static_cast<double>(g.memory_bytes) / detail::kGiB,
+                     static_cast<double>(g.usable_memory_bytes) / detail::kGiB, g.peak_bf16_flops / 1e12,
+                     g.peak_fp8_flops / 1e12, g.memory_bandwidth_bytes_per_s / 1e12,
+                     g.intra_node_bandwidth_bytes_per_s / 1e9, g.sm_count, g.source);
+  }
+  o += "\nDense peaks (no sparsity); LINK: NVLink/xGMI per GPU, one direction; GiB = 2^30 bytes. A cluster file "
+       "can describe any other (docs/formulas.md §6.3).\n";
+  return o;
+}
+
+std::string render_gpus_json() {
+  detail::json list = detail::json::array();
+  for (const gpu_spec& g : gpu_catalog()) {
+    list.push_back({{"name", g.name},
+                    {"vendor", g.vendor},
+                    {"memory_bytes", g.memory_bytes},
+                    {"usable_memory_bytes", g.usable_memory_bytes},
+                    {"peak_bf16_flops", g.peak_bf16_flops},
+                    {"peak_fp8_flops", g.peak_fp8_flops},
+                    {"memory_bandwidth_bytes_per_s", g.memory_bandwidth_bytes_per_s},
+                    {"intra_node_bandwidth_bytes_per_s", g.intra_node_bandwidth_bytes_per_s},
+                    {"sm_count", g.sm_count},
+                    {"source", g.source}});
+  }
+  detail::json j = {{"schema_version", kSchemaVersion}, {"context", detail::context_json()}, {"gpus", list}};
+  return j.dump(2) + "\n";
+}
+
+std::string render_clusters_text() {
+  std::string o = fmt::format("{:<16} {:<16} {:>9} {:>6} {:>5} {:>9} {:>8}  {}\n", "NAME", "GPU", "GPUS/NODE",
+                              "NODES", "NICS", "NIC Gb/s", "NET GB/s", "INTERCONNECT");
+  for (const cluster_spec& c : cluster_catalog()) {
+    o += fmt::format("{:<16} {:<16} {:>9} {:>6} {:>5} {:>9.0f} {:>8.1f}  {}\n", c.name, c.gpu.name, c.gpus_per_node,
+                     c.num_nodes, c.nics_per_node, c.nic_bandwidth_bytes_per_s * 8 / 1e9,
+                     c.node_network_bandwidth_bytes_per_s() / 1e9, c.interconnect);
+  }
+  o += "\nNODES: the cluster's default size (--num-nodes or --num-gpus set the job's); NET: all NICs of a node, "
+       "one direction.\n";
+  return o;
+}
+
+std::string render_clusters_json() {
+  detail::json list = detail::json::array();
+  for (const cluster_spec& c : cluster_catalog()) {
+    list.push_back({{"name", c.name},
+                    {"gpu", c.gpu.name},
+                    {"gpus_per_node", c.gpus_per_node},
+                    {"num_nodes", c.num_nodes},
+                    {"nics_per_node", c.nics_per_node},
+                    {"nic_bandwidth_bytes_per_s", c.nic_bandwidth_bytes_per_s},
+                    {"interconnect", c.interconnect},
+                    {"source", c.source}});
+  }
+  detail::json j = {{"schema_version", kSchemaVersion}, {"context", detail::context_json()}, {"clusters", list}};
+  return j.dump(2) + "\n";
+}
+
 namespace {
 
 constexpr std::array<std::string_view, 3> kFormatNames = {"text", "json", "csv"};
@@ -59,6 +123,8 @@ class text_reporter final : public reporter {
  public:
   output_format format() const override { return output_format::text; }
   std::string models() const override { return render_models_text(); }
+  std::string gpus() const override { return render_gpus_text(); }
+  std::string clusters() const override { return render_clusters_text(); }
   std::string model(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) const override {
     return render_model_text(m, p, tp);
   }
@@ -85,6 +151,8 @@ class json_reporter final : public reporter {
  public:
   output_format format() const override { return output_format::json; }
   std::string models() const override { return render_models_json(); }
+  std::string gpus() const override { return render_gpus_json(); }
+  std::string clusters() const override { return render_clusters_json(); }
   std::string model(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) const override {
     return render_model_json(m, p, tp);
   }
@@ -112,6 +180,8 @@ class csv_reporter final : public reporter {
  public:
   output_format format() const override { return output_format::csv; }
   std::string models() const override { return none("models"); }
+  std::string gpus() const override { return none("gpus"); }
+  std::string clusters() const override { return none("clusters"); }
   std::string model(const model_spec&, const parameter_breakdown&, std::int64_t) const override {
     return none("model");
   }

@@ -144,7 +144,9 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   time_breakdown& b = r.breakdown;
   b.compute_s = work * (sc.forward_s + sc.backward_s);
   b.tp_comm_s = work * (c.forward_s + c.backward_s);
-  b.pipeline_s = r.pipeline.pipeline_s - b.compute_s - b.tp_comm_s;
+  // What remains of the pipeline phase: bubble and transfers (never below zero: without a pipeline it
+  // is only the rounding of the sum).
+  b.pipeline_s = std::max(0.0, r.pipeline.pipeline_s - b.compute_s - b.tp_comm_s);
   b.dp_comm_s = r.pipeline.grad_reduce_exposed_s;
   b.optimizer_s = r.pipeline.optimizer_s;
 }

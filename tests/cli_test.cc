@@ -10,6 +10,8 @@
 // dropped. After an intended change to a model, regenerate with TRAINPLAN_UPDATE_GOLDEN=1 build/bin/trainplan_tests
 // --gtest_filter='CliGolden*' and review the diff.
 #include <gmock/gmock.h>
+
+#include "trainplan/hardware.h"
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
@@ -508,6 +510,23 @@ TEST(CliFirstHour, TimeHeaderShowsEveryDimensionAndTheSequence) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("mixtral-8x7b on 64 × h100-sxm5-80gb (dgx-h100), TP 2 PP 1 CP 2 EP 4 DP 16, MBS 1, "
                                 "GBS 256, seq 4096,"));
+}
+
+TEST(CliFirstHour, VersionCatalogsAndPlurals) {
+  // Finding 9's paper cuts: no --version, no GPU or cluster list, "1 nodes", "none recomputation".
+  const run_result v = run({"--version"});
+  EXPECT_EQ(v.status, 0);
+  EXPECT_THAT(v.out, StartsWith("trainplan 0."));
+  const json gpus = parse_json(run({"gpus", "--json"}).out);
+  EXPECT_EQ(gpus["gpus"].size(), trainplan::gpu_catalog().size());
+  EXPECT_EQ(gpus["gpus"][2]["name"], "h100-sxm5-80gb");
+  const json clusters = parse_json(run({"clusters", "--json"}).out);
+  EXPECT_EQ(clusters["clusters"].size(), trainplan::cluster_catalog().size());
+  EXPECT_THAT(run({"clusters"}).out, HasSubstr("dgx-h100"));
+  const run_result m = run({"memory", "--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8"});
+  EXPECT_THAT(m.out, HasSubstr("8 GPUs = 1 node × 8 h100-sxm5-80gb"));
+  EXPECT_THAT(m.out, HasSubstr("no recomputation"));
+  EXPECT_THAT(m.out, Not(HasSubstr("none recomputation")));
 }
 
 TEST(CliNumbers, SearchThreadsAreBounded) {

@@ -40,6 +40,11 @@ std::string format_count(std::int64_t n);
 
 std::string render_models_text();
 std::string render_models_json();
+/// The embedded GPU and cluster catalogs (`trainplan gpus`, `trainplan clusters`), with units.
+std::string render_gpus_text();
+std::string render_gpus_json();
+std::string render_clusters_text();
+std::string render_clusters_json();
 
 std::string render_model_text(const model_spec& m, const parameter_breakdown& p, std::int64_t tp);
 std::string render_model_json(const model_spec& m, const parameter_breakdown& p, std::int64_t tp);
@@ -99,6 +104,8 @@ class reporter {
   virtual ~reporter() = default;
   virtual output_format format() const = 0;
   virtual std::string models() const = 0;
+  virtual std::string gpus() const = 0;
+  virtual std::string clusters() const = 0;
   virtual std::string model(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) const = 0;
   virtual std::string memory(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
                              const megatron_theoretical_memory* megatron) const = 0;
