@@ -231,6 +231,14 @@ const std::vector<flag_def>& flag_table() {
                       SWITCH(b.job.training.overlap_grad_reduce = true)));
     t.push_back(swtch("--use-flash-attn", "--flash-attention", "training", "flash attention",
                       SWITCH(b.job.training.flash_attention = true)));
+    // Megatron-Core's --attention-backend (transformer/enums.py AttnBackend): flash, fused (cuDNN) and
+    // auto run a fused attention kernel that keeps no s² score matrix; unfused and local do not.
+    t.push_back(value("--attention-backend", "", "KIND", "off (unfused)", "training",
+                      "flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.training.flash_attention = parse_enum<bool>(
+                            v, f, {{"flash", true}, {"fused", true}, {"auto", true}, {"unfused", false}, {"local", false}});
+                      }));
     t.push_back(swtch("--bias-swiglu-fusion", "", "training", "fused bias+SwiGLU (Megatron core's default)",
                       SWITCH(b.job.training.bias_swiglu_fusion = true)));
     t.push_back(swtch("--no-bias-swiglu-fusion", "", "training", "unfused SwiGLU (legacy Megatron, the default here)",

@@ -1,5 +1,6 @@
 // The `plan` command's flags and request (docs/formulas.md §7.5-§7.8): its own flag tables, then a
 // given speed or job flags. The plan itself is src/plan.cc.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -105,9 +106,34 @@ std::vector<std::string> parse_plan_given_flags(const std::vector<std::string>& 
 }
 }  // namespace
 
+namespace {
+
+/// The work a launch line states (Megatron's --train-iters, --train-samples, --rampup-batch-size),
+/// taken when the plan's own flags give none: the job's line says how long it trains.
+void work_from_launch_line(const std::vector<std::string>& args, plan_inputs& in) {
+  if (in.train_tokens > 0 || in.train_samples > 0 || in.train_iters > 0) return;
+  const auto launch = std::find(args.begin(), args.end(), std::string("--"));
+  if (launch == args.end()) return;
+  std::vector<std::string> line(launch + 1, args.end());
+  std::vector<std::string> work;  // the work flags of the line, with their values
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const std::string& t = line[i];
+    const std::string name = t.substr(0, t.find('='));
+    if (name != "--train-iters" && name != "--train-samples" && name != "--rampup-batch-size") continue;
+    work.push_back(t);
+    if (t.find('=') != std::string::npos) continue;
+    const std::size_t values = name == "--rampup-batch-size" ? 3 : 1;
+    for (std::size_t k = 0; k < values && i + 1 < line.size(); ++k) work.push_back(line[++i]);
+  }
+  if (!work.empty()) parse_plan_flags(work, in);
+}
+
+}  // namespace
+
 plan_request parse_plan_request(const std::vector<std::string>& args) {
   plan_request req;
   std::vector<std::string> rest = parse_plan_flags(args, req.inputs);
+  work_from_launch_line(rest, req.inputs);
   if (plan_has_given_speed(req.inputs)) {
     rest = parse_plan_given_flags(rest, req.inputs);
     if (!rest.empty()) {

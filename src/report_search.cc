@@ -86,6 +86,7 @@ std::string render_search_text(const run_context& ctx, const search_space& s, co
   o += "\nMem: peak reserved per GPU (nvidia-smi); TFLOPs per GPU as Megatron reports them (recomputation counted).\n";
   o += render_search_counts(r);
   o += "`--explain N` shows row N in full; `--json`/`--csv` give every evaluated layout.\n";
+  append_ignored_flags(o, ctx);
   return o;
 }
 

@@ -108,6 +108,7 @@ std::string render_time_text(const run_context& ctx, const time_report& r) {
                      r.passes[i].forward_s, r.passes[i].backward_s, u.busy_s, u.send_s,
                      u.idle_s);
   }
+  append_ignored_flags(o, ctx);
   return o;
 }
 

@@ -529,6 +529,37 @@ TEST(CliFirstHour, VersionCatalogsAndPlurals) {
   EXPECT_THAT(m.out, Not(HasSubstr("none recomputation")));
 }
 
+TEST(CliFirstHour, LaunchLinesAreReadWhole) {
+  // Finding 7 and 8: plan ignored the line's --train-iters; the TP-overlap and parameter-gather overlap
+  // flags were "ignored" though they change the time; time did not list what it ignored; multi-value
+  // flags were rejected; --attention-backend was unknown.
+  const std::vector<std::string> line = {
+      "--", "torchrun", "--nproc_per_node", "8", "--nnodes", "2", "pretrain_gpt.py", "--num-layers", "32",
+      "--hidden-size", "4096", "--num-attention-heads", "32", "--seq-length", "2048", "--max-position-embeddings",
+      "2048", "--vocab-size", "50257", "--tensor-model-parallel-size", "2", "--micro-batch-size", "4",
+      "--global-batch-size", "64", "--bf16", "--train-iters", "1000", "--data-path", "0.5", "a", "0.5", "b",
+      "--attention-backend", "fused"};
+  auto cmd = [&](std::initializer_list<std::string> head, std::initializer_list<std::string> tail = {}) {
+    std::vector<std::string> a = head;
+    a.insert(a.end(), line.begin(), line.end());
+    a.insert(a.end(), tail);
+    return run(a);
+  };
+  const run_result plan = cmd({"plan", "--json"});
+  ASSERT_EQ(plan.status, 0) << plan.err;
+  EXPECT_EQ(parse_json(plan.out)["plan"]["total_iterations"], 1000);
+  const run_result time = cmd({"time"});
+  ASSERT_EQ(time.status, 0) << time.err;
+  EXPECT_THAT(time.out, HasSubstr("Ignored (they change no estimate): --train-iters --data-path"));
+  const json mem = parse_json(cmd({"memory", "--json"}).out);
+  EXPECT_EQ(mem["parallel"]["flash_attention"], true);  // --attention-backend fused
+  for (const char* overlap : {"--tp-comm-overlap", "--overlap-param-gather"}) {
+    const run_result r = cmd({"time"}, {overlap});
+    EXPECT_EQ(r.status, 2) << overlap;
+    EXPECT_THAT(r.err, HasSubstr(std::string(overlap) + " would change the estimate but is not modelled"));
+  }
+}
+
 TEST(CliNumbers, SearchThreadsAreBounded) {
   // Before: --threads 65536 aborted (SIGABRT) creating threads.
   const run_result r = run({"search", "--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "4", "--gbs",
