@@ -459,6 +459,11 @@ void read_llama_like(const hf_reader& r, const std::string& type, model_spec& m)
                                                                                     : 131072;
   m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, default_positions);
   m.position_embedding = position_embedding_kind::rope;
+  // Mistral's sliding_window applies unless null; Qwen2's only with use_sliding_window: true.
+  if (const json* w = r.find("sliding_window"); w != nullptr && w->is_number_integer() &&
+                                                r.optional_bool("use_sliding_window", type == "mistral" || type == "mixtral")) {
+    m.sliding_window = w->get<std::int64_t>();
+  }
   m.activation = gated_activation(r, "hidden_act");
   m.norm = norm_kind::rmsnorm;
   m.add_bias_linear = false;

@@ -201,6 +201,13 @@ std::string size_violation(job_spec& job) {
   [[maybe_unused]] parallel_config& p = job.parallel;
   [[maybe_unused]] training_config& t = job.training;
 
+  // A window shorter than the sequence would be priced as full attention: not modelled (issue 11).
+  if (m.sliding_window > 0 && m.sliding_window < m.seq_length) {
+    return "model field 'sliding_window' (" + to_string(m.sliding_window) + ") is shorter than the planning sequence (" +
+           "${model.seq_length} " + to_string(m.seq_length) + "): sliding-window attention is not modelled, and " +
+           "pricing it as full attention would be wrong; plan at ${model.seq_length} " + to_string(m.sliding_window) +
+           " or less";
+  }
   TRAINPLAN_RETURN_VIOLATION(positive(p.tp, "${parallel.tp}"));
   TRAINPLAN_RETURN_VIOLATION(positive(p.pp, "${parallel.pp}"));
   TRAINPLAN_RETURN_VIOLATION(positive(p.cp, "${parallel.cp}"));

@@ -259,10 +259,11 @@ std::string render_memory_text(const run_context& ctx, const parameter_breakdown
   out += fmt::format("Model {} ({} parameters) on {}: {} = {} × {} {}\n", job.model.name, format_count(p.total),
                      job.cluster.name, detail::counted(job.num_gpus, "GPU"), detail::counted(job.cluster.num_nodes, "node"),
                      job.cluster.gpus_per_node, job.cluster.gpu.name);
-  out += fmt::format("Layout: DP {} × TP {} × PP {} × CP {}{}{}{}; MBS {}, GBS {} ({} micro-batches per pipeline)\n",
+  out += fmt::format("Layout: DP {} × TP {} × PP {} × CP {}{}{}{}; MBS {}, GBS {} ({} per pipeline), sequence {}\n",
                      par.dp, par.tp, par.pp, par.cp, par.ep > 1 ? fmt::format(", EP {}", par.ep) : "",
                      par.vpp > 1 ? fmt::format(", VPP {}", par.vpp) : "", par.sequence_parallel ? ", sequence parallel" : "",
-                     t.micro_batch_size, t.global_batch_size, job.num_microbatches());
+                     t.micro_batch_size, t.global_batch_size, detail::counted(job.num_microbatches(), "micro-batch"),
+                     job.model.seq_length);
   out += fmt::format("Training: {}, {}, ZeRO stage {}{}, {}{}{}\n\n", to_string(t.framework),
                      to_string(t.precision), t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "",
                      t.recompute == recompute_granularity::none ? std::string("no recomputation")

@@ -560,6 +560,23 @@ TEST(CliFirstHour, LaunchLinesAreReadWhole) {
   }
 }
 
+TEST(CliFirstHour, SlidingWindowIsRefusedNotPricedAsFullAttention) {
+  // Finding 5: a config's sliding_window was silently ignored (full attention priced), and the memory
+  // header never showed the sequence length planned at.
+  const std::string path = ::testing::TempDir() + "trainplan_mistral_like.json";
+  std::ofstream(path) << R"({"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
+    "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+    "max_position_embeddings": 32768, "sliding_window": 4096, "hidden_act": "silu"})";
+  const run_result full = run({"memory", "--model", path, "--cluster", "dgx-h100", "--num-gpus", "8"});
+  EXPECT_EQ(full.status, 2);
+  EXPECT_THAT(full.err, HasSubstr("model field 'sliding_window' (4096) is shorter than the planning sequence "
+                                  "(--seq-length 32768)"));
+  const run_result within = run({"memory", "--model", path, "--cluster", "dgx-h100", "--num-gpus", "8", "--seq-length",
+                                 "4096"});
+  ASSERT_EQ(within.status, 0) << within.err;
+  EXPECT_THAT(within.out, HasSubstr("(1 micro-batch per pipeline), sequence 4096"));
+}
+
 TEST(CliNumbers, SearchThreadsAreBounded) {
   // Before: --threads 65536 aborted (SIGABRT) creating threads.
   const run_result r = run({"search", "--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "4", "--gbs",

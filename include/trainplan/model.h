@@ -48,6 +48,10 @@ struct model_spec {
   std::int64_t make_vocab_size_divisible_by = 128;
   std::int64_t seq_length = 0;
   std::int64_t max_position_embeddings = 0;  ///< rows of the learned position table
+  /// Sliding-window attention: each token attends to the last `sliding_window` tokens (Mistral,
+  /// Qwen2 with use_sliding_window); 0: full attention. Not modelled: finalize_job refuses a window
+  /// shorter than the planning sequence rather than price it as full attention.
+  std::int64_t sliding_window = 0;
   position_embedding_kind position_embedding = position_embedding_kind::learned;
   activation_kind activation = activation_kind::gelu;
   norm_kind norm = norm_kind::layernorm;
