@@ -185,7 +185,9 @@ int cmd_search(const std::vector<std::string>& args, const output_options& out_i
               << rep->time(ctx, estimate_time(pj.job));
     return 0;
   }
-  std::cout << rep->search(context_of(req.base), req.space, r);
+  run_context ctx = context_of(req.base);
+  ctx.has_layout = false;  // the search chooses the layout: each candidate states its own
+  std::cout << rep->search(ctx, req.space, r);
   if (rep->format() != output_format::text) std::cerr << render_search_counts(r);
   return 0;
 }

@@ -34,6 +34,8 @@ json candidate_json(const search_candidate& c) {
           {"cp", c.cp},
           {"ep", c.ep},
           {"vpp", c.vpp},
+          {"first_stage_layers", c.first_stage_layers},
+          {"last_stage_layers", c.last_stage_layers},
           {"mbs", c.mbs},
           {"sequence_parallel", c.sequence_parallel},
           {"embedding_as_stage", c.embedding_as_stage},

@@ -68,6 +68,18 @@ std::int64_t max_stage_layers(const model_spec& m, framework_kind fw, std::int64
   return split.valid ? split.most() : 0;
 }
 
+/// Megatron's uneven split for layers that do not divide PP (§7.1): ⌈L/p⌉ on every middle stage, the
+/// remainder shared by the first and last (Llama 3 405B: 126 layers over 16 = 7, 8 × 14, 7); false
+/// when there is none (the ends would get no layer, or more than a middle stage).
+bool uneven_split(const model_spec& m, std::int64_t pp, std::int64_t& first, std::int64_t& last) {
+  if (pp < 2 || m.num_layers % pp == 0) return false;
+  const std::int64_t middle = detail::ceil_div(m.num_layers, pp);
+  const std::int64_t ends = m.num_layers - middle * (pp - 2);
+  first = ends / 2;
+  last = ends - first;
+  return first >= 1 && last <= middle;
+}
+
 /// Does TP (and TP×CP) split the model, and sit evenly on the nodes (§7.1)?
 bool tp_divides(const model_spec& m, std::int64_t tp) {
   if (m.num_attention_heads % tp != 0 || m.num_query_groups % tp != 0 || m.ffn_hidden_size % tp != 0) return false;
@@ -113,8 +125,8 @@ void apply_candidate(job_spec& j, const job_spec& base, const search_candidate& 
   p.dp = 1;
   p.vpp = 1;
   p.num_layers_per_virtual_stage = c.vpp > 1 ? j.model.num_layers / c.pp / c.vpp : 0;
-  p.first_stage_layers = -1;
-  p.last_stage_layers = -1;
+  p.first_stage_layers = c.first_stage_layers;
+  p.last_stage_layers = c.last_stage_layers;
   p.sequence_parallel = c.sequence_parallel;
   p.embedding_as_stage = c.embedding_as_stage;
   t.micro_batch_size = c.mbs;
@@ -302,7 +314,14 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
     const std::int64_t micro = gbs / (mbs * c.dp);
     for (bool emb : x.embs) {
       for (std::int64_t vpp : vpps) {
-        const std::int64_t stage_layers = max_stage_layers(m, fw, c.pp, emb, vpp);
+        std::int64_t stage_layers = max_stage_layers(m, fw, c.pp, emb, vpp);
+        c.first_stage_layers = c.last_stage_layers = -1;
+        // Megatron with layers that do not divide PP: the uneven split practitioners run (§7.1).
+        if (stage_layers == 0 && vpp == 1 && !emb && !traits_of(fw).uneven_pipeline_split &&
+            uneven_split(m, c.pp, c.first_stage_layers, c.last_stage_layers)) {
+          stage_layers = detail::ceil_div(m.num_layers, c.pp);
+          if (c.pp == 2) stage_layers = std::max(c.first_stage_layers, c.last_stage_layers);
+        }
         const bool vpp_ok = vpp == 1 || micro % c.pp == 0;
         for (bool sp : x.sps) {
           const bool sp_ok = !sp || (c.tp > 1 && (m.seq_length / c.cp) % c.tp == 0);

@@ -137,8 +137,9 @@ TEST(Search, BadInputNamesTheConstraint) {
                       "--gbs", "2047", "--tp", "8", "--pp", "12"})
                 .find("--global-batch-size 2047"),
             std::string::npos);
-  // PP 8 does not split BLOOM's 70 layers under Megatron's even split: the message names it.
-  EXPECT_NE(error_of(with({"--framework", "megatron", "--tp", "8", "--pp", "8"})).find("--pp 8 does not split the 70 layers"),
+  // PP 48 cannot split BLOOM's 70 layers under Megatron, evenly or with uneven ends (⌈70/48⌉ = 2 per
+  // middle stage leaves the ends nothing): the message names it. (PP 8 now runs 8, 9 × 6, 8.)
+  EXPECT_NE(error_of(with({"--framework", "megatron", "--tp", "8", "--pp", "48"})).find("--pp 48 does not split the 70 layers"),
             std::string::npos);
   EXPECT_NE(error_of(with({"--nodes", "1", "--tp", "1", "--pp", "1", "--recompute", "none"})).find("nothing fits"),
             std::string::npos);
@@ -178,6 +179,24 @@ TEST(Shapes, CandidatesRespectTheRules) {
 
 namespace trainplan {
 namespace {
+
+TEST(SearchCluster, UnevenSplitsAreSearched) {
+  // Issue 16 (6): Llama 3.1 405B's published layout, TP 8 and PP 16 over 126 layers (7, 8 × 14, 7), could
+  // not be found: the search tried only even splits.
+  const search_request req = parse_search_request({"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--num-gpus",
+                                                   "2048", "--gbs", "2048", "--tp", "8", "--pp", "16", "--cp", "1",
+                                                   "--threads", "2"});
+  const search_result r = run_search(req.base.job, req.space);
+  ASSERT_FALSE(r.candidates.empty());
+  const search_candidate& best = r.candidates.front();
+  EXPECT_EQ(best.first_stage_layers, 7);
+  EXPECT_EQ(best.last_stage_layers, 7);
+  const job_spec j = candidate_job(req.base.job, best);
+  const std::vector<stage_layout> stages = pipeline_layout(j);
+  EXPECT_EQ(stages.front().num_layers, 7);
+  EXPECT_EQ(stages[1].num_layers, 8);
+  EXPECT_EQ(stages.back().num_layers, 7);
+}
 
 TEST(SearchCluster, NumGpusSetsTheClusterSize) {
   // Issue 16 (1): `--num-gpus 2048` was capped at the cluster's default of one node ("nothing fits").

@@ -28,6 +28,7 @@ std::string_view tool_version();
 struct run_context {
   job_spec job;                            ///< finalized; meaningful when has_job
   bool has_job = false;
+  bool has_layout = true;                  ///< false for a search's base job (no layout chosen yet)
   std::vector<std::string> ignored_flags;  ///< accepted, change no estimate (launch lines)
   std::string preset;                      ///< the preset the job came from, if any
   bool from_launch_line = false;

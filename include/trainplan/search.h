@@ -45,6 +45,9 @@ struct search_candidate {
   std::int64_t num_gpus = 0;
   std::int64_t num_nodes = 0;
   std::int64_t tp = 1, pp = 1, cp = 1, ep = 1, dp = 1, vpp = 1, mbs = 1;
+  /// An uneven split where the layers do not divide PP (Megatron's --decoder-first/last-pipeline-num-layers:
+  /// the ends take the remainder of ⌈L/p⌉ per middle stage); -1: the even split.
+  std::int64_t first_stage_layers = -1, last_stage_layers = -1;
   bool sequence_parallel = false;
   bool embedding_as_stage = false;
   recompute_choice recompute = recompute_choice::none;
