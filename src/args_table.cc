@@ -205,7 +205,11 @@ const std::vector<flag_def>& flag_table() {
                       INT_FIELD(b.job.training.micro_batch_size)));
     t.push_back(value("--global-batch-size", "--gbs", "N", "MBS×DP", "training", "global batch size (samples)",
                       INT_FIELD_MIN(b.job.training.global_batch_size, 1)));
-    t.push_back(swtch("--bf16", "", "training", "bf16 mixed precision (default)", SWITCH(b.job.training.precision = dtype::bf16)));
+    {
+      flag_def bf16 = swtch("--bf16", "", "training", "bf16 mixed precision", SWITCH(b.job.training.precision = dtype::bf16));
+      bf16.info.default_value = "on (bf16 unless --fp16 or --fp32)";  // the precision's default, not the switch's
+      t.push_back(std::move(bf16));
+    }
     t.push_back(swtch("--fp16", "", "training", "fp16 mixed precision", SWITCH(b.job.training.precision = dtype::fp16)));
     t.push_back(swtch("--fp32", "", "training", "fp32 training", SWITCH(b.job.training.precision = dtype::fp32)));
     t.push_back(value("--framework", "", "NAME", "megatron", "training", "megatron, deepspeed or fsdp",

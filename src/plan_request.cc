@@ -48,7 +48,11 @@ std::vector<local_flag> plan_table(plan_inputs* in) {
       {"--tflops-per-gpu", {}, "TFLOPS", 1, "given achieved TFLOP/s per GPU (no job needed; with --model-params)",
        num(&plan_inputs::tflops_per_gpu, true)},
       {"--model-params", {}, "N", 1, "parameter count when no --model is given (e.g. 200e9)",
-       num(&plan_inputs::model_params, true)},
+       [in](const std::vector<std::string>& v, const std::string& f) {
+         in->model_params = parse_positive(v[0], f);
+         // The largest models trained have ~2e12 parameters; 1e15 leaves room and catches unit slips.
+         if (in->model_params > 1e15) throw input_error(f + " must be at most 1e15, got " + v[0]);
+       }},
       {"--flops-per-param-token", {}, "X", 1, "FLOPs per parameter per token [8: fwd 2 + bwd 4 + recompute 2]",
        num(&plan_inputs::flops_per_param_token, true)},
       {"--allocation-gpu-hours", {}, "H", 1, "GPU-hours allocated: the sufficiency check",

@@ -124,12 +124,13 @@ std::string render_search_csv(const search_result& r) {
       "lower_bound_s,gpu_hours_per_iteration,train_days\n";
   std::size_t rank = 0;
   for (const search_candidate& c : r.candidates) {
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{:.6g}\n",
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{}\n",
                      ++rank, c.num_gpus, c.num_nodes, c.dp, c.tp, c.pp, c.cp, c.ep, c.vpp, c.mbs,
                      c.sequence_parallel ? 1 : 0, c.embedding_as_stage ? 1 : 0, to_string(c.recompute),
                      c.recompute_num_layers, c.zero_stage, c.iteration_s, c.tflops_per_gpu, c.mfu, c.samples_per_s,
                      c.bubble_fraction, whole_bytes(c.peak_reserved_bytes), whole_bytes(c.headroom_bytes),
-                     c.lower_bound_s, c.gpu_hours_per_iteration, c.train_days);
+                     c.lower_bound_s, c.gpu_hours_per_iteration,
+                     c.train_days > 0 ? fmt::format("{:.6g}", c.train_days) : std::string());  // empty: no budget
   }
   return o;
 }

@@ -578,6 +578,21 @@ TEST(CliFirstHour, SlidingWindowIsRefusedNotPricedAsFullAttention) {
   EXPECT_THAT(within.out, HasSubstr("(1 micro-batch per pipeline), sequence 4096"));
 }
 
+TEST(CliFirstHour, MorePaperCuts) {
+  // Finding 9: "--bf16 … (default) [default: off]", plan accepting 1e30 parameters, CSV train_days 0
+  // where no token budget was given.
+  EXPECT_THAT(run({"help", "flags"}).out, HasSubstr("bf16 mixed precision [default: on (bf16 unless --fp16 or --fp32)]"));
+  const run_result plan = run({"plan", "--model-params", "1e30", "--tflops-per-gpu", "150", "--num-gpus", "8",
+                               "--train-tokens", "1e9"});
+  EXPECT_EQ(plan.status, 2);
+  EXPECT_EQ(plan.err, "trainplan: error: --model-params must be at most 1e15, got 1e30\n");
+  const run_result csv = run({"search", "--csv", "--top", "1"});
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  const std::string first_row = csv.out.substr(csv.out.find('\n') + 1, csv.out.find('\n', csv.out.find('\n') + 1) -
+                                                                        csv.out.find('\n') - 1);
+  EXPECT_EQ(first_row.back(), ',') << first_row;  // train_days empty: no --train-tokens
+}
+
 TEST(CliNumbers, SearchThreadsAreBounded) {
   // Before: --threads 65536 aborted (SIGABRT) creating threads.
   const run_result r = run({"search", "--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "4", "--gbs",
