@@ -65,7 +65,7 @@ constexpr const char* kIgnoredFlags[] = {
     "--tokenizer-name-or-path", "--distributed-backend", "--seed", "--tensorboard-dir", "--tensorboard-queue-size",
     "--wandb-*", "--log-*", "--exit-*", "--timing-log-level", "--timing-log-option", "--attention-softmax-in-fp32",
     "--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-dropout-fusion", "--use-mcore-models",
-    "--use-legacy-models", "--transformer-impl", "--rotary-percent", "--rotary-base", "--rotary-interleaved",
+    "--use-legacy-models", "--rotary-percent", "--rotary-base", "--rotary-interleaved",
     "--norm-epsilon", "--layernorm-epsilon", "--apply-query-key-layer-scaling", "--initial-loss-scale",
     "--loss-scale", "--loss-scale-window", "--hysteresis", "--min-loss-scale", "--data-impl", "--dataloader-type",
     "--num-workers", "--use-checkpoint-args", "--no-load-optim", "--no-load-rng", "--finetune",

@@ -234,14 +234,26 @@ const std::vector<flag_def>& flag_table() {
                       "DP gradient reduction overlapped with the last backward (Megatron; §5.4)",
                       SWITCH(b.job.training.overlap_grad_reduce = true)));
     t.push_back(swtch("--use-flash-attn", "--flash-attention", "training", "flash attention",
-                      SWITCH(b.job.training.flash_attention = true)));
+                      SWITCH(b.job.training.attention = training_config::attention_backend::fused)));
     // Megatron-Core's --attention-backend (transformer/enums.py AttnBackend): flash, fused (cuDNN) and
     // auto run a fused attention kernel that keeps no s² score matrix; unfused and local do not.
-    t.push_back(value("--attention-backend", "", "KIND", "off (unfused)", "training",
-                      "flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local",
+    using backend = training_config::attention_backend;
+    t.push_back(value("--attention-backend", "", "KIND", "the framework's (megatron, fsdp: fused; deepspeed: unfused)",
+                      "training", "flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local",
                       [](job_builder& b, const std::string& v, const std::string& f) {
-                        b.job.training.flash_attention = parse_enum<bool>(
-                            v, f, {{"flash", true}, {"fused", true}, {"auto", true}, {"unfused", false}, {"local", false}});
+                        b.job.training.attention = parse_enum<backend>(
+                            v, f, {{"flash", backend::fused}, {"fused", backend::fused}, {"auto", backend::fused},
+                                   {"unfused", backend::unfused}, {"local", backend::unfused}});
+                      }));
+    // Megatron-Core's --transformer-impl: transformer_engine (the default, fused attention) or local
+    // (Megatron's own modules: the unfused attention core unless --use-flash-attn).
+    t.push_back(value("--transformer-impl", "", "IMPL", "transformer_engine", "training",
+                      "transformer_engine (fused attention) or local (unfused unless --use-flash-attn)",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        const bool local = parse_enum<bool>(v, f, {{"transformer_engine", false}, {"local", true}});
+                        if (local && b.job.training.attention == backend::framework_default) {
+                          b.job.training.attention = backend::unfused;
+                        }
                       }));
     t.push_back(swtch("--bias-swiglu-fusion", "", "training", "fused bias+SwiGLU (Megatron core's default)",
                       SWITCH(b.job.training.bias_swiglu_fusion = true)));

@@ -136,14 +136,17 @@ namespace {
 // runtime/pipe/engine.py (ZeRO ≤ 1 with pipelines), runtime/utils.py partition_uniform,
 // runtime/zero/config.py (reduce_bucket_size = allgather_bucket_size = 5e8), activation_checkpointing
 // (RNG state save/restore per layer: 2.5 ms fitted on seeds/000, §5.9); PyTorch FSDP (NO_SHARD,
-// SHARD_GRAD_OP, FULL_SHARD; no pipeline here).
+// SHARD_GRAD_OP, FULL_SHARD; no pipeline here). Attention: Megatron-Core's default
+// --transformer-impl transformer_engine runs TE's fused attention (--attention-backend auto);
+// PyTorch's scaled_dot_product_attention picks its flash kernel; Megatron-DeepSpeed (BLOOM) ran the
+// unfused core.
 constexpr std::array<framework_traits, 3> kFrameworks = {{
     {framework_kind::megatron, "megatron", {true, true, false, false}, {true, true, false, false}, true, true, false,
-     false, 0, 0.0, true},
+     false, 0, 0.0, true, true},
     {framework_kind::deepspeed, "deepspeed", {true, true, true, true}, {true, true, false, false}, false, false, true,
-     true, 500'000'000, 2.5e-3, false},
+     true, 500'000'000, 2.5e-3, false, false},
     {framework_kind::fsdp, "fsdp", {true, false, true, true}, {false, false, false, false}, false, false, false, false,
-     0, 0.0, false},
+     0, 0.0, false, true},
 }};
 
 }  // namespace
@@ -276,6 +279,11 @@ std::string framework_violation(job_spec& job) {
   [[maybe_unused]] model_spec& m = job.model;
   [[maybe_unused]] parallel_config& p = job.parallel;
   [[maybe_unused]] training_config& t = job.training;
+  switch (t.attention) {
+    case training_config::attention_backend::framework_default: t.flash_attention = traits_of(t.framework).fused_attention; break;
+    case training_config::attention_backend::fused: t.flash_attention = true; break;
+    case training_config::attention_backend::unfused: t.flash_attention = false; break;
+  }
   // Framework and optimizer sharding (§3.1).
   if (t.zero_stage < 0 || t.zero_stage > 3) {
     return std::string("${training.zero_stage} must be 0, 1, 2 or 3, got " + to_string(t.zero_stage));

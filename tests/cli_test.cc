@@ -479,7 +479,8 @@ TEST(CliFormat, FormatJsonEqualsJsonAndContradictionsAreRefused) {
 TEST(CliFirstHour, TimeAndPlanSayWhenTheLayoutDoesNotFit) {
   // Finding 3: a 156 GiB/GPU layout got "418 days" with no word that it cannot run.
   const std::vector<std::string> big = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp",
-                                        "8", "--pp", "2", "--sp", "--use-distributed-optimizer", "--gbs", "512"};
+                                        "8", "--pp", "2", "--sp", "--use-distributed-optimizer", "--gbs", "512",
+                                        "--transformer-impl", "local"};
   auto with = [](std::vector<std::string> a, std::initializer_list<const char*> more) {
     a.insert(a.begin(), more.begin(), more.end());
     return a;
@@ -498,7 +499,6 @@ TEST(CliFirstHour, TimeAndPlanSayWhenTheLayoutDoesNotFit) {
   // A layout that fits: no warning, fits true.
   std::vector<std::string> fits = big;
   fits.push_back("--use-flash-attn");
-  fits.insert(fits.end(), {"--recompute-granularity", "selective"});
   const run_result ok = run(with(fits, {"time"}));
   EXPECT_THAT(ok.out, Not(HasSubstr("WARNING")));
   EXPECT_EQ(parse_json(run(with(fits, {"time", "--json"})).out)["time"]["fits"], true);
@@ -576,6 +576,30 @@ TEST(CliFirstHour, SlidingWindowIsRefusedNotPricedAsFullAttention) {
                                  "4096"});
   ASSERT_EQ(within.status, 0) << within.err;
   EXPECT_THAT(within.out, HasSubstr("(1 micro-batch per pipeline), sequence 4096"));
+}
+
+TEST(CliFirstHour, MegatronMeansMegatronCoreWithFusedAttention) {
+  // Finding 2: flash attention was off unless --use-flash-attn, so a current Megatron-Core run (TE's
+  // fused attention) was judged not to fit: Llama-3-70B, 64 GPUs, TP 8 PP 2, SP, distributed optimizer.
+  const std::vector<std::string> job = {"memory", "--json", "--model", "llama3-70b", "--cluster", "dgx-h100",
+                                        "--num-gpus", "64", "--tp", "8", "--pp", "2", "--sp",
+                                        "--use-distributed-optimizer", "--gbs", "512"};
+  // Whether the layout fits with `more` flags, checking the attention kernel it was priced with.
+  auto fits = [&](std::vector<std::string> more, bool fused) {
+    std::vector<std::string> a = job;
+    a.insert(a.end(), more.begin(), more.end());
+    const run_result r = run(a);
+    EXPECT_EQ(r.status, 0) << r.err;
+    const json j = parse_json(r.out);
+    EXPECT_EQ(j["parallel"]["flash_attention"], fused);
+    return j["memory"]["fits"].get<bool>();
+  };
+  EXPECT_TRUE(fits({}, true));                                          // Megatron-Core's default: fused attention
+  EXPECT_TRUE(fits({"--transformer-impl", "transformer_engine"}, true));  // no longer "ignored"
+  EXPECT_FALSE(fits({"--transformer-impl", "local"}, false));            // Megatron's own modules, unfused core
+  // Megatron-DeepSpeed keeps the BLOOM-era unfused core (the BLOOM validation is unchanged).
+  const json ds = parse_json(run({"memory", "--json", "--preset", "bloom-176b-production"}).out);
+  EXPECT_EQ(ds["parallel"]["flash_attention"], false);
 }
 
 TEST(CliFirstHour, MorePaperCuts) {

@@ -9,9 +9,11 @@ namespace {
 
 job_spec job_of(std::vector<std::string> args) { return parse_job_args(args).job; }
 
-// GPT-style model of Korthikanti et al. 2022: GELU 4h MLP, dropout, no flash attention.
+// GPT-style model of Korthikanti et al. 2022: GELU 4h MLP, dropout, no flash attention (2022's Megatron-LM
+// modules: --transformer-impl local).
 std::vector<std::string> gpt(std::vector<std::string> extra) {
-  std::vector<std::string> a = {"--model", "megatron-22b", "--num-gpus", "8", "--mbs", "1", "--fp16"};
+  std::vector<std::string> a = {"--model", "megatron-22b", "--num-gpus", "8", "--mbs", "1", "--fp16",
+                                "--transformer-impl", "local"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }

@@ -38,6 +38,7 @@ struct framework_traits {
   std::int64_t bucket_elements;             ///< default reduce/gather bucket, elements; 0: one bucket (§4.2.4)
   double host_s_per_recomputed_layer_pass;  ///< host time per layer pass with full recomputation (§5.9)
   bool fused_grad_accumulation;             ///< weight gradients accumulate in the GEMM (main_grad, §5.9)
+  bool fused_attention;                     ///< its default attention is a fused (flash) kernel
 };
 const framework_traits& traits_of(framework_kind k);
 std::string_view to_string(recompute_granularity k);
@@ -75,7 +76,10 @@ struct training_config {
   int zero_stage = 0;                 ///< DeepSpeed/ZeRO stage; Megatron distributed optimizer = 1
   bool distributed_optimizer = false; ///< Megatron --use-distributed-optimizer
   bool accumulate_allreduce_grads_in_fp32 = false;  ///< forced on by Megatron with bf16
-  bool flash_attention = false;
+  /// The attention kernel as asked: the framework's default (Megatron-Core: Transformer Engine's fused
+  /// attention; Megatron-DeepSpeed: the unfused BLOOM-era core), fused (flash) or unfused.
+  enum class attention_backend { framework_default, fused, unfused } attention = attention_backend::framework_default;
+  bool flash_attention = false;       ///< derived by finalize_job from `attention` and the framework
   bool bias_swiglu_fusion = false;    ///< fused bias+SwiGLU saves 2f bytes/token/layer
   recompute_granularity recompute = recompute_granularity::none;
   recompute_method recompute_method_ = recompute_method::uniform;
