@@ -63,6 +63,10 @@ constexpr std::int64_t kMaxSeq = 1 << 26;
 constexpr std::int64_t kMaxExperts = 1 << 14;
 
 void require_range(std::int64_t v, std::int64_t lo, std::int64_t hi, const char* field, const char* flag) {
+  if (v == 0 && lo > 0) {  // never set: say so, rather than "got 0"
+    throw input_error(std::string("model field '") + field + "' (" + flag + ") is missing: give it, or a --model to " +
+                      "start from");
+  }
   if (v < lo || v > hi) {
     std::string rule = lo == 0 ? "must be between 0 and " + std::to_string(hi)
                                : "must be a positive integer no larger than " + std::to_string(hi);

@@ -203,7 +203,11 @@ std::string render_plan_text(const plan_report& r, std::int64_t num_gpus) {
     }
     o += "\n";
   }
-  o += fmt::format("  iterations           {:>14}\n", r.total_iterations);
+  if (r.total_iterations > 0) {  // unknown without a batch and sequence (a plan by tokens alone)
+    o += fmt::format("  iterations           {:>14}\n", r.total_iterations);
+  } else {
+    o += "  iterations                    -   (give --global-batch-size and --seq-length to count them)\n";
+  }
   o += fmt::format("  tokens               {:>14.4g}\n", r.total_tokens);
   o += fmt::format("  compute time         {:>14.2f} days  ({:.0f} GPU-hours on {} GPUs)\n", r.train_s / 86400,
                    r.compute_gpu_hours, num_gpus);

@@ -617,6 +617,18 @@ TEST(CliFirstHour, MorePaperCuts) {
   EXPECT_EQ(first_row.back(), ',') << first_row;  // train_days empty: no --train-tokens
 }
 
+TEST(CliFirstHour, MissingIsNotZero) {
+  // Finding 9: "got 0" for a missing required dimension; "iterations 0" for a plan with no batch.
+  const run_result m = run({"memory", "--num-layers", "32", "--num-gpus", "8"});
+  EXPECT_EQ(m.status, 2);
+  EXPECT_EQ(m.err, "trainplan: error: model field 'hidden_size' (--hidden-size) is missing: give it, or a --model to "
+                   "start from\n");
+  const run_result p = run({"plan", "--tflops-per-gpu", "150", "--num-gpus", "8", "--model-params", "7e9",
+                            "--train-tokens", "1e12"});
+  ASSERT_EQ(p.status, 0) << p.err;
+  EXPECT_THAT(p.out, HasSubstr("iterations                    -   (give --global-batch-size and --seq-length"));
+}
+
 TEST(CliNumbers, SearchThreadsAreBounded) {
   // Before: --threads 65536 aborted (SIGABRT) creating threads.
   const run_result r = run({"search", "--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "4", "--gbs",

@@ -93,13 +93,21 @@ TEST(ModelParameters, SharedExpertsAndLayerFrequency) {
 
 TEST(ModelValidation, RejectsBadFieldsNamingThem) {
   model_spec m = find_model("llama2-7b").spec;
-  m.num_layers = 0;
+  m.num_layers = 0;  // never set (flags and files refuse an explicit 0 before it gets here)
   try {
     finalize_model(m);
     FAIL();
   } catch (const input_error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "model field 'num_layers' (--num-layers) must be a positive integer no larger than 16384, got 0");
+              "model field 'num_layers' (--num-layers) is missing: give it, or a --model to start from");
+  }
+  m.num_layers = 20000;
+  try {
+    finalize_model(m);
+    FAIL();
+  } catch (const input_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "model field 'num_layers' (--num-layers) must be a positive integer no larger than 16384, got 20000");
   }
   m = find_model("llama2-7b").spec;
   m.num_query_groups = 5;
