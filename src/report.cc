@@ -262,7 +262,7 @@ std::string render_memory_text(const run_context& ctx, const parameter_breakdown
   out += fmt::format("Layout: DP {} × TP {} × PP {} × CP {}{}{}{}; MBS {}, GBS {} ({} per pipeline), sequence {}\n",
                      par.dp, par.tp, par.pp, par.cp, par.ep > 1 ? fmt::format(", EP {}", par.ep) : "",
                      par.vpp > 1 ? fmt::format(", VPP {}", par.vpp) : "", par.sequence_parallel ? ", sequence parallel" : "",
-                     t.micro_batch_size, t.global_batch_size, detail::counted(job.num_microbatches(), "micro-batch"),
+                     t.micro_batch_size, t.global_batch_size, detail::counted(job.num_microbatches(), "micro-batch", "micro-batches"),
                      job.model.seq_length);
   out += fmt::format("Training: {}, {}, ZeRO stage {}{}, {}{}{}\n\n", to_string(t.framework),
                      to_string(t.precision), t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "",

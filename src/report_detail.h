@@ -19,9 +19,10 @@ constexpr double kMiB = 1048576.0;
 /// Bytes as a whole number for JSON.
 inline std::int64_t whole_bytes(double b) { return static_cast<std::int64_t>(std::llround(b)); }
 
-/// "1 node", "2 nodes": a count with its noun, singular or plural.
-inline std::string counted(std::int64_t n, std::string_view noun) {
-  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+/// "1 node", "2 nodes": a count with its noun, singular or plural (`plural`: when not noun + "s").
+inline std::string counted(std::int64_t n, std::string_view noun, std::string_view plural = {}) {
+  if (n == 1) return "1 " + std::string(noun);
+  return std::to_string(n) + " " + (plural.empty() ? std::string(noun) + "s" : std::string(plural));
 }
 
 /// The flags a launch line or pasted arguments carried that change no estimate.

@@ -629,6 +629,28 @@ TEST(CliFirstHour, MissingIsNotZero) {
   EXPECT_THAT(p.out, HasSubstr("iterations                    -   (give --global-batch-size and --seq-length"));
 }
 
+TEST(CliFirstHour, TheReadmesFirstFiveMinutesRun) {
+  // Finding 10: the README's first commands and its example files (examples/) work as shown.
+  const std::string ex = std::string(TRAINPLAN_SOURCE_DIR) + "/examples/";
+  const std::vector<std::string> llama = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp",
+                                          "8", "--pp", "2", "--sp", "--use-distributed-optimizer", "--gbs", "512"};
+  for (const char* cmd : {"memory", "time"}) {
+    std::vector<std::string> a = {cmd};
+    a.insert(a.end(), llama.begin(), llama.end());
+    const run_result r = run(a);
+    EXPECT_EQ(r.status, 0) << cmd << ": " << r.err;
+  }
+  const run_result s = run({"search", "--model", ex + "my-model.yaml", "--cluster", ex + "my-cluster.yaml", "--gbs",
+                            "512", "--top", "10", "--threads", "2"});
+  ASSERT_EQ(s.status, 0) << s.err;
+  EXPECT_THAT(s.out, StartsWith("Search: my-10b (9.3B parameters) on my-h100-cluster (up to 16 nodes × 8"));
+  const run_result p = run({"plan", "--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "1024", "--tp", "8",
+                            "--pp", "4", "--sp", "--use-distributed-optimizer", "--gbs", "1024", "--train-tokens",
+                            "15e12"});
+  EXPECT_EQ(p.status, 0) << p.err;
+  EXPECT_THAT(p.out, HasSubstr("wall clock"));
+}
+
 TEST(CliNumbers, SearchThreadsAreBounded) {
   // Before: --threads 65536 aborted (SIGABRT) creating threads.
   const run_result r = run({"search", "--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "4", "--gbs",
