@@ -191,6 +191,15 @@ calibration_profile profile_base(const world_info& w, const std::string& backend
   return p;
 }
 
+/// With --calibration-out: a profile of this host and backend, filled by `fill`, written atomically.
+template <class Fill>
+void write_profile_if_asked(const world_info& w, const common_options& c, const std::string& backend, Fill&& fill) {
+  if (c.calibration_out.empty()) return;
+  calibration_profile p = profile_base(w, backend);
+  fill(p);
+  write_profile(c.calibration_out, p);
+}
+
 void add_gpu_facts(calibration_profile& p, const gpu_device_info& g) {
   p.gpu_name = g.name;
   p.gpu_catalog_name = g.catalog_name;
@@ -435,11 +444,7 @@ int run_gemm(const world_info& w, all_options& o) {
   run_context ctx = context_of(w, "gemm", "cuda");
   ctx.library_version = "cuBLASLt " + r.gpu.cublaslt_version;
   emit(w, render_gemm(ctx, r, f));
-  if (!o.common.calibration_out.empty()) {
-    calibration_profile p = profile_base(w, "cuda");
-    profile_gemms(p, r);
-    write_profile(o.common.calibration_out, p);
-  }
+  write_profile_if_asked(w, o.common, "cuda", [&](calibration_profile& p) { profile_gemms(p, r); });
   return 0;
 }
 
@@ -448,11 +453,7 @@ int run_memory(const world_info& w, all_options& o) {
   if (w.self.rank != 0) return 0;
   const memory_report r = measure_memory(w, o.memory, o.gemm.device);
   emit(w, render_memory(context_of(w, "memory", "cuda"), r, f));
-  if (!o.common.calibration_out.empty()) {
-    calibration_profile p = profile_base(w, "cuda");
-    profile_memory(p, r);
-    write_profile(o.common.calibration_out, p);
-  }
+  write_profile_if_asked(w, o.common, "cuda", [&](calibration_profile& p) { profile_memory(p, r); });
   return 0;
 }
 
@@ -465,11 +466,11 @@ int run_collectives(const world_info& w, all_options& o) {
   run_context ctx = context_of(w, "collectives", backend_name(b));
   ctx.library_version = library;
   emit(w, render_collectives(ctx, rows, f));
-  if (w.self.rank == 0 && !o.common.calibration_out.empty()) {
-    calibration_profile p = profile_base(w, backend_name(b));
-    if (gpu) add_gpu_facts(p, gpu_info(static_cast<int>(w.self.local_rank % std::max(1, gpu_count()))));
-    profile_collectives(p, rows);
-    write_profile(o.common.calibration_out, p);
+  if (w.self.rank == 0) {
+    write_profile_if_asked(w, o.common, backend_name(b), [&](calibration_profile& p) {
+      if (gpu) add_gpu_facts(p, gpu_info(static_cast<int>(w.self.local_rank % std::max(1, gpu_count()))));
+      profile_collectives(p, rows);
+    });
   }
   return any_errors(rows) ? kExitSlow : 0;
 }
