@@ -91,37 +91,32 @@ TEST(ModelParameters, SharedExpertsAndLayerFrequency) {
   EXPECT_EQ(p.moe_layer.fc2_weight, 2048 * 4096);
 }
 
+/// The input_error message finalize_model gives for `m`, or "no error".
+std::string finalize_error(model_spec m) {
+  try {
+    finalize_model(m);
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 TEST(ModelValidation, RejectsBadFieldsNamingThem) {
   model_spec m = find_model("llama2-7b").spec;
   m.num_layers = 0;  // never set (flags and files refuse an explicit 0 before it gets here)
-  try {
-    finalize_model(m);
-    FAIL();
-  } catch (const input_error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "model field 'num_layers' (--num-layers) is missing: give it, or a --model to start from");
-  }
+  EXPECT_EQ(finalize_error(m),
+            "model field 'num_layers' (--num-layers) is missing: give it, or a --model to start from");
   m.num_layers = 20000;
-  try {
-    finalize_model(m);
-    FAIL();
-  } catch (const input_error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "model field 'num_layers' (--num-layers) must be a positive integer no larger than 16384, got 20000");
-  }
+  EXPECT_EQ(finalize_error(m),
+            "model field 'num_layers' (--num-layers) must be a positive integer no larger than 16384, got 20000");
   m = find_model("llama2-7b").spec;
   m.num_query_groups = 5;
   EXPECT_THROW(finalize_model(m), input_error);
   m = find_model("llama2-7b").spec;
   m.kv_channels = 0;
   m.hidden_size = 4095;
-  try {
-    finalize_model(m);
-    FAIL();
-  } catch (const input_error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "--hidden-size (4095) must be divisible by --num-attention-heads (32) unless --kv-channels is given");
-  }
+  EXPECT_EQ(finalize_error(m),
+            "--hidden-size (4095) must be divisible by --num-attention-heads (32) unless --kv-channels is given");
 }
 
 TEST(ModelValidation, AbsurdSizesDoNotWrap) {
