@@ -319,8 +319,11 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
         // Megatron with layers that do not divide PP: the uneven split practitioners run (§7.1).
         if (stage_layers == 0 && vpp == 1 && !emb && !traits_of(fw).uneven_pipeline_split &&
             uneven_split(m, c.pp, c.first_stage_layers, c.last_stage_layers)) {
-          stage_layers = detail::ceil_div(m.num_layers, c.pp);
-          if (c.pp == 2) stage_layers = std::max(c.first_stage_layers, c.last_stage_layers);
+          parallel_config p;  // the busiest rank of that split, from the one account of splits
+          p.pp = c.pp;
+          p.first_stage_layers = c.first_stage_layers;
+          p.last_stage_layers = c.last_stage_layers;
+          stage_layers = split_layers(m.num_layers, p, fw).most();
         }
         const bool vpp_ok = vpp == 1 || micro % c.pp == 0;
         for (bool sp : x.sps) {
