@@ -98,23 +98,21 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   in.p2p_s = r.p2p_s;
   in.overlap_grad_reduce = tc.overlap_grad_reduce;
   in.record_events = record_events;
-  in.stages.resize(r.compute.stages.size());
-  for (std::size_t i = 0; i < in.stages.size(); ++i) {
-    const stage_compute& sc = r.compute.stages[i];
-    const stage_comm& c = r.comm[i];
-    const double chunks = static_cast<double>(p.vpp) / static_cast<double>(in.num_chunks);
-    in.stages[i] = stage_times{(sc.forward_s + c.forward_s) * chunks, (sc.backward_s + c.backward_s) * chunks,
-                               c.grad_reduce_s, sc.optimizer_s + c.param_gather_s + c.optimizer_s,
-                               sc.backward_weight_s * chunks};
-  }
-  r.pipeline = run_schedule(in);
+  // Each rank's passes (compute + exposed communication, per micro-batch and chunk), then as the
+  // schedule runs them: GPipe on a VPP layout runs a rank's chunks as one.
+  const double chunks = static_cast<double>(p.vpp) / static_cast<double>(in.num_chunks);
   r.passes.resize(r.compute.stages.size());
+  in.stages.resize(r.compute.stages.size());
   for (std::size_t i = 0; i < r.passes.size(); ++i) {
     const stage_compute& sc = r.compute.stages[i];
     const stage_comm& c = r.comm[i];
-    r.passes[i] = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
-                              sc.optimizer_s + c.param_gather_s + c.optimizer_s, sc.backward_weight_s};
+    stage_times& pass = r.passes[i];
+    pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
+                       sc.optimizer_s + c.param_gather_s + c.optimizer_s, sc.backward_weight_s};
+    in.stages[i] = stage_times{pass.forward_s * chunks, pass.backward_s * chunks, pass.grad_reduce_s,
+                               pass.optimizer_s, pass.backward_weight_s * chunks};
   }
+  r.pipeline = run_schedule(in);
 
   // Totals (§5.7).
   const double gpus = static_cast<double>(job.num_gpus);
