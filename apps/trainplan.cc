@@ -74,41 +74,28 @@ int cmd_clusters(const std::vector<std::string>& args, const output_options& out
   return 0;
 }
 
-int cmd_model(const std::vector<std::string>& args, const output_options& out) {
-  const parsed_job pj = parse_job_args(args, model_need::model_only);
-  const std::int64_t tp = pj.job.parallel.tp;
-  const parameter_breakdown p = count_parameters(pj.job.model, tp);
-  std::cout << out.make()->model(pj.job.model, p, tp);
-  return 0;
-}
-
-int cmd_memory(const std::vector<std::string>& args, const output_options& out) {
-  const parsed_job pj = parse_job_args(args.empty() ? std::vector<std::string>{"--preset", "bloom-176b-production"} : args);
-  const parameter_breakdown p = count_parameters(pj.job.model, pj.job.parallel.tp);
-  const memory_report r = estimate_memory(pj.job);
-  // Megatron-LM's own formula beside ours, where it models the job (docs/formulas.md §3.9).
-  const megatron_theoretical_memory megatron = megatron_theoretical(pj.job);
-  const megatron_theoretical_memory* shown = megatron_theoretical_applies(pj.job) ? &megatron : nullptr;
-  std::cout << out.make()->memory(context_of(pj), p, r, shown);
-  return 0;
-}
-
-int cmd_comm(const std::vector<std::string>& args, const output_options& out) {
-  const parsed_job pj = parse_job_args(args.empty() ? std::vector<std::string>{"--preset", "bloom-176b-production"} : args);
-  const comm_report r = analyze_comm(pj.job);
-  std::cout << out.make()->comm(context_of(pj), r);
-  return 0;
-}
-
 /// Job flags with the production preset when none are given.
 parsed_job job_or_default(const std::vector<std::string>& args) {
   return parse_job_args(args.empty() ? std::vector<std::string>{"--preset", "bloom-176b-production"} : args);
 }
 
+int cmd_model(const std::vector<std::string>& args, const output_options& out) {
+  std::cout << model_output(parse_job_args(args, model_need::model_only), *out.make());
+  return 0;
+}
+
+int cmd_memory(const std::vector<std::string>& args, const output_options& out) {
+  std::cout << memory_output(job_or_default(args), *out.make());
+  return 0;
+}
+
+int cmd_comm(const std::vector<std::string>& args, const output_options& out) {
+  std::cout << comm_output(job_or_default(args), *out.make());
+  return 0;
+}
+
 int cmd_time(const std::vector<std::string>& args, const output_options& out) {
-  const parsed_job pj = job_or_default(args);
-  const time_report r = estimate_time(pj.job);
-  std::cout << out.make()->time(context_of(pj), r);
+  std::cout << time_output(job_or_default(args), *out.make());
   return 0;
 }
 
@@ -120,26 +107,15 @@ int cmd_schedule(const std::vector<std::string>& args, const output_options& out
     if (a == "--gpipe") gpipe = true;
     else rest.push_back(a);
   }
-  const parsed_job pj = job_or_default(rest);
-  const time_report r = estimate_time(pj.job, gpipe ? schedule_kind::gpipe : default_schedule(pj.job), true);
-  std::cout << out.make()->schedule(context_of(pj), r);
+  std::cout << schedule_output(job_or_default(rest), gpipe, *out.make());
   return 0;
 }
 
 int cmd_validate(const std::vector<std::string>& args, const output_options& out) {
-  validation_report r;
-  if (args.empty()) {
-    r = validate_shipped();
-  } else if (args.size() == 2 && args[0] == "--csv") {
-    std::ifstream in(args[1]);
-    if (!in) throw input_error("--csv: cannot read '" + args[1] + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    r = run_validation(read_measurements(text.str(), args[1]));
-  } else {
+  if (!args.empty() && !(args.size() == 2 && args[0] == "--csv")) {
     throw input_error("validate takes no job flags; use --csv FILE for your own measurements, got '" + args[0] + "'");
   }
-  std::cout << out.make()->validation(r);
+  std::cout << validation_output(args.empty() ? std::string() : args[1], *out.make());
   return 0;
 }
 
@@ -185,24 +161,18 @@ int cmd_search(const std::vector<std::string>& args, const output_options& out_i
               << rep->time(ctx, estimate_time(pj.job));
     return 0;
   }
-  run_context ctx = context_of(req.base);
-  ctx.has_layout = false;  // the search chooses the layout: each candidate states its own
-  std::cout << rep->search(ctx, req.space, r);
+  std::cout << rep->search(search_context(req), req.space, r);
   if (rep->format() != output_format::text) std::cerr << render_search_counts(r);
   return 0;
 }
 
 int cmd_shapes(const std::vector<std::string>& args, const output_options& out) {
-  const shapes_request req = parse_shapes_request(args);
-  const shapes_result r = run_shapes(req.base.job, req.rules, req.space);
-  std::cout << out.make()->shapes(req.rules, r);
+  std::cout << shapes_output(parse_shapes_request(args), *out.make());
   return 0;
 }
 
 int cmd_plan(const std::vector<std::string>& args, const output_options& out) {
-  const plan_request req = parse_plan_request(args);
-  const plan_report r = make_plan(req.inputs);
-  std::cout << out.make()->plan(r, req.inputs.num_gpus);
+  std::cout << plan_output(parse_plan_request(args), *out.make());
   return 0;
 }
 

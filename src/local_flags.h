@@ -124,5 +124,9 @@ inline std::vector<std::int64_t> parse_int_list(const std::string& text, const s
   return out;
 }
 
+/// Each command's own rows, for command_flags (names and help only: their handlers write to a dummy).
+std::vector<local_flag> search_flag_rows();  // src/search_request.cc
+std::vector<local_flag> shapes_flag_rows();  // src/shapes_request.cc
+std::vector<local_flag> plan_flag_rows();    // src/plan_request.cc: the plan's and the given-speed flags
 
 }  // namespace trainplan::detail

@@ -97,6 +97,13 @@ std::vector<std::string> parse_plan_flags(const std::vector<std::string>& args, 
   return detail::take_local_flags(plan_table(&in), args);
 }
 
+std::vector<detail::local_flag> detail::plan_flag_rows() {
+  static plan_inputs dummy;
+  std::vector<local_flag> rows = plan_table(&dummy);
+  for (local_flag& f : given_table(&dummy)) rows.push_back(std::move(f));
+  return rows;
+}
+
 std::string plan_flags_help() {
   plan_inputs dummy;
   return detail::local_flags_help(plan_table(&dummy)) +

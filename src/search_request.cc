@@ -150,9 +150,11 @@ search_request parse_search_request(const std::vector<std::string>& args_in) {
   return r;
 }
 
-std::string search_flags_help() {
-  search_request dummy;
-  return detail::local_flags_help(search_table(&dummy));
+std::string search_flags_help() { return detail::local_flags_help(detail::search_flag_rows()); }
+
+std::vector<detail::local_flag> detail::search_flag_rows() {
+  static search_request dummy;
+  return search_table(&dummy);
 }
 
 }  // namespace trainplan

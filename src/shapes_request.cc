@@ -57,8 +57,12 @@ shapes_request parse_shapes_request(const std::vector<std::string>& args_in) {
 }
 
 std::string shapes_flags_help() {
-  shapes_request dummy;
-  return detail::local_flags_help(shapes_table(&dummy)) + "  and the search flags (`trainplan help search`)\n";
+  return detail::local_flags_help(detail::shapes_flag_rows()) + "  and the search flags (`trainplan help search`)\n";
+}
+
+std::vector<detail::local_flag> detail::shapes_flag_rows() {
+  static shapes_request dummy;
+  return shapes_table(&dummy);
 }
 
 }  // namespace trainplan

@@ -67,4 +67,43 @@ struct plan_request {
 /// --model-params) or job flags (parse_job_args) for the rest. Throws input_error naming the flag.
 plan_request parse_plan_request(const std::vector<std::string>& args);
 
+// ---- each command's output (src/commands.cc) ----
+// Compute once, through the reporter the caller chose: the CLI prints the string, the Python module
+// parses its JSON, so both show the same result structs serialized the same way.
+
+std::string model_output(const parsed_job& pj, const reporter& rep);
+/// Ours, and Megatron-LM's theoretical figure beside it where it models the job (§3.9).
+std::string memory_output(const parsed_job& pj, const reporter& rep);
+std::string comm_output(const parsed_job& pj, const reporter& rep);
+std::string time_output(const parsed_job& pj, const reporter& rep);
+/// The timeline of Megatron's schedule for the job, or GPipe's.
+std::string schedule_output(const parsed_job& pj, bool gpipe, const reporter& rep);
+/// The run context of a search: its base job, with no layout (each candidate states its own).
+run_context search_context(const search_request& req);
+/// The search's ranking (not --explain, which the CLI prints as text).
+std::string search_output(const search_request& req, const reporter& rep, const search_progress& progress = {});
+std::string shapes_output(const shapes_request& req, const reporter& rep);
+std::string plan_output(const plan_request& req, const reporter& rep);
+/// The shipped tables, or the measurements in the CSV file at `csv_path` (`validate --csv FILE`).
+std::string validation_output(const std::string& csv_path, const reporter& rep);
+
+// ---- the flags as data, for front ends other than the command line (the Python module) ----
+
+/// What a flag's value is, from its value name ("N": integer, "LIST": list, "" : a switch).
+enum class value_kind { none, integer, number, text, list, range, triple };
+std::string_view to_string(value_kind k);
+
+/// One flag a command takes.
+struct command_flag {
+  std::string name;                  ///< "--tensor-model-parallel-size"
+  std::vector<std::string> aliases;  ///< "--tp"
+  std::string value_name;            ///< "N", "LIST", "" for a switch
+  value_kind kind = value_kind::none;
+  std::string default_value;         ///< as help shows it ("" when the help line states it)
+  std::string help;
+};
+/// The flags of `command` ("job" for the job flags alone; "search", "shapes", "plan"): the command's own
+/// first, then the job flags none of them shadows. Throws input_error for another name.
+std::vector<command_flag> command_flags(std::string_view command);
+
 }  // namespace trainplan
