@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -280,7 +281,13 @@ void rederive_overridden_model(job_builder& b, const model_spec& base) {
 /// the job's GPU (§6.4).
 void apply_hardware_flags(job_builder& b) {
   cluster_spec& c = b.job.cluster;
-  if (!b.gpu_name.empty()) c.gpu = find_gpu(b.gpu_name);
+  if (!b.gpu_name.empty()) {
+    try {
+      c.gpu = find_gpu(b.gpu_name);
+    } catch (const input_error& e) {
+      throw e.wrapped("--gpu: ", "");
+    }
+  }
   if (b.gpu_usable_gib) c.gpu.usable_memory_bytes = *b.gpu_usable_gib;
   if (b.gpu_peak_tflops) c.gpu.peak_bf16_flops = *b.gpu_peak_tflops * 1e12;
   if (b.gpu_bandwidth_gb_per_s) c.gpu.memory_bandwidth_bytes_per_s = *b.gpu_bandwidth_gb_per_s * 1e9;
@@ -373,6 +380,34 @@ const std::vector<preset>& presets() {
   return list;
 }
 
+namespace {
+
+/// Apply one flag; an error whose message does not name the flag (an unknown model or cluster name, a
+/// file that cannot be read) gets it, so that every message says which argument it is about: in front,
+/// or after a file error's "file:line: " message, which stays first.
+void apply_flag(const pending& p, job_builder& b) {
+  try {
+    p.def->apply(b, p.value, p.flag);
+  } catch (const input_error& e) {
+    const std::string what = e.what();
+    auto names = [&what](const std::string& spelling) {
+      for (std::size_t at = what.find(spelling); at != std::string::npos; at = what.find(spelling, at + 1)) {
+        const std::size_t end = at + spelling.size();
+        if (end == what.size() || !(std::isalnum(static_cast<unsigned char>(what[end])) || what[end] == '-')) return true;
+      }
+      return false;
+    };
+    if (!e.fields().empty() || names(p.flag) || names(p.def->info.name) ||
+        std::any_of(p.def->info.aliases.begin(), p.def->info.aliases.end(), names)) {
+      throw;
+    }
+    if (!p.value.empty() && what.starts_with(p.value + ":")) throw e.wrapped("", " (" + p.flag + ")");
+    throw e.wrapped(p.flag + ": ", "");
+  }
+}
+
+}  // namespace
+
 parsed_job parse_job_args(const std::vector<std::string>& args, model_need need) {
   job_builder b;
   b.job.cluster = find_cluster("dgx-h100");
@@ -396,7 +431,7 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
       base = b.job.model;
       base_taken = true;
     }
-    p.def->apply(b, p.value, p.flag);
+    apply_flag(p, b);
   }
   rederive_overridden_model(b, base);
 

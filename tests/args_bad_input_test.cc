@@ -103,15 +103,17 @@ TEST(ArgsBadInput, EpWithoutMoe) {
 
 TEST(ArgsBadInput, UnknownModelSuggests) {
   EXPECT_THAT(error_of({"--model", "llama2-7"}),
-              AllOf(StartsWith("unknown model 'llama2-7'"), HasSubstr("did you mean 'llama2-7b'?")));
+              AllOf(StartsWith("--model: unknown model 'llama2-7'"), HasSubstr("did you mean 'llama2-7b'?")));
   EXPECT_THAT(error_of({"--model", "mixtral-8x7"}, model_need::model_only), HasSubstr("did you mean 'mixtral-8x7b'?"));
 }
 
 TEST(ArgsBadInput, UnknownGpuAndClusterSuggest) {
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--gpu", "h100-sxm5-80"}),
-            "unknown GPU 'h100-sxm5-80' (did you mean 'h100-sxm5-80gb'?)");
+            "--gpu: unknown GPU 'h100-sxm5-80' (did you mean 'h100-sxm5-80gb'?)");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--cluster", "dgx-h10"}),
-            "unknown cluster 'dgx-h10' (did you mean 'dgx-h100'?)");
+            "--cluster: unknown cluster 'dgx-h10' (did you mean 'dgx-h100'?)");
+  // Even an empty name says which flag it came from.
+  EXPECT_EQ(error_of({"--model", "llama2-7b", "--cluster", ""}), "--cluster: unknown cluster ''");
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--cluster", "jean-zay-a10"}), HasSubstr("did you mean 'jean-zay-a100'?"));
   // A name cut short is too far in edits but begins a known one: the shortest such is suggested.
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--cluster", "jean-zay"}), HasSubstr("did you mean 'jean-zay-a100'?"));
@@ -248,7 +250,9 @@ TEST(ArgsBadInput, MalformedModelFilesGiveTheirLine) {
   const std::string yaml = write_temp("bad.yaml", "num_layers: 4\n  hidden_size: 3\n");
   EXPECT_THAT(error_of({"--model", yaml}), StartsWith(yaml + ":2: "));
   const std::string field = write_temp("field.yaml", "base: llama2-7b\nnum_layers: -3\n");
-  EXPECT_EQ(error_of({"--model", field}), field + ":2: field 'num_layers': expected a positive integer, got -3");
+  // file:line first, then the flag that named the file.
+  EXPECT_EQ(error_of({"--model", field}),
+            field + ":2: field 'num_layers': expected a positive integer, got -3 (--model)");
   const std::string hf = write_temp("config.json", "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096\n  \"x\": 1\n}\n");
   EXPECT_THAT(error_of({"--model", hf}), StartsWith(hf + ":4: "));
   EXPECT_THAT(error_of({"--model", "/nonexistent/model.yaml"}), HasSubstr("/nonexistent/model.yaml"));

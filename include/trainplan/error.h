@@ -24,6 +24,10 @@ class input_error : public std::runtime_error {
   std::string message(const field_namer& name) const;
   /// The fields it names, in order ("parallel.tp"); empty for messages that name none.
   std::vector<std::string> fields() const;
+  /// The same error with text before and after its message (a flag that the message does not name).
+  input_error wrapped(std::string_view before, std::string_view after) const {
+    return input_error(std::string(before) + template_ + std::string(after));
+  }
 
  private:
   std::string template_;
