@@ -445,6 +445,7 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
 
   job_spec& job = b.job;
   if (need == model_need::model_only) {
+    if (std::string v = model_view_violation(job); !v.empty()) throw input_error(cli_message(input_error(v)));
     out.job = std::move(job);
     out.ignored_flags = std::move(b.ignored);
     return out;

@@ -423,6 +423,8 @@ std::string pipeline_violation(job_spec& job) {
 
 }  // namespace
 
+std::string model_view_violation(const job_spec& job) { return positive(job.parallel.tp, "${parallel.tp}"); }
+
 std::string layout_violation(job_spec& job) {
   for (auto rule : {size_violation, batch_violation, framework_violation, training_violation, pipeline_violation}) {
     TRAINPLAN_RETURN_VIOLATION(rule(job));

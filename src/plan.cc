@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "trainplan/error.h"
 #include "trainplan/model.h"
 #include "trainplan/time.h"
@@ -116,6 +118,17 @@ void check_plan_inputs(const plan_inputs& in, bool from_job) {
   }
 }
 
+/// Samples and iterations are counted in int64 and doubles, exact to 2^53: a larger budget is refused
+/// rather than wrapped or rounded (2^53 samples of 2,048 tokens are 10^4 times any run so far).
+void check_sample_count(const plan_inputs& in, double samples) {
+  constexpr double kMaxSamples = 9007199254740992.0;  // 2^53
+  if (samples <= kMaxSamples) return;
+  const char* field = in.train_tokens > 0 ? "${plan.train_tokens}" : in.train_samples > 0 ? "${plan.train_samples}" : "${plan.train_iters}";
+  throw input_error(fmt::format("{} gives {:.3g} samples, more than the 2^53 (9.0e15) a plan counts exactly: no training run is "
+                                "that long",
+                                field, samples));
+}
+
 /// Checkpoints, evaluation, failures and the wall time they give (§7.6-§7.8), from r.train_s.
 void add_checkpoints_and_failures(const plan_inputs& in, double full_iteration_s, plan_report& r) {
   // Checkpoints and failures (§7.6, §7.7).
@@ -183,6 +196,7 @@ plan_report make_plan(const plan_inputs& in) {
     if (in.train_tokens > 0) samples = std::ceil(in.train_tokens / in.seq_length);
     if (in.train_samples > 0) samples = static_cast<double>(in.train_samples);
     if (in.train_iters > 0) samples = static_cast<double>(in.train_iters - in.start_iteration) * in.global_batch_size;
+    check_sample_count(in, samples);
     r.phases = phases_of(in, samples);
     for (plan_phase& p : r.phases) {
       p.iteration_s = iteration_at(p.global_batch_size);

@@ -308,5 +308,14 @@ TEST(ArgsBadInput, SequenceAndContextParallelDivisibility) {
               HasSubstr("--seq-length (4098) must be divisible by 2 × --context-parallel-size (4)"));
 }
 
+// `trainplan model` reads no layout but pads the vocabulary by TP: the TP rule still holds (issue 15:
+// --tp 0 was a division by zero, --tp -1 padded the vocabulary down, 2^31 gave 274 billion rows).
+TEST(ArgsBadInput, ModelOnlyStillChecksTp) {
+  for (const char* tp : {"0", "-1", "2147483648"}) {
+    EXPECT_EQ(error_of({"--model", "llama2-7b", "--tp", tp}, model_need::model_only),
+              std::string("--tensor-model-parallel-size must be a positive integer no larger than 1048576, got ") + tp);
+  }
+}
+
 }  // namespace
 }  // namespace trainplan

@@ -120,5 +120,32 @@ TEST(Plan, BadInputNamesTheFlag) {
   EXPECT_NE(message({"--rampup-batch-size", "1", "2"}).find("3 values"), std::string::npos);
 }
 
+// Issue 15: 1e26 tokens printed -9223372036854775808 iterations (a double → int64 overflow) and 1e25 a
+// token total off by 10^3; a budget past 2^53 samples is refused, naming the flag that gave it.
+TEST(Plan, BudgetsPastExactCountsAreRefused) {
+  const std::vector<std::string> speed = {"--iteration-s", "1", "--gbs", "256", "--seq-length", "8192", "--num-gpus", "16",
+                                          "--model-params", "8e9"};
+  auto message = [&](std::vector<std::string> args) {
+    args.insert(args.end(), speed.begin(), speed.end());
+    try {
+      plan_of(args);
+    } catch (const input_error& e) {
+      return cli_message(e);
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({"--train-tokens", "1e26"}),
+            "--train-tokens gives 1.22e+22 samples, more than the 2^53 (9.0e15) a plan counts exactly: no training run is "
+            "that long");
+  EXPECT_EQ(message({"--train-tokens", "1e25"}).substr(0, 31), "--train-tokens gives 1.22e+21 s");
+  EXPECT_EQ(message({"--train-samples", "1e17"}).substr(0, 22), "--train-samples gives ");
+  EXPECT_EQ(message({"--train-iters", "1e15"}).substr(0, 20), "--train-iters gives ");
+  // At the edge it still counts exactly: 2^53 / 256 iterations of 256 samples.
+  const plan_report r = plan_of({"--train-samples", "9007199254740992", "--iteration-s", "1", "--gbs", "256",
+                                 "--seq-length", "8192", "--num-gpus", "16", "--model-params", "8e9"});
+  EXPECT_EQ(r.total_iterations, 35184372088832);
+  EXPECT_EQ(r.total_samples, 9007199254740992.0);
+}
+
 }  // namespace
 }  // namespace trainplan
