@@ -501,7 +501,7 @@ constexpr std::pair<std::string_view, std::string_view> kFieldFlags[] = {
     {"space.min_headroom_fraction", "--min-headroom-fraction"},
     {"space.min_headroom_bytes", "--min-headroom-gib"},
     {"space.max_gpus", "--max-gpus"},
-    {"space.max_nodes", "--max-nodes"},
+    {"space.max_nodes", "--num-nodes"},
     {"space.nodes", "--nodes"},
     {"space.tp", "--tp"},
     {"space.pp", "--pp"},

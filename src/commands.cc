@@ -39,8 +39,7 @@ std::string time_output(const parsed_job& pj, const reporter& rep) {
 }
 
 std::string schedule_output(const parsed_job& pj, bool gpipe, const reporter& rep) {
-  const time_report r = estimate_time(pj.job, gpipe ? schedule_kind::gpipe : default_schedule(pj.job), true);
-  return rep.schedule(context_of(pj), r);
+  return rep.schedule(context_of(pj), schedule_timeline(pj.job, gpipe ? schedule_kind::gpipe : default_schedule(pj.job)));
 }
 
 run_context search_context(const search_request& req) {

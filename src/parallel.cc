@@ -14,6 +14,9 @@ namespace {
 using std::to_string;
 
 constexpr std::int64_t kMaxParallel = 1 << 20;
+/// Samples per iteration: 2^30 is 10^5 times today's largest batches (16M tokens of 4,096), and keeps
+/// the search's divisor enumeration (√GBS per DP) bounded.
+constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 30;
 
 // The rules return the violation's message, "" when met: layout_violation returns the first one.
 std::string positive(std::int64_t v, const char* flag, std::int64_t hi = kMaxParallel) {
@@ -256,12 +259,21 @@ std::string size_violation(job_spec& job) {
   return {};
 }
 
+std::string batch_range(std::int64_t global_batch_size) {
+  if (global_batch_size > kMaxGlobalBatch) {
+    return "${training.global_batch_size} must be at most " + to_string(kMaxGlobalBatch) + " samples (2^30), got " +
+           to_string(global_batch_size);
+  }
+  return {};
+}
+
 /// The batch against MBS × DP (§2.3).
 std::string batch_violation(job_spec& job) {
   [[maybe_unused]] model_spec& m = job.model;
   [[maybe_unused]] parallel_config& p = job.parallel;
   [[maybe_unused]] training_config& t = job.training;
   // Batch (§2.3).
+  TRAINPLAN_RETURN_VIOLATION(batch_range(t.global_batch_size));
   if (t.global_batch_size == 0) t.global_batch_size = t.micro_batch_size * p.dp;
   std::int64_t per_step = 0;
   TRAINPLAN_RETURN_VIOLATION(product(t.micro_batch_size, p.dp, "MBS×DP", per_step));
@@ -423,7 +435,10 @@ std::string pipeline_violation(job_spec& job) {
 
 }  // namespace
 
-std::string model_view_violation(const job_spec& job) { return positive(job.parallel.tp, "${parallel.tp}"); }
+std::string model_view_violation(const job_spec& job) {
+  TRAINPLAN_RETURN_VIOLATION(positive(job.parallel.tp, "${parallel.tp}"));
+  return batch_range(job.training.global_batch_size);
+}
 
 std::string layout_violation(job_spec& job) {
   for (auto rule : {size_violation, batch_violation, framework_violation, training_violation, pipeline_violation}) {

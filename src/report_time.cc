@@ -121,6 +121,9 @@ std::string render_schedule_json(const run_context& ctx, const time_report& r) {
   s["iteration_s"] = r.iteration_s;
   s["pipeline_s"] = r.pipeline.pipeline_s;
   s["bubble_fraction"] = r.bubble_fraction;
+  s["microbatches"] = ctx.job.num_microbatches();
+  s["timeline_microbatches"] = r.timeline_microbatches;  // fewer than microbatches: a shortened timeline
+  s["timeline_s"] = r.timeline_s;
   json ev = json::array();
   for (const schedule_event& e : r.pipeline.events) {
     ev.push_back({{"stage", e.stage},
@@ -136,7 +139,7 @@ std::string render_schedule_json(const run_context& ctx, const time_report& r) {
 }
 
 std::string render_schedule_text(const run_context& ctx, const time_report& r, int width) {
-  const double total = r.pipeline.pipeline_s;
+  const double total = r.timeline_s > 0 ? r.timeline_s : r.pipeline.pipeline_s;
   const std::size_t ranks = r.pipeline.stages.size();
   std::vector<std::string> rows(ranks, std::string(static_cast<std::size_t>(width), '.'));
   for (const schedule_event& e : r.pipeline.events) {
@@ -150,8 +153,13 @@ std::string render_schedule_text(const run_context& ctx, const time_report& r, i
     }
   }
   std::string o = fmt::format("{} schedule, {} micro-batches, {} ranks: pipeline {:.2f} s, iteration {:.2f} s, bubble {:.1f}%\n",
-                              to_string(r.schedule), ctx.job.num_microbatches(), ranks, total, r.iteration_s,
+                              to_string(r.schedule), ctx.job.num_microbatches(), ranks, r.pipeline.pipeline_s, r.iteration_s,
                               100 * r.bubble_fraction);
+  if (r.timeline_microbatches < ctx.job.num_microbatches()) {
+    o += fmt::format("(too many micro-batches to draw: the timeline shows the same stages with {}, {:.2f} s; the "
+                     "totals above are the full schedule's)\n",
+                     r.timeline_microbatches, total);
+  }
   o += "F/B forward/backward (f/b: later model chunks), '.' idle or sending; one column = " +
        fmt::format("{:.3f} s\n", total / width);
   for (std::size_t i = 0; i < ranks; ++i) o += fmt::format("  rank {:3} |{}|\n", i, rows[i]);

@@ -2,6 +2,8 @@
 // and memory, bound by compute, time the rest with the full model on every core, rank.
 #include "trainplan/search.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -50,6 +52,18 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The divisors of n ≥ 1, ascending, in O(√n) (a per-replica batch of 10^9 has 100).
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> low, high;
+  for (std::int64_t d = 1; d <= n / d; ++d) {
+    if (n % d != 0) continue;
+    low.push_back(d);
+    if (d != n / d) high.push_back(n / d);
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
 
 std::vector<std::int64_t> range(std::int64_t lo, std::int64_t hi) {
   std::vector<std::int64_t> v;
@@ -197,6 +211,10 @@ struct search_axes {
   std::vector<bool> sps, embs;
 };
 
+/// The most node counts one search tries, and the most GPUs of any layout (parallel.cc's world-size rule).
+constexpr std::int64_t kMaxNodeCounts = 1024;
+constexpr std::int64_t kMaxGpus = std::int64_t{1} << 24;
+
 /// The node counts searched: --nodes, else 1..--max-nodes (the cluster's size), within --max-gpus.
 std::vector<std::int64_t> nodes_of(const cluster_spec& cl, const search_space& s) {
   const std::int64_t gpn = cl.gpus_per_node;
@@ -204,7 +222,23 @@ std::vector<std::int64_t> nodes_of(const cluster_spec& cl, const search_space& s
   const std::int64_t most = s.max_nodes > 0 ? s.max_nodes
                             : s.max_gpus > 0 ? detail::ceil_div(s.max_gpus, gpn)
                                              : cl.num_nodes;
+  // Bounded work: each node count is a search of its own (§7.2).
+  const char* field = s.max_nodes > 0 ? "${space.max_nodes}" : s.max_gpus > 0 ? "${space.max_gpus}" : "${cluster.num_nodes}";
+  if (s.nodes.empty() && most > kMaxNodeCounts) {
+    throw input_error(fmt::format("{} {}: a search tries every node count from 1, at most {}; give the counts to try "
+                                  "with ${{space.nodes}} (e.g. 1024,2048,4096)",
+                                  field, most, kMaxNodeCounts));
+  }
   std::vector<std::int64_t> nodes = s.nodes.empty() ? range(1, most) : s.nodes;
+  if (nodes.size() > static_cast<std::size_t>(kMaxNodeCounts)) {
+    throw input_error(fmt::format("${{space.nodes}} lists {} node counts, more than the {} a search tries", nodes.size(),
+                                  kMaxNodeCounts));
+  }
+  for (std::int64_t n : nodes) {
+    if (n > kMaxGpus / gpn) {
+      throw input_error(fmt::format("{} nodes of {} GPUs are more than {} GPUs, more than any cluster", n, gpn, kMaxGpus));
+    }
+  }
   if (s.max_gpus <= 0) return nodes;
   std::vector<std::int64_t> kept;
   for (auto n : nodes)
@@ -289,10 +323,7 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
   const framework_kind fw = base.training.framework;
   const std::int64_t gbs = base.training.global_batch_size;
   std::vector<std::int64_t> mbss = s.mbs;
-  if (mbss.empty()) {  // every micro-batch that divides the per-replica batch
-    for (std::int64_t b = 1; b <= gbs / c.dp; ++b)
-      if ((gbs / c.dp) % b == 0) mbss.push_back(b);
-  }
+  if (mbss.empty()) mbss = divisors(gbs / c.dp);  // every micro-batch that divides the per-replica batch
   std::vector<int> zeros = zero_stages_for(fw, c.pp);
   if (!s.zero_stage.empty()) zeros = kept_of(zero_stages_for(fw, c.pp), s.zero_stage);
   std::vector<std::int64_t> vpps = {1};

@@ -184,6 +184,27 @@ void estimate_time(const job_spec& job, const memory_report& memory, time_report
   time_from(job, sp.params, sp.layout, memory, default_schedule(job), false, out);
 }
 
+time_report schedule_timeline(const job_spec& job, schedule_kind kind) {
+  const std::int64_t m = job.num_microbatches();
+  if (m <= kMaxTimelineMicrobatches) {
+    time_report r = estimate_time(job, kind, true);
+    r.timeline_microbatches = m;
+    r.timeline_s = r.pipeline.pipeline_s;
+    return r;
+  }
+  // The same stages with fewer micro-batches: a multiple of PP keeps interleaving valid (§5.4).
+  const std::int64_t pp = job.parallel.pp;
+  job_spec shown = job;
+  const std::int64_t shown_m = std::max(pp, kMaxTimelineMicrobatches / pp * pp);
+  shown.training.global_batch_size = shown_m * job.training.micro_batch_size * job.parallel.dp;
+  time_report r = estimate_time(job, kind, false);
+  time_report events = estimate_time(shown, kind, true);
+  r.pipeline.events = std::move(events.pipeline.events);
+  r.timeline_microbatches = shown_m;
+  r.timeline_s = events.pipeline.pipeline_s;
+  return r;
+}
+
 void evaluate_layout(const job_spec& job, layout_evaluation& out) { evaluate_layout(job, default_schedule(job), out); }
 
 void evaluate_layout(const job_spec& job, schedule_kind kind, layout_evaluation& out) {

@@ -141,8 +141,8 @@ void finalize_job(job_spec& job);
 /// finalize_job throws it (the job is then left part-derived). The model and cluster are not
 /// re-validated: finalize_model and validate_cluster have run on them.
 std::string layout_violation(job_spec& job);
-/// The one layout rule a job without a layout still needs (`trainplan model`, a search's base job):
-/// TP in range, since it pads the vocabulary (§1.1). "" when met.
+/// The rules a job without a layout still needs (`trainplan model`, a search's base job): TP in range,
+/// since it pads the vocabulary (§1.1), and the global batch at most 2^30 samples. "" when met.
 std::string model_view_violation(const job_spec& job);
 
 /// What one pipeline stage holds (one pipeline rank; with VPP, all its chunks together).

@@ -55,7 +55,16 @@ struct time_report {
   /// schedule runs it (what `time` prints per rank).
   std::vector<stage_times> passes;
   schedule_result pipeline;
+  /// With events (schedule_timeline): the micro-batches per pipeline they cover and the span they
+  /// take. Fewer than the job's when its schedule is too long to list: then the events are those of the
+  /// same stages with kMaxTimelineMicrobatches micro-batches, and every total above is the full job's.
+  std::int64_t timeline_microbatches = 0;
+  double timeline_s = 0;
 };
+
+/// The most micro-batches per pipeline whose events `trainplan schedule` lists (bounded memory and time
+/// whatever the batch: 2^31 micro-batches took 7.5 GB before this bound).
+inline constexpr std::int64_t kMaxTimelineMicrobatches = 1024;
 
 /// Full evaluation of `job` (finalized): compute, communication, schedule, totals. With
 /// `record_events` the schedule is simulated and its events kept (trainplan schedule).
@@ -81,6 +90,10 @@ layout_evaluation evaluate_layout(const job_spec& job);
 /// buffers have grown (the search keeps one per worker).
 void evaluate_layout(const job_spec& job, layout_evaluation& out);
 void evaluate_layout(const job_spec& job, schedule_kind kind, layout_evaluation& out);
+
+/// The pipeline timeline of `job` under `kind`: the totals of estimate_time(job, kind) with the events
+/// of at most kMaxTimelineMicrobatches micro-batches (a multiple of PP, for interleaving).
+time_report schedule_timeline(const job_spec& job, schedule_kind kind);
 
 /// The schedule Megatron runs for the layout.
 schedule_kind default_schedule(const job_spec& job);
