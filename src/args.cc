@@ -12,9 +12,12 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "trainplan/calibration.h"
 #include "trainplan/comm.h"
 #include "args_detail.h"
+#include "checked.h"
 #include "local_flags.h"
 #include "parse.h"
 #include "trainplan/cli.h"
@@ -237,11 +240,11 @@ std::vector<std::string> read_launch_line(const std::vector<std::string>& tokens
     }
     key = normalize(key);
     if (key == "--nproc-per-node" || key == "--num-gpus") {
-      nproc = to_int(val, "launch line " + key);
+      nproc = to_int_min(val, "launch line " + key, 1);  // 0 is not "not given": it is refused
     } else if (key == "--nnodes" || key == "--num-nodes") {
       // torchrun accepts MIN:MAX for elastic jobs; the plan is for the largest.
       const auto colon = val.find(':');
-      nnodes = to_int(colon == std::string::npos ? val : val.substr(colon + 1), "launch line " + key);
+      nnodes = to_int_min(colon == std::string::npos ? val : val.substr(colon + 1), "launch line " + key, 1);
     } else {
       b.ignored.push_back(key);
     }
@@ -251,7 +254,12 @@ std::vector<std::string> read_launch_line(const std::vector<std::string>& tokens
   if (nproc > 0) {
     b.gpus_per_node = nproc;
     b.num_nodes = nnodes;
-    b.num_gpus = nproc * nnodes;
+    b.num_gpus = detail::checked_mul(nproc, nnodes, "launch line --nproc-per-node × --nnodes");
+    constexpr std::int64_t kMaxGpus = std::int64_t{1} << 24;  // parallel.cc's world-size rule
+    if (b.num_gpus > kMaxGpus) {
+      throw input_error("launch line: --nproc-per-node × --nnodes = " + std::to_string(b.num_gpus) + " GPUs, more than " +
+                        std::to_string(kMaxGpus));
+    }
   }
   return {tokens.begin() + static_cast<std::ptrdiff_t>(i) + 1, tokens.end()};
 }
@@ -297,6 +305,19 @@ void apply_hardware_flags(job_builder& b) {
   if (b.intra_latency_us) c.intra_node_latency_s = *b.intra_latency_us * 1e-6;
   if (b.inter_latency_us) c.inter_node_latency_s = *b.inter_latency_us * 1e-6;
   if (b.context_mib) c.gpu.cuda_context_bytes = *b.context_mib;
+  // The cluster's own rules, named by the flags that broke them (validate_cluster names fields).
+  constexpr double kGiB = 1073741824.0;
+  if (b.gpu_usable_gib && c.gpu.usable_memory_bytes > c.gpu.memory_bytes) {
+    throw input_error(fmt::format("--gpu-memory-gib {:g} is more than the {:g} GiB of the GPU ({}): give a bigger GPU with "
+                                  "--gpu NAME, or a cluster file with gpu.memory_bytes",
+                                  static_cast<double>(c.gpu.usable_memory_bytes) / kGiB,
+                                  static_cast<double>(c.gpu.memory_bytes) / kGiB, c.gpu.name));
+  }
+  if (b.context_mib && c.gpu.cuda_context_bytes >= c.gpu.usable_memory_bytes) {
+    throw input_error(fmt::format("--cuda-context-mib {:g} must be less than the GPU's usable memory ({:g} MiB)",
+                                  static_cast<double>(c.gpu.cuda_context_bytes) / 1048576.0,
+                                  static_cast<double>(c.gpu.usable_memory_bytes) / 1048576.0));
+  }
   if (!b.calibration_path.empty()) {  // after every override: it is checked against the job's GPU (§6.4)
     apply_calibration(c, load_calibration(b.calibration_path), b.calibration_path);
   }

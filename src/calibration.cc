@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainplan/compute.h"
+#include "input_text.h"
 #include "trainplan/error.h"
 
 namespace trainplan {
@@ -193,9 +194,12 @@ std::string calibration_to_json(const calibration_profile& p) {
 }
 
 calibration_profile parse_calibration(const std::string& text, const std::string& origin) {
+  detail::require_utf8(text, origin);
   json j;
   try {
     j = json::parse(text);
+  } catch (const json::out_of_range& e) {
+    detail::throw_number_out_of_range(text, origin, e.what());
   } catch (const json::parse_error& e) {
     const std::size_t end = std::min<std::size_t>(e.byte, text.size());
     const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n');

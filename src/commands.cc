@@ -1,5 +1,6 @@
 // Each command's computation and output, shared by the command line (apps/trainplan.cc) and the Python
 // module (python/): one call computes the result and hands it to a reporter. Also the flags as data.
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -62,7 +63,9 @@ std::string plan_output(const plan_request& req, const reporter& rep) {
 
 std::string validation_output(const std::string& csv_path, const reporter& rep) {
   if (csv_path.empty()) return rep.validation(validate_shipped());
-  std::ifstream in(csv_path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(csv_path, ec)) throw input_error("--csv: '" + csv_path + "' is a directory, not a CSV file");
+  std::ifstream in(csv_path, std::ios::binary);
   if (!in) throw input_error("--csv: cannot read '" + csv_path + "'");
   std::stringstream text;
   text << in.rdbuf();

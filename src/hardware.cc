@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "input_text.h"
 #include "trainplan/error.h"
 
 namespace trainplan {
@@ -646,6 +647,7 @@ cluster_spec load_cluster_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
 
+  detail::require_utf8(text.str(), path);
   YAML::Node root;
   try {
     root = YAML::Load(text.str());

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "input_text.h"
 #include "trainplan/error.h"
 #include "trainplan/model.h"
 
@@ -193,11 +194,14 @@ document parse_document(const std::string& text, const std::string& origin, bool
   document d;
   d.origin = origin;
   const auto first = text.find_first_not_of(" \t\r\n");
+  detail::require_utf8(text, origin);
   if (force_json || (first != std::string::npos && text[first] == '{')) {
     try {
       d.root = json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
       throw_json_error(text, origin, e);
+    } catch (const nlohmann::json::out_of_range& e) {
+      detail::throw_number_out_of_range(text, origin, e.what());
     }
   } else {
     try {

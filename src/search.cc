@@ -302,7 +302,7 @@ search_axes axes_of(const job_spec& base, const search_space& s) {
 struct enumeration {
   std::vector<proto> protos;
   std::int64_t had_world = 0, had_batch = 0, had_dp_multiple = 0;
-  std::int64_t bad_split_pp = 0, bad_mbs = 0, bad_vpp_pp = 0;
+  std::int64_t bad_split_pp = 0, bad_mbs = 0, bad_vpp_pp = 0, bad_zero_pp = 0;
   bool bad_sp = false;
 };
 
@@ -332,6 +332,7 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
       if ((m.num_layers / c.pp) % v == 0) vpps.push_back(v);
   }
   vpps = kept_of(vpps, s.vpp, true);
+  if (zeros.empty()) e.bad_zero_pp = c.pp;
   const auto per_mbs = static_cast<std::int64_t>(zeros.size() * vpps.size() * x.recomputes.size() * x.sps.size() *
                                                  x.embs.size());
   for (std::int64_t mbs : mbss) {
@@ -458,6 +459,11 @@ std::string empty_space_reason(const job_spec& base, const search_space& s, cons
     rules.push_back("${space.vpp} needs the micro-batches to be a multiple of PP (" + std::to_string(e.bad_vpp_pp) + ")");
   }
   if (e.bad_sp) rules.push_back("${parallel.sequence_parallel} needs TP > 1 dividing the sequence");
+  if (e.bad_zero_pp > 0) {
+    rules.push_back("${space.zero_stage} keeps none of the ZeRO stages " + std::string(to_string(base.training.framework)) +
+                    " allows at PP " + std::to_string(e.bad_zero_pp));
+  }
+  if (rules.empty()) rules.push_back("no combination of the values searched passes them (try fewer restrictions)");
   std::string why = "every combination breaks a layout rule: ";
   for (std::size_t i = 0; i < rules.size(); ++i) why += (i ? "; " : "") + rules[i];
   return why;

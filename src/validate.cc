@@ -10,6 +10,7 @@
 #include "parse.h"
 #include "measurements.h"
 #include "trainplan/args.h"
+#include "input_text.h"
 #include "trainplan/error.h"
 #include "trainplan/model.h"
 #include "trainplan/time.h"
@@ -268,6 +269,7 @@ validation_row row_of(const row_map& r, const std::string& table, int line_no) {
 }  // namespace
 
 std::vector<validation_row> read_measurements(const std::string& csv_text, const std::string& table) {
+  detail::require_utf8(csv_text, table);
   std::istringstream in(csv_text);
   std::string line;
   std::vector<std::string> header;
@@ -289,6 +291,10 @@ std::vector<validation_row> read_measurements(const std::string& csv_text, const
       }
     }
     out.push_back(row_of(r, table, line_no));
+  }
+  if (out.empty()) {
+    throw input_error(table + (header.empty() ? ": empty file: expected a header line and measurement rows"
+                                              : ": a header line but no measurement rows"));
   }
   return out;
 }
