@@ -286,16 +286,24 @@ std::string batch_violation(job_spec& job) {
   return {};
 }
 
-/// What the framework allows and forces: ZeRO stages, distributed optimizer, gradient accumulation dtype (§3.1).
-std::string framework_violation(job_spec& job) {
-  [[maybe_unused]] model_spec& m = job.model;
-  [[maybe_unused]] parallel_config& p = job.parallel;
-  [[maybe_unused]] training_config& t = job.training;
+}  // namespace
+
+void resolve_attention(training_config& t) {
   switch (t.attention) {
     case training_config::attention_backend::framework_default: t.flash_attention = traits_of(t.framework).fused_attention; break;
     case training_config::attention_backend::fused: t.flash_attention = true; break;
     case training_config::attention_backend::unfused: t.flash_attention = false; break;
   }
+}
+
+namespace {
+
+/// What the framework allows and forces: ZeRO stages, distributed optimizer, gradient accumulation dtype (§3.1).
+std::string framework_violation(job_spec& job) {
+  [[maybe_unused]] model_spec& m = job.model;
+  [[maybe_unused]] parallel_config& p = job.parallel;
+  [[maybe_unused]] training_config& t = job.training;
+  resolve_attention(t);
   // Framework and optimizer sharding (§3.1).
   if (t.zero_stage < 0 || t.zero_stage > 3) {
     return std::string("${training.zero_stage} must be 0, 1, 2 or 3, got " + to_string(t.zero_stage));

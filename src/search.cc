@@ -689,6 +689,7 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
   const auto t0 = clock_type::now();
   job_spec base = base_in;
   finalize_model(base.model);
+  resolve_attention(base.training);  // the bound must price the attention kernel the layouts run (§7.2)
   validate_cluster(base.cluster, "cluster");
   if (base.training.global_batch_size <= 0) throw input_error("search needs the global batch: ${training.global_batch_size}");
   search_result res;

@@ -141,6 +141,10 @@ void finalize_job(job_spec& job);
 /// finalize_job throws it (the job is then left part-derived). The model and cluster are not
 /// re-validated: finalize_model and validate_cluster have run on them.
 std::string layout_violation(job_spec& job);
+/// The attention kernel the job runs: the framework's default (fused for Megatron-Core and FSDP,
+/// unfused for Megatron-DeepSpeed) unless --attention-backend or --use-flash-attn chose (§5.2).
+/// finalize_job applies it; a search's base job, which is never finalized, needs it before its bound.
+void resolve_attention(training_config& t);
 /// The rules a job without a layout still needs (`trainplan model`, a search's base job): TP in range,
 /// since it pads the vocabulary (§1.1), and the global batch at most 2^30 samples. "" when met.
 std::string model_view_violation(const job_spec& job);
