@@ -641,16 +641,19 @@ void validate_cluster(const cluster_spec& c, std::string_view origin) {
 }
 
 cluster_spec load_cluster_file(const std::string& path) {
-  const file_context file{path};
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error(fmt::format("{}: cannot open cluster file (no such file or not readable)", path));
   std::stringstream text;
   text << in.rdbuf();
+  return parse_cluster_text(text.str(), path);
+}
 
-  detail::require_utf8(text.str(), path);
+cluster_spec parse_cluster_text(const std::string& text, const std::string& path) {
+  const file_context file{path};
+  detail::require_utf8(text, path);
   YAML::Node root;
   try {
-    root = YAML::Load(text.str());
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw input_error(fmt::format("{}:{}: {}", path, e.mark.line + 1, e.msg));
   }

@@ -304,7 +304,10 @@ const field kMoeFields[] = {
 template <std::size_t N>
 void read_fields(model_spec& m, const document& d, const json& object, const std::string& prefix,
                  const field (&table)[N], const std::vector<std::string>& extra, std::set<std::string>& given) {
-  for (const auto& [key, value] : object.items()) {
+  for (const auto& item : object.items()) {
+    // Not a structured binding: clang before 16 cannot capture one in the lambda below (issue 15).
+    const std::string& key = item.key();
+    const json& value = item.value();
     const std::string path = prefix + key;
     if (std::find(extra.begin(), extra.end(), key) != extra.end()) continue;
     const auto it = std::find_if(std::begin(table), std::end(table), [&](const field& f) { return key == f.name; });

@@ -101,6 +101,8 @@ const cluster_spec& find_cluster(std::string_view name);
 /// Load a cluster (or a GPU, as a one-node cluster is not implied) from YAML/JSON; fields named as in
 /// the structs above; `gpu:` may be a catalog name or a mapping that overrides the catalog entry.
 cluster_spec load_cluster_file(const std::string& path);
+/// The same from text already read; `path` names it in messages and gives the cluster its name.
+cluster_spec parse_cluster_text(const std::string& text, const std::string& path);
 /// Check every field (positive sizes, bandwidths, latencies); throws input_error naming `origin.field`.
 void validate_cluster(const cluster_spec& c, std::string_view origin);
 
