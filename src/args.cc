@@ -22,6 +22,7 @@
 #include "parse.h"
 #include "trainplan/cli.h"
 #include "trainplan/error.h"
+#include "trainplan/limits.h"
 
 namespace trainplan {
 
@@ -255,10 +256,9 @@ std::vector<std::string> read_launch_line(const std::vector<std::string>& tokens
     b.gpus_per_node = nproc;
     b.num_nodes = nnodes;
     b.num_gpus = detail::checked_mul(nproc, nnodes, "launch line --nproc-per-node × --nnodes");
-    constexpr std::int64_t kMaxGpus = std::int64_t{1} << 24;  // parallel.cc's world-size rule
-    if (b.num_gpus > kMaxGpus) {
+    if (b.num_gpus > limits::kMaxGpus) {
       throw input_error("launch line: --nproc-per-node × --nnodes = " + std::to_string(b.num_gpus) + " GPUs, more than " +
-                        std::to_string(kMaxGpus));
+                        std::to_string(limits::kMaxGpus));
     }
   }
   return {tokens.begin() + static_cast<std::ptrdiff_t>(i) + 1, tokens.end()};
@@ -386,6 +386,7 @@ std::string job_flags_help() {
   out += "\n  --preset NAME                              a named job:";
   for (const auto& p : presets()) out += " " + p.name;
   out += "\n  -- LAUNCH LINE                             torchrun/deepspeed ... pretrain_gpt.py <Megatron flags>\n";
+  out += "\n" + limits::limits_help();
   return out;
 }
 

@@ -190,7 +190,7 @@ std::string calibration_to_json(const calibration_profile& p) {
               {"host_to_device_bytes_per_s", p.host_to_device_bytes_per_s},
               {"device_to_host_bytes_per_s", p.device_to_host_bytes_per_s}}},
             {"collectives", colls}};
-  return j.dump(1) + "\n";
+  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 calibration_profile parse_calibration(const std::string& text, const std::string& origin) {

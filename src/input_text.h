@@ -53,12 +53,23 @@ inline std::size_t line_of(std::string_view text, std::size_t offset) {
   return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
 }
 
-/// Throws "ORIGIN:LINE: not UTF-8 text (byte 0xFF)" when `text` is not UTF-8.
+/// Throws "ORIGIN:LINE: not UTF-8 text (byte 0xFF)" when `text` is not UTF-8, and "ORIGIN:LINE: a
+/// control character (byte 0x00) in text" for C0 controls other than tab, newline and carriage return,
+/// which neither YAML nor JSON allows unescaped (yaml-cpp turned a NUL inside a scalar into bytes that
+/// are not UTF-8; found by fuzz/fuzz_model_file).
 inline void require_utf8(std::string_view text, std::string_view origin) {
   const std::size_t bad = first_invalid_utf8(text);
-  if (bad == std::string_view::npos) return;
-  throw input_error(fmt::format("{}:{}: not UTF-8 text (byte 0x{:02X})", origin, line_of(text, bad),
-                                static_cast<unsigned>(static_cast<unsigned char>(text[bad]))));
+  if (bad != std::string_view::npos) {
+    throw input_error(fmt::format("{}:{}: not UTF-8 text (byte 0x{:02X})", origin, line_of(text, bad),
+                                  static_cast<unsigned>(static_cast<unsigned char>(text[bad]))));
+  }
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) {
+      throw input_error(fmt::format("{}:{}: a control character (byte 0x{:02X}) in text", origin, line_of(text, i),
+                                    static_cast<unsigned>(c)));
+    }
+  }
 }
 
 /// "ORIGIN:LINE: a number is out of range: 1e310" for a JSON number no double holds (nlohmann's

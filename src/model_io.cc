@@ -49,7 +49,7 @@ struct document {
   /// The value as the user wrote it, for messages.
   std::string shown(const std::string& path, const json& v) const {
     const auto it = numbers.find(path);
-    return it == numbers.end() ? v.dump() : it->second;
+    return it == numbers.end() ? v.dump(-1, ' ', false, json::error_handler_t::replace) : it->second;
   }
 };
 

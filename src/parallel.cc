@@ -6,6 +6,7 @@
 
 #include "checked.h"
 #include "trainplan/error.h"
+#include "trainplan/limits.h"
 
 namespace trainplan {
 
@@ -13,10 +14,8 @@ namespace {
 
 using std::to_string;
 
-constexpr std::int64_t kMaxParallel = 1 << 20;
-/// Samples per iteration: 2^30 is 10^5 times today's largest batches (16M tokens of 4,096), and keeps
-/// the search's divisor enumeration (√GBS per DP) bounded.
-constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 30;
+using limits::kMaxGlobalBatch;
+using limits::kMaxParallel;
 
 // The rules return the violation's message, "" when met: layout_violation returns the first one.
 std::string positive(std::int64_t v, const char* flag, std::int64_t hi = kMaxParallel) {
@@ -225,7 +224,7 @@ std::string size_violation(job_spec& job) {
   std::int64_t mp = 0;
   TRAINPLAN_RETURN_VIOLATION(product(p.tp * p.pp, p.cp, "TP×PP×CP", mp));  // each ≤ 2^20: TP·PP fits
   if (job.num_gpus == 0) TRAINPLAN_RETURN_VIOLATION(product(mp, p.dp, "world size", job.num_gpus));
-  TRAINPLAN_RETURN_VIOLATION(positive(job.num_gpus, "${num_gpus}", 1 << 24));
+  TRAINPLAN_RETURN_VIOLATION(positive(job.num_gpus, "${num_gpus}", limits::kMaxGpus));
   if (job.num_gpus % mp != 0) {
     return std::string("world size " + to_string(job.num_gpus) +
                       " (${num_gpus}, or ${cluster.num_nodes} × ${cluster.gpus_per_node}) is not a multiple of TP×PP×CP = " +

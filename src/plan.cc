@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "trainplan/error.h"
+#include "trainplan/limits.h"
 #include "trainplan/model.h"
 #include "trainplan/time.h"
 
@@ -121,8 +122,7 @@ void check_plan_inputs(const plan_inputs& in, bool from_job) {
 /// Samples and iterations are counted in int64 and doubles, exact to 2^53: a larger budget is refused
 /// rather than wrapped or rounded (2^53 samples of 2,048 tokens are 10^4 times any run so far).
 void check_sample_count(const plan_inputs& in, double samples) {
-  constexpr double kMaxSamples = 9007199254740992.0;  // 2^53
-  if (samples <= kMaxSamples) return;
+  if (samples <= limits::kMaxPlanSamples) return;
   const char* field = in.train_tokens > 0 ? "${plan.train_tokens}" : in.train_samples > 0 ? "${plan.train_samples}" : "${plan.train_iters}";
   throw input_error(fmt::format("{} gives {:.3g} samples, more than the 2^53 (9.0e15) a plan counts exactly: no training run is "
                                 "that long",

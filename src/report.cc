@@ -99,7 +99,7 @@ std::string render_models_json() {
     m["source"] = c.source;
     j["models"].push_back(m);
   }
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string render_model_text(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) {
@@ -166,7 +166,7 @@ std::string render_model_json(const model_spec& m, const parameter_breakdown& p,
                      {"final_norm", p.final_norm},
                      {"output_layer", p.output_layer}};
   j["model"] = mj;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 namespace detail {
@@ -247,7 +247,7 @@ std::string render_memory_json(const run_context& ctx, const parameter_breakdown
         {"total_bytes", whole_bytes(megatron->total())}};
   }
   j["ignored_flags"] = ctx.ignored_flags;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string render_memory_text(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,

@@ -156,7 +156,7 @@ std::string render_comm_json(const run_context& ctx, const comm_report& r) {
                {"dimensions", std::move(dims)},
                {"scalars", dimension_json(r.scalars, r.gpus_per_node)}};
   j["ignored_flags"] = ctx.ignored_flags;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string render_comm_text(const run_context& ctx, const comm_report& r) {

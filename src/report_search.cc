@@ -114,7 +114,7 @@ std::string render_search_json(const run_context& ctx, const search_space& s, co
   json cands = json::array();
   for (const search_candidate& c : r.candidates) cands.push_back(candidate_json(c));
   sj["candidates"] = std::move(cands);
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string render_search_csv(const search_result& r) {
@@ -176,7 +176,7 @@ std::string render_shapes_json(const shape_rules& rules, const shapes_result& r)
     arr.push_back(std::move(e));
   }
   sj["candidates"] = std::move(arr);
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string render_plan_text(const plan_report& r, std::int64_t num_gpus) {
@@ -264,7 +264,7 @@ std::string render_plan_json(const plan_report& r) {
                       {"iteration_s", ph.iteration_s}, {"time_s", ph.time_s}});
   }
   p["phases"] = std::move(phases);
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace trainplan

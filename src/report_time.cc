@@ -62,7 +62,7 @@ std::string render_time_json(const run_context& ctx, const time_report& r) {
   j["schema_version"] = kSchemaVersion;
   j["context"] = context_json(&ctx);
   j["time"] = time_json(r);
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string render_time_text(const run_context& ctx, const time_report& r) {
@@ -135,7 +135,7 @@ std::string render_schedule_json(const run_context& ctx, const time_report& r) {
   }
   s["events"] = ev;
   j["schedule"] = s;
-  return j.dump(1) + "\n";
+  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string render_schedule_text(const run_context& ctx, const time_report& r, int width) {
@@ -192,7 +192,7 @@ std::string render_validation_json(const validation_report& r) {
   for (const auto& s : r.tables) tables.push_back(stats(s));
   for (const auto& s : r.groups) groups.push_back(stats(s));
   j["validation"] = {{"rows", rows}, {"tables", tables}, {"groups", groups}, {"overall", stats(r.overall)}};
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string render_validation_text(const validation_report& r) {

@@ -83,7 +83,7 @@ std::string render_gpus_json() {
                     {"source", g.source}});
   }
   detail::json j = {{"schema_version", kSchemaVersion}, {"context", detail::context_json()}, {"gpus", list}};
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string render_clusters_text() {
@@ -112,7 +112,7 @@ std::string render_clusters_json() {
                     {"source", c.source}});
   }
   detail::json j = {{"schema_version", kSchemaVersion}, {"context", detail::context_json()}, {"clusters", list}};
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 namespace {

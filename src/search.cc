@@ -22,6 +22,7 @@
 #include "trainplan/comm.h"
 #include "trainplan/compute.h"
 #include "trainplan/error.h"
+#include "trainplan/limits.h"
 #include "trainplan/memory.h"
 #include "trainplan/model.h"
 #include "trainplan/time.h"
@@ -211,9 +212,8 @@ struct search_axes {
   std::vector<bool> sps, embs;
 };
 
-/// The most node counts one search tries, and the most GPUs of any layout (parallel.cc's world-size rule).
-constexpr std::int64_t kMaxNodeCounts = 1024;
-constexpr std::int64_t kMaxGpus = std::int64_t{1} << 24;
+using limits::kMaxGpus;
+constexpr std::int64_t kMaxNodeCounts = limits::kMaxSearchNodeCounts;
 
 /// The node counts searched: --nodes, else 1..--max-nodes (the cluster's size), within --max-gpus.
 std::vector<std::int64_t> nodes_of(const cluster_spec& cl, const search_space& s) {

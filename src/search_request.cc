@@ -6,6 +6,7 @@
 
 #include "local_flags.h"
 #include "trainplan/error.h"
+#include "trainplan/limits.h"
 #include "trainplan/cli.h"
 #include "trainplan/search.h"
 
@@ -17,8 +18,7 @@ using detail::local_flag;
 using detail::parse_count;
 using detail::parse_int_list;
 
-/// More threads than this only adds start-up cost (and past the system's limit, thread creation fails).
-constexpr std::int64_t kMaxSearchThreads = 1024;
+using limits::kMaxSearchThreads;
 
 using detail::parse_enum_list;
 

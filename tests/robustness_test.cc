@@ -141,6 +141,17 @@ TEST(Robustness, InvalidUtf8GivesTheFileLine) {
   EXPECT_NO_THROW(parse({"--model", write_temp("ok.yaml", "base: llama2-7b\nname: \"modèle 中\"\n")}));
 }
 
+TEST(Robustness, ControlCharactersInTextAreRefused) {
+  // fuzz/regressions/model_file: a NUL inside a YAML scalar came back from yaml-cpp as bytes that are
+  // not UTF-8, and printing the field's value threw from the JSON library (an internal error).
+  const std::string yaml = write_temp("nul.yaml", std::string("# a\nseq_length: tributed_1ab_siz\">ibUtedb_N\0_siz\":e655.6\n", 57));
+  EXPECT_EQ(error_of({"--model", yaml}), yaml + ":2: a control character (byte 0x00) in text (--model)");
+  EXPECT_EQ(error_of({"--model", write_temp("bell.json", "{\"base\": \"llama2-7b\", \"name\": \"a\x07\"}")}),
+            ::testing::TempDir() + "args_test_bell.json:1: a control character (byte 0x07) in text (--model)");
+  // Tabs and Windows line ends are text.
+  EXPECT_NO_THROW(parse({"--model", write_temp("crlf.yaml", "base: llama2-7b\r\nname:\tx\r\n")}));
+}
+
 TEST(Robustness, ValidationCsvWithoutRowsIsRefused) {
   auto message = [](const std::string& text) {
     try {

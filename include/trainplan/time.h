@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "trainplan/compute.h"
+#include "trainplan/limits.h"
 #include "trainplan/memory.h"
 #include "trainplan/parallel.h"
 #include "trainplan/schedule.h"
@@ -64,7 +65,7 @@ struct time_report {
 
 /// The most micro-batches per pipeline whose events `trainplan schedule` lists (bounded memory and time
 /// whatever the batch: 2^31 micro-batches took 7.5 GB before this bound).
-inline constexpr std::int64_t kMaxTimelineMicrobatches = 1024;
+inline constexpr std::int64_t kMaxTimelineMicrobatches = limits::kMaxTimelineMicrobatches;
 
 /// Full evaluation of `job` (finalized): compute, communication, schedule, totals. With
 /// `record_events` the schedule is simulated and its events kept (trainplan schedule).
