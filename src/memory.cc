@@ -122,7 +122,6 @@ struct term {
   bool sharded = false;
 };
 using terms = std::array<term, 2>;
-constexpr term kNo{};
 
 /// One (framework, ZeRO stage) row of the memory model: the state a GPU keeps per parameter it holds.
 struct state_row {

@@ -19,8 +19,6 @@ using detail::parse_count;
 using detail::parse_nonnegative;
 using detail::parse_positive;
 
-constexpr double kSecondsPerDay = 86400;
-constexpr double kSecondsPerHour = 3600;
 
 /// The plan command's own flags (§7.5-§7.8). `in` is bound when parsing.
 std::vector<local_flag> plan_table(plan_inputs* in) {
