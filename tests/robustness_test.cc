@@ -21,6 +21,17 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using namespace args_testing;  // NOLINT(google-build-using-namespace): the shared helpers
 
+/// The message of the input_error `f` throws, or "no error".
+template <class F>
+std::string what_of(F f) {
+  try {
+    f();
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 std::string search_error(const args_t& args) {
   try {
     const search_request req = parse_search_request(args);
@@ -110,14 +121,7 @@ TEST(Robustness, NumbersNoDoubleHoldsGiveTheFileLine) {
   EXPECT_EQ(error_of({"--model", model}), model + ":3: a number is out of range: 1e310 (--model)");
   const std::string hf = write_temp("hf_config.json", "{\"model_type\": \"llama\",\n\"hidden_size\": -1e999}\n");
   EXPECT_EQ(error_of({"--model", hf}), hf + ":2: a number is out of range: -1e999 (--model)");
-  EXPECT_EQ(([] {
-              try {
-                parse_calibration("{\"gpu\": \"h100\",\n \"x\": 2e400}", "cal.json");
-              } catch (const input_error& e) {
-                return std::string(e.what());
-              }
-              return std::string("no error");
-            })(),
+  EXPECT_EQ(what_of([] { parse_calibration("{\"gpu\": \"h100\",\n \"x\": 2e400}", "cal.json"); }),
             "cal.json:2: a number is out of range: 2e400");
 }
 
@@ -128,15 +132,7 @@ TEST(Robustness, InvalidUtf8GivesTheFileLine) {
             ::testing::TempDir() + "args_test_utf.json:2: not UTF-8 text (byte 0xC3) (--model)");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--cluster", write_temp("c.yaml", "name: x\n\xed\xa0\x80: 1\n")}),
             ::testing::TempDir() + "args_test_c.yaml:2: not UTF-8 text (byte 0xED) (--cluster)");
-  EXPECT_THAT(([] {
-                try {
-                  read_measurements("a,b\n\xf8,1\n", "mine.csv");
-                } catch (const input_error& e) {
-                  return std::string(e.what());
-                }
-                return std::string("no error");
-              })(),
-              "mine.csv:2: not UTF-8 text (byte 0xF8)");
+  EXPECT_EQ(what_of([] { read_measurements("a,b\n\xf8,1\n", "mine.csv"); }), "mine.csv:2: not UTF-8 text (byte 0xF8)");
   // Valid multi-byte text is untouched.
   EXPECT_NO_THROW(parse({"--model", write_temp("ok.yaml", "base: llama2-7b\nname: \"modèle 中\"\n")}));
 }
@@ -153,14 +149,7 @@ TEST(Robustness, ControlCharactersInTextAreRefused) {
 }
 
 TEST(Robustness, ValidationCsvWithoutRowsIsRefused) {
-  auto message = [](const std::string& text) {
-    try {
-      read_measurements(text, "mine.csv");
-    } catch (const input_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [](const std::string& text) { return what_of([&] { read_measurements(text, "mine.csv"); }); };
   EXPECT_EQ(message(""), "mine.csv: empty file: expected a header line and measurement rows");
   EXPECT_EQ(message("source,date,gpus\n"), "mine.csv: a header line but no measurement rows");
   const testing::run_result r = testing::run_command(TRAINPLAN_BINARY, {"validate", "--csv", ::testing::TempDir()});
