@@ -148,6 +148,12 @@ TEST(Robustness, ControlCharactersInTextAreRefused) {
   EXPECT_NO_THROW(parse({"--model", write_temp("crlf.yaml", "base: llama2-7b\r\nname:\tx\r\n")}));
 }
 
+TEST(Robustness, ShapesWithoutAModelAsksForOne) {
+  // It complained about num_layers, a field the user never gave.
+  EXPECT_THAT(what_of([] { parse_shapes_request({"--target-params", "7e9", "--num-nodes", "1", "--gbs", "64"}); }),
+              StartsWith("no model: give --model NAME|FILE"));
+}
+
 TEST(Robustness, ValidationCsvWithoutRowsIsRefused) {
   auto message = [](const std::string& text) { return what_of([&] { read_measurements(text, "mine.csv"); }); };
   EXPECT_EQ(message(""), "mine.csv: empty file: expected a header line and measurement rows");
