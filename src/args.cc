@@ -456,6 +456,7 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
     apply_flag(p, b);
   }
   rederive_overridden_model(b, base);
+  out.seq_length_given = b.is_explicit("seq_length");
 
   if (!b.model_chosen && !b.model_fields) {
     throw input_error("no model: give --model NAME|FILE (`trainplan models` lists the catalog) or Megatron's "
@@ -564,6 +565,7 @@ run_context context_of(const parsed_job& pj) {
   c.ignored_flags = pj.ignored_flags;
   c.preset = pj.preset;
   c.from_launch_line = pj.from_launch_line;
+  c.seq_length_given = pj.seq_length_given;
   return c;
 }
 

@@ -264,6 +264,10 @@ std::string render_memory_text(const run_context& ctx, const parameter_breakdown
                      par.vpp > 1 ? fmt::format(", VPP {}", par.vpp) : "", par.sequence_parallel ? ", sequence parallel" : "",
                      t.micro_batch_size, t.global_batch_size, detail::counted(job.num_microbatches(), "micro-batch", "micro-batches"),
                      job.model.seq_length);
+  if (!ctx.seq_length_given) {
+    out.pop_back();
+    out += fmt::format(" (the model's context; --seq-length to plan another)\n");
+  }
   out += fmt::format("Training: {}, {}, ZeRO stage {}{}, {}{}{}\n\n", to_string(t.framework),
                      to_string(t.precision), t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "",
                      t.recompute == recompute_granularity::none ? std::string("no recomputation")

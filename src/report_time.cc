@@ -69,11 +69,12 @@ std::string render_time_text(const run_context& ctx, const time_report& r) {
   const job_spec& job = ctx.job;
   const parallel_config& p = job.parallel;
   auto dim = [](const char* name, std::int64_t n) { return n > 1 ? fmt::format(" {} {}", name, n) : std::string(); };
-  std::string o = fmt::format("{} on {} × {} ({}), TP {} PP {}{}{} DP {}{}, MBS {}, GBS {}, seq {}, {} micro-batches, {}\n",
+  std::string o = fmt::format("{} on {} × {} ({}), TP {} PP {}{}{} DP {}{}, MBS {}, GBS {}, seq {}{}, {}, {}\n",
                               job.model.name, job.num_gpus, job.cluster.gpu.name, job.cluster.name, p.tp, p.pp,
                               dim("CP", p.cp), dim("EP", p.ep), p.dp, dim("VPP", p.vpp), job.training.micro_batch_size,
-                              job.training.global_batch_size, job.model.seq_length, job.num_microbatches(),
-                              to_string(r.schedule));
+                              job.training.global_batch_size, job.model.seq_length,
+                              ctx.seq_length_given ? "" : " (the model's context; --seq-length to plan another)",
+                              detail::counted(job.num_microbatches(), "micro-batch", "micro-batches"), to_string(r.schedule));
   if (!r.fits) {
     o += fmt::format("WARNING: this layout does not fit: stage {} reserves {} GiB of {} GiB usable per GPU "
                      "(`trainplan memory` with the same flags shows where); the times below are for a layout that "

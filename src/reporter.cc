@@ -28,6 +28,7 @@ json context_json(const run_context* ctx) {
   c["cluster"] = job.cluster.name;
   c["gpu"] = job.cluster.gpu.name;
   c["seq_length"] = job.model.seq_length;
+  c["seq_length_source"] = ctx->seq_length_given ? "flag" : "model";
   if (ctx->has_layout) c["parallel"] = parallel_json(job);
   if (!ctx->preset.empty()) c["preset"] = ctx->preset;
   c["from_launch_line"] = ctx->from_launch_line;

@@ -510,7 +510,23 @@ TEST(CliFirstHour, TimeHeaderShowsEveryDimensionAndTheSequence) {
                             "--cp", "2", "--ep", "4", "--use-flash-attn", "--gbs", "256"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("mixtral-8x7b on 64 × h100-sxm5-80gb (dgx-h100), TP 2 PP 1 CP 2 EP 4 DP 16, MBS 1, "
-                                "GBS 256, seq 4096,"));
+                                "GBS 256, seq 4096 (the model's context; --seq-length to plan another), 16 micro-batches,"));
+}
+
+TEST(CliFirstHour, SequenceLengthSaysWhereItCameFrom) {
+  // Issue 16, finding 5: the planning sequence silently defaulted to the model's full context.
+  const std::vector<std::string> job = {"memory", "--model", "llama3-8b", "--num-nodes", "1"};
+  const run_result from_model = run(job);
+  ASSERT_EQ(from_model.status, 0) << from_model.err;
+  EXPECT_THAT(from_model.out, HasSubstr("sequence 8192 (the model's context; --seq-length to plan another)\n"));
+  std::vector<std::string> given = job;
+  given.insert(given.end(), {"--seq-length", "4096", "--json"});
+  const run_result r = run(given);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"seq_length_source\": \"flag\""));
+  given.resize(given.size() - 3);
+  given.push_back("--json");
+  EXPECT_THAT(run(given).out, HasSubstr("\"seq_length_source\": \"model\""));
 }
 
 TEST(CliFirstHour, VersionCatalogsAndPlurals) {

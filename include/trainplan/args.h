@@ -35,6 +35,7 @@ struct parsed_job {
   std::vector<std::string> ignored_flags;    ///< accepted, change no estimate (launch lines)
   bool from_launch_line = false;
   std::string preset;                        ///< preset used, if any
+  bool seq_length_given = false;             ///< --seq-length given; else the model's own context
   std::vector<std::string> extra_args;       ///< tokens a command claimed (see parse_job_args)
 };
 

@@ -32,6 +32,9 @@ struct run_context {
   std::vector<std::string> ignored_flags;  ///< accepted, change no estimate (launch lines)
   std::string preset;                      ///< the preset the job came from, if any
   bool from_launch_line = false;
+  /// Whether the sequence length was given (--seq-length) or is the model's own context, which text
+  /// outputs then say: a model's full context (32,768 for Qwen2.5) is rarely the one a run trains at.
+  bool seq_length_given = true;
 };
 
 /// Bytes as GiB (2^30) with `digits` decimals.
