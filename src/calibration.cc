@@ -201,9 +201,7 @@ calibration_profile parse_calibration(const std::string& text, const std::string
   } catch (const json::out_of_range& e) {
     detail::throw_number_out_of_range(text, origin, e.what());
   } catch (const json::parse_error& e) {
-    const std::size_t end = std::min<std::size_t>(e.byte, text.size());
-    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n');
-    throw input_error(fmt::format("{}:{}: not valid JSON (byte {})", origin, line, e.byte));
+    throw input_error(fmt::format("{}:{}: not valid JSON (byte {})", origin, detail::line_of(text, e.byte), e.byte));
   }
   const reader top(j, origin, "");
   calibration_profile p;

@@ -126,8 +126,7 @@ auto parse_enum_field(const document& d, const json& v, const std::string& path,
 /// "PATH:LINE: message" for nlohmann's parse errors; `byte` is the 1-based offset of the bad character.
 [[noreturn]] void throw_json_error(const std::string& text, const std::string& origin,
                                    const nlohmann::json::parse_error& e) {
-  const std::size_t end = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n');
+  const std::size_t line = detail::line_of(text, e.byte == 0 ? 0 : e.byte - 1);
   std::string msg = e.what();
   if (!msg.empty() && msg[0] == '[') msg = msg.substr(msg.find("] ") + 2);
   if (msg.rfind("parse error", 0) == 0 && msg.find(": ") != std::string::npos) msg = msg.substr(msg.find(": ") + 2);

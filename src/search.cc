@@ -2,6 +2,8 @@
 // and memory, bound by compute, time the rest with the full model on every core, rank.
 #include "trainplan/search.h"
 
+#include "search_workers.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -469,57 +471,9 @@ std::string empty_space_reason(const job_spec& base, const search_space& s, cons
   return why;
 }
 
-/// Runs a function over [0, count) on the search's threads, each with its own job buffer and layer
-/// cache, reporting progress in chunks.
-class worker_pool {
- public:
-  using work = std::function<void(std::size_t, job_spec&, std::map<layer_key, unit_time>&)>;
-  worker_pool(const job_spec& base, unsigned threads, std::int64_t total_work, const search_progress& progress)
-      : base_(base), threads_(threads), total_(total_work), progress_(progress) {}
-
-  void run(std::size_t count, const work& fn) {
-    std::atomic<std::size_t> cursor{0};
-    auto worker = [&] {
-      job_spec j = base_;
-      std::map<layer_key, unit_time> layers;
-      constexpr std::size_t kChunk = 16;
-      for (;;) {
-        const std::size_t begin = cursor.fetch_add(kChunk);
-        if (begin >= count) break;
-        const std::size_t end = std::min(count, begin + kChunk);
-        for (std::size_t i = begin; i < end; ++i) fn(i, j, layers);
-        tick(static_cast<std::int64_t>(end - begin));
-      }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads_; ++t) {
-      try {
-        pool.emplace_back(worker);
-      } catch (const std::system_error&) {
-        break;  // the system gives no more threads: the ones started share the work
-      }
-    }
-    worker();
-    for (auto& th : pool) th.join();
-  }
-
- private:
-  void tick(std::int64_t k) {
-    const std::int64_t d = done_.fetch_add(k) + k;
-    if (!progress_) return;
-    std::int64_t nr = next_report_.load();
-    if (d >= nr && next_report_.compare_exchange_strong(nr, d + std::max<std::int64_t>(1, total_ / 50))) {
-      progress_(d, total_);
-    }
-  }
-
-  const job_spec& base_;
-  unsigned threads_;
-  std::int64_t total_;
-  const search_progress& progress_;
-  std::atomic<std::int64_t> done_{0};
-  std::atomic<std::int64_t> next_report_{0};
-};
+/// The search's workers, each with its own job buffer and per-(TP, CP, EP, MBS, SP) layer cache.
+using worker_pool = detail::search_workers<std::map<layer_key, unit_time>>;
+using detail::top_k_threshold;
 
 /// Each layout's compute lower bound (§7.2): the busiest rank's layers, every micro-batch, no bubble,
 /// communication, embedding or optimizer. Block recomputation is bounded with one recomputed layer.
@@ -613,29 +567,6 @@ fate evaluate_one(const job_spec& base, const search_space& s, proto& pr, job_sp
   c.score = score_of(s, c.iteration_s, c.num_gpus);
   return fate::evaluated;
 }
-
-/// The K best scores so far, shared by the workers: a layout whose bound exceeds the K-th cannot enter.
-class top_k_threshold {
- public:
-  explicit top_k_threshold(std::size_t k) : k_(k) {}
-  double threshold() const { return threshold_.load(std::memory_order_relaxed); }
-  void offer(double score) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (best_.size() < k_) {
-      best_.push(score);
-    } else if (score < best_.top()) {
-      best_.pop();
-      best_.push(score);
-    }
-    if (best_.size() == k_) threshold_.store(best_.top(), std::memory_order_relaxed);
-  }
-
- private:
-  std::size_t k_;
-  std::mutex mu_;
-  std::priority_queue<double> best_;
-  std::atomic<double> threshold_{kInf};
-};
 
 /// Memory, then the full time model (§7.3), best bound first, skipping layouts the bound rules out.
 std::vector<fate> evaluate_bounded(const job_spec& base, const search_space& s, std::vector<proto>& protos,
