@@ -176,6 +176,41 @@ int cmd_plan(const std::vector<std::string>& args, const output_options& out) {
   return 0;
 }
 
+/// Exit status of `logs` when the job looks stalled (§8.5): a cron check's signal.
+constexpr int kStalledStatus = 3;
+
+int cmd_logs(const std::vector<std::string>& args, const output_options& out) {
+  const logs_request req = parse_logs_request(args);
+  const std::unique_ptr<reporter> rep = out.make();  // checked before reading
+  if (!req.follow_mode) {
+    bool stalled = false;
+    std::cout << logs_output(req, *rep, &stalled);
+    return stalled ? kStalledStatus : 0;
+  }
+  // --follow: the files before the last are read whole; the last is followed.
+  const std::vector<std::string> before(req.files.begin(), req.files.end() - 1);
+  log_analyzer a = before.empty() ? log_analyzer(req.follow.options) : read_logs(before, req.follow.options, nullptr);
+  const bool json = rep->format() == output_format::json;
+  std::optional<run_context> ctx;
+  if (req.has_job) ctx = context_of(req.job);
+  log_report last;
+  const bool stalled = follow_log(req.files.back(), a, req.follow, [&](const log_report& r, bool) {
+    last = r;
+    if (json) {
+      const log_plan_comparison c = req.has_job ? logs_plan(req, r) : log_plan_comparison{};
+      std::cout << render_logs_json(ctx ? &*ctx : nullptr, r, req.has_job ? &c : nullptr, true);
+    } else {
+      std::cout << render_logs_update_text(r);
+    }
+    std::cout.flush();
+  });
+  if (!json) {
+    const log_plan_comparison c = req.has_job ? logs_plan(req, last) : log_plan_comparison{};
+    std::cout << "\n" << render_logs_text(ctx ? &*ctx : nullptr, last, req.has_job ? &c : nullptr);
+  }
+  return stalled ? kStalledStatus : 0;
+}
+
 const std::vector<command>& commands() {
   static const std::vector<command> table = {
       {"models", "list the embedded model catalog", false, cmd_models},
@@ -193,6 +228,8 @@ const std::vector<command>& commands() {
       {"shapes", "(hidden, layers, heads) near --target-params, each with its fastest layout", true, cmd_shapes},
       {"plan", "the campaign: ramp-up, days, GPU-hours, checkpoints, failures, goodput (--train-tokens N)", true,
        cmd_plan},
+      {"logs", "read a training log: progress, ETA, slowdowns, spikes, restarts, stalls, against the plan", true,
+       cmd_logs},
   };
   return table;
 }
@@ -200,7 +237,7 @@ const std::vector<command>& commands() {
 /// Commands with flags of their own (parsed in the library), listed before the job flags in their help.
 std::string local_flags_of(const std::string& name) {
   static const std::vector<std::pair<std::string, std::string (*)()>> table = {
-      {"search", search_flags_help}, {"shapes", shapes_flags_help}, {"plan", plan_flags_help}};
+      {"search", search_flags_help}, {"shapes", shapes_flags_help}, {"plan", plan_flags_help}, {"logs", logs_flags_help}};
   for (const auto& [n, help] : table)
     if (n == name) return name + " flags:\n" + help() + "\n";
   return "";

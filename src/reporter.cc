@@ -146,6 +146,9 @@ class text_reporter final : public reporter {
     return render_shapes_text(rules, r);
   }
   std::string plan(const plan_report& r, std::int64_t num_gpus) const override { return render_plan_text(r, num_gpus); }
+  std::string logs(const run_context* ctx, const log_report& r, const log_plan_comparison* c) const override {
+    return render_logs_text(ctx, r, c);
+  }
 };
 
 class json_reporter final : public reporter {
@@ -174,6 +177,9 @@ class json_reporter final : public reporter {
     return render_shapes_json(rules, r);
   }
   std::string plan(const plan_report& r, std::int64_t) const override { return render_plan_json(r); }
+  std::string logs(const run_context* ctx, const log_report& r, const log_plan_comparison* c) const override {
+    return render_logs_json(ctx, r, c);
+  }
 };
 
 /// CSV: the tabular results (search candidates, validation rows); the others have no CSV form.
@@ -199,6 +205,9 @@ class csv_reporter final : public reporter {
   }
   std::string shapes(const shape_rules&, const shapes_result&) const override { return none("shapes"); }
   std::string plan(const plan_report&, std::int64_t) const override { return none("plan"); }
+  std::string logs(const run_context*, const log_report&, const log_plan_comparison*) const override {
+    return none("logs");
+  }
 
  private:
   static std::string none(const char* command) {

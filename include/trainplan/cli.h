@@ -9,6 +9,7 @@
 
 #include "trainplan/args.h"
 #include "trainplan/error.h"
+#include "trainplan/logs.h"
 #include "trainplan/plan.h"
 #include "trainplan/report.h"
 #include "trainplan/search.h"
@@ -66,6 +67,27 @@ struct plan_request {
 /// Plan flags, then either given-speed flags (--num-gpus, --gbs, --seq-length, --model or
 /// --model-params) or job flags (parse_job_args) for the rest. Throws input_error naming the flag.
 plan_request parse_plan_request(const std::vector<std::string>& args);
+
+// ---- logs (src/logs_request.cc) ----
+
+/// A parsed `logs` command: the files, the detectors' thresholds, --follow, the stall check's time and,
+/// when job flags or a launch line follow the files, the job to compare with.
+struct logs_request {
+  std::vector<std::string> files;
+  log_follow_options follow;          ///< its options are the detectors' thresholds
+  bool follow_mode = false;
+  double now_s = kNotLogged;          ///< --now: check for a stall at this time; NaN: no check
+  bool has_job = false;
+  parsed_job job;
+};
+/// Logs flags (table-driven), then the files, then job flags. Throws input_error naming the flag.
+logs_request parse_logs_request(const std::vector<std::string>& args);
+std::string logs_flags_help();
+/// The comparison of a log's report with the plan of the request's job.
+log_plan_comparison logs_plan(const logs_request& req, const log_report& r);
+/// Read the files and report (not --follow, which the CLI runs); `stalled` says whether the stall check
+/// found the job stalled.
+std::string logs_output(const logs_request& req, const reporter& rep, bool* stalled = nullptr);
 
 // ---- each command's output (src/commands.cc) ----
 // Compute once, through the reporter the caller chose: the CLI prints the string, the Python module

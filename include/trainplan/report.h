@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trainplan/comm.h"
+#include "trainplan/logs.h"
 #include "trainplan/memory.h"
 #include "trainplan/model.h"
 #include "trainplan/plan.h"
@@ -94,6 +95,15 @@ std::string render_shapes_json(const shape_rules& rules, const shapes_result& r)
 std::string render_plan_text(const plan_report& r, std::int64_t num_gpus);
 std::string render_plan_json(const plan_report& r);
 
+/// A training log read (§8): progress, ETA, findings, the stall check and, with `plan`, the comparison with
+/// the plan of the job `ctx` describes. JSON: {"schema_version":1,"context":{…},"logs":{…}}; one_line for
+/// the JSON Lines of --follow.
+std::string render_logs_text(const run_context* ctx, const log_report& r, const log_plan_comparison* plan);
+std::string render_logs_json(const run_context* ctx, const log_report& r, const log_plan_comparison* plan,
+                             bool one_line = false);
+/// One line for --follow: iteration, recent speed, ETA, counts of findings, a stall.
+std::string render_logs_update_text(const log_report& r);
+
 // ---- reporters -----------------------------------------------------------------------------------
 
 enum class output_format { text, json, csv };
@@ -120,6 +130,7 @@ class reporter {
   virtual std::string search(const run_context& ctx, const search_space& s, const search_result& r) const = 0;
   virtual std::string shapes(const shape_rules& rules, const shapes_result& r) const = 0;
   virtual std::string plan(const plan_report& r, std::int64_t num_gpus) const = 0;
+  virtual std::string logs(const run_context* ctx, const log_report& r, const log_plan_comparison* plan) const = 0;
 };
 
 /// The reporter of a format.
