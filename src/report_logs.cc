@@ -280,7 +280,7 @@ std::string render_logs_json(const run_context* ctx, const log_report& r, const 
 
 std::string render_logs_update_text(const log_report& r) {
   std::string o = fmt::format("iteration {}", format_count(r.last_iteration));
-  if (r.train_iterations > 0) o += "/" + format_count(r.train_iterations);
+  if (r.train_iterations > 0) o += fmt::format("/{}", format_count(r.train_iterations));
   o += fmt::format(" | {} recent", duration(r.recent_iteration_s));
   if (!std::isnan(r.eta_low_s)) o += fmt::format(" | ETA {}-{}", duration(r.eta_low_s), duration(r.eta_high_s));
   o += fmt::format(" | steps {} | slow {} | spikes {} | restarts {}", r.step_count, r.slow_iteration_count, r.spike_count,
