@@ -258,8 +258,8 @@ std::string render_logs_text(const run_context* ctx, const log_report& r, const 
   stall_text(o, r.stall);
   if (c != nullptr) {
     if (ctx != nullptr && ctx->has_job) {
-      o += fmt::format("\nPlan: {} on {} × {}{}", ctx->job.model.name, ctx->job.cluster.num_nodes, ctx->job.cluster.name,
-                       ctx->preset.empty() ? "" : " (preset " + ctx->preset + ")");
+      o += fmt::format("\nPlan: {} on {} of {}{}", ctx->job.model.name, detail::counted(ctx->job.cluster.num_nodes, "node"),
+                       ctx->job.cluster.name, ctx->preset.empty() ? "" : " (preset " + ctx->preset + ")");
     }
     plan_text(o, *c);
   }
