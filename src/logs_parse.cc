@@ -104,6 +104,31 @@ const field_key* find_key(std::span<const field_key> table, std::string_view key
   return nullptr;
 }
 
+/// Split `rest` into items at `sep`, each "key<kv>value" (the last `kv` for ':', the first for '='), and set
+/// each known key's field. False, with out.problem set, at a value that is not a number. `seen` (if given)
+/// says whether a key of `marker` was among them.
+bool read_fields(std::string_view rest, char sep, char kv, std::span<const field_key> keys, log_line& out,
+                 std::span<const std::string_view> markers = {}, bool* seen = nullptr) {
+  while (!rest.empty()) {
+    const std::size_t cut = rest.find(sep);
+    const std::string_view item = trim(rest.substr(0, cut));
+    rest = cut == std::string_view::npos ? std::string_view() : rest.substr(cut + 1);
+    const std::size_t at = kv == ':' ? item.rfind(kv) : item.find(kv);
+    if (at == std::string_view::npos) continue;
+    const field_key* k = find_key(keys, trim(item.substr(0, at)));
+    if (k == nullptr) continue;
+    if (seen != nullptr && std::find(markers.begin(), markers.end(), k->key) != markers.end()) *seen = true;
+    if (!set_field(out.record, *k, item.substr(at + 1), out.problem)) return false;
+  }
+  return true;
+}
+
+/// A record, or a malformed line when read_fields failed.
+bool finish_record(log_line& out, bool fields_ok) {
+  out.what = fields_ok ? log_line::kind::record : log_line::kind::malformed;
+  return true;
+}
+
 // ---- Megatron-LM and Megatron-DeepSpeed: megatron/training/training.py training_log ----------------
 // " [2025-08-01 07:19:37] iteration        1/    5000 | consumed samples: 128 | elapsed time per
 // iteration (ms): 19138.8 | throughput per GPU (TFLOP/s/GPU): 80.2 | ... | lm loss: 1.043863E+01 |
@@ -172,23 +197,11 @@ bool parse_megatron(std::string_view line, log_line& out) {
     out.problem = "a progress line cut short (Megatron's lines end with '|')";
     return true;
   }
-  while (!rest.empty()) {
-    const std::size_t bar = rest.find('|');
-    const std::string_view item = trim(rest.substr(0, bar));
-    rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
-    const std::size_t colon = item.rfind(':');
-    if (colon == std::string_view::npos) continue;
-    const std::string_view key = trim(item.substr(0, colon));
-    const field_key* k = find_key(keys, key);
-    if (k == nullptr) continue;
-    if (k->key == "elapsed time per iteration (s)" || k->key == "TFLOPs") out.format = log_format::megatron_deepspeed;
-    if (!set_field(r, *k, item.substr(colon + 1), out.problem)) {
-      out.what = log_line::kind::malformed;
-      return true;
-    }
-  }
-  out.what = log_line::kind::record;
-  return true;
+  static constexpr std::array<std::string_view, 2> kDeepSpeedKeys = {"elapsed time per iteration (s)", "TFLOPs"};
+  bool deepspeed = false;
+  const bool ok = read_fields(rest, '|', ':', keys, out, kDeepSpeedKeys, &deepspeed);
+  if (deepspeed) out.format = log_format::megatron_deepspeed;
+  return finish_record(out, ok);
 }
 
 // ---- NeMo 2: nemo/lightning/pytorch/callbacks/progress_printer.py ProgressPrinter ------------------
@@ -220,21 +233,7 @@ bool parse_nemo(std::string_view line, log_line& out) {
   if (!to_count(line.substr(i, slash - i), r.iteration) || !to_count(line.substr(slash + 1, end - slash - 1), r.train_iterations)) {
     return false;
   }
-  std::string_view rest = line.substr(end);
-  while (!rest.empty()) {
-    const std::size_t bar = rest.find('|');
-    const std::string_view item = trim(rest.substr(0, bar));
-    rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
-    const std::size_t colon = item.rfind(':');
-    if (colon == std::string_view::npos) continue;
-    const field_key* k = find_key(kNemoKeys, trim(item.substr(0, colon)));
-    if (k != nullptr && !set_field(r, *k, item.substr(colon + 1), out.problem)) {
-      out.what = log_line::kind::malformed;
-      return true;
-    }
-  }
-  out.what = log_line::kind::record;
-  return true;
+  return finish_record(out, read_fields(line.substr(end), '|', ':', kNemoKeys, out));
 }
 
 // ---- NeMo 1 (PTL's TQDM bar, as NeMo's README "Expected Performance" shows it) ----------------------
@@ -266,18 +265,7 @@ bool parse_nemo_bar(std::string_view line, log_line& out) {
     return true;
   }
   rest.remove_suffix(1);
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view item = trim(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    const std::size_t eq = item.find('=');
-    if (eq == std::string_view::npos) continue;
-    const field_key* k = find_key(kNemoBarKeys, trim(item.substr(0, eq)));
-    if (k != nullptr && !set_field(r, *k, item.substr(eq + 1), out.problem)) {
-      out.what = log_line::kind::malformed;
-      return true;
-    }
-  }
+  if (!read_fields(rest, ',', '=', kNemoBarKeys, out)) return finish_record(out, false);
   if (r.iteration < 0) {
     out.what = log_line::kind::malformed;
     out.problem = "a progress bar without global_step";
