@@ -21,6 +21,7 @@
 #include "trainplan/cli.h"
 #include "trainplan/comm.h"
 #include "trainplan/error.h"
+#include "trainplan/html.h"
 #include "trainplan/memory.h"
 #include "trainplan/model.h"
 #include "trainplan/plan.h"
@@ -33,17 +34,33 @@ namespace {
 
 using namespace trainplan;
 
-/// The output format: --format text|json|csv, with --json for json.
+/// The output format: --format text|json|csv|html, with --json for json and --html FILE for an HTML page
+/// written to FILE.
 struct output_options {
   bool json = false;
   std::string format = "text";
+  std::string html;  ///< --html FILE
 
-  /// The reporter asked for; --json with another --format is a contradiction.
+  /// The reporter asked for; --json with another --format, or --html with another format, contradict.
   std::unique_ptr<reporter> make() const {
     if (json && format != "text" && format != "json") {
       throw input_error("--json and --format " + format + " contradict each other: give one");
     }
+    if (!html.empty() && (json || (format != "text" && format != "html"))) {
+      throw input_error("--html writes an HTML page: drop --json and --format");
+    }
+    if (!html.empty()) return make_reporter(output_format::html);
     return make_reporter(json ? output_format::json : parse_output_format(format));
+  }
+
+  /// Print the output, or with --html write it to the file (whole or not at all) and say so.
+  void emit(const std::string& text) const {
+    if (html.empty()) {
+      std::cout << text;
+      return;
+    }
+    write_file_atomically(html, text);
+    std::cout << "wrote " << html << " (" << (text.size() + 1023) / 1024 << " KiB)\n";
   }
 };
 
@@ -80,22 +97,22 @@ parsed_job job_or_default(const std::vector<std::string>& args) {
 }
 
 int cmd_model(const std::vector<std::string>& args, const output_options& out) {
-  std::cout << model_output(parse_job_args(args, model_need::model_only), *out.make());
+  out.emit(model_output(parse_job_args(args, model_need::model_only), *out.make()));
   return 0;
 }
 
 int cmd_memory(const std::vector<std::string>& args, const output_options& out) {
-  std::cout << memory_output(job_or_default(args), *out.make());
+  out.emit(memory_output(job_or_default(args), *out.make()));
   return 0;
 }
 
 int cmd_comm(const std::vector<std::string>& args, const output_options& out) {
-  std::cout << comm_output(job_or_default(args), *out.make());
+  out.emit(comm_output(job_or_default(args), *out.make()));
   return 0;
 }
 
 int cmd_time(const std::vector<std::string>& args, const output_options& out) {
-  std::cout << time_output(job_or_default(args), *out.make());
+  out.emit(time_output(job_or_default(args), *out.make()));
   return 0;
 }
 
@@ -107,7 +124,7 @@ int cmd_schedule(const std::vector<std::string>& args, const output_options& out
     if (a == "--gpipe") gpipe = true;
     else rest.push_back(a);
   }
-  std::cout << schedule_output(job_or_default(rest), gpipe, *out.make());
+  out.emit(schedule_output(job_or_default(rest), gpipe, *out.make()));
   return 0;
 }
 
@@ -161,18 +178,23 @@ int cmd_search(const std::vector<std::string>& args, const output_options& out_i
               << rep->time(ctx, estimate_time(pj.job));
     return 0;
   }
-  std::cout << rep->search(search_context(req), req.space, r);
+  out.emit(rep->search(search_context(req), req.space, r));
   if (rep->format() != output_format::text) std::cerr << render_search_counts(r);
   return 0;
 }
 
 int cmd_shapes(const std::vector<std::string>& args, const output_options& out) {
-  std::cout << shapes_output(parse_shapes_request(args), *out.make());
+  out.emit(shapes_output(parse_shapes_request(args), *out.make()));
+  return 0;
+}
+
+int cmd_report(const std::vector<std::string>& args, const output_options& out) {
+  out.emit(report_output(job_or_default(args), *out.make()));
   return 0;
 }
 
 int cmd_plan(const std::vector<std::string>& args, const output_options& out) {
-  std::cout << plan_output(parse_plan_request(args), *out.make());
+  out.emit(plan_output(parse_plan_request(args), *out.make()));
   return 0;
 }
 
@@ -228,6 +250,8 @@ const std::vector<command>& commands() {
       {"shapes", "(hidden, layers, heads) near --target-params, each with its fastest layout", true, cmd_shapes},
       {"plan", "the campaign: ramp-up, days, GPU-hours, checkpoints, failures, goodput (--train-tokens N)", true,
        cmd_plan},
+      {"report", "memory, time, the pipeline timeline and communication of one job on one page (--html FILE)", true,
+       cmd_report},
       {"logs", "read a training log: progress, ETA, slowdowns, spikes, restarts, stalls, against the plan", true,
        cmd_logs},
   };
@@ -302,7 +326,8 @@ int run(int argc, char** argv) {
   for (const auto& c : commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
     sub->add_flag("--json", out.json, "JSON output (schema_version 1; = --format json)");
-    sub->add_option("--format", out.format, "output: text, json or csv (search, validate)")->default_val("text");
+    sub->add_option("--format", out.format, "output: text, json, csv (search, validate) or html")->default_val("text");
+    sub->add_option("--html", out.html, "write an HTML page of charts to FILE (memory, time, schedule, comm, search, shapes, plan, report)");
     if (c.takes_job_flags) {
       sub->allow_extras();
       // Built only when help is printed (it was 37% of a `trainplan time` process's instructions).

@@ -11,6 +11,7 @@
 #include "trainplan/cli.h"
 #include "trainplan/comm.h"
 #include "trainplan/error.h"
+#include "trainplan/html.h"
 #include "trainplan/memory.h"
 #include "trainplan/model.h"
 #include "trainplan/time.h"
@@ -41,6 +42,25 @@ std::string time_output(const parsed_job& pj, const reporter& rep) {
 
 std::string schedule_output(const parsed_job& pj, bool gpipe, const reporter& rep) {
   return rep.schedule(context_of(pj), schedule_timeline(pj.job, gpipe ? schedule_kind::gpipe : default_schedule(pj.job)));
+}
+
+std::string report_output(const parsed_job& pj, const reporter& rep) {
+  const run_context ctx = context_of(pj);
+  const parameter_breakdown p = count_parameters(pj.job.model, pj.job.parallel.tp);
+  const memory_report m = estimate_memory(pj.job);
+  const megatron_theoretical_memory megatron = megatron_theoretical(pj.job);
+  const megatron_theoretical_memory* shown = megatron_theoretical_applies(pj.job) ? &megatron : nullptr;
+  const time_report t = schedule_timeline(pj.job, default_schedule(pj.job));
+  const comm_report c = analyze_comm(pj.job);
+  switch (rep.format()) {
+    case output_format::html:
+      return html_page("Report: " + pj.job.model.name, &ctx,
+                       {html_memory_section(m, shown), html_time_section(t), html_schedule_section(t), html_comm_section(c)});
+    case output_format::text:
+      return rep.memory(ctx, p, m, shown) + "\n" + rep.time(ctx, t) + "\n" + rep.comm(ctx, c);
+    default:
+      throw input_error("report has a text and an HTML form (--html FILE); for JSON use memory, time, schedule and comm --json");
+  }
 }
 
 run_context search_context(const search_request& req) {

@@ -118,7 +118,7 @@ std::string render_clusters_json() {
 
 namespace {
 
-constexpr std::array<std::string_view, 3> kFormatNames = {"text", "json", "csv"};
+constexpr std::array<std::string_view, 4> kFormatNames = {"text", "json", "csv", "html"};
 
 class text_reporter final : public reporter {
  public:
@@ -218,14 +218,16 @@ class csv_reporter final : public reporter {
 
 }  // namespace
 
+std::unique_ptr<reporter> make_html_reporter();  // src/reporter_html.cc
+
 std::string_view to_string(output_format f) { return kFormatNames[static_cast<std::size_t>(f)]; }
 
 output_format parse_output_format(std::string_view name) {
   for (std::size_t i = 0; i < kFormatNames.size(); ++i) {
     if (kFormatNames[i] == name) return static_cast<output_format>(i);
   }
-  throw input_error("--format must be text, json or csv, got '" + std::string(name) + "'" +
-                    did_you_mean(name, {"text", "json", "csv"}));
+  throw input_error("--format must be text, json, csv or html, got '" + std::string(name) + "'" +
+                    did_you_mean(name, {"text", "json", "csv", "html"}));
 }
 
 std::unique_ptr<reporter> make_reporter(output_format f) {
@@ -233,6 +235,7 @@ std::unique_ptr<reporter> make_reporter(output_format f) {
     case output_format::text: return std::make_unique<text_reporter>();
     case output_format::json: return std::make_unique<json_reporter>();
     case output_format::csv: return std::make_unique<csv_reporter>();
+    case output_format::html: return make_html_reporter();
   }
   TRAINPLAN_CHECK(false);
   return nullptr;

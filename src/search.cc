@@ -625,6 +625,7 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
   if (base.training.global_batch_size <= 0) throw input_error("search needs the global batch: ${training.global_batch_size}");
   search_result res;
   res.model_params = static_cast<double>(count_parameters(base.model).total);
+  res.usable_bytes = static_cast<double>(base.cluster.gpu.usable_memory_bytes);
 
   const search_axes axes = axes_of(base, s);
   enumeration e = enumerate_layouts(base, s, axes, res);
@@ -649,6 +650,27 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
   res.elapsed_s = std::chrono::duration<double>(clock_type::now() - t0).count();
   if (progress) progress(total_work, total_work);
   return res;
+}
+
+std::vector<std::size_t> pareto_front(const search_result& r) {
+  // Ranked by time: a layout is on the front when it needs less memory than every faster one (§7.3).
+  std::vector<std::size_t> order(r.candidates.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto& ca = r.candidates[a];
+    const auto& cb = r.candidates[b];
+    if (ca.iteration_s != cb.iteration_s) return ca.iteration_s < cb.iteration_s;
+    return ca.peak_reserved_bytes < cb.peak_reserved_bytes;
+  });
+  std::vector<std::size_t> front;
+  double best_bytes = std::numeric_limits<double>::infinity();
+  for (std::size_t i : order) {
+    if (r.candidates[i].peak_reserved_bytes < best_bytes) {
+      front.push_back(i);
+      best_bytes = r.candidates[i].peak_reserved_bytes;
+    }
+  }
+  return front;
 }
 
 }  // namespace trainplan

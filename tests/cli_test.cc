@@ -462,7 +462,7 @@ TEST(CliFormat, FormatJsonEqualsJsonAndContradictionsAreRefused) {
                      "--format text or json\n");
   const run_result typo = run({"time", "--format", "jsn"});
   EXPECT_EQ(typo.status, 2);
-  EXPECT_EQ(typo.err, "trainplan: error: --format must be text, json or csv, got 'jsn' (did you mean 'json'?)\n");
+  EXPECT_EQ(typo.err, "trainplan: error: --format must be text, json, csv or html, got 'jsn' (did you mean 'json'?)\n");
   // Before: `search --csv --json` silently dropped one, and `--explain N --json` printed text.
   const run_result both = run({"search", "--csv", "--json"});
   EXPECT_EQ(both.status, 2);

@@ -43,15 +43,6 @@ std::string temp_file(const std::string& name, const std::string& content) {
   return path;
 }
 
-std::string what_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const input_error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 /// A Megatron-LM core line (megatron/training/training.py training_log) with the fields the tests vary.
 std::string megatron_line(std::int64_t it, double ms, double loss, std::int64_t gbs = 256, const std::string& time = "") {
   char buf[512];

@@ -26,7 +26,7 @@ TEST(Report, FormatsByName) {
     parse_output_format("yaml");
     FAIL();
   } catch (const input_error& e) {
-    EXPECT_EQ(std::string(e.what()), "--format must be text, json or csv, got 'yaml'");
+    EXPECT_EQ(std::string(e.what()), "--format must be text, json, csv or html, got 'yaml' (did you mean 'html'?)");
   }
   for (const output_format f : {output_format::text, output_format::json, output_format::csv}) {
     EXPECT_EQ(make_reporter(f)->format(), f);

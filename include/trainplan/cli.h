@@ -98,6 +98,8 @@ std::string model_output(const parsed_job& pj, const reporter& rep);
 std::string memory_output(const parsed_job& pj, const reporter& rep);
 std::string comm_output(const parsed_job& pj, const reporter& rep);
 std::string time_output(const parsed_job& pj, const reporter& rep);
+/// Memory, time, the pipeline timeline and communication of one job: one HTML page, or the text outputs.
+std::string report_output(const parsed_job& pj, const reporter& rep);
 /// The timeline of Megatron's schedule for the job, or GPipe's.
 std::string schedule_output(const parsed_job& pj, bool gpipe, const reporter& rep);
 /// The run context of a search: its base job, with no layout (each candidate states its own).

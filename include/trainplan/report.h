@@ -106,9 +106,9 @@ std::string render_logs_update_text(const log_report& r);
 
 // ---- reporters -----------------------------------------------------------------------------------
 
-enum class output_format { text, json, csv };
+enum class output_format { text, json, csv, html };
 std::string_view to_string(output_format f);
-/// "text", "json" or "csv"; anything else is an input_error naming --format, with "did you mean".
+/// "text", "json", "csv" or "html"; anything else is an input_error naming --format, with "did you mean".
 output_format parse_output_format(std::string_view name);
 
 /// One method per result (google/benchmark's BenchmarkReporter): the command computes once and hands

@@ -77,6 +77,7 @@ struct search_result {
   double elapsed_s = 0;
   unsigned threads = 1;
   double model_params = 0;
+  double usable_bytes = 0;               ///< usable memory per GPU, the line layouts must stay under
   std::vector<search_candidate> candidates;  ///< every evaluated layout, best first
 };
 
@@ -86,6 +87,10 @@ using search_progress = std::function<void(std::int64_t done, std::int64_t total
 /// Run the search for `base` (model, cluster, training settings; its layout is ignored) over `space`.
 /// Throws input_error naming the constraint that emptied the space.
 search_result run_search(const job_spec& base, const search_space& space, const search_progress& progress = {});
+
+/// The Pareto front of time per iteration against peak reserved memory: indices into r.candidates,
+/// fastest first; each needs less memory than every faster layout (§7.3).
+std::vector<std::size_t> pareto_front(const search_result& r);
 
 /// The finalized job of a candidate (for --explain).
 job_spec candidate_job(const job_spec& base, const search_candidate& c);
