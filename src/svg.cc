@@ -41,11 +41,13 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   double step = mag;
   for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
     step = m * mag;
-    if (step >= raw) break;
+    if (step >= raw * (1 - 1e-9)) break;
   }
   std::vector<double> out;
-  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9 && out.size() < 50; t += step) {
-    out.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
+  // Each tick as k·step rounded to 12 digits: 0.6, not 0.6000000000000001.
+  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9 && out.size() < 50; k += 1) {
+    const double t = std::stod(fmt::format("{:.12g}", k * step));
+    out.push_back(t == 0 ? 0.0 : t);
   }
   return out;
 }
