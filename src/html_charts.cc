@@ -313,13 +313,14 @@ html_section html_shapes_section(const shapes_result& r) {
   svg::canvas c(kWidth, height, "Shapes by throughput");
   const svg::scale y{0, std::max(hi, 1e-9) * 1.08, bottom, kTop};
   svg::axes(c, svg::scale{0, static_cast<double>(std::max<std::size_t>(1, n)), kLeft, kWidth - kRight}, y, "shape (rank)",
-            "parameters × tokens per second", false);
+            "parameter-tokens per second", false);
   const double band = (kWidth - kLeft - kRight) / static_cast<double>(std::max<std::size_t>(1, n));
   std::vector<std::vector<std::pair<std::string, std::string>>> rows;
   for (std::size_t i = 0; i < n; ++i) {
     const shape_candidate& s = r.shapes[i];
     c.rect(kLeft + static_cast<double>(i) * band + band * 0.15, y(s.param_tokens_per_s), band * 0.7, bottom - y(s.param_tokens_per_s),
            "p0", fmt::format("h {} L {} heads {}: {:.3g} parameters", s.hidden, s.layers, s.heads, s.params));
+    c.text(kLeft + (static_cast<double>(i) + 0.5) * band, bottom + 16, std::to_string(i + 1), "tick", "middle");
     rows.push_back({{std::to_string(i + 1), std::to_string(i + 1)}, {std::to_string(s.hidden), ""}, {std::to_string(s.layers), ""},
                     {std::to_string(s.heads), ""}, {fmt::format("{:.3g}", s.params), fmt::format("{}", s.params)},
                     {s.has_layout ? fmt::format("{:.2f}", s.best.iteration_s) : "none fits", ""}});
@@ -346,29 +347,37 @@ html_section html_plan_section(const plan_report& r, std::int64_t num_gpus) {
   const std::vector<std::pair<std::string, double>> overheads = {{"checkpoints", r.checkpoint_overhead_s},
                                                                  {"evaluation", r.eval_s},
                                                                  {"lost to failures", std::max(0.0, r.wall_s - r.train_s - r.checkpoint_overhead_s - r.eval_s)}};
+  static const std::array<const char*, 3> kOverheadClasses = {"p1", "p2", "p6"};
   for (std::size_t i = 0; i < overheads.size(); ++i) {
     const double d = overheads[i].second / 86400;
-    c.rect(x(at), 50, x(at + d) - x(at), 36, palette(i + 1), fmt::format("{}: {:.2f} days", overheads[i].first, d));
+    c.rect(x(at), 50, x(at + d) - x(at), 36, kOverheadClasses[i], fmt::format("{}: {:.2f} days", overheads[i].first, d));
     at += d;
+  }
+  // Expected failures, one mark per job MTBF of wall clock (§7.7; the first 200).
+  for (int k = 1; r.job_mtbf_s > 0 && k * r.job_mtbf_s < r.wall_s && k <= 200; ++k) {
+    const double fx = x(k * r.job_mtbf_s / 86400);
+    c.rect(fx - 1, 44, 2, 48, "p2", fmt::format("expected failure {} of {:.1f}: one per {:.1f} h of wall clock", k,
+                                                r.expected_failures, r.job_mtbf_s / 3600));
   }
   for (double t : svg::nice_ticks(0, x.hi)) {
     c.line(x(t), 88, x(t), 93, "axis");
     c.text(x(t), 106, svg::tick_label(t), "tick", "middle");
   }
   c.text((kLeft + kWidth - kRight) / 2, 124, "days", "axis-label", "middle");
-  svg::legend(c, kLeft, 20, {{"p3", "ramp-up"}, {"p0", "training"}, {"p1", "checkpoints"}, {"p2", "evaluation"}, {"p3", "lost to failures"}});
+  svg::legend(c, kLeft, 20, {{"p3", "ramp-up"}, {"p0", "training"}, {"p1", "checkpoints"}, {"p2", "evaluation, failures (marks)"},
+                             {"p6", "lost to failures"}});
   // The GPU-hour budget.
   const double budget = std::max(r.gpu_hours, r.allocation_gpu_hours);
   const svg::scale hx{0, std::max(budget, 1e-9) * 1.05, kLeft, kWidth - kRight};
   c.text(kLeft, 150, "GPU-hours", "label");
   c.rect(hx(0), 160, hx(r.gpu_hours) - hx(0), 26, r.allocation_sufficient ? "p4" : "p2",
-         fmt::format("needed: {:.0f} GPU-hours", r.gpu_hours));
+         fmt::format("needed: {} GPU-hours", svg::tick_label(std::round(r.gpu_hours))));
   if (r.allocation_gpu_hours > 0) {
     c.line(hx(r.allocation_gpu_hours), 154, hx(r.allocation_gpu_hours), 192, "capacity");
-    c.text(hx(r.allocation_gpu_hours), 206, fmt::format("allocation {:.0f}", r.allocation_gpu_hours), "note", "middle");
+    c.text(hx(r.allocation_gpu_hours), 206, "allocation " + svg::tick_label(std::round(r.allocation_gpu_hours)), "note", "middle");
   }
-  c.text(kLeft, 230, fmt::format("{:.0f} GPU-hours on {} GPUs; {:.1f} expected failures; goodput {:.1f}%", r.gpu_hours, num_gpus,
-                                 r.expected_failures, 100 * r.goodput), "note");
+  c.text(kLeft, 230, fmt::format("{} GPU-hours on {} GPUs; {:.1f} expected failures; goodput {:.1f}%",
+                                 svg::tick_label(std::round(r.gpu_hours)), num_gpus, r.expected_failures, 100 * r.goodput), "note");
   return {"Campaign",
           fmt::format("{:.1f} days of wall clock, {:.1f} of them training; checkpoint every {} iterations.", r.wall_s / 86400,
                       r.train_s / 86400, r.checkpoint_interval_iters),

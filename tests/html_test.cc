@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <regex>
 #include <string>
 
@@ -16,6 +17,7 @@
 #include "trainplan/error.h"
 #include "trainplan/html.h"
 #include "trainplan/memory.h"
+#include "trainplan/plan.h"
 #include "trainplan/svg.h"
 #include "trainplan/time.h"
 
@@ -139,6 +141,16 @@ TEST(HtmlCharts, CommGridColoursEveryRankOfTheFirstNodes) {
   EXPECT_EQ(count(s.body, "<title>n0_g0: rank 0"), 4u);
   EXPECT_EQ(count(s.body, "<title>n15_g7: rank 127"), 4u);
   EXPECT_EQ(count(s.body, "<title>n16_g0"), 0u);
+}
+
+TEST(HtmlCharts, PlanMarksEachExpectedFailureAndThePhases) {
+  const plan_request req = parse_plan_request({"--preset", "bloom-176b-production", "--train-tokens", "366e9"});
+  const plan_report r = make_plan(req.inputs);
+  const html_section s = html_plan_section(r, 384);
+  ASSERT_GT(r.job_mtbf_s, 0);
+  EXPECT_EQ(count(s.body, "<title>expected failure "), static_cast<std::size_t>(std::floor(r.wall_s / r.job_mtbf_s)));
+  EXPECT_EQ(count(s.body, "<title>batch "), r.phases.size());
+  EXPECT_NE(s.body.find("GPU-hours on 384 GPUs"), std::string::npos);
 }
 
 TEST(HtmlCharts, PagesAreSelfContained) {
