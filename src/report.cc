@@ -306,10 +306,15 @@ std::string render_memory_text(const run_context& ctx, const parameter_breakdown
   out += fmt::format("  micro-batches in flight on stage {}: {}; activations per micro-batch {} GiB\n", peak.stage,
                      peak.microbatches_in_flight, format_gib(peak.activations_per_microbatch_bytes));
   if (megatron != nullptr) {
-    out += fmt::format("  Megatron-LM's theoretical_memory_usage.py for comparison: {} GiB (weights and optimizer {} GiB, "
-                       "activations {} GiB; it omits the logits, buffers and allocator; docs/formulas.md §3.9)\n",
-                       format_gib(megatron->total()), format_gib(megatron->weight_and_optimizer_bytes),
-                       format_gib(megatron->activation_bytes));
+    // Say which way it differs: it omits the logits, buffers and allocator (lower), but its activation
+    // term prices a GELU layer without flash attention (higher where flash or recomputation apply).
+    const bool higher = megatron->total() > r.peak_allocated_bytes;
+    out += fmt::format("  Megatron-LM's theoretical_memory_usage.py for comparison: {} GiB, {} than our {} GiB allocated "
+                       "(weights and optimizer {} GiB, activations {} GiB; {}; docs/formulas.md §3.9)\n",
+                       format_gib(megatron->total()), higher ? "higher" : "lower", format_gib(r.peak_allocated_bytes),
+                       format_gib(megatron->weight_and_optimizer_bytes), format_gib(megatron->activation_bytes),
+                       higher ? "its activation term prices a GELU layer without flash attention or recomputation"
+                              : "it omits the logits, buffers and allocator");
   }
   append_ignored_flags(out, ctx);
   return out;

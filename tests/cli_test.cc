@@ -504,6 +504,21 @@ TEST(CliFirstHour, TimeAndPlanSayWhenTheLayoutDoesNotFit) {
   EXPECT_EQ(parse_json(run(with(fits, {"time", "--json"})).out)["time"]["fits"], true);
 }
 
+TEST(CliFirstHour, MegatronFormulaCaptionSaysWhichWayItDiffers) {
+  // Finding 9: the caption said Megatron's figure omits the logits, buffers and allocator (so lower) when
+  // it was 40 GiB higher than ours: its activation term is a GELU layer without flash attention.
+  const run_result hi = run({"memory", "--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "8",
+                             "--pp", "2", "--sp", "--use-distributed-optimizer", "--gbs", "512"});
+  ASSERT_EQ(hi.status, 0) << hi.err;
+  EXPECT_THAT(hi.out, HasSubstr("105.35 GiB, higher than our 63.69 GiB allocated"));
+  EXPECT_THAT(hi.out, HasSubstr("its activation term prices a GELU layer without flash attention"));
+  const run_result lo = run({"memory", "--model", "llama2-7b", "--cluster", "dgx-h100", "--num-gpus", "8", "--tp", "8",
+                             "--gbs", "8", "--seq-length", "4096", "--attention-backend", "unfused"});
+  ASSERT_EQ(lo.status, 0) << lo.err;
+  EXPECT_THAT(lo.out, HasSubstr("20.98 GiB, lower than our 24.20 GiB allocated"));
+  EXPECT_THAT(lo.out, HasSubstr("it omits the logits, buffers and allocator"));
+}
+
 TEST(CliFirstHour, TimeHeaderShowsEveryDimensionAndTheSequence) {
   // Finding 8: the header said `TP 8 PP 2 DP 1` on 128 GPUs (CP and EP dropped).
   const run_result r = run({"time", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "2",
