@@ -1,6 +1,7 @@
 // Renderers of time, schedule and validation (text, JSON). They format; they never compute.
 #include "trainplan/report.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -139,20 +140,31 @@ std::string render_schedule_json(const run_context& ctx, const time_report& r) {
   return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+/// One text panel of the timeline over [t0, t1] in `cols` columns: a row per rank.
+std::vector<std::string> schedule_panel(const time_report& r, double t0, double t1, std::size_t cols) {
+  std::vector<std::string> rows(r.pipeline.stages.size(), std::string(cols, '.'));
+  const double span = std::max(t1 - t0, 1e-12);
+  auto col = [&](double t) {
+    const double c = (std::clamp(t, t0, t1) - t0) / span * static_cast<double>(cols);
+    return std::min(cols - 1, static_cast<std::size_t>(c));
+  };
+  for (const schedule_event& e : r.pipeline.events) {
+    if (e.end_s <= t0 || e.start_s >= t1) continue;
+    const char mark = e.chunk > 0 ? (e.backward ? 'b' : 'f') : (e.backward ? 'B' : 'F');
+    for (std::size_t c = col(e.start_s); c <= col(std::max(e.start_s, e.end_s - 1e-12)); ++c) {
+      rows[static_cast<std::size_t>(e.stage)][c] = mark;
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
 std::string render_schedule_text(const run_context& ctx, const time_report& r, int width) {
   const double total = r.timeline_s > 0 ? r.timeline_s : r.pipeline.pipeline_s;
   const std::size_t ranks = r.pipeline.stages.size();
-  std::vector<std::string> rows(ranks, std::string(static_cast<std::size_t>(width), '.'));
-  for (const schedule_event& e : r.pipeline.events) {
-    auto col = [&](double t) {
-      return std::min<std::size_t>(static_cast<std::size_t>(width) - 1,
-                                   static_cast<std::size_t>(t / total * width));
-    };
-    const char mark = e.backward ? 'B' : 'F';
-    for (std::size_t c = col(e.start_s); c <= col(std::max(e.start_s, e.end_s - 1e-12)); ++c) {
-      rows[static_cast<std::size_t>(e.stage)][c] = e.chunk > 0 ? static_cast<char>(e.backward ? 'b' : 'f') : mark;
-    }
-  }
   std::string o = fmt::format("{} schedule, {} micro-batches, {} ranks: pipeline {:.2f} s, iteration {:.2f} s, bubble {:.1f}%\n",
                               to_string(r.schedule), ctx.job.num_microbatches(), ranks, r.pipeline.pipeline_s, r.iteration_s,
                               100 * r.bubble_fraction);
@@ -161,9 +173,24 @@ std::string render_schedule_text(const run_context& ctx, const time_report& r, i
                      "totals above are the full schedule's)\n",
                      r.timeline_microbatches, total);
   }
-  o += "F/B forward/backward (f/b: later model chunks), '.' idle or sending; one column = " +
-       fmt::format("{:.3f} s\n", total / width);
-  for (std::size_t i = 0; i < ranks; ++i) o += fmt::format("  rank {:3} |{}|\n", i, rows[i]);
+  o += "F/B forward/backward (f/b: later model chunks), '.' idle or sending; ";
+  // Passes per rank: past a third of the columns they blur into one another, so the start and the end of
+  // the iteration are drawn side by side at their own scales, 16 passes each (the HTML report does the same).
+  const double passes = ranks > 0 ? static_cast<double>(r.pipeline.events.size()) / static_cast<double>(ranks) : 0;
+  const auto cols = static_cast<std::size_t>(std::max(width, 8));
+  if (passes <= static_cast<double>(cols) / 3) {
+    o += fmt::format("one column = {:.3f} s\n", total / static_cast<double>(cols));
+    const std::vector<std::string> rows = schedule_panel(r, 0, total, cols);
+    for (std::size_t i = 0; i < ranks; ++i) o += fmt::format("  rank {:3} |{}|\n", i, rows[i]);
+    return o;
+  }
+  const double window = total * 16 / passes;
+  const std::size_t half = cols / 2 - 2;
+  o += fmt::format("the first and the last 16 passes per rank; one column = {:.3f} s\n", window / static_cast<double>(half));
+  const std::vector<std::string> first = schedule_panel(r, 0, window, half);
+  const std::vector<std::string> last = schedule_panel(r, total - window, total, half);
+  o += fmt::format("  {:8} |{:<{}}| … |{:>{}}|\n", "", fmt::format("0 s"), half, fmt::format("{:.2f} s", total), half);
+  for (std::size_t i = 0; i < ranks; ++i) o += fmt::format("  rank {:3} |{}| … |{}|\n", i, first[i], last[i]);
   return o;
 }
 

@@ -519,6 +519,28 @@ TEST(CliFirstHour, MegatronFormulaCaptionSaysWhichWayItDiffers) {
   EXPECT_THAT(lo.out, HasSubstr("it omits the logits, buffers and allocator"));
 }
 
+TEST(CliFirstHour, LongScheduleIsDrawnAsItsStartAndEnd) {
+  // Finding 9: 512 passes per rank in 100 columns was an unreadable blur of F and B.
+  const run_result r = run({"schedule", "--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "8",
+                            "--pp", "4", "--sp", "--use-distributed-optimizer", "--gbs", "512", "--seq-length", "8192"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("the first and the last 16 passes per rank"));
+  std::istringstream lines(r.out);
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  rank ", 0) != 0) continue;
+    ++rows;
+    EXPECT_THAT(line, HasSubstr("| … |"));
+    EXPECT_THAT(line, HasSubstr("FF"));  // a pass spans several columns
+    EXPECT_THAT(line, HasSubstr("BBB"));
+  }
+  EXPECT_EQ(rows, 4);
+  // A short schedule is still drawn whole.
+  const run_result s = run({"schedule", "--preset", "bloom-176b-production", "--gbs", "96"});
+  EXPECT_THAT(s.out, HasSubstr("one column = 0.124 s"));
+  EXPECT_THAT(s.out, Not(HasSubstr("| … |")));
+}
+
 TEST(CliFirstHour, TimeHeaderShowsEveryDimensionAndTheSequence) {
   // Finding 8: the header said `TP 8 PP 2 DP 1` on 128 GPUs (CP and EP dropped).
   const run_result r = run({"time", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "2",
