@@ -66,6 +66,7 @@ std::string report_output(const parsed_job& pj, const reporter& rep) {
 run_context search_context(const search_request& req) {
   run_context ctx = context_of(req.base);
   ctx.has_layout = false;  // the search chooses the layout: each candidate states its own
+  if (!req.base.from_launch_line) ctx.job_args = req.job_args;
   return ctx;
 }
 

@@ -55,6 +55,26 @@ json candidate_json(const search_candidate& c) {
           {"score", c.score}};
 }
 
+/// A token as a POSIX shell reads it back: quoted when it holds anything but [A-Za-z0-9_./=:,+-].
+std::string shell_word(const std::string& t) {
+  const bool plain = !t.empty() && t.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-") ==
+                                       std::string::npos;
+  if (plain) return t;
+  std::string q = "'";
+  for (char ch : t) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+/// `trainplan time` with the search's job flags and the row's layout; "" when the base came from a
+/// launch line.
+std::string reproduce_command(const run_context& ctx, const search_candidate& c) {
+  if (ctx.from_launch_line || ctx.job_args.empty()) return "";
+  std::string cmd = "trainplan time";
+  for (const std::string& a : ctx.job_args) cmd += " " + shell_word(a);
+  for (const std::string& a : candidate_flags(c, ctx.job.training.framework)) cmd += " " + shell_word(a);
+  return cmd;
+}
+
 }  // namespace
 
 std::string render_search_counts(const search_result& r) {
@@ -87,7 +107,10 @@ std::string render_search_text(const run_context& ctx, const search_space& s, co
   }
   o += "\nMem: peak reserved per GPU (nvidia-smi); TFLOPs per GPU as Megatron reports them (recomputation counted).\n";
   o += render_search_counts(r);
-  o += "`--explain N` shows row N in full; `--json`/`--csv` give every evaluated layout.\n";
+  o += "`--explain N` shows row N in full; `--json`/`--csv` give every evaluated layout (JSON with each row's command).\n";
+  if (!r.candidates.empty()) {
+    if (const std::string cmd = reproduce_command(ctx, r.candidates.front()); !cmd.empty()) o += "Row 1 alone: " + cmd + "\n";
+  }
   append_ignored_flags(o, ctx);
   return o;
 }
@@ -112,7 +135,12 @@ std::string render_search_json(const run_context& ctx, const search_space& s, co
   sj["threads"] = r.threads;
   sj["model_params"] = r.model_params;
   json cands = json::array();
-  for (const search_candidate& c : r.candidates) cands.push_back(candidate_json(c));
+  for (const search_candidate& c : r.candidates) {
+    json cj = candidate_json(c);
+    const std::string cmd = reproduce_command(ctx, c);
+    cj["command"] = cmd.empty() ? json(nullptr) : json(cmd);
+    cands.push_back(std::move(cj));
+  }
   sj["candidates"] = std::move(cands);
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

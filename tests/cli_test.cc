@@ -541,6 +541,32 @@ TEST(CliFirstHour, LongScheduleIsDrawnAsItsStartAndEnd) {
   EXPECT_THAT(s.out, Not(HasSubstr("| … |")));
 }
 
+TEST(CliFirstHour, SearchRowsCarryTheCommandThatReproducesThem) {
+  // Finding 9: a search row had no command line; each JSON row now has one, and `time` with it gives the
+  // row's time. A Megatron search (SP, CP, distributed optimizer, uneven ends) and the default one.
+  const std::vector<std::vector<std::string>> searches = {
+      {"search", "--json", "--threads", "1"},
+      {"search", "--json", "--threads", "1", "--model", "llama3.1-405b", "--cluster", "dgx-h100", "--num-gpus", "2048",
+       "--gbs", "2048", "--seq-length", "8192", "--top", "5"}};
+  for (const auto& args : searches) {
+    const run_result r = run(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json cands = parse_json(r.out)["search"]["candidates"];
+    ASSERT_GE(cands.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      const std::string cmd = cands[i]["command"].get<std::string>();
+      ASSERT_EQ(cmd.rfind("trainplan time ", 0), 0u) << cmd;
+      const run_result t = trainplan::testing::run_command(shell_quote(TRAINPLAN_BINARY) + cmd.substr(9), {"--json"});
+      ASSERT_EQ(t.status, 0) << cmd << "\n" << t.err;
+      EXPECT_NEAR(parse_json(t.out)["time"]["iteration_s"].get<double>(), cands[i]["iteration_s"].get<double>(),
+                  1e-9 * cands[i]["iteration_s"].get<double>())
+          << cmd;
+    }
+  }
+  const run_result text = run({"search", "--threads", "1"});
+  EXPECT_THAT(text.out, HasSubstr("Row 1 alone: trainplan time --model bloom-176b"));
+}
+
 TEST(CliFirstHour, TimeHeaderShowsEveryDimensionAndTheSequence) {
   // Finding 8: the header said `TP 8 PP 2 DP 1` on 128 GPUs (CP and EP dropped).
   const run_result r = run({"time", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "2",

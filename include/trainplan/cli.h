@@ -32,6 +32,7 @@ std::vector<std::string> default_search_args();
 struct search_request {
   search_space space;
   parsed_job base;                       ///< model, cluster and training flags (layout not finalized)
+  std::vector<std::string> job_args;     ///< the job flags of `base`, as given
   std::int64_t explain_row = 0;          ///< 1-based row of --explain; 0: none
   bool csv = false;
 };

@@ -36,6 +36,9 @@ struct run_context {
   /// Whether the sequence length was given (--seq-length) or is the model's own context, which text
   /// outputs then say: a model's full context (32,768 for Qwen2.5) is rarely the one a run trains at.
   bool seq_length_given = true;
+  /// The job flags as given (a search's base job), for the command line that reproduces a row; empty
+  /// for a launch line, whose own layout flags would contend with the row's.
+  std::vector<std::string> job_args;
 };
 
 /// Bytes as GiB (2^30) with `digits` decimals.
