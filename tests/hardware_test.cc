@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 
+#include "trainplan/compute.h"
 #include "trainplan/error.h"
 
 namespace trainplan {
@@ -480,3 +481,45 @@ TEST(HardwareClusterUnits, GbpsIsGigabitsAndOtherUnitsAreListedNotGuessed) {
 
 }  // namespace
 }  // namespace trainplan
+
+// ---- gpu.compute in cluster files (issue 16, finding 8: `unknown key 'compute' in 'gpu'`) ------------------
+
+namespace {
+
+std::string cluster_error(const std::string& text) {
+  try {
+    trainplan::parse_cluster_text(text, "c.yaml");
+  } catch (const trainplan::input_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(ClusterFileCompute, ConstantsReplaceTheCatalogDefaultsOneByOne) {
+  const trainplan::cluster_spec c = trainplan::parse_cluster_text(
+      "base: dgx-h100\ngpu:\n  compute:\n    flash_attention_fraction: 0.6\n    kernel_overhead_us: 5\n"
+      "    tiles:\n      - {m: 256, n: 128, peak_fraction: 0.75}\n      - {m: 128, n: 128, peak_fraction: 0.7}\n",
+      "c.yaml");
+  ASSERT_EQ(c.gpu.compute.tiles.size(), 2u);
+  EXPECT_EQ(c.gpu.compute.tiles[0].m, 256);
+  EXPECT_DOUBLE_EQ(c.gpu.compute.tiles[1].peak_fraction, 0.7);
+  const trainplan::compute_efficiency e = trainplan::effective_compute_efficiency(c.gpu);
+  const trainplan::compute_efficiency d = trainplan::effective_compute_efficiency(trainplan::find_gpu(c.gpu.name));
+  EXPECT_DOUBLE_EQ(e.flash_attention_fraction, 0.6);
+  EXPECT_DOUBLE_EQ(e.kernel_overhead_s, 5e-6);
+  EXPECT_DOUBLE_EQ(e.memory_bandwidth_fraction, d.memory_bandwidth_fraction);  // not given: the default
+  EXPECT_DOUBLE_EQ(e.tiles_per_sm, d.tiles_per_sm);
+}
+
+TEST(ClusterFileCompute, BadKeysAndValuesNameTheLineAndField) {
+  EXPECT_EQ(cluster_error("base: dgx-h100\ngpu:\n  compute:\n    flash_attention_fraction: 1.5\n"),
+            "c.yaml:4: field 'gpu.compute.flash_attention_fraction' must be in (0, 1], got 1.5");
+  EXPECT_EQ(cluster_error("base: dgx-h100\ngpu:\n  compute:\n    tiles_per_smm: 1\n"),
+            "c.yaml:4: unknown key 'tiles_per_smm' in 'gpu.compute' (did you mean 'tiles_per_sm'?)");
+  EXPECT_EQ(cluster_error("base: dgx-h100\ngpu:\n  compute:\n    tiles: [{m: 256, peak_fraction: 0.7}]\n"),
+            "c.yaml:4: a tile needs m, n and peak_fraction");
+  EXPECT_EQ(cluster_error("base: dgx-h100\ngpu:\n  compute: 0.8\n"),
+            "c.yaml:3: field 'gpu.compute' must be a mapping, got '0.8'");
+}
