@@ -201,13 +201,15 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
     }
   });
   if (job.training.flash_attention) {
-    // Flash attention: one fused kernel; causal masking skips half the tiles; backward ≈ 2.5× forward
-    // (it recomputes the scores; Dao 2023).
-    const double flops = 4.0 * b * np * static_cast<double>(sq) * s * dh;  // counted (full s²)
+    // Flash attention: one fused kernel; causal masking skips the masked half of the tiles, so the
+    // kernel executes half the s² square, and that half is what is counted and timed (§5.1, one
+    // convention: Megatron-Core's num_floating_point_operations counts seq_length/2, "causal mask").
+    // Backward ≈ 2.5× forward in time (it recomputes the scores; Dao 2023), 2× in FLOPs.
+    const double flops = 0.5 * 4.0 * b * np * static_cast<double>(sq) * s * dh;
     const double rate = gpu.peak_flops(d) * e.flash_attention_fraction;
-    u.forward.attention_s += 0.5 * flops / rate + e.kernel_overhead_s;
+    u.forward.attention_s += flops / rate + e.kernel_overhead_s;
     u.forward.flops += flops;
-    u.backward.attention_s += 2.5 * 0.5 * flops / rate + e.kernel_overhead_s;
+    u.backward.attention_s += 2.5 * flops / rate + e.kernel_overhead_s;
     u.backward.flops += 2 * flops;
   } else {
     // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the

@@ -13,6 +13,8 @@
 #include "test_support.h"
 #include "trainplan/args.h"
 #include "trainplan/error.h"
+#include "trainplan/compute.h"
+#include "trainplan/hardware.h"
 #include "trainplan/validate.h"
 
 namespace trainplan {
@@ -316,3 +318,40 @@ TEST(TimeCli, VppWithoutEnoughLayersExitsTwo) {
 
 }  // namespace
 }  // namespace trainplan
+
+// ---- attention FLOPs: one convention for counting and timing (docs/formulas.md §5.1; issue 16 finding 8) ----
+
+namespace {
+
+trainplan::time_report llama8b(const std::string& seq, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "4", "--cp",
+                                   "16", "--seq-length", seq, "--max-position-embeddings", seq, "--gbs", "8", "--sp",
+                                   "--use-distributed-optimizer", "--recompute-granularity", "full", "--recompute-method",
+                                   "uniform", "--recompute-num-layers", "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return trainplan::estimate_time(trainplan::parse_job_args(args).job);
+}
+
+}  // namespace
+
+TEST(TimeAttentionConvention, FlashCountsTheCausalHalfItExecutes) {
+  // The unfused kernels compute the whole s² square, flash the causal half: the counts differ by half the
+  // batched attention GEMMs, 2·GBS·a·s²·d per layer forward, ×3 for the model FLOPs.
+  const trainplan::time_report flash = llama8b("8192", {});
+  const trainplan::time_report unfused = llama8b("8192", {"--attention-backend", "unfused"});
+  const double s = 8192, layers = 32, gbs = 8, heads = 32, dh = 128;
+  EXPECT_NEAR(unfused.compute.model_flops - flash.compute.model_flops, 3 * layers * 2 * gbs * heads * s * s * dh,
+              1e-9 * unfused.compute.model_flops);
+}
+
+TEST(TimeAttentionConvention, LongContextUtilisationStaysUnderTheKernelCeiling) {
+  // At 128K the attention core is most of the work. Counted in full but timed as the causal half, HFU
+  // reached 67% and MFU 50%, above what any kernel of the model runs at.
+  const trainplan::time_report r = llama8b("131072", {});
+  const trainplan::gpu_spec& gpu = trainplan::find_gpu("h100-sxm5-80gb");
+  const trainplan::compute_efficiency e = trainplan::effective_compute_efficiency(gpu);
+  double ceiling = e.flash_attention_fraction;
+  for (const auto& t : e.tiles) ceiling = std::max(ceiling, t.peak_fraction);
+  EXPECT_LE(r.hfu, ceiling);
+  EXPECT_LT(r.mfu, r.hfu);
+}
