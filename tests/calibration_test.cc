@@ -93,6 +93,14 @@ TEST(Calibration, BadFilesNameTheFieldAndRule) {
 
 TEST(Calibration, MissingFileIsAnInputError) {
   EXPECT_THROW(load_calibration("/nonexistent/profile.json"), input_error);
+  // The committed profile's folder given for the file: named, not "not valid JSON (byte 1)".
+  try {
+    load_calibration(TRAINPLAN_TEST_DATA_DIR);
+    FAIL() << "a directory is not a profile";
+  } catch (const input_error& e) {
+    EXPECT_EQ(std::string(e.what()), std::string("--calibration: '") + TRAINPLAN_TEST_DATA_DIR +
+                                         "' is a directory; give the profile file in it (profile.json)");
+  }
 }
 
 TEST(Calibration, MeasuredGemmShapesGetTheirMeasuredEfficiency) {
