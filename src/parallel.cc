@@ -86,13 +86,7 @@ stage_split split_layers(std::int64_t num_layers, const parallel_config& p, fram
   stage_split s;
   const std::int64_t pp = p.pp;
   if (pp < 1 || num_layers < 1) return s;
-  if (p.vpp > 1) {
-    if (layers_per_chunk == 0) {
-      if (pp < 2 || num_layers % pp != 0 || (num_layers / pp) % p.vpp != 0) return s;
-      layers_per_chunk = num_layers / pp / p.vpp;
-    }
-    s.first = s.middle = s.last = layers_per_chunk * p.vpp;
-  } else if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
+  if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
     const std::int64_t first_n = std::max<std::int64_t>(0, p.first_stage_layers);
     const std::int64_t last_n = std::max<std::int64_t>(0, p.last_stage_layers);
     const std::int64_t middle_stages = pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
@@ -103,6 +97,17 @@ stage_split split_layers(std::int64_t num_layers, const parallel_config& p, fram
     s.middle = middle_stages > 0 ? rest / middle_stages : 0;
     s.first = p.first_stage_layers >= 0 ? first_n : s.middle;
     s.last = p.last_stage_layers >= 0 ? last_n : s.middle;
+    // Interleaved with uneven ends (Megatron-Core transformer_config.py): every rank's layers split
+    // evenly over its model chunks.
+    if (p.vpp > 1 && (s.first % p.vpp != 0 || s.last % p.vpp != 0 || (middle_stages > 0 && s.middle % p.vpp != 0))) {
+      return s;
+    }
+  } else if (p.vpp > 1) {
+    if (layers_per_chunk == 0) {
+      if (pp < 2 || num_layers % pp != 0 || (num_layers / pp) % p.vpp != 0) return s;
+      layers_per_chunk = num_layers / pp / p.vpp;
+    }
+    s.first = s.middle = s.last = layers_per_chunk * p.vpp;
   } else {
     // BLOOM's embedding-as-stage: each embedding takes one layer slot of the end ranks.
     const std::int64_t emb = p.embedding_as_stage ? 1 : 0;
@@ -374,11 +379,56 @@ std::string training_violation(job_spec& job) {
   return {};
 }
 
+std::string interleaving_microbatch_violation(const job_spec& job) {
+  return std::string("the interleaved schedule needs the number of micro-batches (${training.global_batch_size} / "
+                     "(${training.micro_batch_size} × DP) = " + to_string(job.num_microbatches()) +
+                     ") to be a multiple of ${parallel.pp} (" + to_string(job.parallel.pp) + ")");
+}
+
+/// Interleaving with uneven first/last stages, as Megatron-Core allows it (transformer_config.py
+/// __post_init__): each end's layers, and the middle stages', divisible by the model chunks per rank.
+std::string uneven_interleaving_violation(job_spec& job) {
+  const model_spec& m = job.model;
+  parallel_config& p = job.parallel;
+  if (p.pp < 2) return std::string("${parallel.first_stage_layers} / ${parallel.last_stage_layers} need ${parallel.pp} > 1");
+  if (p.embedding_as_stage) {
+    return std::string("${parallel.embedding_as_stage} with ${parallel.first_stage_layers} / ${parallel.last_stage_layers}: choose one");
+  }
+  const std::int64_t first = std::max<std::int64_t>(0, p.first_stage_layers);
+  const std::int64_t last = std::max<std::int64_t>(0, p.last_stage_layers);
+  const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
+  const std::int64_t rest = m.num_layers - first - last;
+  if (rest < 0 || (middle_stages == 0 && rest != 0) || (middle_stages > 0 && rest % middle_stages != 0)) {
+    return std::string("${model.num_layers} (" + to_string(m.num_layers) +
+                       ") minus ${parallel.first_stage_layers} and ${parallel.last_stage_layers} must split "
+                       "evenly over the other " + to_string(middle_stages) + " pipeline stages");
+  }
+  const stage_split split = split_layers(m.num_layers, p, job.training.framework);
+  auto chunks = [&](std::int64_t layers, const char* which) {
+    return std::string("the number of layers at the " + std::string(which) + " stage (" + to_string(layers) +
+                       ") must be divisible by ${parallel.vpp} (" + to_string(p.vpp) +
+                       "), Megatron-Core's rule for interleaving with an uneven split");
+  };
+  if (p.first_stage_layers >= 0 && first % p.vpp != 0) return chunks(first, "first");
+  if (p.last_stage_layers >= 0 && last % p.vpp != 0) return chunks(last, "last");
+  if (middle_stages > 0 && split.middle % p.vpp != 0) return chunks(split.middle, "middle");
+  TRAINPLAN_CHECK(split.valid);
+  p.num_layers_per_virtual_stage = 0;  // not one number: each rank's layers / vpp (pipeline_layout)
+  if (job.num_microbatches() % p.pp != 0) return interleaving_microbatch_violation(job);
+  return {};
+}
+
 /// The pipeline split and interleaving (§2.2); derives layers per chunk and VPP.
 std::string pipeline_violation(job_spec& job) {
   [[maybe_unused]] model_spec& m = job.model;
   [[maybe_unused]] parallel_config& p = job.parallel;
   [[maybe_unused]] training_config& t = job.training;
+  const bool uneven = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
+  if (uneven && p.vpp > 1) return uneven_interleaving_violation(job);
+  if (uneven && p.num_layers_per_virtual_stage > 0) {
+    return std::string("${parallel.num_layers_per_virtual_stage} with an uneven split (${parallel.first_stage_layers} / "
+                       "${parallel.last_stage_layers}): give the model chunks per rank, ${parallel.vpp}, as Megatron-Core does");
+  }
   // Pipeline split (§2.2). Model chunks given as a count (Megatron's
   // --virtual-pipeline-model-parallel-size) become layers per chunk.
   if (p.vpp > 1 && p.num_layers_per_virtual_stage == 0) {
@@ -392,19 +442,14 @@ std::string pipeline_violation(job_spec& job) {
     if (p.pp < 2) {
       return std::string("${parallel.num_layers_per_virtual_stage} needs ${parallel.pp} > 1");
     }
-    if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0 || p.embedding_as_stage) {
-      return std::string("${parallel.num_layers_per_virtual_stage} with an uneven split "
-                        "(${parallel.first_stage_layers} / ${parallel.last_stage_layers}, ${parallel.embedding_as_stage}) is not modelled");
+    if (p.embedding_as_stage) {
+      return std::string("${parallel.num_layers_per_virtual_stage} with ${parallel.embedding_as_stage} is not modelled");
     }
     TRAINPLAN_RETURN_VIOLATION(divisible(m.num_layers, "${model.num_layers}", p.pp, "${parallel.pp}"));
     TRAINPLAN_RETURN_VIOLATION(divisible(m.num_layers / p.pp, "${model.num_layers} / ${parallel.pp}",
                       p.num_layers_per_virtual_stage, "${parallel.num_layers_per_virtual_stage}"));
     p.vpp = m.num_layers / p.pp / p.num_layers_per_virtual_stage;
-    if (p.vpp > 1 && job.num_microbatches() % p.pp != 0) {
-      return std::string("the interleaved schedule needs the number of micro-batches (${training.global_batch_size} / "
-                        "(${training.micro_batch_size} × DP) = " + to_string(job.num_microbatches()) +
-                        ") to be a multiple of ${parallel.pp} (" + to_string(p.pp) + ")");
-    }
+    if (p.vpp > 1 && job.num_microbatches() % p.pp != 0) return interleaving_microbatch_violation(job);
   } else {
     p.vpp = 1;
   }
@@ -477,10 +522,19 @@ void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
     stage_layout& s = stages[static_cast<std::size_t>(r)];
     s.stage = r;
     s.num_layers = split.of(r, p.pp);
-    if (p.vpp > 1) {  // chunk c of rank r holds layers [(c·p + r)·k, (c·p + r + 1)·k)
-      const std::int64_t k = p.num_layers_per_virtual_stage;
-      s.first_layer = r * k;
-      for (std::int64_t c = 0; c < p.vpp; ++c) s.num_moe_layers += count_moe((c * p.pp + r) * k, k);
+    if (p.vpp > 1) {
+      // Chunk c of rank r holds k_r = layers_r / v layers starting at c·R + Σ_{r' < r} k_r', with R = Σ k_r
+      // the layers of one round over the ranks (Megatron-Core get_transformer_layer_offset; with an even
+      // split, (c·p + r)·k).
+      const std::int64_t k = s.num_layers / p.vpp;
+      std::int64_t before = 0, round = 0;
+      for (std::int64_t q = 0; q < p.pp; ++q) {
+        const std::int64_t kq = split.of(q, p.pp) / p.vpp;
+        round += kq;
+        if (q < r) before += kq;
+      }
+      s.first_layer = before;
+      for (std::int64_t c = 0; c < p.vpp; ++c) s.num_moe_layers += count_moe(c * round + before, k);
     } else {
       s.first_layer = next;
       s.num_moe_layers = count_moe(next, s.num_layers);

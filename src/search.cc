@@ -85,16 +85,47 @@ std::int64_t max_stage_layers(const model_spec& m, framework_kind fw, std::int64
   return split.valid ? split.most() : 0;
 }
 
-/// Megatron's uneven split for layers that do not divide PP (§7.1): ⌈L/p⌉ on every middle stage, the
-/// remainder shared by the first and last (Llama 3 405B: 126 layers over 16 = 7, 8 × 14, 7); false
-/// when there is none (the ends would get no layer, or more than a middle stage).
-bool uneven_split(const model_spec& m, std::int64_t pp, std::int64_t& first, std::int64_t& last) {
-  if (pp < 2 || m.num_layers % pp == 0) return false;
+/// Megatron's uneven splits for layers that do not divide PP (§7.1): ⌈L/p⌉ on every middle stage, the
+/// remainder shared by the first and last stage in every way that leaves each end at least one layer and
+/// no more than a middle stage (Llama 3 405B, 126 layers over 16: 6 + 8, 7 + 7 or 8 + 6 at the ends).
+/// Empty when the layers divide PP or no split exists.
+std::vector<std::pair<std::int64_t, std::int64_t>> uneven_splits(const model_spec& m, std::int64_t pp) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  if (pp < 2 || m.num_layers % pp == 0) return out;
   const std::int64_t middle = detail::ceil_div(m.num_layers, pp);
   const std::int64_t ends = m.num_layers - middle * (pp - 2);
-  first = ends / 2;
-  last = ends - first;
-  return first >= 1 && last <= middle;
+  for (std::int64_t first = std::max<std::int64_t>(1, ends - middle); first <= std::min(middle, ends - 1); ++first) {
+    out.emplace_back(first, ends - first);
+  }
+  return out;
+}
+
+/// A way to split the layers over the pipeline: the ends' layers (-1: the even split) and the busiest rank's.
+struct split_choice {
+  std::int64_t first = -1, last = -1;
+  std::int64_t stage_layers = 0;  ///< 0: invalid
+};
+
+/// Every split the search tries at (PP, embedding slots, VPP): the even one, else Megatron's uneven ones
+/// that take the chunks (each rank's layers divisible by VPP); one invalid entry when there is none.
+std::vector<split_choice> pipeline_splits(const model_spec& m, framework_kind fw, std::int64_t pp, bool emb,
+                                          std::int64_t vpp) {
+  if (const std::int64_t even = max_stage_layers(m, fw, pp, emb, vpp); even > 0) return {split_choice{-1, -1, even}};
+  std::vector<split_choice> out;
+  if (!emb && !traits_of(fw).uneven_pipeline_split) {
+    for (const auto& [first, last] : uneven_splits(m, pp)) {
+      parallel_config p;  // the busiest rank of that split, from the one account of splits
+      p.pp = pp;
+      p.vpp = vpp;
+      p.first_stage_layers = first;
+      p.last_stage_layers = last;
+      if (const stage_split split = split_layers(m.num_layers, p, fw); split.valid) {
+        out.push_back(split_choice{first, last, split.most()});
+      }
+    }
+  }
+  if (out.empty()) out.push_back(split_choice{});
+  return out;
 }
 
 /// Does TP (and TP×CP) split the model, and sit evenly on the nodes (§7.1)?
@@ -140,8 +171,8 @@ void apply_candidate(job_spec& j, const job_spec& base, const search_candidate& 
   p.cp = c.cp;
   p.ep = c.ep;
   p.dp = 1;
-  p.vpp = 1;
-  p.num_layers_per_virtual_stage = c.vpp > 1 ? j.model.num_layers / c.pp / c.vpp : 0;
+  p.vpp = c.vpp;  // finalize_job derives the layers per chunk (uniform) or checks each rank's (uneven)
+  p.num_layers_per_virtual_stage = 0;
   p.first_stage_layers = c.first_stage_layers;
   p.last_stage_layers = c.last_stage_layers;
   p.sequence_parallel = c.sequence_parallel;
@@ -361,11 +392,31 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
   if (traits_of(fw).interleaving && c.pp > 1 && m.num_layers % c.pp == 0) {
     for (std::int64_t v = 2; v <= m.num_layers / c.pp; ++v)
       if ((m.num_layers / c.pp) % v == 0) vpps.push_back(v);
+  } else if (traits_of(fw).interleaving) {
+    // Interleaving with an uneven split, as Megatron-Core allows it: every rank's layers divisible by
+    // the chunks (§7.1; Llama 3 405B's 8, 8 × 14, 6 takes VPP 2).
+    const std::int64_t middle = detail::ceil_div(m.num_layers, c.pp);
+    for (std::int64_t v = 2; v <= middle; ++v) {
+      for (const auto& [f, l] : uneven_splits(m, c.pp)) {
+        if (f % v == 0 && l % v == 0 && middle % v == 0) {
+          vpps.push_back(v);
+          break;
+        }
+      }
+    }
   }
   vpps = kept_of(vpps, s.vpp, true);
   if (zeros.empty()) e.bad_zero_pp = c.pp;
-  const auto per_mbs = static_cast<std::int64_t>(zeros.size() * vpps.size() * x.recomputes.size() * x.sps.size() *
-                                                 x.embs.size());
+  // The splits at each (embedding slots, VPP), which do not depend on the micro-batch.
+  std::vector<std::vector<split_choice>> splits;
+  std::size_t split_count = 0;
+  for (bool emb : x.embs) {
+    for (std::int64_t vpp : vpps) {
+      splits.push_back(pipeline_splits(m, fw, c.pp, emb, vpp));
+      split_count += splits.back().size();
+    }
+  }
+  const auto per_mbs = static_cast<std::int64_t>(zeros.size() * split_count * x.recomputes.size() * x.sps.size());
   for (std::int64_t mbs : mbss) {
     if (gbs % (mbs * c.dp) != 0) {
       e.bad_mbs = mbs;
@@ -375,41 +426,37 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
     }
     c.mbs = mbs;
     const std::int64_t micro = gbs / (mbs * c.dp);
+    std::size_t k = 0;
     for (bool emb : x.embs) {
       for (std::int64_t vpp : vpps) {
-        std::int64_t stage_layers = max_stage_layers(m, fw, c.pp, emb, vpp);
-        c.first_stage_layers = c.last_stage_layers = -1;
-        // Megatron with layers that do not divide PP: the uneven split practitioners run (§7.1).
-        if (stage_layers == 0 && vpp == 1 && !emb && !traits_of(fw).uneven_pipeline_split &&
-            uneven_split(m, c.pp, c.first_stage_layers, c.last_stage_layers)) {
-          parallel_config p;  // the busiest rank of that split, from the one account of splits
-          p.pp = c.pp;
-          p.first_stage_layers = c.first_stage_layers;
-          p.last_stage_layers = c.last_stage_layers;
-          stage_layers = split_layers(m.num_layers, p, fw).most();
-        }
-        const bool vpp_ok = vpp == 1 || micro % c.pp == 0;
-        for (bool sp : x.sps) {
-          const bool sp_ok = !sp || (c.tp > 1 && (m.seq_length / c.cp) % c.tp == 0);
-          for (recompute_choice rc : x.recomputes) {
-            for (int z : zeros) {
-              ++res.enumerated;
-              if (stage_layers == 0 || !vpp_ok || !sp_ok) {
-                if (stage_layers == 0) e.bad_split_pp = c.pp;
-                if (!vpp_ok) e.bad_vpp_pp = c.pp;
-                e.bad_sp = e.bad_sp || !sp_ok;
-                ++res.pruned_divisibility;
-                continue;
+        for (const split_choice& split : splits[k]) {
+          c.first_stage_layers = split.first;
+          c.last_stage_layers = split.last;
+          const std::int64_t stage_layers = split.stage_layers;
+          const bool vpp_ok = vpp == 1 || micro % c.pp == 0;
+          for (bool sp : x.sps) {
+            const bool sp_ok = !sp || (c.tp > 1 && (m.seq_length / c.cp) % c.tp == 0);
+            for (recompute_choice rc : x.recomputes) {
+              for (int z : zeros) {
+                ++res.enumerated;
+                if (stage_layers == 0 || !vpp_ok || !sp_ok) {
+                  if (stage_layers == 0) e.bad_split_pp = c.pp;
+                  if (!vpp_ok) e.bad_vpp_pp = c.pp;
+                  e.bad_sp = e.bad_sp || !sp_ok;
+                  ++res.pruned_divisibility;
+                  continue;
+                }
+                c.embedding_as_stage = emb;
+                c.vpp = vpp;
+                c.sequence_parallel = sp;
+                c.recompute = rc;
+                c.zero_stage = z;
+                e.protos.push_back(proto{c, stage_layers});
               }
-              c.embedding_as_stage = emb;
-              c.vpp = vpp;
-              c.sequence_parallel = sp;
-              c.recompute = rc;
-              c.zero_stage = z;
-              e.protos.push_back(proto{c, stage_layers});
             }
           }
         }
+        ++k;
       }
     }
   }

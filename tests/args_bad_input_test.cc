@@ -56,6 +56,32 @@ TEST(ArgsBadInput, LayersNotDivisibleAcrossPp) {
               HasSubstr("must split evenly over the other 2 pipeline stages"));
 }
 
+TEST(ArgsBadInput, InterleavingWithUnevenEndsFollowsMegatronCoresRule) {
+  // Issue 16 (6): refused outright before; Megatron-Core's transformer_config.py takes it when each end's
+  // layers and the middle stages' divide by the chunks.
+  const std::vector<std::string> base = {"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--num-gpus", "2048", "--tp",
+                                         "8", "--pp", "16", "--gbs", "2048", "--seq-length", "8192"};
+  auto with = [&](std::initializer_list<const char*> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  EXPECT_EQ(error_of(with({"--decoder-first-pipeline-num-layers", "7", "--decoder-last-pipeline-num-layers", "7", "--vpp", "2"})),
+            "the number of layers at the first stage (7) must be divisible by --virtual-pipeline-model-parallel-size (2), "
+            "Megatron-Core's rule for interleaving with an uneven split");
+  EXPECT_EQ(error_of(with({"--decoder-first-pipeline-num-layers", "8", "--decoder-last-pipeline-num-layers", "6", "--vpp", "4"})),
+            "the number of layers at the last stage (6) must be divisible by --virtual-pipeline-model-parallel-size (4), "
+            "Megatron-Core's rule for interleaving with an uneven split");
+  EXPECT_EQ(error_of(with({"--decoder-first-pipeline-num-layers", "8", "--decoder-last-pipeline-num-layers", "6",
+                           "--num-layers-per-virtual-pipeline-stage", "4"})),
+            "--num-layers-per-virtual-pipeline-stage with an uneven split (--decoder-first-pipeline-num-layers / "
+            "--decoder-last-pipeline-num-layers): give the model chunks per rank, --virtual-pipeline-model-parallel-size, "
+            "as Megatron-Core does");
+  const trainplan::parsed_job ok = trainplan::parse_job_args(
+      with({"--decoder-first-pipeline-num-layers", "8", "--decoder-last-pipeline-num-layers", "6", "--vpp", "2"}));
+  EXPECT_EQ(ok.job.parallel.vpp, 2);
+}
+
 TEST(ArgsBadInput, LayersNotDivisibleAcrossPpTimesVpp) {
   // 32 layers, PP 4 → 8 per rank; VPP 3 does not divide it.
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--pp", "4", "--vpp", "3", "--num-gpus", "8", "--gbs", "8"}),

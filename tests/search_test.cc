@@ -181,21 +181,43 @@ namespace trainplan {
 namespace {
 
 TEST(SearchCluster, UnevenSplitsAreSearched) {
-  // Issue 16 (6): Llama 3.1 405B's published layout, TP 8 and PP 16 over 126 layers (7, 8 × 14, 7), could
-  // not be found: the search tried only even splits.
+  // Issue 16 (6): Llama 3.1 405B's published layout, TP 8 and PP 16 over 126 layers, could not be found:
+  // the search tried only even splits. Every split of the 14 end layers is tried (6 + 8, 7 + 7, 8 + 6).
   const search_request req = parse_search_request({"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--num-gpus",
                                                    "2048", "--gbs", "2048", "--tp", "8", "--pp", "16", "--cp", "1",
-                                                   "--threads", "2"});
+                                                   "--vpp", "1", "--threads", "2", "--exhaustive"});
   const search_result r = run_search(req.base.job, req.space);
   ASSERT_FALSE(r.candidates.empty());
+  std::set<std::pair<std::int64_t, std::int64_t>> ends;
+  for (const search_candidate& c : r.candidates) ends.emplace(c.first_stage_layers, c.last_stage_layers);
+  EXPECT_EQ(ends, (std::set<std::pair<std::int64_t, std::int64_t>>{{6, 8}, {7, 7}, {8, 6}}));
   const search_candidate& best = r.candidates.front();
-  EXPECT_EQ(best.first_stage_layers, 7);
-  EXPECT_EQ(best.last_stage_layers, 7);
   const job_spec j = candidate_job(req.base.job, best);
   const std::vector<stage_layout> stages = pipeline_layout(j);
-  EXPECT_EQ(stages.front().num_layers, 7);
+  EXPECT_EQ(stages.front().num_layers, best.first_stage_layers);
   EXPECT_EQ(stages[1].num_layers, 8);
-  EXPECT_EQ(stages.back().num_layers, 7);
+  EXPECT_EQ(stages.back().num_layers, best.last_stage_layers);
+}
+
+TEST(SearchCluster, InterleavingWithUnevenEndsAsMegatronCoreAllows) {
+  // Issue 16 (6): interleaving was refused with uneven first/last stages. Megatron-Core takes it when
+  // each rank's layers divide by the chunks: 8, 8 × 14, 6 with VPP 2 (7, 8 × 14, 7 cannot interleave).
+  const search_request req = parse_search_request({"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--num-gpus",
+                                                   "2048", "--gbs", "2048", "--tp", "8", "--pp", "16", "--cp", "1",
+                                                   "--vpp", "2", "--threads", "2"});
+  const search_result r = run_search(req.base.job, req.space);
+  ASSERT_FALSE(r.candidates.empty());
+  for (const search_candidate& c : r.candidates) {
+    EXPECT_EQ(c.vpp, 2);
+    EXPECT_TRUE((c.first_stage_layers == 8 && c.last_stage_layers == 6) || (c.first_stage_layers == 6 && c.last_stage_layers == 8))
+        << c.first_stage_layers << " " << c.last_stage_layers;
+  }
+  const job_spec j = candidate_job(req.base.job, r.candidates.front());
+  EXPECT_EQ(j.parallel.vpp, 2);
+  const std::vector<stage_layout> stages = pipeline_layout(j);
+  // Chunk c of rank r starts at c·R + Σ k_q (q < r), R = 63 layers per round: rank 1 starts at 4.
+  EXPECT_EQ(stages[1].first_layer, r.candidates.front().first_stage_layers / 2);
+  EXPECT_EQ(default_schedule(j), schedule_kind::interleaved);
 }
 
 TEST(SearchCluster, NumGpusSetsTheClusterSize) {
