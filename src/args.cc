@@ -86,7 +86,9 @@ constexpr const char* kIgnoredFlags[] = {
     "--data-cache-path", "--mock-data", "--no-mmap-bin-files", "--distributed-timeout-minutes", "--ckpt-format",
     "--async-save", "--use-dist-ckpt", "--auto-detect-ckpt-format", "--manual-gc", "--manual-gc-interval",
     "--cross-entropy-loss-fusion", "--calculate-per-token-loss", "--num-dataset-builder-threads", "--bf16-*",
-    "--curriculum-*", "--universal-checkpoint", "--load-universal-checkpoint"};
+    "--curriculum-*", "--universal-checkpoint", "--load-universal-checkpoint",
+#include "megatron_core_ignored.inc"
+};
 
 /// Flags that would change an estimate but are not modelled: an error naming the flag.
 constexpr const char* kUnmodelledFlags[] = {
@@ -99,7 +101,9 @@ constexpr const char* kUnmodelledFlags[] = {
     "--decoder-num-layers", "--first-k-dense-replace",
     // Communication overlap the time model does not place yet (issue 9): hiding the TP collectives
     // under GEMMs and the parameter all-gather under the next forward would shorten the iteration.
-    "--tp-comm-overlap", "--overlap-param-gather", "--window-size"};
+    "--tp-comm-overlap", "--overlap-param-gather", "--window-size",
+#include "megatron_core_refused.inc"
+};
 
 bool matches(const char* pattern, const std::string& flag) {
   std::string p = pattern;
@@ -114,8 +118,29 @@ std::string normalize(std::string flag) {
   // Megatron and torchrun spell some flags with '_'.
   for (std::size_t i = 2; i < flag.size(); ++i)
     if (flag[i] == '_') flag[i] = '-';
+  // Megatron-Core's newer names for flags the table has under their long-standing ones.
+  static constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
+      {"--num-virtual-stages-per-pipeline-rank", "--virtual-pipeline-model-parallel-size"}};
+  for (const auto& [now, before] : kRenamed)
+    if (flag == now) return std::string(before);
   return flag;
 }
+
+const flag_def* find_flag(const std::string& name);
+
+}  // namespace
+
+flag_class classify_flag(const std::string& flag_in) {
+  const std::string flag = normalize(flag_in);
+  if (find_flag(flag) != nullptr || flag == "--preset") return flag_class::modelled;
+  for (const char* p : kIgnoredFlags)
+    if (matches(p, flag)) return flag_class::ignored;
+  for (const char* p : kUnmodelledFlags)
+    if (matches(p, flag)) return flag_class::refused;
+  return flag_class::unknown;
+}
+
+namespace {
 
 const flag_def* find_flag(const std::string& name) {
   for (const auto& d : flag_table()) {

@@ -41,6 +41,11 @@ struct parsed_job {
 
 enum class model_need { model_only, full_job };
 
+/// How a flag of a launch line is treated: it sets the job (modelled), is accepted and listed as changing
+/// no estimate (ignored), is refused as changing one that is not modelled, or is unknown (an error).
+enum class flag_class { modelled, ignored, refused, unknown };
+flag_class classify_flag(const std::string& flag);
+
 /// Parse job flags. Tokens after "--" are a launch line (torchrun / python -m torch.distributed.run /
 /// deepspeed ... script.py <Megatron args>): the launcher gives the world size, Megatron flags that
 /// change no estimate are listed as ignored, modelled-elsewhere ones are an error naming the flag.
