@@ -234,8 +234,13 @@ std::string render_validation_text(const validation_report& r) {
     if (!v.skipped.empty()) {
       o += fmt::format("  {:<10} {:<11} skipped: {}\n", v.label, v.date, v.skipped);
     } else {
-      o += fmt::format("  {:<10} {:<11} {:10.2f} {:11.2f} {:+6.1f}%  {}\n", v.label, v.date, v.measured_s,
-                       v.predicted_s, 100 * v.error, v.group);
+      if (v.by_tflops) {  // the source gives model TFLOPs per GPU, not a time
+        o += fmt::format("  {:<10} {:<11} {:7.1f} TF {:8.1f} TF {:+6.1f}%  {}\n", v.label, v.date.substr(0, 11),
+                         v.measured_tflops, v.predicted_tflops, 100 * v.error, v.group);
+      } else {
+        o += fmt::format("  {:<10} {:<11} {:10.2f} {:11.2f} {:+6.1f}%  {}\n", v.label, v.date.substr(0, 11), v.measured_s,
+                         v.predicted_s, 100 * v.error, v.group);
+      }
     }
   }
   auto stats = [&](const validation_stats& s) {

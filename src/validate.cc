@@ -2,6 +2,7 @@
 #include "trainplan/validate.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -242,6 +243,121 @@ std::vector<std::string> job_args_of(const row_map& r, const std::string& where,
   return args;
 }
 
+// ---- the published-measurements schema (../shared/reference/published-measurements.csv's columns) ----
+
+/// Why a row cannot be expressed, naming the column; thrown inside published_args and caught per row.
+struct unexpressible {
+  std::string why;
+};
+
+std::string lower(std::string v) {
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v;
+}
+
+std::string required(const row_map& r, const char* column) {
+  const std::string v = field(r, column);
+  if (v.empty()) throw unexpressible{std::string("column '") + column + "' is empty"};
+  return v;
+}
+
+/// gpu_type ("H100-SXM 80GB", "A100 (DGX-A100, 2020)", "B200 (DGX-B200)") as a catalog cluster and GPU.
+std::vector<std::string> hardware_args(const row_map& r) {
+  const std::string g = lower(required(r, "gpu_type"));
+  struct known { const char* key; const char* cluster; const char* gpu; };
+  static constexpr known kKnown[] = {{"h200", "dgx-h200", "h200-sxm-141gb"}, {"h100", "dgx-h100", "h100-sxm5-80gb"},
+                                     {"h800", "dgx-h100", "h100-sxm5-80gb"}, {"b200", "dgx-b200", "b200-sxm-180gb"},
+                                     {"a100", "dgx-a100", "a100-sxm4-80gb"}};
+  for (const known& k : kKnown) {
+    if (g.find(k.key) == std::string::npos) continue;
+    std::string gpu = k.gpu;
+    if (std::string(k.key) == "a100" && g.find("40") != std::string::npos) gpu = "a100-sxm4-40gb";
+    std::vector<std::string> a = {"--cluster", k.cluster, "--gpu", gpu, "--num-gpus", required(r, "num_gpus")};
+    if (!field(r, "gpus_per_node").empty()) a.insert(a.end(), {"--gpus-per-node", field(r, "gpus_per_node")});
+    return a;
+  }
+  throw unexpressible{"column 'gpu_type': '" + field(r, "gpu_type") + "' is not in the GPU catalog (`trainplan gpus`)"};
+}
+
+std::vector<std::string> published_model_args(const row_map& r) {
+  const std::string act = lower(field(r, "activation"));
+  const std::string seq = required(r, "seq_length");
+  std::vector<std::string> a = {"--num-layers", required(r, "num_layers"), "--hidden-size", required(r, "hidden_size"),
+                                "--num-attention-heads", required(r, "num_attention_heads"), "--vocab-size",
+                                required(r, "vocab_size"), "--seq-length", seq, "--max-position-embeddings", seq};
+  if (act == "swiglu") a.push_back("--swiglu");
+  else if (!act.empty() && act != "gelu") throw unexpressible{"column 'activation': '" + act + "' is not modelled"};
+  if (!field(r, "ffn_hidden_size").empty()) a.insert(a.end(), {"--ffn-hidden-size", field(r, "ffn_hidden_size")});
+  else if (act == "swiglu") throw unexpressible{"column 'ffn_hidden_size' is empty (a SwiGLU model's FFN size)"};
+  const std::string groups = field(r, "num_query_groups");
+  if (!groups.empty() && groups != field(r, "num_attention_heads")) {
+    a.insert(a.end(), {"--group-query-attention", "--num-query-groups", groups});
+  }
+  if (!field(r, "moe_experts").empty()) {
+    a.insert(a.end(), {"--num-experts", field(r, "moe_experts"), "--moe-router-topk", required(r, "moe_topk")});
+  }
+  return a;
+}
+
+std::vector<std::string> published_layout_args(const row_map& r) {
+  std::vector<std::string> a = {"--tp", required(r, "tp"), "--pp", required(r, "pp"), "--mbs",
+                                required(r, "micro_batch_size"), "--gbs", required(r, "global_batch_size")};
+  for (const auto& [column, flag] : {std::pair{"cp", "--cp"}, {"ep", "--ep"}, {"vpp", "--vpp"}}) {
+    if (!field(r, column).empty() && field(r, column) != "1") a.insert(a.end(), {flag, field(r, column)});
+  }
+  const std::string sp = lower(field(r, "sequence_parallel"));
+  if (sp == "yes" || sp == "true" || sp == "1" || sp == "on") a.push_back("--sequence-parallel");
+  const std::string rc = lower(field(r, "activation_recompute"));
+  if (rc.find("full") != std::string::npos) a.insert(a.end(), {"--recompute-granularity", "full"});
+  else if (rc.find("selective") != std::string::npos) a.insert(a.end(), {"--recompute-granularity", "selective"});
+  else if (!rc.empty() && rc != "none" && rc != "no") throw unexpressible{"column 'activation_recompute': '" + rc + "' is not none, selective or full"};
+  const std::string z = lower(field(r, "zero_or_dist_opt"));
+  if (z.find("distributed optimizer") != std::string::npos) a.push_back("--use-distributed-optimizer");
+  // Columns of our own, optional: the framework and attention kernel when not today's Megatron-Core.
+  if (!field(r, "framework").empty()) a.insert(a.end(), {"--framework", lower(field(r, "framework"))});
+  if (!field(r, "attention_backend").empty()) a.insert(a.end(), {"--attention-backend", lower(field(r, "attention_backend"))});
+  if (!field(r, "zero_stage").empty()) a.insert(a.end(), {"--zero-stage", field(r, "zero_stage")});
+  const std::string prec = lower(required(r, "precision"));
+  if (prec.find("fp8") != std::string::npos) throw unexpressible{"column 'precision': FP8 is not modelled yet"};
+  if (prec.find("bf16") != std::string::npos) a.push_back("--bf16");
+  else if (prec.find("fp16") != std::string::npos) a.push_back("--fp16");
+  else throw unexpressible{"column 'precision': '" + prec + "' is not bf16 or fp16"};
+  return a;
+}
+
+/// A row of the published schema: Megatron-Core (the framework the tables measured) at the row's model,
+/// GPU, layout and precision; measured time, or model TFLOPs when the source gives no time.
+validation_row published_row(const row_map& r, const std::string& table, int line_no) {
+  const std::string where = table + ":" + std::to_string(line_no);
+  validation_row v;
+  v.table = table;
+  v.label = field(r, "row").empty() ? "line " + std::to_string(line_no) : field(r, "row");
+  v.date = field(r, "model");
+  try {
+    if (!field(r, "iteration_time_s").empty()) {
+      v.measured_s = detail::parse_number(field(r, "iteration_time_s"), where + " iteration_time_s");
+      if (v.measured_s <= 0) throw input_error(where + " iteration_time_s must be positive");
+    } else if (!field(r, "tflops_per_gpu").empty()) {
+      v.by_tflops = true;
+      v.measured_tflops = detail::parse_number(field(r, "tflops_per_gpu"), where + " tflops_per_gpu");
+      if (v.measured_tflops <= 0) throw input_error(where + " tflops_per_gpu must be positive");
+    } else {
+      throw unexpressible{"columns 'iteration_time_s' and 'tflops_per_gpu' are both empty"};
+    }
+    v.args = hardware_args(r);
+    for (auto&& part : {published_model_args(r), published_layout_args(r)}) v.args.insert(v.args.end(), part.begin(), part.end());
+  } catch (const unexpressible& u) {
+    v.skipped = u.why;
+  }
+  return v;
+}
+
+/// Published-measurements columns (model, GPU, layout, precision per row) rather than BLOOM's.
+bool published_schema(const std::vector<std::string>& header) {
+  auto has = [&](const char* c) { return std::find(header.begin(), header.end(), c) != header.end(); };
+  return has("num_layers") && has("hidden_size") && has("gpu_type");
+}
+
 /// One CSV row (after the prequel's corrections) as a validation row.
 validation_row row_of(const row_map& r, const std::string& table, int line_no) {
   const std::string where = table + ":" + std::to_string(line_no);
@@ -285,6 +401,10 @@ std::vector<validation_row> read_measurements(const std::string& csv_text, const
     }
     row_map r;
     for (std::size_t i = 0; i < header.size(); ++i) r[header[i]] = i < f.size() ? f[i] : "";
+    if (published_schema(header)) {
+      out.push_back(published_row(r, table, line_no));
+      continue;
+    }
     if (table.find("prequel") != std::string::npos && !field(r, "source_line").empty()) {
       for (const row_correction& c : kCorrections) {
         if (field(r, "source_line") == std::to_string(c.source_line)) r[c.column] = c.value;
@@ -307,8 +427,13 @@ validation_report run_validation(std::vector<validation_row> rows) {
       const parsed_job pj = parse_job_args(v.args);
       const time_report t = estimate_time(pj.job);
       v.predicted_s = t.iteration_s * v.environment_factor;
-      v.predicted_tflops = t.tflops_per_gpu / v.environment_factor;
-      v.error = v.predicted_s / v.measured_s - 1;
+      if (v.by_tflops) {
+        v.predicted_tflops = t.model_tflops_per_gpu / v.environment_factor;
+        v.error = v.measured_tflops / v.predicted_tflops - 1;
+      } else {
+        v.predicted_tflops = t.tflops_per_gpu / v.environment_factor;
+        v.error = v.predicted_s / v.measured_s - 1;
+      }
     } catch (const input_error& e) {
       v.skipped = e.what();
     }

@@ -5,7 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -62,3 +66,36 @@ TEST(Validate, SpearmanOfRanks) {
 
 }  // namespace
 }  // namespace trainplan
+
+// ---- `validate --csv` with published-measurements.csv's columns (issue 16, finding 8) ------------------------
+
+TEST(ValidatePublishedSchema, EachRowIsItsOwnModelGpuLayoutAndPrecision) {
+  // Before: every row of a user's CSV was taken as BLOOM on A100 (an H100 Llama row came out +453%).
+  std::ifstream in(std::string(TRAINPLAN_TEST_DATA_DIR) + "/published-schema-sample.csv");
+  std::stringstream text;
+  text << in.rdbuf();
+  const trainplan::validation_report r = trainplan::run_validation(trainplan::read_measurements(text.str(), "p.csv"));
+  ASSERT_EQ(r.rows.size(), 8u);
+  std::map<std::string, const trainplan::validation_row*> by;
+  for (const auto& v : r.rows) by[v.label] = &v;
+  EXPECT_EQ(by["11"]->skipped, "column 'micro_batch_size' is empty");
+  EXPECT_EQ(by["22"]->skipped, "column 'gpu_type': 'V100 (DGX-2)' is not in the GPU catalog (`trainplan gpus`)");
+  EXPECT_EQ(by["38"]->skipped, "column 'precision': FP8 is not modelled yet");
+  EXPECT_EQ(by["43"]->skipped, "column 'activation': 'squared-relu' is not modelled");
+  const trainplan::validation_row& a = *by["26"];
+  ASSERT_TRUE(a.skipped.empty()) << a.skipped;
+  const std::vector<std::string> want = {"--cluster", "dgx-a100", "--gpu", "a100-sxm4-80gb", "--num-gpus", "1"};
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), a.args.begin()));
+  for (const char* flag : {"--num-layers", "--hidden-size", "--ffn-hidden-size", "--seq-length", "--mbs", "--gbs", "--fp16"}) {
+    EXPECT_NE(std::find(a.args.begin(), a.args.end(), flag), a.args.end()) << flag;
+  }
+  EXPECT_DOUBLE_EQ(a.measured_s, 1.076);
+  // The same run with recomputation and the unfused kernel of 2020 is slower, as it must be.
+  EXPECT_GT(by["26-full-unfused"]->predicted_s, 1.4 * a.predicted_s);
+  // A row with TFLOPs and no time compares model TFLOPs.
+  const trainplan::validation_row& t = *by["own-tflops"];
+  ASSERT_TRUE(t.skipped.empty()) << t.skipped;
+  EXPECT_TRUE(t.by_tflops);
+  EXPECT_DOUBLE_EQ(t.error, 400.0 / t.predicted_tflops - 1);
+  EXPECT_EQ(r.overall.rows, 4);
+}

@@ -16,6 +16,9 @@ struct validation_row {
   std::vector<std::string> args;   ///< job flags reproducing the row
   double measured_s = 0;
   double measured_tflops = 0;
+  /// The source gives model TFLOPs per GPU but no time (Megatron-Core and NeMo tables): the row compares
+  /// TFLOPs, error = measured / predicted model TFLOPs − 1 (positive: predicted slower, as for times).
+  bool by_tflops = false;
   double environment_factor = 1;   ///< documented slowdown of the row's environment (§5.8)
   double predicted_s = 0;          ///< model × environment factor
   double predicted_tflops = 0;     ///< as Megatron reports it at the predicted time
