@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "input_text.h"
+#include "hardware_units.h"
 #include "trainplan/error.h"
 #include "trainplan/hardware.h"
 
@@ -20,10 +21,10 @@ namespace trainplan {
 
 namespace {
 
-constexpr double kTera = 1e12;
-constexpr double kGiga = 1e9;
-constexpr std::int64_t kMiB = std::int64_t{1} << 20;
-constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+using detail::kGiB;
+using detail::kGiga;
+using detail::kMiB;
+using detail::kTera;
 
 enum class rule {
   none,          ///< any value

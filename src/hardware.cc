@@ -7,16 +7,17 @@
 #include <string>
 #include <vector>
 
+#include "hardware_units.h"
 #include "trainplan/error.h"
 
 namespace trainplan {
 
 namespace {
 
-constexpr double kTera = 1e12;
-constexpr double kGiga = 1e9;
-constexpr std::int64_t kMiB = std::int64_t{1} << 20;
-constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+using detail::kGiB;
+using detail::kGiga;
+using detail::kMiB;
+using detail::kTera;
 
 /// Names of the dtypes, indexed by the enum value.
 constexpr std::array<std::string_view, 5> kDtypeNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};

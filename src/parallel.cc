@@ -385,11 +385,11 @@ std::string interleaving_microbatch_violation(const job_spec& job) {
                      ") to be a multiple of ${parallel.pp} (" + to_string(job.parallel.pp) + ")");
 }
 
-/// Interleaving with uneven first/last stages, as Megatron-Core allows it (transformer_config.py
-/// __post_init__): each end's layers, and the middle stages', divisible by the model chunks per rank.
-std::string uneven_interleaving_violation(job_spec& job) {
+/// Explicit first/last stages (Megatron's --decoder-first/last-pipeline-num-layers): PP > 1, not with the
+/// embedding slots, and the rest splitting evenly over the middle stages (§2.2). "" when they hold.
+std::string uneven_split_violation(const job_spec& job) {
   const model_spec& m = job.model;
-  parallel_config& p = job.parallel;
+  const parallel_config& p = job.parallel;
   if (p.pp < 2) return std::string("${parallel.first_stage_layers} / ${parallel.last_stage_layers} need ${parallel.pp} > 1");
   if (p.embedding_as_stage) {
     return std::string("${parallel.embedding_as_stage} with ${parallel.first_stage_layers} / ${parallel.last_stage_layers}: choose one");
@@ -403,6 +403,18 @@ std::string uneven_interleaving_violation(job_spec& job) {
                        ") minus ${parallel.first_stage_layers} and ${parallel.last_stage_layers} must split "
                        "evenly over the other " + to_string(middle_stages) + " pipeline stages");
   }
+  return {};
+}
+
+/// Interleaving with uneven first/last stages, as Megatron-Core allows it (transformer_config.py
+/// __post_init__): each end's layers, and the middle stages', divisible by the model chunks per rank.
+std::string uneven_interleaving_violation(job_spec& job) {
+  const model_spec& m = job.model;
+  parallel_config& p = job.parallel;
+  TRAINPLAN_RETURN_VIOLATION(uneven_split_violation(job));
+  const std::int64_t first = std::max<std::int64_t>(0, p.first_stage_layers);
+  const std::int64_t last = std::max<std::int64_t>(0, p.last_stage_layers);
+  const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
   const stage_split split = split_layers(m.num_layers, p, job.training.framework);
   auto chunks = [&](std::int64_t layers, const char* which) {
     return std::string("the number of layers at the " + std::string(which) + " stage (" + to_string(layers) +
@@ -454,19 +466,7 @@ std::string pipeline_violation(job_spec& job) {
     p.vpp = 1;
   }
   if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
-    if (p.pp < 2) return std::string("${parallel.first_stage_layers} / ${parallel.last_stage_layers} need ${parallel.pp} > 1");
-    if (p.embedding_as_stage) {
-      return std::string("${parallel.embedding_as_stage} with ${parallel.first_stage_layers} / ${parallel.last_stage_layers}: choose one");
-    }
-    const std::int64_t first = std::max<std::int64_t>(0, p.first_stage_layers);
-    const std::int64_t last = std::max<std::int64_t>(0, p.last_stage_layers);
-    const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
-    const std::int64_t rest = m.num_layers - first - last;
-    if (rest < 0 || (middle_stages == 0 && rest != 0) || (middle_stages > 0 && rest % middle_stages != 0)) {
-      return std::string("${model.num_layers} (" + to_string(m.num_layers) +
-                        ") minus ${parallel.first_stage_layers} and ${parallel.last_stage_layers} must split "
-                        "evenly over the other " + to_string(middle_stages) + " pipeline stages");
-    }
+    TRAINPLAN_RETURN_VIOLATION(uneven_split_violation(job));
   } else if (p.vpp == 1 && !split_layers(m.num_layers, p, t.framework).valid) {
     const std::int64_t items = m.num_layers + (p.embedding_as_stage ? 2 : 0);
     if (t.framework == framework_kind::deepspeed) {
