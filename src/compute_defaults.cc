@@ -64,7 +64,7 @@ const std::vector<default_entry>& table() {
 
     return std::vector<default_entry>{{"a100-sxm4-40gb", a100},    {"a100-sxm4-80gb", a100},
                                       {"h100-sxm5-80gb", hopper},  {"h200-sxm-141gb", hopper},
-                                      {"b200-sxm-180gb", blackwell}, {"mi300x", mi300x}};
+                                      {"b200-sxm-180gb", blackwell}, {"gb200", blackwell}, {"mi300x", mi300x}};
   }();
   return t;
 }

@@ -113,6 +113,24 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .source = "NVIDIA DGX B200 datasheet and Blackwell architecture technical brief (HGX B200, "
                     "sparse figures halved)",
       },
+      {
+          // The Blackwell GPU of a GB200 superchip, as GB200 NVL72 racks carry it: the rack's datasheet
+          // totals over its 72 GPUs, sparse figures halved.
+          .name = "gb200",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 80 * kTera,     // 5,760 TF per rack
+          .peak_tf32_flops = 1250 * kTera,   // 180 PF sparse per rack
+          .peak_bf16_flops = 2500 * kTera,   // 360 PF sparse per rack
+          .peak_fp8_flops = 5000 * kTera,    // 720 PF sparse per rack
+          .memory_bytes = std::int64_t{186} * 1000000000,  // up to 13.4 TB HBM3e per rack
+          .usable_memory_bytes = std::int64_t{186} * 1000000000 - 551 * kMiB,  // assumed: H100's driver reserve (not measured)
+          .memory_bandwidth_bytes_per_s = 8e12,  // 576 TB/s per rack
+          .sm_count = 148,
+          .intra_node_bandwidth_bytes_per_s = 900 * kGiga,  // NVLink5: 1.8 TB/s bidirectional per GPU
+          .cuda_context_bytes = kBlackwellContextBytes,
+          .source = "NVIDIA GB200 NVL72 datasheet (rack totals / 72 GPUs, sparse figures halved); usable memory "
+                    "assumes H100's 551 MiB reserve",
+      },
       gpu_spec{
           .name = "mi300x",
           .vendor = "AMD",
@@ -199,6 +217,21 @@ std::vector<cluster_spec> make_cluster_catalog() {
           .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
           .interconnect = "8 x B200 on NVLink5/NVSwitch; 8 x 400 Gb/s NDR InfiniBand per node",
           .source = dgx_source + "DGX B200)",
+      },
+      {
+          // One NVLink domain of 72 GPUs is the "node" of the communication model: TP, EP and CP groups
+          // up to 72 GPUs stay on NVLink (§6.2); each GPU has its own ConnectX-7 NIC for the scale-out fabric.
+          .name = "gb200-nvl72",
+          .gpu = find_gpu("gb200"),
+          .gpus_per_node = 72,
+          .num_nodes = 1,
+          .nics_per_node = 72,
+          .nic_bandwidth_bytes_per_s = 400e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 10e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
+          .interconnect = "72 x GB200 GPUs in one NVLink5 domain (NVLink Switch trays); 72 x 400 Gb/s ConnectX-7 per rack",
+          .source = "NVIDIA GB200 NVL72 datasheet and reference architecture",
       },
   };
 }

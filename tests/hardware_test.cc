@@ -10,6 +10,8 @@
 #include <limits>
 #include <string>
 
+#include "trainplan/args.h"
+#include "trainplan/comm.h"
 #include "trainplan/compute.h"
 #include "trainplan/error.h"
 
@@ -79,7 +81,7 @@ TEST(HardwareDtype, PeakFlopsPerDtype) {
 
 TEST(HardwareGpuCatalog, Names) {
   EXPECT_THAT(gpu_names(), ElementsAre("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb",
-                                       "b200-sxm-180gb", "mi300x"));
+                                       "b200-sxm-180gb", "gb200", "mi300x"));
 }
 
 TEST(HardwareGpuCatalog, A100) {
@@ -169,7 +171,33 @@ TEST(HardwareGpuCatalog, EveryEntryIsConsistent) {
 // ---- Cluster catalog ----
 
 TEST(HardwareClusterCatalog, Names) {
-  EXPECT_THAT(cluster_names(), ElementsAre("jean-zay-a100", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200"));
+  EXPECT_THAT(cluster_names(),
+              ElementsAre("jean-zay-a100", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72"));
+}
+
+TEST(HardwareClusterCatalog, Gb200Nvl72IsOneNvlinkDomainOf72) {
+  // Issue 9 (5): the NVLink domain is 72 GPUs, each with its own 400 Gb/s NIC (GB200 NVL72 datasheet).
+  const cluster_spec& c = find_cluster("gb200-nvl72");
+  EXPECT_EQ(c.gpus_per_node, 72);
+  EXPECT_EQ(c.nics_per_node, 72);
+  EXPECT_DOUBLE_EQ(c.nic_bandwidth_bytes_per_s, 50e9);
+  const gpu_spec& g = c.gpu;
+  EXPECT_EQ(g.name, "gb200");
+  EXPECT_DOUBLE_EQ(g.peak_bf16_flops * 72 * 2, 360e15);  // the rack's 360 PF sparse BF16
+  EXPECT_DOUBLE_EQ(g.peak_fp8_flops * 72 * 2, 720e15);
+  EXPECT_NEAR(g.memory_bandwidth_bytes_per_s * 72, 576e12, 1e9);
+  EXPECT_NEAR(static_cast<double>(g.memory_bytes) * 72, 13.4e12, 0.01e12);
+  EXPECT_DOUBLE_EQ(g.intra_node_bandwidth_bytes_per_s, 900e9);
+  EXPECT_NO_THROW(validate_cluster(c, "catalog"));
+  // 72 GPUs as TP 8 × DP 9: on the NVL72 the DP gradient all-reduce stays on NVLink; on nine DGX B200 it
+  // crosses InfiniBand, and takes several times longer.
+  auto dp_s = [](const char* cluster) {
+    const trainplan::parsed_job pj = trainplan::parse_job_args(
+        {"--model", "llama3-8b", "--cluster", cluster, "--num-gpus", "72", "--tp", "8", "--gbs", "72", "--seq-length", "4096"});
+    EXPECT_EQ(pj.job.parallel.dp, 9);
+    return trainplan::analyze_comm(pj.job)[trainplan::parallel_dim::dp].time_per_iteration_s;
+  };
+  EXPECT_GT(dp_s("dgx-b200"), 3 * dp_s("gb200-nvl72"));
 }
 
 TEST(HardwareClusterCatalog, JeanZay) {
@@ -199,7 +227,7 @@ TEST(HardwareClusterCatalog, Dgx) {
   }
   for (const cluster_spec& c : cluster_catalog()) {
     SCOPED_TRACE(c.name);
-    EXPECT_EQ(c.gpus_per_node, 8);
+    EXPECT_EQ(c.gpus_per_node, c.name == "gb200-nvl72" ? 72 : 8);
     EXPECT_EQ(c.num_nodes, c.name == "jean-zay-a100" ? 48 : 1);
     EXPECT_DOUBLE_EQ(c.intra_node_latency_s, 5e-6);
     EXPECT_GE(c.inter_node_latency_s, 10e-6);
@@ -394,7 +422,7 @@ TEST_F(HardwareClusterFileMessages, Structure) {
   EXPECT_EQ(error("dgx-a100\n"), "F:1: expected a mapping of cluster fields, got 'dgx-a100'");
   EXPECT_EQ(error("num_nodes: 2\n"),
             "F: cluster file needs 'gpu' (a GPU name or mapping) or 'base' (one of: jean-zay-a100, dgx-a100, "
-            "dgx-h100, dgx-h200, dgx-b200)");
+            "dgx-h100, dgx-h200, dgx-b200, gb200-nvl72)");
 }
 
 TEST_F(HardwareClusterFileMessages, UnknownNames) {
