@@ -11,6 +11,7 @@
 #include <regex>
 #include <string>
 
+#include "cli_support.h"
 #include "run_process.h"
 #include "trainplan/cli.h"
 #include "trainplan/comm.h"
@@ -181,15 +182,11 @@ TEST(HtmlCharts, FormatsWithoutAnHtmlFormSaySo) {
 
 // ---- --html and the file ------------------------------------------------------------------------------------
 
-testing::run_result run_cli(const std::vector<std::string>& args) {
-  return testing::run_command(testing::shell_quote(TRAINPLAN_BINARY), args);
-}
-
 TEST(HtmlCli, WritesThePageWholeAndSaysWhere) {
   const std::string dir = ::testing::TempDir() + "trainplan_html_cli";
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/memory.html";
-  const auto r = run_cli({"memory", "--preset", "bloom-176b-production", "--html", path});
+  const auto r = testing::run({"memory", "--preset", "bloom-176b-production", "--html", path});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.rfind("wrote " + path, 0), 0u) << r.out;
   EXPECT_NE(testing::read_file(path).find("</html>"), std::string::npos);
@@ -202,17 +199,17 @@ TEST(HtmlCli, WritesThePageWholeAndSaysWhere) {
 }
 
 TEST(HtmlCli, UnwritablePathIsNamedAndNothingIsWritten) {
-  const auto r = run_cli({"time", "--preset", "bloom-176b-production", "--html", "/nonexistent/dir/t.html"});
+  const auto r = testing::run({"time", "--preset", "bloom-176b-production", "--html", "/nonexistent/dir/t.html"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "trainplan: error: --html: cannot write '/nonexistent/dir/t.html': No such file or directory\n");
   EXPECT_EQ(r.out, "");
-  const auto d = run_cli({"time", "--preset", "bloom-176b-production", "--html", ::testing::TempDir()});
+  const auto d = testing::run({"time", "--preset", "bloom-176b-production", "--html", ::testing::TempDir()});
   EXPECT_EQ(d.status, 2);
   EXPECT_NE(d.err.find("is a directory, not a file"), std::string::npos) << d.err;
-  const auto j = run_cli({"time", "--preset", "bloom-176b-production", "--html", "x.html", "--json"});
+  const auto j = testing::run({"time", "--preset", "bloom-176b-production", "--html", "x.html", "--json"});
   EXPECT_EQ(j.status, 2);
   EXPECT_EQ(j.err, "trainplan: error: --html writes an HTML page: drop --json and --format\n");
-  const auto v = run_cli({"validate", "--html", ::testing::TempDir() + "v.html"});
+  const auto v = testing::run({"validate", "--html", ::testing::TempDir() + "v.html"});
   EXPECT_EQ(v.status, 2);
   EXPECT_NE(v.err.find("`validate` has no HTML form"), std::string::npos) << v.err;
 }

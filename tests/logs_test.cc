@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_support.h"
 #include "run_process.h"
 #include "trainplan/cli.h"
 #include "trainplan/error.h"
@@ -363,19 +364,15 @@ TEST(LogsStall, AFinishedRunIsNotStalled) {
 
 // ---- the CLI: stall exit status, file time, --follow, the plan ---------------------------------------------
 
-testing::run_result run_cli(const std::vector<std::string>& args) {
-  return testing::run_command(testing::shell_quote(TRAINPLAN_BINARY), args);
-}
-
 TEST(LogsCli, OldLogWithoutTimestampsIsStalledByItsFileTime) {
   const std::string path = temp_file("old.log", testing::read_file(log_path("deepspeed.log")));
   const utimbuf old{1000000000, 1000000000};  // 2001
   ASSERT_EQ(::utime(path.c_str(), &old), 0);
-  const auto r = run_cli({"logs", path, "--now", "now"});
+  const auto r = testing::run({"logs", path, "--now", "now"});
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.out.find("STALLED: no progress for"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("file modification time"), std::string::npos) << r.out;
-  const auto fresh = run_cli({"logs", log_path("deepspeed.log")});  // no --now: no stall check
+  const auto fresh = testing::run({"logs", log_path("deepspeed.log")});  // no --now: no stall check
   EXPECT_EQ(fresh.status, 0) << fresh.err;
 }
 
@@ -383,7 +380,7 @@ TEST(LogsCli, FollowExitsWhenTheJobStalls) {
   const std::string path = temp_file("follow.log", "steps: 10 loss: 7.0 iter time (s): 0.010 samples/sec: 10\n"
                                                    "steps: 20 loss: 7.0 iter time (s): 0.010 samples/sec: 10\n");
   // One line per 0.1 s expected; silence over 5 × 0.1 s is a stall.
-  const auto r = run_cli({"logs", path, "--follow", "--poll-s", "0.05", "--stall-min-s", "0"});
+  const auto r = testing::run({"logs", path, "--follow", "--poll-s", "0.05", "--stall-min-s", "0"});
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.out.find("STALLED"), std::string::npos) << r.out;
   EXPECT_LT(r.seconds, 30);
@@ -399,7 +396,7 @@ TEST(LogsCli, FollowEndsWhenTheRunFinishesAndReadsStdin) {
 }
 
 TEST(LogsCli, AgainstThePlanOfAPreset) {
-  const auto r = run_cli({"logs", log_path("bloom_slow_gpu.log"), "--preset", "bloom-176b-production", "--json"});
+  const auto r = testing::run({"logs", log_path("bloom_slow_gpu.log"), "--preset", "bloom-176b-production", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   const auto& p = j["logs"]["against_plan"];
@@ -413,7 +410,7 @@ TEST(LogsCli, BadInputNamesTheFileOrFlag) {
   const std::string empty = temp_file("empty.log", "");
   const std::string binary = temp_file("binary.log", std::string("\x7f" "ELF\0\0\0", 7));
   auto err = [](const std::vector<std::string>& args) {
-    const auto r = run_cli(args);
+    const auto r = testing::run(args);
     EXPECT_EQ(r.status, 2) << r.out;
     return r.err;
   };
