@@ -2,6 +2,7 @@
 // and memory, bound by compute, time the rest with the full model on every core, rank.
 #include "trainplan/search.h"
 
+#include "search_splits.h"
 #include "search_workers.h"
 
 #include <fmt/format.h>
@@ -30,6 +31,10 @@
 #include "trainplan/time.h"
 
 namespace trainplan {
+
+using detail::pipeline_splits;
+using detail::split_choice;
+using detail::uneven_splits;
 
 std::string_view to_string(rank_kind k) {
   switch (k) {
@@ -72,60 +77,6 @@ std::vector<std::int64_t> range(std::int64_t lo, std::int64_t hi) {
   std::vector<std::int64_t> v;
   for (std::int64_t x = lo; x <= hi; ++x) v.push_back(x);
   return v;
-}
-
-/// Transformer layers on the busiest pipeline rank, or 0 when the split is invalid (§2.2, split_layers).
-std::int64_t max_stage_layers(const model_spec& m, framework_kind fw, std::int64_t pp, bool emb, std::int64_t vpp) {
-  parallel_config p;
-  p.pp = pp;
-  p.vpp = vpp;
-  p.embedding_as_stage = emb;
-  if (vpp > 1 && emb) return 0;  // interleaving takes an even split only
-  const stage_split split = split_layers(m.num_layers, p, fw);
-  return split.valid ? split.most() : 0;
-}
-
-/// Megatron's uneven splits for layers that do not divide PP (§7.1): ⌈L/p⌉ on every middle stage, the
-/// remainder shared by the first and last stage in every way that leaves each end at least one layer and
-/// no more than a middle stage (Llama 3 405B, 126 layers over 16: 6 + 8, 7 + 7 or 8 + 6 at the ends).
-/// Empty when the layers divide PP or no split exists.
-std::vector<std::pair<std::int64_t, std::int64_t>> uneven_splits(const model_spec& m, std::int64_t pp) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> out;
-  if (pp < 2 || m.num_layers % pp == 0) return out;
-  const std::int64_t middle = detail::ceil_div(m.num_layers, pp);
-  const std::int64_t ends = m.num_layers - middle * (pp - 2);
-  for (std::int64_t first = std::max<std::int64_t>(1, ends - middle); first <= std::min(middle, ends - 1); ++first) {
-    out.emplace_back(first, ends - first);
-  }
-  return out;
-}
-
-/// A way to split the layers over the pipeline: the ends' layers (-1: the even split) and the busiest rank's.
-struct split_choice {
-  std::int64_t first = -1, last = -1;
-  std::int64_t stage_layers = 0;  ///< 0: invalid
-};
-
-/// Every split the search tries at (PP, embedding slots, VPP): the even one, else Megatron's uneven ones
-/// that take the chunks (each rank's layers divisible by VPP); one invalid entry when there is none.
-std::vector<split_choice> pipeline_splits(const model_spec& m, framework_kind fw, std::int64_t pp, bool emb,
-                                          std::int64_t vpp) {
-  if (const std::int64_t even = max_stage_layers(m, fw, pp, emb, vpp); even > 0) return {split_choice{-1, -1, even}};
-  std::vector<split_choice> out;
-  if (!emb && !traits_of(fw).uneven_pipeline_split) {
-    for (const auto& [first, last] : uneven_splits(m, pp)) {
-      parallel_config p;  // the busiest rank of that split, from the one account of splits
-      p.pp = pp;
-      p.vpp = vpp;
-      p.first_stage_layers = first;
-      p.last_stage_layers = last;
-      if (const stage_split split = split_layers(m.num_layers, p, fw); split.valid) {
-        out.push_back(split_choice{first, last, split.most()});
-      }
-    }
-  }
-  if (out.empty()) out.push_back(split_choice{});
-  return out;
 }
 
 /// Does TP (and TP×CP) split the model, and sit evenly on the nodes (§7.1)?
