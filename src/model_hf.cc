@@ -1,0 +1,298 @@
+// Hugging Face config.json files as models (docs/formulas.md §1.6): the keys and class defaults of each
+// transformers architecture we read.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model_io_detail.h"
+#include "trainplan/error.h"
+#include "trainplan/model.h"
+
+namespace trainplan::detail {
+
+namespace {
+
+// ---- Hugging Face config.json ----------------------------------------------------------------------
+
+/// Reads a config.json's keys with the class defaults of transformers; null counts as absent.
+struct hf_reader {
+  const document& d;
+
+  const json* find(const char* key) const {
+    const auto it = d.root.find(key);
+    return it == d.root.end() || it->is_null() ? nullptr : &*it;
+  }
+  /// The first of `keys` present (HF aliases such as n_embed / hidden_size).
+  std::int64_t required_int(std::initializer_list<const char*> keys, std::int64_t min = 1) const {
+    for (const char* k : keys)
+      if (const json* v = find(k)) return as_int(d, *v, k, min);
+    std::string names;
+    for (const char* k : keys) names += fmt::format("{}'{}'", names.empty() ? "" : " or ", k);
+    throw input_error(fmt::format("{}: missing field {}", d.origin, names));
+  }
+  std::int64_t optional_int(std::initializer_list<const char*> keys, std::int64_t fallback,
+                            std::int64_t min = 1) const {
+    for (const char* k : keys)
+      if (const json* v = find(k)) return as_int(d, *v, k, min);
+    return fallback;
+  }
+  bool optional_bool(const char* key, bool fallback) const {
+    const json* v = find(key);
+    return v ? as_bool(d, *v, key) : fallback;
+  }
+  double optional_probability(const char* key, double fallback) const {
+    const json* v = find(key);
+    return v ? as_probability(d, *v, key) : fallback;
+  }
+  std::string optional_string(const char* key, const std::string& fallback) const {
+    const json* v = find(key);
+    return v ? as_string(d, *v, key) : fallback;
+  }
+};
+
+bool is_gelu(const std::string& a) { return a.rfind("gelu", 0) == 0 || a == "quick_gelu"; }
+
+/// hidden_act of a gated MLP (Llama-style gate/up/down) as our gated unit.
+activation_kind gated_activation(const hf_reader& r, const char* key) {
+  const std::string a = r.optional_string(key, "silu");
+  if (a == "silu" || a == "swish") return activation_kind::swiglu;
+  if (is_gelu(a)) return activation_kind::geglu;
+  if (a == "relu") return activation_kind::reglu;
+  r.d.fail(key, fmt::format("activation '{}' is not modelled (silu, swish, gelu*, relu are)", a));
+}
+
+/// activation_function of a plain two-matrix MLP.
+activation_kind plain_activation(const hf_reader& r, const char* key, const std::string& fallback) {
+  const std::string a = r.optional_string(key, fallback);
+  if (is_gelu(a)) return activation_kind::gelu;
+  if (a == "relu") return activation_kind::relu;
+  if (a == "relu2") return activation_kind::squared_relu;
+  r.d.fail(key, fmt::format("activation '{}' is not modelled (gelu*, relu, relu2 are)", a));
+}
+
+/// attention_bias / mlp_bias: trainplan models biases on all linear layers or none.
+bool all_or_no_bias(const hf_reader& r, bool attention, bool mlp) {
+  if (attention != mlp) {
+    r.d.fail(attention ? "attention_bias" : "mlp_bias",
+             "biases on attention but not on the MLP (or the reverse) are not modelled");
+  }
+  return attention;
+}
+
+/// Llama, Mistral, Mixtral, Qwen2 and Qwen2-MoE: gated MLP, RMSNorm, RoPE, GQA.
+void read_llama_like(const hf_reader& r, const std::string& type, model_spec& m) {
+  m.num_layers = r.required_int({"num_hidden_layers"});
+  m.hidden_size = r.required_int({"hidden_size"});
+  m.ffn_hidden_size = r.required_int({"intermediate_size"});
+  m.num_attention_heads = r.required_int({"num_attention_heads"});
+  m.num_query_groups = r.optional_int({"num_key_value_heads"}, m.num_attention_heads);
+  m.kv_channels = r.optional_int({"head_dim"}, 0);
+  m.vocab_size = r.required_int({"vocab_size"});
+  const std::int64_t default_positions = type == "llama"                            ? 2048
+                                         : (type == "qwen2" || type == "qwen2_moe") ? 32768
+                                                                                    : 131072;
+  m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, default_positions);
+  m.position_embedding = position_embedding_kind::rope;
+  // Mistral's sliding_window applies unless null; Qwen2's only with use_sliding_window: true.
+  if (const json* w = r.find("sliding_window"); w != nullptr && w->is_number_integer() &&
+                                                r.optional_bool("use_sliding_window", type == "mistral" || type == "mixtral")) {
+    m.sliding_window = w->get<std::int64_t>();
+  }
+  m.activation = gated_activation(r, "hidden_act");
+  m.norm = norm_kind::rmsnorm;
+  m.add_bias_linear = false;
+  if (type == "llama") {
+    m.add_bias_linear = all_or_no_bias(r, r.optional_bool("attention_bias", false), r.optional_bool("mlp_bias", false));
+  }
+  m.add_qkv_bias = type == "qwen2" || type == "qwen2_moe";
+  m.tie_embeddings = r.optional_bool("tie_word_embeddings", false);
+  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
+  m.hidden_dropout = 0.0;
+  if (type == "mixtral") {
+    m.moe.num_experts = r.optional_int({"num_local_experts"}, 8);
+    m.moe.router_topk = r.optional_int({"num_experts_per_tok"}, 2);
+    m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+  } else if (type == "qwen2_moe") {
+    m.moe.num_experts = r.optional_int({"num_experts"}, 60);
+    m.moe.router_topk = r.optional_int({"num_experts_per_tok"}, 4);
+    m.moe.expert_ffn_hidden_size = r.optional_int({"moe_intermediate_size"}, 1408);
+    m.moe.shared_expert_ffn_hidden_size = r.optional_int({"shared_expert_intermediate_size"}, 5632, 0);
+    if (r.optional_int({"decoder_sparse_step"}, 1) != 1) {
+      r.d.fail("decoder_sparse_step", "only 1 (every layer MoE) is modelled");
+    }
+    if (const json* dense = r.find("mlp_only_layers")) {
+      // Only a leading run of dense layers (0, 1, ..., k-1) maps to Megatron's layout.
+      if (!dense->is_array())
+        r.d.fail("mlp_only_layers", fmt::format("expected a list, got {}", r.d.shown("mlp_only_layers", *dense)));
+      for (std::size_t i = 0; i < dense->size(); ++i) {
+        if (!(*dense)[i].is_number_integer() || (*dense)[i].get<std::int64_t>() != static_cast<std::int64_t>(i)) {
+          r.d.fail("mlp_only_layers", "only leading dense layers [0, 1, ..., k-1] are modelled");
+        }
+      }
+      m.moe.first_dense_layers = static_cast<std::int64_t>(dense->size());
+    }
+  }
+}
+
+void read_bloom(const hf_reader& r, model_spec& m) {
+  m.num_layers = r.required_int({"n_layer", "num_hidden_layers"});
+  m.hidden_size = r.required_int({"hidden_size", "n_embed"});
+  m.num_attention_heads = r.required_int({"n_head", "num_attention_heads"});
+  m.ffn_hidden_size = 4 * m.hidden_size;
+  m.vocab_size = r.required_int({"vocab_size"});
+  m.max_position_embeddings = 0;  // ALiBi: no table; finalize_model sets it to seq_length
+  m.position_embedding = position_embedding_kind::alibi;
+  m.activation = activation_kind::gelu;
+  m.norm = norm_kind::layernorm;
+  m.add_bias_linear = true;
+  m.embedding_norm = true;
+  m.tie_embeddings = r.optional_bool("tie_word_embeddings", true);
+  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
+  m.hidden_dropout = r.optional_probability("hidden_dropout", 0.0);
+}
+
+void read_gpt2(const hf_reader& r, model_spec& m) {
+  m.num_layers = r.required_int({"n_layer", "num_hidden_layers"});
+  m.hidden_size = r.required_int({"n_embd", "hidden_size"});
+  m.num_attention_heads = r.required_int({"n_head", "num_attention_heads"});
+  m.ffn_hidden_size = r.optional_int({"n_inner"}, 4 * m.hidden_size);
+  m.vocab_size = r.required_int({"vocab_size"});
+  m.max_position_embeddings = r.optional_int({"n_positions", "max_position_embeddings"}, 1024);
+  m.position_embedding = position_embedding_kind::learned;
+  m.activation = plain_activation(r, "activation_function", "gelu_new");
+  m.norm = norm_kind::layernorm;
+  m.add_bias_linear = true;
+  m.tie_embeddings = r.optional_bool("tie_word_embeddings", true);
+  m.attention_dropout = r.optional_probability("attn_pdrop", 0.1);
+  m.hidden_dropout = r.optional_probability("resid_pdrop", 0.1);
+}
+
+void read_gpt_neox(const hf_reader& r, model_spec& m) {
+  m.num_layers = r.required_int({"num_hidden_layers"});
+  m.hidden_size = r.required_int({"hidden_size"});
+  m.num_attention_heads = r.required_int({"num_attention_heads"});
+  m.ffn_hidden_size = r.required_int({"intermediate_size"});
+  m.vocab_size = r.required_int({"vocab_size"});
+  m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, 2048);
+  m.position_embedding = position_embedding_kind::rope;
+  m.activation = plain_activation(r, "hidden_act", "gelu");
+  m.norm = norm_kind::layernorm;
+  m.add_bias_linear = all_or_no_bias(r, r.optional_bool("attention_bias", true), true);
+  m.tie_embeddings = r.optional_bool("tie_word_embeddings", false);
+  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
+  m.hidden_dropout = r.optional_probability("hidden_dropout", 0.0);
+}
+
+void read_opt(const hf_reader& r, model_spec& m) {
+  m.num_layers = r.required_int({"num_hidden_layers"});
+  m.hidden_size = r.required_int({"hidden_size"});
+  m.num_attention_heads = r.required_int({"num_attention_heads"});
+  m.ffn_hidden_size = r.required_int({"ffn_dim"});
+  m.vocab_size = r.required_int({"vocab_size"});
+  const std::int64_t context = r.optional_int({"max_position_embeddings"}, 2048);
+  m.seq_length = context;
+  m.max_position_embeddings = context + 2;  // OPTLearnedPositionalEmbedding's offset of 2
+  const std::int64_t projection = r.optional_int({"word_embed_proj_dim"}, m.hidden_size);
+  if (projection != m.hidden_size) {
+    r.d.fail("word_embed_proj_dim",
+             fmt::format("{} differs from hidden_size {}: the embedding projection (project_in/project_out) is "
+                         "not modelled",
+                         projection, m.hidden_size));
+  }
+  if (!r.optional_bool("layer_norm_elementwise_affine", true)) {
+    r.d.fail("layer_norm_elementwise_affine", "layer norms without weights are not modelled");
+  }
+  m.position_embedding = position_embedding_kind::learned;
+  m.activation = plain_activation(r, "activation_function", "relu");
+  m.norm = norm_kind::layernorm;
+  m.add_bias_linear = r.optional_bool("enable_bias", true);
+  m.final_norm = r.optional_bool("do_layer_norm_before", true) && !r.optional_bool("_remove_final_layer_norm", false);
+  m.tie_embeddings = r.optional_bool("tie_word_embeddings", true);
+  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
+  m.hidden_dropout = r.optional_probability("dropout", 0.1);
+}
+
+const std::vector<std::string>& hf_types() {
+  static const std::vector<std::string> types = {"bloom",   "gpt2", "gpt_neox", "llama",    "mistral",
+                                                 "mixtral", "opt",  "qwen2",    "qwen2_moe"};
+  return types;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+/// model_type, or the type behind architectures[0] when model_type is absent.
+std::string hf_model_type(const hf_reader& r) {
+  if (const json* t = r.find("model_type")) return as_string(r.d, *t, "model_type");
+  static const std::map<std::string, std::string> kArchitectures = {
+      {"LlamaForCausalLM", "llama"},
+      {"MistralForCausalLM", "mistral"},
+      {"MixtralForCausalLM", "mixtral"},
+      {"Qwen2ForCausalLM", "qwen2"},
+      {"Qwen2MoeForCausalLM", "qwen2_moe"},
+      {"BloomForCausalLM", "bloom"},
+      {"BloomModel", "bloom"},
+      {"GPT2LMHeadModel", "gpt2"},
+      {"GPT2Model", "gpt2"},
+      {"GPTNeoXForCausalLM", "gpt_neox"},
+      {"OPTForCausalLM", "opt"},
+      {"OPTModel", "opt"},
+  };
+  const json* a = r.find("architectures");
+  if (!a || !a->is_array() || a->empty() || !(*a)[0].is_string()) {
+    r.d.fail("architectures",
+             fmt::format("expected a list of class names, got {}", a ? r.d.shown("architectures", *a) : "null"));
+  }
+  const std::string arch = (*a)[0].get<std::string>();
+  const auto it = kArchitectures.find(arch);
+  if (it == kArchitectures.end()) {
+    r.d.fail("architectures", fmt::format("unsupported architecture '{}' and no model_type; supported model_type "
+                                          "values: {}",
+                                          arch, joined(hf_types())));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+model_spec read_hf(const document& d) {
+  const hf_reader r{d};
+  const std::string type = hf_model_type(r);
+  model_spec m;
+  if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen2_moe") {
+    read_llama_like(r, type, m);
+  } else if (type == "bloom") {
+    read_bloom(r, m);
+  } else if (type == "gpt2") {
+    read_gpt2(r, m);
+  } else if (type == "gpt_neox") {
+    read_gpt_neox(r, m);
+  } else if (type == "opt") {
+    read_opt(r, m);
+  } else {
+    d.fail("model_type", fmt::format("unsupported Hugging Face model_type '{}'{}; supported: {}", type,
+                                     did_you_mean(type, hf_types()), joined(hf_types())));
+  }
+  // The context is what a plan uses by default; BLOOM (ALiBi, no table) trained at 2048.
+  const std::int64_t context = m.seq_length > 0                ? m.seq_length
+                               : m.max_position_embeddings > 0 ? m.max_position_embeddings
+                                                               : 2048;
+  m.seq_length = r.optional_int({"seq_length"}, context);
+  // The checkpoint's embedding has exactly vocab_size rows. Megatron's padding to 128·TP is kept
+  // where the checkpoint already is a multiple of 128; otherwise (GPT-2's 50257, OPT's 50272) the
+  // checkpoint was not padded, so only TP's multiple is added.
+  if (m.vocab_size % m.make_vocab_size_divisible_by != 0) m.make_vocab_size_divisible_by = 1;
+  const json* source = r.find("_name_or_path");
+  m.name = source && source->is_string() && !source->get<std::string>().empty() ? source->get<std::string>()
+                                                                                : stem_of(d.origin);
+  return m;
+}
+
+}  // namespace trainplan::detail
