@@ -335,7 +335,7 @@ void cp_table(const comm_context& x, row_sink& out) {
   if (p.cp == 1) return;
   const model_spec& md = x.job.model;
   // K and V of the local sequence chunk and the local (TP-split) query groups.
-  const double kv = 2.0 * x.tokens * static_cast<double>(size_div(md.kv_width(), p.tp)) * x.act_bytes;
+  const double kv = x.tokens * static_cast<double>(size_div(md.k_width() + md.v_width(), p.tp)) * x.act_bytes;
   const double steps = static_cast<double>(p.cp - 1);
   if (p.cp_comm == cp_comm_kind::p2p) {
     // Transformer Engine overlaps each step's exchange with the attention of the chunk it holds (§5.5).

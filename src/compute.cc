@@ -82,12 +82,27 @@ void for_each_layer_gemm(const job_spec& job, bool moe_layer, F&& f) {
   const std::int64_t h = m.hidden_size;
   const std::int64_t np = m.num_attention_heads / t;
   const std::int64_t dh = m.kv_channels;
-  f(named_gemm{"qkv", {tokens, (m.q_width() + 2 * m.kv_width()) / t, h, 1}}, false);
-  if (!job.training.flash_attention) {
-    f(named_gemm{"attention_scores", {sq, s, dh, b * np}}, true);   // Q·Kᵀ
-    f(named_gemm{"attention_context", {sq, dh, s, b * np}}, true);  // P·V
+  if (m.is_mla()) {
+    // §5.1: MLA's down-projections are duplicated over TP (every token, whole width); the
+    // up-projections are column-parallel.
+    const mla_spec& a = m.mla;
+    if (a.q_lora_rank > 0) {
+      f(named_gemm{"q_down", {tokens, a.q_lora_rank, h, 1}}, false);
+      f(named_gemm{"q_up", {tokens, m.q_width() / t, a.q_lora_rank, 1}}, false);
+    } else {
+      f(named_gemm{"q_proj", {tokens, m.q_width() / t, h, 1}}, false);
+    }
+    f(named_gemm{"kv_down", {tokens, a.kv_lora_rank + a.qk_pos_emb_head_dim, h, 1}}, false);
+    f(named_gemm{"kv_up", {tokens, np * (a.qk_head_dim + a.v_head_dim), a.kv_lora_rank, 1}}, false);
+  } else {
+    f(named_gemm{"qkv", {tokens, (m.q_width() + m.k_width() + m.v_width()) / t, h, 1}}, false);
   }
-  f(named_gemm{"attention_out", {tokens, h, m.q_width() / t, 1}}, false);
+  if (!job.training.flash_attention) {
+    const std::int64_t dv = m.attention_out_width() / m.num_attention_heads;
+    f(named_gemm{"attention_scores", {sq, s, dh, b * np}}, true);   // Q·Kᵀ
+    f(named_gemm{"attention_context", {sq, dv, s, b * np}}, true);  // P·V
+  }
+  f(named_gemm{"attention_out", {tokens, h, m.attention_out_width() / t, 1}}, false);
   const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
   auto dense_mlp = [&](std::int64_t ffn, std::string_view up, std::string_view down) {
     f(named_gemm{up, {tokens, gate * ffn / t, h, 1}}, false);
@@ -174,7 +189,18 @@ std::vector<named_gemm> layer_gemm_shapes(const job_spec& job, bool moe_layer) {
   return out;
 }
 
-unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool moe_layer) {
+double causal_pairs_fraction(const model_spec& m, bool windowed) {
+  const double s = static_cast<double>(m.seq_length);
+  const double w = static_cast<double>(m.sliding_window);
+  if (!windowed || w <= 0 || w >= s) return 1.0;
+  // §5.1.2: (query, key) pairs a causal kernel executes, over the s²/2 of full causal attention.
+  // Sliding: query i sees min(i + 1, w) keys, Σ = w·s − w(w − 1)/2. Chunked: s/w causal chunks of
+  // w(w + 1)/2 pairs.
+  const double pairs = m.window == window_kind::sliding ? w * s - w * (w - 1) / 2 : s * (w + 1) / 2;
+  return std::min(1.0, pairs / (s * s / 2));
+}
+
+unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool moe_layer, bool windowed) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const gpu_spec& gpu = job.cluster.gpu;
@@ -205,7 +231,11 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
     // kernel executes half the s² square, and that half is what is counted and timed (§5.1, one
     // convention: Megatron-Core's num_floating_point_operations counts seq_length/2, "causal mask").
     // Backward ≈ 2.5× forward in time (it recomputes the scores; Dao 2023), 2× in FLOPs.
-    const double flops = 0.5 * 4.0 * b * np * static_cast<double>(sq) * s * dh;
+    // Windowed layers execute only the pairs inside the window (causal_pairs_fraction). Q·Kᵀ runs over
+    // the query/key head dim, P·V over the value head dim (MLA: 192 and 128).
+    const double dv = static_cast<double>(m.attention_out_width() / m.num_attention_heads);
+    const double flops = 0.5 * 2.0 * b * np * static_cast<double>(sq) * s * (static_cast<double>(dh) + dv) *
+                         causal_pairs_fraction(m, windowed);
     const double rate = gpu.peak_flops(d) * e.flash_attention_fraction;
     u.forward.attention_s += flops / rate + e.kernel_overhead_s;
     u.forward.flops += flops;
@@ -248,8 +278,15 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
   const double dropout_mask = m.hidden_dropout > 0 ? 1.0 : 0.0;
   add_memory(gpu, e, 2 * (3 * eb + dropout_mask) * hidden_elems, 2, u);  // two bias-dropout-adds
   if (m.position_embedding == position_embedding_kind::rope) {
-    add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.q_width() + m.kv_width()) / t, 2, u);
+    add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.q_width() + m.k_width()) / t, 2, u);
   }
+  if (m.is_mla()) {
+    // The latent norms, over every token on every TP rank (the down-projections are duplicated).
+    add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.mla.q_lora_rank + m.mla.kv_lora_rank), 2, u);
+  } else if (m.qk_norm) {
+    add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.q_width() + m.k_width()) / t, 2, u);
+  }
+  if (m.sandwich_norm) add_memory(gpu, e, 2 * 2 * eb * hidden_elems, 2, u);
   return u;
 }
 
@@ -336,6 +373,9 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   const training_config& tc = job.training;
   r.dense_layer = layer_compute(job, e, false);
   r.moe_layer = m.is_moe() ? layer_compute(job, e, true) : unit_time{};
+  const bool windows = m.sliding_window > 0 && m.sliding_window < m.seq_length;
+  r.dense_window_layer = windows ? layer_compute(job, e, false, true) : unit_time{};
+  r.moe_window_layer = windows && m.is_moe() ? layer_compute(job, e, true, true) : unit_time{};
   r.embedding = embedding_compute(job, e);
   r.output = output_compute(job, e);
   {
@@ -353,8 +393,6 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     }
     return std::pair{0.0, 0.0};
   };
-  const auto [dense_re_s, dense_re_flops] = recompute_of(r.dense_layer);
-  const auto [moe_re_s, moe_re_flops] = recompute_of(r.moe_layer);
   r.layer_recompute_fraction = tc.recompute == recompute_granularity::full ? 1.0 : 0.0;
 
   // Parameters each rank updates in its optimizer step (§5.5): what it holds (§2.4), sharded by ZeRO ≥ 1
@@ -388,17 +426,33 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     if (tc.recompute == recompute_granularity::full && tc.recompute_method_ == recompute_method::block) {
       recomputed = vpp * std::min(recomputed / vpp, static_cast<double>(tc.recompute_num_layers));
     }
-    const double dense_re = recomputed * (dense / std::max(1.0, dense + moe));
-    const double moe_re = recomputed - dense_re;
-    double fwd = dense * r.dense_layer.forward.total_s() + moe * r.moe_layer.forward.total_s();
-    double bwd = dense * r.dense_layer.backward.total_s() + moe * r.moe_layer.backward.total_s();
-    double re = dense_re * dense_re_s + moe_re * moe_re_s;
+    // The stage's layers by class (dense/MoE × full/windowed attention); recomputation spread over
+    // them in proportion.
+    const double window_moe = static_cast<double>(sl.num_window_moe_layers);
+    const double window_dense = static_cast<double>(sl.num_window_layers) - window_moe;
+    const struct {
+      const unit_time& u;
+      double count;
+      double accumulate_s;
+    } classes[] = {{r.dense_layer, dense - window_dense, dense_accumulate_s},
+                   {r.moe_layer, moe - window_moe, moe_accumulate_s},
+                   {r.dense_window_layer, window_dense, dense_accumulate_s},
+                   {r.moe_window_layer, window_moe, moe_accumulate_s}};
+    double fwd = 0, bwd = 0, re = 0, fwd_flops = 0, bwd_flops = 0, wgrad = 0;
+    for (const auto& c : classes) {
+      if (c.count <= 0) continue;
+      const auto [re_s, re_flops] = recompute_of(c.u);
+      const double share = recomputed * c.count / std::max(1.0, dense + moe);
+      fwd += c.count * c.u.forward.total_s();
+      bwd += c.count * (c.u.backward.total_s() + c.accumulate_s);
+      re += share * re_s;
+      fwd_flops += c.count * c.u.forward.flops;
+      bwd_flops += c.count * c.u.backward.flops + share * re_flops;
+      wgrad += c.count * (c.u.backward.weight_gradient_s + c.accumulate_s);
+    }
     fwd += (dense + moe) * host_s;
-    bwd += (dense + moe) * host_s + dense * dense_accumulate_s + moe * moe_accumulate_s;
+    bwd += (dense + moe) * host_s;
     if (tc.recompute == recompute_granularity::full) re += recomputed * host_s;
-    double fwd_flops = dense * r.dense_layer.forward.flops + moe * r.moe_layer.forward.flops;
-    double bwd_flops = dense * r.dense_layer.backward.flops + moe * r.moe_layer.backward.flops +
-                       dense_re * dense_re_flops + moe_re * moe_re_flops;
     // With VPP the rank runs vpp chunks per micro-batch: times are per chunk (the embedding and output
     // sit on the first and last chunk; spread over chunks here, §5.4).
     if (sl.has_embedding) {
@@ -416,8 +470,6 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     sc.recompute_s = re / vpp;
     sc.recomputed_layers = tc.recompute == recompute_granularity::full ? recomputed / vpp : 0.0;
     sc.backward_s = (bwd + re) / vpp;
-    double wgrad = dense * (r.dense_layer.backward.weight_gradient_s + dense_accumulate_s) +
-                   moe * (r.moe_layer.backward.weight_gradient_s + moe_accumulate_s);
     if (sl.has_output) wgrad += r.output.backward.weight_gradient_s;
     sc.backward_weight_s = wgrad / vpp;
     sc.forward_flops = fwd_flops / vpp;

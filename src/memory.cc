@@ -31,7 +31,9 @@ layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting
                                    bool swiglu_fusion) {
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.q_width());
-  const double kv = static_cast<double>(m.kv_width());
+  const double k = static_cast<double>(m.k_width());
+  const double v = static_cast<double>(m.v_width());
+  const double o = static_cast<double>(m.attention_out_width());
   const double heads = static_cast<double>(m.num_attention_heads);
   const double t = a.t;
   const double rep = a.sp ? t : 1.0;  // divisor of the parts TP alone does not split
@@ -43,15 +45,23 @@ layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting
   l.norms = 2 * e * h / rep;                                  // inputs of the two norms
   l.dropout_masks = hidden_dropout ? 2 * h / rep : 0;         // 1-byte masks after attention and MLP
 
-  double attn = e * h / rep;                                  // QKV input
-  attn += e * (q + 2 * kv) / t;                               // Q, K, V
+  double attn = e * h / rep;                                  // QKV (or MLA down-projection) input
+  attn += e * (q + k + v) / t;                                // Q, K, V
+  if (m.is_mla()) {
+    // §3.4.5: the latent norms' inputs and outputs (the up-projections' inputs), whole on every TP
+    // rank: the down-projections are duplicated, their outputs cover every token of the micro-batch.
+    const double ql = static_cast<double>(m.mla.q_lora_rank), kvl = static_cast<double>(m.mla.kv_lora_rank);
+    attn += e * 2 * (ql + kvl);
+  } else if (m.qk_norm) {
+    attn += e * (q + k) / t;                                  // QK-norm inputs
+  }
   if (a.flash) {
-    if (!a.selective) attn += e * q / t + 4 * heads / t;      // output O and fp32 log-sum-exp
+    if (!a.selective) attn += e * o / t + 4 * heads / t;      // output O and fp32 log-sum-exp
   } else if (!a.selective) {
     // softmax output, its dropout mask and dropout output (Korthikanti et al. 2022, §4.1: 5as²b)
     attn += (attn_dropout ? 2 * e + 1 : e) * heads * a.seq_kv / t;
   }
-  attn += e * q / t;                                          // projection input
+  attn += e * o / t;                                          // projection input
   l.attention = attn;
 
   auto mlp_bytes = [&](double ffn, double tp) {
@@ -63,11 +73,13 @@ layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting
   if (!moe_layer) {
     mlp += mlp_bytes(static_cast<double>(m.ffn_hidden_size), t);
   } else {
-    const double k = static_cast<double>(m.moe.router_topk);
+    const double topk = static_cast<double>(m.moe.router_topk);
     const double experts = static_cast<double>(m.moe.num_experts);
-    mlp += 4 * experts / rep;                                 // fp32 router probabilities
-    // §3.4.3: each token reaches k experts; expert inputs and the combine's inputs are k copies.
-    mlp += k * (2 * e * h / rep + mlp_bytes(static_cast<double>(m.moe.expert_ffn_hidden_size), t));
+    mlp += (4 + 1) * experts / rep;                           // fp32 router probabilities, 1-byte routing map
+    // §3.4.3: each token reaches k experts; expert inputs and the combine's inputs are k copies, as
+    // many more on the busiest rank as the capacity factor (or, dropless, the load imbalance) allows.
+    const double load = m.moe.capacity_factor > 0 ? m.moe.capacity_factor : m.moe.load_imbalance;
+    mlp += topk * load * (2 * e * h / rep + mlp_bytes(static_cast<double>(m.moe.expert_ffn_hidden_size), t));
     if (m.moe.shared_expert_ffn_hidden_size > 0) {
       mlp += mlp_bytes(static_cast<double>(m.moe.shared_expert_ffn_hidden_size), t);
     }

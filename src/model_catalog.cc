@@ -58,6 +58,90 @@ constexpr shape kShapes[] = {
      "Korthikanti et al. 2022 (arXiv 2205.05198) Table 3"},
     {"megatron-1t", "gpt", 128, 25600, 0, 160, 0, 51200, 2048, 2048, P::learned, A::gelu, N::layernorm, true, true, false, 0, 0,
      "Korthikanti et al. 2022 (arXiv 2205.05198) Table 3"},
+    {"deepseek-v3", "deepseek", 61, 7168, 18432, 128, 0, 129280, 4096, 163840, P::rope, A::swiglu, N::rmsnorm, false, false, false, 256, 8,
+     "deepseek-ai/DeepSeek-V3 config.json; DeepSeek-V3 report (arXiv 2412.19437) §2, §4.2: 671B total, 37B active, MTP depth 1, pre-trained at 4K"},
+    {"qwen2-57b-a14b", "qwen", 28, 3584, 18944, 28, 4, 151936, 4096, 131072, P::rope, A::swiglu, N::rmsnorm, false, false, false, 64, 8,
+     "Qwen/Qwen2-57B-A14B config.json; Qwen2 report (arXiv 2407.10671) Table 1: 57B total, 14B active"},
+    {"qwen3-8b", "qwen", 36, 4096, 12288, 32, 8, 151936, 4096, 40960, P::rope, A::swiglu, N::rmsnorm, false, false, false, 0, 0,
+     "Qwen/Qwen3-8B config.json and model card: 8.2B, 6.95B non-embedding; Qwen3 report (arXiv 2505.09388) §3.2: pre-trained at 4096"},
+    {"qwen3-32b", "qwen", 64, 5120, 25600, 64, 8, 151936, 4096, 40960, P::rope, A::swiglu, N::rmsnorm, false, false, false, 0, 0,
+     "Qwen/Qwen3-32B config.json and model card: 32.8B, 31.2B non-embedding"},
+    {"qwen3-30b-a3b", "qwen", 48, 2048, 6144, 32, 4, 151936, 4096, 40960, P::rope, A::swiglu, N::rmsnorm, false, false, false, 128, 8,
+     "Qwen/Qwen3-30B-A3B config.json and model card: 30.5B total, 3.3B active, 29.9B non-embedding"},
+    {"qwen3-235b-a22b", "qwen", 94, 4096, 12288, 64, 4, 151936, 4096, 40960, P::rope, A::swiglu, N::rmsnorm, false, false, false, 128, 8,
+     "Qwen/Qwen3-235B-A22B config.json and model card: 235B total, 22B active, 234B non-embedding"},
+    {"gpt-oss-20b", "gpt-oss", 24, 2880, 2880, 64, 8, 201088, 4096, 131072, P::rope, A::swiglu, N::rmsnorm, true, false, false, 32, 4,
+     "openai/gpt-oss-20b config.json; gpt-oss model card (2025) Table 1: 20.91B total, 3.61B active (embedding excluded); planned at 4096"},
+    {"gpt-oss-120b", "gpt-oss", 36, 2880, 2880, 64, 8, 201088, 4096, 131072, P::rope, A::swiglu, N::rmsnorm, true, false, false, 128, 4,
+     "openai/gpt-oss-120b config.json; gpt-oss model card (2025) Table 1: 116.83B total, 5.13B active (embedding excluded); planned at 4096"},
+    {"llama4-scout", "llama", 48, 5120, 16384, 40, 8, 202048, 8192, 10485760, P::rope, A::swiglu, N::rmsnorm, false, false, false, 16, 1,
+     "meta-llama/Llama-4-Scout-17B-16E config.json (text_config): 17B active; the published 109B total includes the vision encoder; planned at 8192"},
+    {"llama4-maverick", "llama", 48, 5120, 16384, 40, 8, 202048, 8192, 1048576, P::rope, A::swiglu, N::rmsnorm, false, false, false, 128, 1,
+     "meta-llama/Llama-4-Maverick-17B-128E config.json (text_config): 400B total, 17B active; planned at 8192"},
+    {"gemma2-9b", "gemma", 42, 3584, 14336, 16, 8, 256000, 8192, 8192, P::rope, A::geglu, N::rmsnorm, false, true, false, 0, 0,
+     "google/gemma-2-9b config.json; Gemma 2 report (arXiv 2408.00118) Table 2: 917,504,000 embedding + 8,324,201,984 non-embedding"},
+    {"gemma2-27b", "gemma", 46, 4608, 36864, 32, 16, 256000, 8192, 8192, P::rope, A::geglu, N::rmsnorm, false, true, false, 0, 0,
+     "google/gemma-2-27b config.json; Gemma 2 report Table 2: 1,179,648,000 embedding + 26,047,480,320 non-embedding"},
+    {"gemma3-27b", "gemma", 62, 5376, 21504, 32, 16, 262208, 32768, 131072, P::rope, A::geglu, N::rmsnorm, false, true, false, 0, 0,
+     "google/gemma-3-27b-pt config.json (text_config); Gemma 3 report (arXiv 2503.19786) Table 1: 25,600M non-embedding; pre-trained at 32K"},
+};
+
+/// What the shape table cannot hold: MLA, fine-grained MoE, windows, norms, sinks, MTP (§1.7-§1.9),
+/// from the same sources as the rows.
+struct extension {
+  const char* name;
+  void (*apply)(model_spec&);
+};
+
+constexpr extension kExtensions[] = {
+    {"deepseek-v3",
+     [](model_spec& m) {
+       m.mla = {1536, 512, 128, 64, 128};  // q_lora_rank, kv_lora_rank, qk_nope, qk_rope, v_head_dim
+       m.moe.expert_ffn_hidden_size = 2048;
+       m.moe.shared_expert_ffn_hidden_size = 2048;  // n_shared_experts 1 × moe_intermediate_size
+       m.moe.first_dense_layers = 3;                // first_k_dense_replace
+       m.moe.expert_score_bias = true;              // e_score_correction_bias
+       m.moe.router_num_groups = 8;                 // n_group, topk_group: node-limited routing
+       m.moe.router_group_topk = 4;
+       m.mtp_num_layers = 1;                        // num_nextn_predict_layers
+     }},
+    {"qwen2-57b-a14b",
+     [](model_spec& m) {
+       m.add_qkv_bias = true;
+       m.moe.expert_ffn_hidden_size = 2560;
+       m.moe.shared_expert_ffn_hidden_size = 20480;
+       m.moe.shared_expert_gate = true;
+     }},
+    {"qwen3-8b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true; }},
+    {"qwen3-32b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true; }},
+    {"qwen3-30b-a3b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true, m.moe.expert_ffn_hidden_size = 768; }},
+    {"qwen3-235b-a22b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true, m.moe.expert_ffn_hidden_size = 1536; }},
+    {"gpt-oss-20b", [](model_spec& m) { m.kv_channels = 64, m.sliding_window = 128, m.window_skip_freq = 2,
+                                        m.attention_sinks = true, m.moe.router_bias = true; }},
+    {"gpt-oss-120b", [](model_spec& m) { m.kv_channels = 64, m.sliding_window = 128, m.window_skip_freq = 2,
+                                         m.attention_sinks = true, m.moe.router_bias = true; }},
+    {"llama4-scout",
+     [](model_spec& m) {
+       m.kv_channels = 128;
+       m.moe.expert_ffn_hidden_size = 8192, m.moe.shared_expert_ffn_hidden_size = 8192;
+       m.sliding_window = 8192, m.window = window_kind::chunked, m.window_skip_freq = 4;  // NoPE global every 4th
+       m.make_vocab_size_divisible_by = 1;  // 202048 rows, not a multiple of 128: the checkpoint's, unpadded
+     }},
+    {"llama4-maverick",
+     [](model_spec& m) {
+       m.kv_channels = 128;
+       m.moe.expert_ffn_hidden_size = 8192, m.moe.shared_expert_ffn_hidden_size = 8192;
+       m.moe.first_dense_layers = 1, m.moe.layer_freq = 2;  // interleave_moe_layer_step 2: layers 1, 3, ...
+       m.sliding_window = 8192, m.window = window_kind::chunked, m.window_skip_freq = 4;
+       m.make_vocab_size_divisible_by = 1;
+     }},
+    {"gemma2-9b", [](model_spec& m) { m.kv_channels = 256, m.sandwich_norm = true, m.sliding_window = 4096,
+                                      m.window_skip_freq = 2; }},
+    {"gemma2-27b", [](model_spec& m) { m.kv_channels = 128, m.sandwich_norm = true, m.sliding_window = 4096,
+                                       m.window_skip_freq = 2; }},
+    {"gemma3-27b", [](model_spec& m) { m.kv_channels = 128, m.sandwich_norm = true, m.qk_norm = true,
+                                       m.sliding_window = 1024, m.window_skip_freq = 6,
+                                       m.make_vocab_size_divisible_by = 1; }},  // 262208 rows, unpadded
 };
 
 std::vector<catalog_model> build_catalog() {
@@ -87,6 +171,8 @@ std::vector<catalog_model> build_catalog() {
     }
     m.moe.num_experts = s.experts;
     m.moe.router_topk = s.topk;
+    for (const extension& x : kExtensions)
+      if (std::string_view(x.name) == s.name) x.apply(m);
     finalize_model(m);
     c.family = s.family;
     c.source = s.source;

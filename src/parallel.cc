@@ -51,8 +51,12 @@ namespace {
 layer_shard shard_layer(const model_spec& m, const layer_parameters& l, std::int64_t tp, std::int64_t ep,
                         bool moe_layer) {
   layer_shard s;
-  s.dense = detail::size_div(l.qkv_weight + l.qkv_bias + l.proj_weight + l.fc1_weight + l.fc1_bias + l.fc2_weight, tp) +
-            l.norms() + l.proj_bias + l.fc2_bias + l.router;
+  // Split by TP: column- and row-parallel weights, column biases, per-head sinks. Whole on every TP
+  // rank: norms, row-parallel biases, MLA's duplicated down-projections, the router and gates.
+  s.dense = detail::size_div(l.qkv_weight + l.qkv_bias + l.sinks + l.proj_weight + l.fc1_weight + l.fc1_bias +
+                                 l.fc2_weight, tp) +
+            l.norms() + l.attention_norms + l.qkv_down_weight + l.proj_bias + l.fc2_bias + l.router +
+            l.shared_expert_gate;
   if (moe_layer) {
     const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
     const std::int64_t fe = m.moe.expert_ffn_hidden_size;
@@ -211,13 +215,6 @@ std::string size_violation(job_spec& job) {
   [[maybe_unused]] parallel_config& p = job.parallel;
   [[maybe_unused]] training_config& t = job.training;
 
-  // A window shorter than the sequence would be priced as full attention: not modelled (issue 11).
-  if (m.sliding_window > 0 && m.sliding_window < m.seq_length) {
-    return "model field 'sliding_window' (" + to_string(m.sliding_window) + ") is shorter than the planning sequence (" +
-           "${model.seq_length} " + to_string(m.seq_length) + "): sliding-window attention is not modelled, and " +
-           "pricing it as full attention would be wrong; plan at ${model.seq_length} " + to_string(m.sliding_window) +
-           " or less";
-  }
   TRAINPLAN_RETURN_VIOLATION(positive(p.tp, "${parallel.tp}"));
   TRAINPLAN_RETURN_VIOLATION(positive(p.pp, "${parallel.pp}"));
   TRAINPLAN_RETURN_VIOLATION(positive(p.cp, "${parallel.cp}"));
@@ -509,11 +506,14 @@ void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   stages.assign(static_cast<std::size_t>(p.pp), stage_layout{});
-  auto count_moe = [&](std::int64_t first, std::int64_t n) {
-    if (!m.is_moe()) return std::int64_t{0};
-    std::int64_t c = 0;
-    for (std::int64_t i = first; i < first + n; ++i) c += m.is_moe_layer(i) ? 1 : 0;
-    return c;
+  // Counts the MoE, windowed and windowed-MoE layers of [first, first + n) into `s`.
+  auto count = [&](std::int64_t first, std::int64_t n, stage_layout& s) {
+    for (std::int64_t i = first; i < first + n; ++i) {
+      const bool moe = m.is_moe_layer(i), window = m.is_window_layer(i);
+      s.num_moe_layers += moe;
+      s.num_window_layers += window;
+      s.num_window_moe_layers += moe && window;
+    }
   };
   const stage_split split = split_layers(m.num_layers, p, job.training.framework, p.num_layers_per_virtual_stage);
   TRAINPLAN_CHECK(split.valid);  // finalize_job refused every invalid split
@@ -534,10 +534,10 @@ void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
         if (q < r) before += kq;
       }
       s.first_layer = before;
-      for (std::int64_t c = 0; c < p.vpp; ++c) s.num_moe_layers += count_moe(c * round + before, k);
+      for (std::int64_t c = 0; c < p.vpp; ++c) count(c * round + before, k, s);
     } else {
       s.first_layer = next;
-      s.num_moe_layers = count_moe(next, s.num_layers);
+      count(next, s.num_layers, s);
       next += s.num_layers;
     }
   }

@@ -46,9 +46,50 @@ json model_fields(const model_spec& m) {
                 {"router_topk", m.moe.router_topk},
                 {"expert_ffn_hidden_size", m.moe.expert_ffn_hidden_size},
                 {"shared_expert_ffn_hidden_size", m.moe.shared_expert_ffn_hidden_size},
-                {"layer_freq", m.moe.layer_freq}};
+                {"layer_freq", m.moe.layer_freq},
+                {"first_dense_layers", m.moe.first_dense_layers},
+                {"num_moe_layers", m.num_moe_layers()},
+                {"shared_expert_gate", m.moe.shared_expert_gate},
+                {"router_bias", m.moe.router_bias},
+                {"expert_score_bias", m.moe.expert_score_bias},
+                {"router_num_groups", m.moe.router_num_groups},
+                {"router_group_topk", m.moe.router_group_topk},
+                {"capacity_factor", m.moe.capacity_factor},
+                {"load_imbalance", m.moe.load_imbalance}};
+  }
+  if (m.is_mla()) {
+    j["mla"] = {{"q_lora_rank", m.mla.q_lora_rank},
+                {"kv_lora_rank", m.mla.kv_lora_rank},
+                {"qk_head_dim", m.mla.qk_head_dim},
+                {"qk_pos_emb_head_dim", m.mla.qk_pos_emb_head_dim},
+                {"v_head_dim", m.mla.v_head_dim}};
+  }
+  j["qk_norm"] = m.qk_norm;
+  j["sandwich_norm"] = m.sandwich_norm;
+  j["attention_sinks"] = m.attention_sinks;
+  j["mtp_num_layers"] = m.mtp_num_layers;
+  if (m.sliding_window > 0) {
+    std::int64_t windowed = 0;
+    for (std::int64_t i = 0; i < m.num_layers; ++i) windowed += m.is_window_layer(i);
+    j["window"] = {{"size", m.sliding_window},
+                   {"kind", std::string(to_string(m.window))},
+                   {"skip_freq", m.window_skip_freq},
+                   {"num_windowed_layers", windowed}};
   }
   return j;
+}
+
+/// Which layers attend through a window, and how, in one line ("" without windows).
+std::string attention_summary(const model_spec& m) {
+  if (m.sliding_window <= 0) return "";
+  std::int64_t windowed = 0;
+  for (std::int64_t i = 0; i < m.num_layers; ++i) windowed += m.is_window_layer(i);
+  if (windowed == 0) {
+    return fmt::format("Attention: {} window of {} not shorter than the sequence {}: every layer attends fully\n",
+                       to_string(m.window), m.sliding_window, m.seq_length);
+  }
+  return fmt::format("Attention: {} of {} layers through a {} window of {} tokens, the rest fully\n", windowed,
+                     m.num_layers, to_string(m.window), m.sliding_window);
 }
 
 json layer_json(const layer_parameters& l) {
@@ -58,6 +99,9 @@ json layer_json(const layer_parameters& l) {
           {"fc1_weight", l.fc1_weight},   {"fc1_bias", l.fc1_bias},
           {"fc2_weight", l.fc2_weight},   {"fc2_bias", l.fc2_bias},
           {"router", l.router},           {"experts", l.experts},
+          {"qkv_down_weight", l.qkv_down_weight}, {"attention_norms", l.attention_norms},
+          {"sinks", l.sinks},             {"sandwich_norms", l.sandwich_norms},
+          {"shared_expert_gate", l.shared_expert_gate}, {"expert_each", l.expert_each},
           {"total", l.total()}};
 }
 
@@ -123,15 +167,38 @@ std::string render_model_text(const model_spec& m, const parameter_breakdown& p,
   auto layer_lines = [&](const char* title, const layer_parameters& l, std::int64_t count, std::int64_t ffn) {
     line(fmt::format("{} × {}", title, count), "", l.total() * count);
     line("  input_norm", shape({l.input_norm}), l.input_norm);
-    line("  attention.qkv", shape({m.q_width() + 2 * m.kv_width(), h}) + (l.qkv_bias ? " +b" : ""), l.qkv_weight + l.qkv_bias);
-    line("  attention.proj", shape({h, m.q_width()}) + (l.proj_bias ? " +b" : ""), l.proj_weight + l.proj_bias);
-    line("  post_attention_norm", shape({l.post_attention_norm}), l.post_attention_norm);
-    if (l.fc1_weight > 0) {
-      line("  mlp.fc1", shape({gate * ffn, h}) + (l.fc1_bias ? " +b" : ""), l.fc1_weight + l.fc1_bias);
-      line("  mlp.fc2", shape({h, ffn}) + (l.fc2_bias ? " +b" : ""), l.fc2_weight + l.fc2_bias);
+    if (m.is_mla()) {
+      const mla_spec& a = m.mla;
+      const std::int64_t heads = m.num_attention_heads;
+      if (a.q_lora_rank > 0) {
+        line("  attention.q_down (whole on every TP rank)", shape({a.q_lora_rank, h}), h * a.q_lora_rank);
+        line("  attention.q_up", shape({m.q_width(), a.q_lora_rank}), a.q_lora_rank * m.q_width());
+      } else {
+        line("  attention.q_proj", shape({m.q_width(), h}), h * m.q_width());
+      }
+      line("  attention.kv_down (whole on every TP rank)", shape({a.kv_lora_rank + a.qk_pos_emb_head_dim, h}),
+           h * (a.kv_lora_rank + a.qk_pos_emb_head_dim));
+      line("  attention.kv_up", shape({heads * (a.qk_head_dim + a.v_head_dim), a.kv_lora_rank}),
+           a.kv_lora_rank * heads * (a.qk_head_dim + a.v_head_dim));
+      line("  attention.latent_norms", shape({l.attention_norms}), l.attention_norms);
+    } else {
+      line("  attention.qkv", shape({m.q_width() + m.k_width() + m.v_width(), h}) + (l.qkv_bias ? " +b" : ""),
+           l.qkv_weight + l.qkv_bias);
+      if (l.attention_norms > 0) line("  attention.qk_norm", shape({l.attention_norms}), l.attention_norms);
     }
+    if (l.sinks > 0) line("  attention.sinks", shape({l.sinks}), l.sinks);
+    line("  attention.proj", shape({h, m.attention_out_width()}) + (l.proj_bias ? " +b" : ""), l.proj_weight + l.proj_bias);
+    line("  post_attention_norm", shape({l.post_attention_norm}), l.post_attention_norm);
+    if (l.sandwich_norms > 0) line("  output_norms (attention, MLP)", shape({2, h}), l.sandwich_norms);
+    const char* fc = l.router > 0 ? "  mlp.shared_experts" : "  mlp";
+    if (l.fc1_weight > 0) {
+      line(fmt::format("{}.fc1", fc), shape({gate * ffn, h}) + (l.fc1_bias ? " +b" : ""), l.fc1_weight + l.fc1_bias);
+      line(fmt::format("{}.fc2", fc), shape({h, ffn}) + (l.fc2_bias ? " +b" : ""), l.fc2_weight + l.fc2_bias);
+    }
+    if (l.shared_expert_gate > 0) line("  mlp.shared_expert_gate", shape({1, h}), l.shared_expert_gate);
     if (l.router > 0) {
-      line("  mlp.router", shape({m.moe.num_experts, h}), l.router);
+      line(fmt::format("  mlp.router{}{}", m.moe.router_bias ? " +b" : "", m.moe.expert_score_bias ? " +score bias" : ""),
+           shape({m.moe.num_experts, h}), l.router);
       line(fmt::format("  mlp.experts × {}", m.moe.num_experts),
            shape({gate * m.moe.expert_ffn_hidden_size, h}) + "+" + shape({h, m.moe.expert_ffn_hidden_size}), l.experts);
     }
@@ -139,11 +206,20 @@ std::string render_model_text(const model_spec& m, const parameter_breakdown& p,
   if (p.num_dense_layers > 0) layer_lines("layers (dense)", p.dense_layer, p.num_dense_layers, m.ffn_hidden_size);
   if (p.num_moe_layers > 0) layer_lines("layers (MoE)", p.moe_layer, p.num_moe_layers, m.moe.shared_expert_ffn_hidden_size);
   if (p.final_norm > 0) line("final_norm", shape({p.final_norm}), p.final_norm);
+  if (p.num_mtp_layers > 0) {
+    line(fmt::format("mtp × {} (shares embedding, output)", p.num_mtp_layers),
+         shape({h, 2 * h}), p.mtp());
+  }
   if (p.output_layer > 0) line("output_layer", shape({p.padded_vocab_size, h}), p.output_layer);
   else out += fmt::format(fmt::runtime(row), "output_layer", "tied to word_embeddings", "0", "0.000");
   out += "\n";
   out += fmt::format("Total parameters: {}\n", format_count(p.total));
-  if (m.is_moe()) out += fmt::format("Active per token: {}\n", format_count(p.active_per_token));
+  if (p.num_mtp_layers > 0) out += fmt::format("Without MTP: {}\n", format_count(p.main_model()));
+  if (m.is_moe()) {
+    out += fmt::format("Active per token: {} ({} without the input embedding)\n", format_count(p.active_per_token),
+                       format_count(p.active_per_token - p.word_embeddings - p.position_embeddings));
+  }
+  out += attention_summary(m);
   return out;
 }
 
@@ -154,6 +230,7 @@ std::string render_model_json(const model_spec& m, const parameter_breakdown& p,
   json mj = model_fields(m);
   mj["parameters"] = p.total;
   mj["active_parameters_per_token"] = p.active_per_token;
+  mj["mtp_parameters"] = p.mtp();
   mj["padded_vocab_size"] = p.padded_vocab_size;
   mj["tensor_parallel_for_padding"] = tp;
   mj["breakdown"] = {{"word_embeddings", p.word_embeddings},

@@ -150,7 +150,7 @@ TEST(ArgsFlags, GroupQueryAttention) {
   const parsed_job pj = parse(concat(kMegatronModel, {"--group-query-attention", "--num-query-groups", "8",
                                                       "--num-gpus", "8"}));
   EXPECT_EQ(pj.job.model.num_query_groups, 8);
-  EXPECT_EQ(pj.job.model.kv_width(), 8 * 128);
+  EXPECT_EQ(pj.job.model.k_width(), 8 * 128);
 }
 
 TEST(ArgsFlags, DefaultsWhenOnlyAModelIsGiven) {

@@ -191,21 +191,32 @@ TEST(CliFirstHour, LaunchLinesAreReadWhole) {
   }
 }
 
-TEST(CliFirstHour, SlidingWindowIsRefusedNotPricedAsFullAttention) {
-  // Finding 5: a config's sliding_window was silently ignored (full attention priced), and the memory
-  // header never showed the sequence length planned at.
+TEST(CliFirstHour, SlidingWindowIsPricedNotIgnored) {
+  // Finding 5: a config's sliding_window was silently ignored (full attention priced); it was then
+  // refused; now it is priced (issue 11, §5.1.2): a flash kernel executes w·s − w(w − 1)/2 pairs.
   const std::string path = ::testing::TempDir() + "trainplan_mistral_like.json";
-  std::ofstream(path) << R"({"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
+  const std::string config = R"({"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
     "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
-    "max_position_embeddings": 32768, "sliding_window": 4096, "hidden_act": "silu"})";
-  const run_result full = run({"memory", "--model", path, "--cluster", "dgx-h100", "--num-gpus", "8"});
-  EXPECT_EQ(full.status, 2);
-  EXPECT_THAT(full.err, HasSubstr("model field 'sliding_window' (4096) is shorter than the planning sequence "
-                                  "(--seq-length 32768)"));
-  const run_result within = run({"memory", "--model", path, "--cluster", "dgx-h100", "--num-gpus", "8", "--seq-length",
-                                 "4096"});
-  ASSERT_EQ(within.status, 0) << within.err;
-  EXPECT_THAT(within.out, HasSubstr("(1 micro-batch per pipeline), sequence 4096"));
+    "max_position_embeddings": 32768, "hidden_act": "silu")";
+  std::ofstream(path) << config << R"(, "sliding_window": 4096})";
+  const std::string full_path = ::testing::TempDir() + "trainplan_mistral_like_full.json";
+  std::ofstream(full_path) << config << "}";
+  const std::vector<std::string> layout = {"--cluster", "dgx-h100", "--num-gpus", "8", "--tp", "8", "--json"};
+  auto time_of = [&](const std::string& model) {
+    std::vector<std::string> a = {"time", "--model", model};
+    a.insert(a.end(), layout.begin(), layout.end());
+    const run_result r = run(a);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return parse_json(r.out);
+  };
+  const auto windowed = time_of(path), full = time_of(full_path);
+  // Model FLOPs: attention of 32768² / 2 pairs against 4096·32768 − 4096·4095/2 per layer.
+  const double ratio = (4096.0 * 32768 - 4096.0 * 4095 / 2) / (32768.0 * 32768 / 2);
+  EXPECT_NEAR(ratio, 0.234, 0.001);
+  EXPECT_LT(windowed["time"]["iteration_s"].get<double>(), 0.8 * full["time"]["iteration_s"].get<double>());
+  const run_result mem = run({"memory", "--model", path, "--cluster", "dgx-h100", "--num-gpus", "8"});
+  ASSERT_EQ(mem.status, 0) << mem.err;
+  EXPECT_THAT(mem.out, HasSubstr("(1 micro-batch per pipeline), sequence 32768"));
 }
 
 TEST(CliFirstHour, MegatronMeansMegatronCoreWithFusedAttention) {

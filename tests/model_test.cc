@@ -1,5 +1,6 @@
 // Exact parameter counts (docs/formulas.md §1), pinned against published figures.
 #include <gtest/gtest.h>
+#include <gmock/gmock.h>
 
 #include "trainplan/error.h"
 #include "trainplan/model.h"
@@ -146,7 +147,145 @@ TEST(ModelCatalog, UnknownNameSuggestsNearest) {
   } catch (const input_error& e) {
     EXPECT_NE(std::string(e.what()).find("did you mean 'llama3-8b'"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(model_names().size(), 15u);
+  EXPECT_EQ(model_names().size(), 28u);
+}
+
+// ---- the models people train now (issue 11; docs/formulas.md §1.7-§1.9) ------------------------------
+
+/// A published figure and the count it must equal (or, where the source rounds, lie within).
+struct published_count {
+  const char* model;
+  std::int64_t total;          ///< main model (MTP excluded), exact unless `rounding` > 0
+  std::int64_t active;         ///< per token, with the input embedding; 0: dense
+  std::int64_t rounding;       ///< the source's rounding of `total` (0: exact)
+  const char* source;
+};
+
+// Each total is the hand sum of the config's matrices (docs/formulas.md §1.9 works DeepSeek-V3 and
+// gpt-oss through), checked against the rounded published figure in the comment.
+const published_count kPublished[] = {
+    {"deepseek-v3", 671'026'419'200, 37'552'297'472, 0, "671B total, 37B active (arXiv 2412.19437)"},
+    {"qwen2-57b-a14b", 57'408'658'944, 14'249'270'784, 0, "57B total, 14B active (arXiv 2407.10671)"},
+    {"qwen3-8b", 8'190'735'360, 0, 0, "8.2B (model card)"},
+    {"qwen3-32b", 32'762'123'264, 0, 0, "32.8B (model card)"},
+    {"qwen3-30b-a3b", 30'532'122'624, 3'353'032'704, 0, "30.5B total, 3.3B active (model card)"},
+    {"qwen3-235b-a22b", 235'093'634'560, 22'190'763'520, 0, "235B total, 22B active (model card)"},
+    {"gpt-oss-20b", 20'914'757'184, 4'187'440'704, 0, "20.91B total, 3.61B active without embedding (model card)"},
+    {"gpt-oss-120b", 116'829'156'672, 5'711'982'912, 0, "116.83B total, 5.13B active without embedding"},
+    {"llama4-scout", 107'769'861'120, 17'172'894'720, 0, "17B active; text decoder of the 109B"},
+    {"llama4-maverick", 400'711'848'960, 17'184'691'200, 0, "400B total, 17B active"},
+    {"gemma2-9b", 917'504'000 + 8'324'201'984, 0, 0, "Gemma 2 report Table 2, exact"},
+    {"gemma2-27b", 1'179'648'000 + 26'047'480'320, 0, 0, "Gemma 2 report Table 2, exact"},
+};
+
+TEST(ModelFamilies, ParameterCountsEqualThePublishedFigures) {
+  for (const published_count& c : kPublished) {
+    SCOPED_TRACE(c.model);
+    const parameter_breakdown p = count_parameters(find_model(c.model).spec, 1);
+    EXPECT_EQ(p.main_model(), c.total) << c.source;
+    EXPECT_EQ(p.active_per_token, c.active == 0 ? p.total : c.active) << c.source;
+  }
+}
+
+TEST(ModelFamilies, RoundedPublishedFiguresAgree) {
+  // The rounded figures the sources print, from the exact counts above: a second, independent check
+  // that the hand sums are the published models.
+  auto billions = [](const char* name, bool active, bool without_embedding = false) {
+    const parameter_breakdown p = count_parameters(find_model(name).spec, 1);
+    const std::int64_t n = (active ? p.active_per_token : p.main_model()) - (without_embedding ? p.word_embeddings : 0);
+    return static_cast<double>(n) / 1e9;
+  };
+  EXPECT_NEAR(billions("deepseek-v3", false), 671, 0.5);
+  EXPECT_NEAR(billions("deepseek-v3", true), 37, 0.6);
+  EXPECT_NEAR(billions("gpt-oss-120b", false), 116.83, 0.005);
+  EXPECT_NEAR(billions("gpt-oss-120b", true, true), 5.13, 0.005);
+  EXPECT_NEAR(billions("gpt-oss-20b", false), 20.91, 0.005);
+  EXPECT_NEAR(billions("gpt-oss-20b", true, true), 3.61, 0.005);
+  EXPECT_NEAR(billions("qwen3-30b-a3b", false), 30.5, 0.05);
+  EXPECT_NEAR(billions("qwen3-30b-a3b", true), 3.3, 0.06);
+  EXPECT_NEAR(billions("qwen3-235b-a22b", true), 22, 0.5);
+  EXPECT_NEAR(billions("llama4-maverick", false), 400, 1);
+  EXPECT_NEAR(billions("llama4-maverick", true), 17, 0.5);
+  // Gemma 3 27B: 25,600M non-embedding (Gemma 3 report Table 1, rounded to millions).
+  const parameter_breakdown g3 = count_parameters(find_model("gemma3-27b").spec, 1);
+  EXPECT_NEAR(static_cast<double>(g3.total - g3.word_embeddings) / 1e6, 25'600, 0.5);
+  EXPECT_EQ(g3.word_embeddings, 262'208ll * 5376);
+}
+
+TEST(ModelFamilies, DeepSeekV3ModulesByHand) {
+  // §1.7: MLA with q_lora 1536, kv_lora 512, heads 128 × (128 + 64) query/key, 128 value dims.
+  const parameter_breakdown p = count_parameters(find_model("deepseek-v3").spec, 1);
+  const std::int64_t h = 7168;
+  EXPECT_EQ(p.dense_layer.qkv_down_weight, h * (1536 + 512 + 64));
+  EXPECT_EQ(p.dense_layer.qkv_weight, 1536ll * 128 * 192 + 512ll * 128 * (128 + 128));
+  EXPECT_EQ(p.dense_layer.attention_norms, 1536 + 512);
+  EXPECT_EQ(p.dense_layer.proj_weight, 128ll * 128 * h);
+  EXPECT_EQ(p.num_dense_layers, 3);
+  EXPECT_EQ(p.num_moe_layers, 58);
+  EXPECT_EQ(p.moe_layer.router, 256 * h + 256);  // gate weight + e_score_correction_bias
+  EXPECT_EQ(p.moe_layer.expert_each, 3ll * h * 2048);
+  EXPECT_EQ(p.moe_layer.fc1_weight, 2ll * h * 2048);  // the shared expert
+  // §1.8: MTP = enorm, hnorm, final norm, eh_proj 2h→h, and an MoE layer.
+  EXPECT_EQ(p.mtp(), 3 * h + 2 * h * h + p.moe_layer.total());
+}
+
+TEST(ModelFamilies, SharedExpertGateIsCounted) {
+  // Qwen2-MoE's shared_expert_gate (h → 1) was left out before; 28 layers × 3584.
+  const parameter_breakdown p = count_parameters(find_model("qwen2-57b-a14b").spec, 1);
+  EXPECT_EQ(p.moe_layer.shared_expert_gate, 3584);
+  model_spec no_gate = find_model("qwen2-57b-a14b").spec;
+  no_gate.moe.shared_expert_gate = false;
+  EXPECT_EQ(p.total - count_parameters(no_gate, 1).total, 28 * 3584);
+}
+
+TEST(ModelFamilies, WindowPatternsFollowMegatronAndTheConfigs) {
+  // Megatron is_layer_window_attention: 1-based layer_number % skip_freq != 0 is windowed.
+  const model_spec& gemma3 = find_model("gemma3-27b").spec;  // 5 local : 1 global
+  EXPECT_TRUE(gemma3.is_window_layer(0));
+  EXPECT_FALSE(gemma3.is_window_layer(5));
+  EXPECT_TRUE(gemma3.is_window_layer(6));
+  const model_spec& oss = find_model("gpt-oss-120b").spec;  // layer_types: sliding, full, sliding, ...
+  EXPECT_TRUE(oss.is_window_layer(0));
+  EXPECT_FALSE(oss.is_window_layer(1));
+  // Llama 4 chunks of 8192 do not limit an 8192-token sequence: no layer counts as windowed.
+  const model_spec& scout = find_model("llama4-scout").spec;
+  EXPECT_FALSE(scout.is_window_layer(0));
+  model_spec longer = scout;
+  longer.seq_length = 32768;
+  EXPECT_TRUE(longer.is_window_layer(0));
+  EXPECT_FALSE(longer.is_window_layer(3));
+  // Maverick: MoE on layers 1, 3, 5, ... (interleave_moe_layer_step 2).
+  const model_spec& maverick = find_model("llama4-maverick").spec;
+  EXPECT_FALSE(maverick.is_moe_layer(0));
+  EXPECT_TRUE(maverick.is_moe_layer(1));
+  EXPECT_EQ(maverick.num_moe_layers(), 24);
+}
+
+TEST(ModelFamilies, BadInputNamesTheField) {
+  model_spec m = find_model("deepseek-v3").spec;
+  auto message = [](model_spec x) {
+    try {
+      finalize_model(x);
+    } catch (const input_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  m.mla.kv_lora_rank = 8192;
+  EXPECT_THAT(message(m), ::testing::HasSubstr("'mla.kv_lora_rank' (--kv-lora-rank) must be a positive integer no larger than 7167"));
+  m = find_model("deepseek-v3").spec;
+  m.moe.layer_pattern = {0, 1, 1};
+  EXPECT_THAT(message(m), ::testing::HasSubstr("'moe.layer_pattern' (--moe-layer-freq) has 3 entries; it needs one "
+                                               "per layer (61)"));
+  m = find_model("deepseek-v3").spec;
+  m.moe.router_num_groups = 7;
+  EXPECT_THAT(message(m), ::testing::HasSubstr("--num-experts (256) must be divisible by --moe-router-num-groups (7)"));
+  m = find_model("deepseek-v3").spec;
+  m.add_bias_linear = true;
+  EXPECT_THAT(message(m), ::testing::HasSubstr("multi-latent attention with linear biases is not modelled"));
+  m = find_model("gemma2-9b").spec;
+  m.window_pattern = {1, 0};
+  EXPECT_THAT(message(m), ::testing::HasSubstr("'window_pattern' (--window-attn-skip-freq) has 2 entries"));
 }
 
 }  // namespace

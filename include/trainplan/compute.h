@@ -89,6 +89,8 @@ struct stage_compute {
 struct compute_report {
   unit_time dense_layer;
   unit_time moe_layer;           ///< zero for dense models
+  unit_time dense_window_layer;  ///< the same attending through the window (zero without windows)
+  unit_time moe_window_layer;
   unit_time embedding;
   unit_time output;              ///< final norm, logits, cross-entropy
   double layer_recompute_fraction = 0;  ///< of a layer's forward redone in backward (full: 1)
@@ -116,6 +118,9 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
                       compute_report& out);
 
 /// Forward and backward of one transformer layer for one micro-batch on one GPU.
-unit_time layer_compute(const job_spec& job, const compute_efficiency& eff, bool moe_layer);
+/// `windowed`: the layer attends through the model's window (model_spec::is_window_layer).
+unit_time layer_compute(const job_spec& job, const compute_efficiency& eff, bool moe_layer, bool windowed = false);
+/// (Query, key) pairs a flash kernel executes in a layer, over full causal attention's s²/2 (§5.1.2).
+double causal_pairs_fraction(const model_spec& m, bool windowed);
 
 }  // namespace trainplan

@@ -30,9 +30,42 @@ struct moe_spec {
   std::int64_t router_topk = 0;
   std::int64_t expert_ffn_hidden_size = 0;  ///< FFN width of one routed expert
   std::int64_t shared_expert_ffn_hidden_size = 0;  ///< total FFN width of the shared experts (0: none)
-  std::int64_t layer_freq = 1;          ///< every layer_freq-th layer is MoE (Megatron --moe-layer-freq)
+  std::int64_t layer_freq = 1;          ///< every layer_freq-th layer is MoE (Megatron --moe-layer-freq N)
   std::int64_t first_dense_layers = 0;  ///< leading layers kept dense (DeepSeek's first_k_dense_replace)
+  /// Explicit per-layer pattern, 1 = MoE (Megatron --moe-layer-freq "([0]*3+[1]*58)"); when not
+  /// empty it has num_layers entries and overrides layer_freq and first_dense_layers.
+  std::vector<std::uint8_t> layer_pattern;
+  bool shared_expert_gate = false;  ///< sigmoid gate h→1 on the shared expert (Qwen2-MoE; --moe-shared-expert-gate)
+  bool router_bias = false;         ///< bias on the router's linear layer (gpt-oss)
+  bool expert_score_bias = false;   ///< per-expert score-correction bias (DeepSeek-V3; --moe-router-enable-expert-bias)
+  /// Group-limited routing (Megatron --moe-router-num-groups / --moe-router-group-topk): experts
+  /// split into num_groups groups, each token routed within group_topk of them. DeepSeek-V3's
+  /// node-limited routing is 8 groups, 4 chosen (docs/formulas.md §4.2.5). 0: unlimited.
+  std::int64_t router_num_groups = 0;
+  std::int64_t router_group_topk = 0;
+  /// Tokens an expert takes, as a multiple of the balanced share (--moe-expert-capacity-factor);
+  /// 0: dropless (Megatron's default), sized by load_imbalance instead.
+  double capacity_factor = 0;
+  /// Dropless routing: the busiest expert's tokens over the balanced share (≥ 1); the GEMMs, the
+  /// all-to-all and the activations of a rank are sized for it (§5.1, §3.4.3).
+  double load_imbalance = 1.0;
 };
+
+/// Multi-head latent attention (DeepSeek-V2/V3; Megatron --multi-latent-attention): low-rank
+/// compressed keys/values (and queries), decoupled RoPE dims. On when kv_lora_rank > 0.
+struct mla_spec {
+  std::int64_t q_lora_rank = 0;           ///< 0: queries projected directly from the hidden state
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_head_dim = 0;           ///< no-position part of a query/key head (qk_nope_head_dim); 0: 128
+  std::int64_t qk_pos_emb_head_dim = 0;   ///< decoupled RoPE part (qk_rope_head_dim); 0: 64
+  std::int64_t v_head_dim = 0;            ///< 0: 128
+};
+
+/// How a windowed layer limits attention: a sliding window of the last W keys (Mistral, Gemma,
+/// gpt-oss; Megatron --window-size) or fixed chunks of W tokens (Llama 4's attention_chunk_size).
+enum class window_kind { sliding, chunked };
+std::string_view to_string(window_kind k);
+window_kind parse_window_kind(std::string_view s, std::string_view field);
 
 /// A decoder-only transformer as Megatron-LM builds it. Sizes are counts, not bytes.
 struct model_spec {
@@ -48,10 +81,14 @@ struct model_spec {
   std::int64_t make_vocab_size_divisible_by = 128;
   std::int64_t seq_length = 0;
   std::int64_t max_position_embeddings = 0;  ///< rows of the learned position table
-  /// Sliding-window attention: each token attends to the last `sliding_window` tokens (Mistral,
-  /// Qwen2 with use_sliding_window); 0: full attention. Not modelled: finalize_job refuses a window
-  /// shorter than the planning sequence rather than price it as full attention.
+  /// Windowed attention: a windowed layer attends to `sliding_window` tokens (window_kind); 0: every
+  /// layer attends fully. Which layers are windowed: all, or all but every window_skip_freq-th
+  /// (Megatron --window-attn-skip-freq N: layers N, 2N, ... counted from 1 attend fully), or the
+  /// explicit window_pattern (1 = windowed, num_layers entries).
   std::int64_t sliding_window = 0;
+  window_kind window = window_kind::sliding;
+  std::int64_t window_skip_freq = 0;
+  std::vector<std::uint8_t> window_pattern;
   position_embedding_kind position_embedding = position_embedding_kind::learned;
   activation_kind activation = activation_kind::gelu;
   norm_kind norm = norm_kind::layernorm;
@@ -60,15 +97,35 @@ struct model_spec {
   bool tie_embeddings = true;            ///< output layer shares the input embedding
   bool embedding_norm = false;           ///< a norm right after the word embedding (BLOOM)
   bool final_norm = true;
+  bool qk_norm = false;                  ///< norms over each query and key head (Qwen3, Gemma 3; --qk-layernorm)
+  /// Norms on the attention's and the MLP's outputs too (Gemma 2/3: four norms per layer).
+  bool sandwich_norm = false;
+  bool attention_sinks = false;          ///< a learned softmax offset per head (gpt-oss; --softmax-type learnable)
+  std::int64_t mtp_num_layers = 0;       ///< multi-token-prediction depth (DeepSeek-V3: 1; --mtp-num-layers)
   double attention_dropout = 0.1;
   double hidden_dropout = 0.1;
+  mla_spec mla;
   moe_spec moe;
 
   bool is_moe() const { return moe.num_experts > 0; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(std::int64_t layer) const;  ///< 0-based layer index
   std::int64_t num_moe_layers() const;
-  std::int64_t kv_width() const { return num_query_groups * kv_channels; }
-  std::int64_t q_width() const { return num_attention_heads * kv_channels; }
+  /// Whether layer `layer` (0-based) attends through a window shorter than the sequence.
+  bool is_window_layer(std::int64_t layer) const;
+  /// Key (value) width of one token: g·d, or MLA's up-projected a·(qk + rope) keys and a·v values.
+  std::int64_t k_width() const {
+    return is_mla() ? num_attention_heads * (mla.qk_head_dim + mla.qk_pos_emb_head_dim) : num_query_groups * kv_channels;
+  }
+  std::int64_t v_width() const { return is_mla() ? num_attention_heads * mla.v_head_dim : num_query_groups * kv_channels; }
+  /// Query width a·d (MLA: a·(qk + rope)).
+  std::int64_t q_width() const {
+    return is_mla() ? num_attention_heads * (mla.qk_head_dim + mla.qk_pos_emb_head_dim) : num_attention_heads * kv_channels;
+  }
+  /// Width of the attention output the projection reads: a·d (MLA: a·v_head_dim).
+  std::int64_t attention_out_width() const {
+    return is_mla() ? num_attention_heads * mla.v_head_dim : num_attention_heads * kv_channels;
+  }
 };
 
 /// Fill derived defaults the way Megatron-LM's arguments.py does (ffn 4h or the SwiGLU rule, kv
@@ -83,22 +140,31 @@ std::int64_t padded_vocab(const model_spec& m, std::int64_t tp);
 /// Parameters of one transformer layer, whole (before tensor parallelism).
 struct layer_parameters {
   std::int64_t input_norm = 0;
-  std::int64_t qkv_weight = 0;
+  std::int64_t qkv_weight = 0;           ///< split by TP: QKV, or MLA's up-projections (and direct Q)
   std::int64_t qkv_bias = 0;
+  std::int64_t qkv_down_weight = 0;      ///< MLA's down-projections, whole on every TP rank ("duplicated")
+  std::int64_t attention_norms = 0;      ///< QK-norm weights, or MLA's latent norms; whole on every TP rank
+  std::int64_t sinks = 0;                ///< learned softmax offsets, one per head (split by TP)
   std::int64_t proj_weight = 0;
   std::int64_t proj_bias = 0;
-  std::int64_t post_attention_norm = 0;
+  std::int64_t post_attention_norm = 0;  ///< the MLP's input norm
+  std::int64_t sandwich_norms = 0;       ///< norms on the attention's and the MLP's outputs (Gemma 2/3)
   std::int64_t fc1_weight = 0;           ///< dense MLP (or the shared experts of an MoE layer)
   std::int64_t fc1_bias = 0;
   std::int64_t fc2_weight = 0;
   std::int64_t fc2_bias = 0;
-  std::int64_t router = 0;
+  std::int64_t shared_expert_gate = 0;   ///< h → 1 gate on the shared experts (Qwen2-MoE)
+  std::int64_t router = 0;               ///< router weight, its bias and the experts' score bias
   std::int64_t experts = 0;              ///< all routed experts, weights and biases
   std::int64_t expert_each = 0;          ///< one routed expert
 
-  std::int64_t attention() const { return qkv_weight + qkv_bias + proj_weight + proj_bias; }
-  std::int64_t mlp() const { return fc1_weight + fc1_bias + fc2_weight + fc2_bias + router + experts; }
-  std::int64_t norms() const { return input_norm + post_attention_norm; }
+  std::int64_t attention() const {
+    return qkv_weight + qkv_bias + qkv_down_weight + attention_norms + sinks + proj_weight + proj_bias;
+  }
+  std::int64_t mlp() const {
+    return fc1_weight + fc1_bias + fc2_weight + fc2_bias + shared_expert_gate + router + experts;
+  }
+  std::int64_t norms() const { return input_norm + post_attention_norm + sandwich_norms; }
   std::int64_t total() const { return attention() + mlp() + norms(); }
 };
 
@@ -114,13 +180,21 @@ struct parameter_breakdown {
   std::int64_t num_moe_layers = 0;
   std::int64_t final_norm = 0;
   std::int64_t output_layer = 0;         ///< 0 when tied to the word embeddings
-  std::int64_t total = 0;
-  std::int64_t active_per_token = 0;     ///< parameters a token passes through (top-k experts)
+  /// One multi-token-prediction module (Megatron MultiTokenPredictionLayer): two input norms, the
+  /// 2h→h projection, a transformer layer like the last one, its final norm; it shares the embedding
+  /// and the output layer. Zero without MTP.
+  std::int64_t mtp_each = 0;
+  std::int64_t num_mtp_layers = 0;
+  std::int64_t total = 0;                ///< everything trained, MTP modules included
+  std::int64_t active_per_token = 0;     ///< parameters a token passes through (top-k experts), MTP excluded
 
   std::int64_t embedding() const { return word_embeddings + position_embeddings + embedding_norm; }
   std::int64_t layers() const {
     return dense_layer.total() * num_dense_layers + moe_layer.total() * num_moe_layers;
   }
+  std::int64_t mtp() const { return mtp_each * num_mtp_layers; }
+  /// The model as published and served, without MTP modules (DeepSeek-V3's 671B).
+  std::int64_t main_model() const { return total - mtp(); }
 };
 
 /// Exact counts for the vocabulary padded for tensor-parallel size `tp`.

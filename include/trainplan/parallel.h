@@ -155,6 +155,8 @@ struct stage_layout {
   std::int64_t num_layers = 0;     ///< transformer layers on this rank (all chunks)
   std::int64_t first_layer = 0;    ///< index of the first layer of its first chunk
   std::int64_t num_moe_layers = 0;
+  std::int64_t num_window_layers = 0;      ///< layers attending through the window (model_spec::is_window_layer)
+  std::int64_t num_window_moe_layers = 0;  ///< of which MoE
   bool has_embedding = false;      ///< the word (and position) embedding
   bool has_output = false;         ///< final norm, output layer (or tied copy), loss
 };
