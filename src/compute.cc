@@ -292,6 +292,17 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
 
 namespace {
 
+/// into += times × u, pass by pass.
+void add_units(unit_time& into, const unit_time& u, double times) {
+  for (auto [to, from] : {std::pair{&into.forward, &u.forward}, std::pair{&into.backward, &u.backward}}) {
+    to->gemm_s += times * from->gemm_s;
+    to->attention_s += times * from->attention_s;
+    to->memory_s += times * from->memory_s;
+    to->flops += times * from->flops;
+    to->weight_gradient_s += times * from->weight_gradient_s;
+  }
+}
+
 /// Word (and position) embedding lookup, its norm, and the backward scatter into the gradient.
 unit_time embedding_compute(const job_spec& job, const compute_efficiency& e) {
   const model_spec& m = job.model;
@@ -378,6 +389,17 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   r.moe_window_layer = windows && m.is_moe() ? layer_compute(job, e, true, true) : unit_time{};
   r.embedding = embedding_compute(job, e);
   r.output = output_compute(job, e);
+  if (m.mtp_num_layers > 0) {
+    // §1.8, §5.1: each MTP module runs a layer like the last one, its 2h → h projection (column-
+    // parallel), and its own logits and loss through the shared output layer, on the last stage.
+    const std::int64_t last = m.num_layers - 1;
+    const bool moe = m.is_moe_layer(last), window = m.is_window_layer(last);
+    unit_time module = moe ? (window ? r.moe_window_layer : r.moe_layer) : (window ? r.dense_window_layer : r.dense_layer);
+    const std::int64_t tokens = tc.micro_batch_size * m.seq_length / p.cp;
+    add_gemm(job.cluster.gpu, e, tc.precision, {tokens, m.hidden_size / p.tp, 2 * m.hidden_size}, module, &pass_time::gemm_s);
+    add_units(module, output_compute(job, e), 1.0);
+    add_units(r.output, module, static_cast<double>(m.mtp_num_layers));
+  }
   {
     const std::int64_t np = m.num_attention_heads / p.tp;
     const std::int64_t sq = m.seq_length / p.cp;

@@ -355,6 +355,11 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     double loss_transient = 0;
     if (st.has_output) {
       output_stored = 2 * e * h * tokens / rep;  // final norm input, output layer input
+      // §3.4.6: each MTP module keeps a layer like the last one, its two input norms' and projection's
+      // inputs (2h wide), its final norm's and the shared output layer's inputs, per micro-batch.
+      const bool mtp_moe = m.is_moe_layer(m.num_layers - 1);
+      per_microbatch_extra += static_cast<double>(m.mtp_num_layers) *
+                              ((mtp_moe ? moe_act : dense_act) + (2 + 2 + 2) * e * h * tokens / rep);
       // §3.6: logits (e·V/t), their fp32 copy and the max-shifted fp32 copy inside the loss.
       loss_transient = (e + 8.0) * vocab_shard * tokens;
     }

@@ -82,6 +82,14 @@ rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params
   if (m.tie_embeddings && p.pp > 1) {
     h.output += traits_of(job.training.framework).tied_embedding_module ? h.embedding : word;
   }
+  if (params.num_mtp_layers > 0) {
+    // §1.8: a layer like the last one, the column-parallel 2h → h projection and three norms.
+    const bool moe = m.is_moe_layer(m.num_layers - 1);
+    const layer_shard layer = moe ? h.moe_layer : h.dense_layer;
+    const std::int64_t own = 3 * (params.final_norm > 0 ? params.final_norm : m.hidden_size) +
+                             detail::size_div(2 * m.hidden_size * m.hidden_size, p.tp);
+    h.mtp = {params.num_mtp_layers * (layer.dense + own), params.num_mtp_layers * layer.expert};
+  }
   return h;
 }
 

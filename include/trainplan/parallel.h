@@ -178,12 +178,14 @@ struct rank_holdings {
   std::int64_t embedding = 0;   ///< first stage: word-embedding shard V/t·h, positions, embedding norm
   std::int64_t output = 0;      ///< last stage: final norm, output shard, or the tied copy when p > 1
                                 ///< (DeepSpeed ties the whole embedding module)
+  /// Last stage: the multi-token-prediction modules (Megatron places them with the output layer, §1.8).
+  layer_shard mtp;
 
   /// One GPU of a stage with `layers` layers, `moe_layers` of them MoE, and the ends it holds.
   layer_shard stage(std::int64_t layers, std::int64_t moe_layers, bool first, bool last) const {
     return {(layers - moe_layers) * dense_layer.total() + moe_layers * moe_layer.dense + (first ? embedding : 0) +
-                (last ? output : 0),
-            moe_layers * moe_layer.expert};
+                (last ? output + mtp.dense : 0),
+            moe_layers * moe_layer.expert + (last ? mtp.expert : 0)};
   }
   layer_shard stage(const stage_layout& s) const {
     return stage(s.num_layers, s.num_moe_layers, s.has_embedding, s.has_output);
