@@ -92,16 +92,16 @@ constexpr const char* kIgnoredFlags[] = {
 
 /// Flags that would change an estimate but are not modelled: an error naming the flag.
 constexpr const char* kUnmodelledFlags[] = {
-    "--fp8-format", "--fp8", "--multi-latent-attention", "--moe-expert-capacity-factor", "--cpu-offloading",
-    "--heterogeneous-layers-config-path", "--expert-tensor-parallel-size", "--encoder-num-layers",
-    "--encoder-pipeline-model-parallel-size", "--mtp-num-layers", "--hybrid-override-pattern",
+    "--fp8-format", "--fp8", "--cpu-offloading",
+    "--heterogeneous-layers-config-path", "--encoder-num-layers",
+    "--encoder-pipeline-model-parallel-size", "--hybrid-override-pattern",
     "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
     "--distribute-saved-activations", "--use-cpu-initialization-*", "--num-layers-per-virtual-pipeline-stage-*",
     "--moe-layer-recompute", "--recompute-modules", "--cpu-offloading-num-layers", "--fp8-param-gather",
     "--decoder-num-layers", "--first-k-dense-replace",
     // Communication overlap the time model does not place yet (issue 9): hiding the TP collectives
     // under GEMMs and the parameter all-gather under the next forward would shorten the iteration.
-    "--tp-comm-overlap", "--overlap-param-gather", "--window-size",
+    "--tp-comm-overlap", "--overlap-param-gather",
 #include "megatron_core_refused.inc"
 };
 
@@ -310,6 +310,21 @@ void rederive_overridden_model(job_builder& b, const model_spec& base) {
   }
 }
 
+/// --multi-latent-attention turns MLA on with Megatron's kv_lora_rank default (32); MLA's sizes without
+/// it are refused, as Megatron would silently ignore them.
+void apply_mla_switch(job_builder& b, const model_spec& base) {
+  model_spec& m = b.job.model;
+  const bool sizes = b.is_explicit("mla.q_lora_rank") || b.is_explicit("mla.kv_lora_rank") ||
+                     b.is_explicit("mla.qk_head_dim") || b.is_explicit("mla.qk_pos_emb_head_dim") ||
+                     b.is_explicit("mla.v_head_dim");
+  const bool base_mla = b.model_chosen && base.is_mla();
+  if (sizes && !b.mla_requested && !base_mla) {
+    throw input_error("--q-lora-rank, --kv-lora-rank, --qk-head-dim, --qk-pos-emb-head-dim and --v-head-dim need "
+                      "--multi-latent-attention (or an MLA --model)");
+  }
+  if (b.mla_requested && m.mla.kv_lora_rank == 0) m.mla.kv_lora_rank = 32;  // megatron/training/arguments.py
+}
+
 /// The hardware flags on top of the chosen cluster (§6), then --calibration, which is checked against
 /// the job's GPU (§6.4).
 void apply_hardware_flags(job_builder& b) {
@@ -481,6 +496,7 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
     apply_flag(p, b);
   }
   rederive_overridden_model(b, base);
+  apply_mla_switch(b, base);
   out.seq_length_given = b.is_explicit("seq_length");
 
   if (!b.model_chosen && !b.model_fields) {

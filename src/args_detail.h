@@ -18,6 +18,7 @@ struct job_builder {
   job_spec job;
   bool model_chosen = false;   // --model
   bool model_fields = false;   // any Megatron model flag
+  bool mla_requested = false;  // --multi-latent-attention
   std::int64_t num_gpus = 0;
   std::int64_t num_nodes = 0;
   std::int64_t gpus_per_node = 0;

@@ -59,6 +59,22 @@ flag_def swtch(const char* name, const char* aliases, const char* group, const c
   return d;
 }
 
+/// Megatron's --window-size: "(left, right)" with right 0 for causal models, or the left size alone.
+std::int64_t parse_window_size(const std::string& v, const std::string& f) {
+  std::string s;
+  for (char c : v)
+    if (c != '(' && c != ')' && c != ' ') s += c;
+  const auto comma = s.find(',');
+  if (comma != std::string::npos) {
+    const std::string right = s.substr(comma + 1);
+    if (right != "0" && right != "-1") {
+      throw input_error(f + " '" + v + "': only causal windows (left, 0) are modelled, got right = " + right);
+    }
+    s = s.substr(0, comma);
+  }
+  return to_int_min(s, f, 1);
+}
+
 void set_model(job_builder& b, const std::string& v, const std::string&) {
   b.job.model = resolve_model(v);
   b.model_chosen = true;
@@ -144,7 +160,85 @@ const std::vector<flag_def>& flag_table() {
                       MODEL_INT(moe.expert_ffn_hidden_size)));
     t.push_back(value("--moe-shared-expert-intermediate-size", "", "N", "0", "model", "total width of shared experts",
                       MODEL_INT_MIN(moe.shared_expert_ffn_hidden_size, 0)));
-    t.push_back(value("--moe-layer-freq", "", "N", "1", "model", "every N-th layer is MoE", MODEL_INT(moe.layer_freq)));
+    t.push_back(value("--moe-layer-freq", "", "N|PATTERN", "1", "model",
+                      "every N-th layer is MoE, or a per-layer list such as ([0]*3+[1]*58)",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        moe_spec& x = b.job.model.moe;
+                        if (!v.empty() && (v[0] == '[' || v[0] == '(')) {
+                          x.layer_pattern = parse_layer_pattern(v, f);
+                        } else {
+                          x.layer_freq = to_int_min(v, f, 1);
+                          x.layer_pattern.clear();
+                          x.first_dense_layers = 0;
+                        }
+                        b.model_fields = true;
+                      }));
+    t.push_back(swtch("--moe-shared-expert-gate", "", "model", "sigmoid gate on the shared experts (Qwen2-MoE)",
+                      MODEL_SWITCH(b.job.model.moe.shared_expert_gate = true)));
+    t.push_back(swtch("--moe-router-enable-expert-bias", "", "model", "per-expert score bias (DeepSeek-V3)",
+                      MODEL_SWITCH(b.job.model.moe.expert_score_bias = true)));
+    t.push_back(value("--moe-router-num-groups", "", "N", "0 (unlimited)", "model",
+                      "expert groups for group-limited routing (nodes of the EP group: node-limited)",
+                      MODEL_INT_MIN(moe.router_num_groups, 0)));
+    t.push_back(value("--moe-router-group-topk", "", "K", "0", "model", "groups a token may be routed to",
+                      MODEL_INT_MIN(moe.router_group_topk, 0)));
+    t.push_back(value("--moe-expert-capacity-factor", "", "F", "none (dropless)", "model",
+                      "tokens an expert takes, × the balanced share",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.model.moe.capacity_factor = to_double(v, f);
+                        b.model_fields = true;
+                      }));
+    t.push_back(value("--moe-load-imbalance", "", "F", "1.0 (balanced)", "model",
+                      "dropless routing: busiest expert's tokens over the balanced share",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.model.moe.load_imbalance = to_double(v, f);
+                        b.model_fields = true;
+                      }));
+    t.push_back(swtch("--multi-latent-attention", "", "model", "multi-head latent attention (DeepSeek)",
+                      MODEL_SWITCH(b.mla_requested = true)));
+    t.push_back(value("--q-lora-rank", "", "N", "none (direct queries)", "model", "MLA query compression rank",
+                      MODEL_INT_MIN(mla.q_lora_rank, 0)));
+    t.push_back(value("--kv-lora-rank", "", "N", "32", "model", "MLA key/value compression rank", MODEL_INT(mla.kv_lora_rank)));
+    t.push_back(value("--qk-head-dim", "", "N", "128", "model", "MLA query/key head dim without RoPE",
+                      MODEL_INT(mla.qk_head_dim)));
+    t.push_back(value("--qk-pos-emb-head-dim", "", "N", "64", "model", "MLA decoupled RoPE head dim",
+                      MODEL_INT(mla.qk_pos_emb_head_dim)));
+    t.push_back(value("--v-head-dim", "", "N", "128", "model", "MLA value head dim", MODEL_INT(mla.v_head_dim)));
+    t.push_back(swtch("--qk-layernorm", "", "model", "norms over query and key heads (Qwen3, Gemma 3)",
+                      MODEL_SWITCH(b.job.model.qk_norm = true)));
+    t.push_back(value("--softmax-type", "", "TYPE", "vanilla", "model",
+                      "vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss)",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.model.attention_sinks =
+                            parse_enum<bool>(v, f, {{"vanilla", false}, {"off-by-one", false}, {"learnable", true}});
+                        b.model_fields = true;
+                      }));
+    t.push_back(value("--mtp-num-layers", "", "N", "0", "model", "multi-token-prediction depth",
+                      MODEL_INT_MIN(mtp_num_layers, 0)));
+    t.push_back(value("--window-size", "", "W|(W,0)", "none (full attention)", "model",
+                      "sliding-window attention over the last W tokens (Megatron's (left, right) tuple)",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.model.sliding_window = parse_window_size(v, f);
+                        b.model_fields = true;
+                      }));
+    t.push_back(value("--window-attn-skip-freq", "", "N|PATTERN", "none (every layer windowed)", "model",
+                      "every N-th layer attends fully, or a per-layer list (1: windowed)",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        model_spec& m = b.job.model;
+                        if (!v.empty() && (v[0] == '[' || v[0] == '(')) {
+                          m.window_pattern = parse_layer_pattern(v, f);
+                        } else {
+                          m.window_skip_freq = to_int_min(v, f, 1);
+                          m.window_pattern.clear();
+                        }
+                        b.model_fields = true;
+                      }));
+    t.push_back(value("--window-kind", "", "KIND", "sliding", "model",
+                      "sliding (last W tokens) or chunked (fixed chunks of W: Llama 4)",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.model.window = parse_window_kind(v, f);
+                        b.model_fields = true;
+                      }));
     // ---- parallel ----
     t.push_back(value("--tensor-model-parallel-size", "--tp", "N", "1", "parallel", "tensor parallel size t",
                       INT_FIELD(b.job.parallel.tp)));

@@ -154,6 +154,67 @@ bool model_spec::is_window_layer(std::int64_t layer) const {
 
 namespace {
 
+/// Recursive descent over Megatron's pattern expressions (arguments.py evaluates them as Python).
+struct pattern_parser {
+  std::string_view text;
+  std::string_view flag;
+  std::size_t at = 0;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw input_error(std::string(flag) + " '" + std::string(text) + "': " + what + " at character " +
+                      std::to_string(at + 1) + "; expected a list such as [1,0,1] or ([0]*3+[1]*58)");
+  }
+  void skip() {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
+  }
+  bool eat(char c) {
+    skip();
+    if (at < text.size() && text[at] == c) return ++at, true;
+    return false;
+  }
+  std::int64_t number() {
+    skip();
+    std::int64_t v = 0;
+    const std::size_t start = at;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9' && v <= kMaxLayers) v = v * 10 + (text[at++] - '0');
+    if (at == start) fail("a number is missing");
+    if (v > kMaxLayers) fail("a number is too large");
+    return v;
+  }
+  void append(std::vector<std::uint8_t>& out, const std::vector<std::uint8_t>& part) {
+    if (out.size() + part.size() > static_cast<std::size_t>(kMaxLayers)) fail("more entries than 16384 layers");
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  std::vector<std::uint8_t> term() {
+    std::vector<std::uint8_t> list;
+    if (eat('(')) {
+      list = expr();
+      if (!eat(')')) fail("')' is missing");
+    } else if (eat('[')) {
+      do {
+        const std::int64_t v = number();
+        if (v > 1) fail("entries must be 0 or 1");
+        append(list, {static_cast<std::uint8_t>(v)});
+      } while (eat(','));
+      if (!eat(']')) fail("']' is missing");
+    } else {
+      fail("'[' or '(' is missing");
+    }
+    if (eat('*')) {
+      const std::int64_t n = number();
+      std::vector<std::uint8_t> repeated;
+      for (std::int64_t i = 0; i < n; ++i) append(repeated, list);
+      list = std::move(repeated);
+    }
+    return list;
+  }
+  std::vector<std::uint8_t> expr() {
+    std::vector<std::uint8_t> out = term();
+    while (eat('+')) append(out, term());
+    return out;
+  }
+};
+
 /// MLA's fields (Megatron's defaults for the head dims) and rules: no GQA, ranks below the hidden size.
 void finalize_mla(model_spec& m) {
   mla_spec& a = m.mla;
@@ -241,6 +302,14 @@ void finalize_moe(model_spec& m) {
 }
 
 }  // namespace
+
+std::vector<std::uint8_t> parse_layer_pattern(std::string_view text, std::string_view flag) {
+  pattern_parser p{text, flag};
+  std::vector<std::uint8_t> out = p.expr();
+  p.skip();
+  if (p.at != text.size()) p.fail("unexpected text");
+  return out;
+}
 
 void finalize_model(model_spec& m) {
   require_range(m.num_layers, 1, kMaxLayers, "num_layers", "--num-layers");

@@ -94,6 +94,7 @@ void read_llama_like(const hf_reader& r, const std::string& type, model_spec& m)
   m.vocab_size = r.required_int({"vocab_size"});
   const std::int64_t default_positions = type == "llama"                            ? 2048
                                          : (type == "qwen2" || type == "qwen2_moe") ? 32768
+                                         : (type == "qwen3" || type == "qwen3_moe") ? 40960
                                                                                     : 131072;
   m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, default_positions);
   m.position_embedding = position_embedding_kind::rope;
@@ -109,6 +110,11 @@ void read_llama_like(const hf_reader& r, const std::string& type, model_spec& m)
     m.add_bias_linear = all_or_no_bias(r, r.optional_bool("attention_bias", false), r.optional_bool("mlp_bias", false));
   }
   m.add_qkv_bias = type == "qwen2" || type == "qwen2_moe";
+  m.qk_norm = type == "qwen3" || type == "qwen3_moe";
+  if (m.qk_norm) {
+    m.add_bias_linear = all_or_no_bias(r, r.optional_bool("attention_bias", false), false);
+    if (m.kv_channels == 0) m.kv_channels = 128;
+  }
   m.tie_embeddings = r.optional_bool("tie_word_embeddings", false);
   m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
   m.hidden_dropout = 0.0;
@@ -116,11 +122,14 @@ void read_llama_like(const hf_reader& r, const std::string& type, model_spec& m)
     m.moe.num_experts = r.optional_int({"num_local_experts"}, 8);
     m.moe.router_topk = r.optional_int({"num_experts_per_tok"}, 2);
     m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
-  } else if (type == "qwen2_moe") {
-    m.moe.num_experts = r.optional_int({"num_experts"}, 60);
-    m.moe.router_topk = r.optional_int({"num_experts_per_tok"}, 4);
-    m.moe.expert_ffn_hidden_size = r.optional_int({"moe_intermediate_size"}, 1408);
-    m.moe.shared_expert_ffn_hidden_size = r.optional_int({"shared_expert_intermediate_size"}, 5632, 0);
+  } else if (type == "qwen2_moe" || type == "qwen3_moe") {
+    const bool qwen3 = type == "qwen3_moe";
+    m.moe.num_experts = r.optional_int({"num_experts"}, qwen3 ? 128 : 60);
+    m.moe.router_topk = r.optional_int({"num_experts_per_tok"}, qwen3 ? 8 : 4);
+    m.moe.expert_ffn_hidden_size = r.optional_int({"moe_intermediate_size"}, qwen3 ? 768 : 1408);
+    m.moe.shared_expert_ffn_hidden_size = r.optional_int({"shared_expert_intermediate_size"}, qwen3 ? 0 : 5632, 0);
+    // Qwen2MoeSparseMoeBlock: shared_expert_gate = Linear(h, 1); Qwen3-MoE has no shared expert.
+    m.moe.shared_expert_gate = m.moe.shared_expert_ffn_hidden_size > 0;
     if (r.optional_int({"decoder_sparse_step"}, 1) != 1) {
       r.d.fail("decoder_sparse_step", "only 1 (every layer MoE) is modelled");
     }
@@ -136,6 +145,177 @@ void read_llama_like(const hf_reader& r, const std::string& type, model_spec& m)
       m.moe.first_dense_layers = static_cast<std::int64_t>(dense->size());
     }
   }
+}
+
+
+/// A per-layer list of `n` entries as a 0/1 pattern: integers 0/1, or strings where `on` marks 1
+/// (layer_types' "sliding_attention").
+std::vector<std::uint8_t> hf_layer_list(const hf_reader& r, const char* key, std::int64_t n, const char* on) {
+  const json* v = r.find(key);
+  if (v == nullptr) return {};
+  if (!v->is_array() || static_cast<std::int64_t>(v->size()) != n) {
+    r.d.fail(key, fmt::format("expected a list of {} entries, one per layer, got {}", n, r.d.shown(key, *v)));
+  }
+  std::vector<std::uint8_t> out;
+  for (const json& x : *v) {
+    if (x.is_string()) {
+      out.push_back(x.get<std::string>() == on);
+    } else if (x.is_number_integer() && (x.get<std::int64_t>() == 0 || x.get<std::int64_t>() == 1)) {
+      out.push_back(static_cast<std::uint8_t>(x.get<std::int64_t>()));
+    } else {
+      r.d.fail(key, fmt::format("expected 0/1 or layer-type names, got {}", x.dump()));
+    }
+  }
+  return out;
+}
+
+/// A list of layer indices (HF's moe_layers, mlp_only_layers) as a 0/1 pattern of `n` layers.
+std::vector<std::uint8_t> hf_index_list(const hf_reader& r, const char* key, std::int64_t n) {
+  const json* v = r.find(key);
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(n), 0);
+  if (v == nullptr) return {};
+  if (!v->is_array()) r.d.fail(key, fmt::format("expected a list of layer indices, got {}", r.d.shown(key, *v)));
+  for (const json& x : *v) {
+    if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() >= n) {
+      r.d.fail(key, fmt::format("expected layer indices in [0, {}), got {}", n, x.dump()));
+    }
+    out[static_cast<std::size_t>(x.get<std::int64_t>())] = 1;
+  }
+  return out;
+}
+
+/// DeepSeek-V2/V3 (modeling_deepseek.py): MLA, routed + shared experts, dense first layers, MTP.
+void read_deepseek(const hf_reader& r, const std::string& type, model_spec& m) {
+  m.num_layers = r.required_int({"num_hidden_layers"});
+  m.hidden_size = r.required_int({"hidden_size"});
+  m.ffn_hidden_size = r.required_int({"intermediate_size"});
+  m.num_attention_heads = r.required_int({"num_attention_heads"});
+  m.vocab_size = r.required_int({"vocab_size"});
+  m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, 163840);
+  m.position_embedding = position_embedding_kind::rope;
+  m.activation = gated_activation(r, "hidden_act");
+  m.norm = norm_kind::rmsnorm;
+  m.add_bias_linear = false;
+  if (r.optional_bool("attention_bias", false)) r.d.fail("attention_bias", "MLA with biases is not modelled");
+  m.tie_embeddings = r.optional_bool("tie_word_embeddings", false);
+  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
+  m.hidden_dropout = 0.0;
+  m.mla.q_lora_rank = r.optional_int({"q_lora_rank"}, 0, 0);  // null: direct queries (V2-Lite)
+  m.mla.kv_lora_rank = r.required_int({"kv_lora_rank"});
+  m.mla.qk_head_dim = r.optional_int({"qk_nope_head_dim"}, 128);
+  m.mla.qk_pos_emb_head_dim = r.optional_int({"qk_rope_head_dim"}, 64);
+  m.mla.v_head_dim = r.optional_int({"v_head_dim"}, 128);
+  const std::int64_t experts = r.optional_int({"n_routed_experts"}, 0, 0);
+  if (experts > 0) {
+    moe_spec& x = m.moe;
+    x.num_experts = experts;
+    x.router_topk = r.optional_int({"num_experts_per_tok"}, 8);
+    x.expert_ffn_hidden_size = r.required_int({"moe_intermediate_size"});
+    x.shared_expert_ffn_hidden_size = r.optional_int({"n_shared_experts"}, 0, 0) * x.expert_ffn_hidden_size;
+    x.first_dense_layers = r.optional_int({"first_k_dense_replace"}, 0, 0);
+    x.layer_freq = r.optional_int({"moe_layer_freq"}, 1);
+    // noaux_tc (V3) adds e_score_correction_bias; group-limited routing over n_group groups.
+    x.expert_score_bias = r.optional_string("topk_method", type == "deepseek_v3" ? "noaux_tc" : "greedy") == "noaux_tc";
+    const std::int64_t groups = r.optional_int({"n_group"}, 0, 0);
+    if (groups > 1) {
+      x.router_num_groups = groups;
+      x.router_group_topk = r.optional_int({"topk_group"}, groups);
+    }
+  }
+  m.mtp_num_layers = r.optional_int({"num_nextn_predict_layers"}, 0, 0);
+}
+
+/// gpt-oss (modeling_gpt_oss.py): biased attention and experts, a router bias, a learned sink per
+/// head, sliding and full attention per layer_types.
+void read_gpt_oss(const hf_reader& r, model_spec& m) {
+  m.num_layers = r.required_int({"num_hidden_layers"});
+  m.hidden_size = r.required_int({"hidden_size"});
+  m.ffn_hidden_size = r.required_int({"intermediate_size"});
+  m.num_attention_heads = r.required_int({"num_attention_heads"});
+  m.num_query_groups = r.optional_int({"num_key_value_heads"}, m.num_attention_heads);
+  m.kv_channels = r.optional_int({"head_dim"}, 64);
+  m.vocab_size = r.required_int({"vocab_size"});
+  m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, 131072);
+  m.position_embedding = position_embedding_kind::rope;
+  m.activation = activation_kind::swiglu;
+  m.norm = norm_kind::rmsnorm;
+  m.add_bias_linear = r.optional_bool("attention_bias", true);
+  m.tie_embeddings = r.optional_bool("tie_word_embeddings", false);
+  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
+  m.hidden_dropout = 0.0;
+  m.attention_sinks = true;
+  m.moe.num_experts = r.optional_int({"num_local_experts"}, 128);
+  m.moe.router_topk = r.optional_int({"num_experts_per_tok", "experts_per_token"}, 4);
+  m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+  m.moe.router_bias = true;
+  m.sliding_window = r.optional_int({"sliding_window"}, 128, 0);
+  m.window_pattern = hf_layer_list(r, "layer_types", m.num_layers, "sliding_attention");
+  if (m.window_pattern.empty()) m.window_skip_freq = 2;  // sliding, full, sliding, ...
+}
+
+/// Llama 4 text (modeling_llama4.py): routed + one shared expert, MoE every interleave step,
+/// chunked attention on the RoPE layers, NoPE full attention on every no_rope_layer_interval-th.
+void read_llama4(const hf_reader& r, model_spec& m) {
+  m.num_layers = r.required_int({"num_hidden_layers"});
+  m.hidden_size = r.required_int({"hidden_size"});
+  m.ffn_hidden_size = r.optional_int({"intermediate_size_mlp"}, 16384);
+  m.num_attention_heads = r.required_int({"num_attention_heads"});
+  m.num_query_groups = r.optional_int({"num_key_value_heads"}, m.num_attention_heads);
+  m.kv_channels = r.optional_int({"head_dim"}, 128);
+  m.vocab_size = r.required_int({"vocab_size"});
+  m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, 131072);
+  m.position_embedding = position_embedding_kind::rope;
+  m.activation = gated_activation(r, "hidden_act");
+  m.norm = norm_kind::rmsnorm;
+  m.add_bias_linear = r.optional_bool("attention_bias", false);
+  m.tie_embeddings = r.optional_bool("tie_word_embeddings", false);
+  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
+  m.hidden_dropout = 0.0;
+  moe_spec& x = m.moe;
+  x.num_experts = r.optional_int({"num_local_experts"}, 16);
+  x.router_topk = r.optional_int({"num_experts_per_tok"}, 1);
+  x.expert_ffn_hidden_size = r.optional_int({"intermediate_size"}, 8192);
+  x.shared_expert_ffn_hidden_size = x.expert_ffn_hidden_size;
+  x.layer_pattern = hf_index_list(r, "moe_layers", m.num_layers);
+  if (x.layer_pattern.empty()) {
+    const std::int64_t step = r.optional_int({"interleave_moe_layer_step"}, 1);
+    x.first_dense_layers = step - 1;  // moe_layers = range(step − 1, layers, step)
+    x.layer_freq = step;
+  }
+  if (const std::int64_t chunk = r.optional_int({"attention_chunk_size"}, 0, 0); chunk > 0) {
+    m.sliding_window = chunk;
+    m.window = window_kind::chunked;
+    m.window_pattern = hf_layer_list(r, "no_rope_layers", m.num_layers, "");  // 1: RoPE, chunked
+    if (m.window_pattern.empty()) m.window_skip_freq = r.optional_int({"no_rope_layer_interval"}, 4);
+  }
+}
+
+/// Gemma 2/3 (modeling_gemma2.py, modeling_gemma3.py): GeGLU, four norms per layer, tied embeddings,
+/// local sliding and global layers; Gemma 3 adds QK-norm.
+void read_gemma(const hf_reader& r, const std::string& type, model_spec& m) {
+  m.num_layers = r.required_int({"num_hidden_layers"});
+  m.hidden_size = r.required_int({"hidden_size"});
+  m.ffn_hidden_size = r.required_int({"intermediate_size"});
+  m.num_attention_heads = r.required_int({"num_attention_heads"});
+  m.num_query_groups = r.optional_int({"num_key_value_heads"}, m.num_attention_heads);
+  m.kv_channels = r.optional_int({"head_dim"}, 256);
+  m.vocab_size = r.required_int({"vocab_size"});
+  m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, 8192);
+  m.position_embedding = position_embedding_kind::rope;
+  m.activation = gated_activation(r, r.find("hidden_activation") ? "hidden_activation" : "hidden_act");
+  m.norm = norm_kind::rmsnorm;
+  m.add_bias_linear = r.optional_bool("attention_bias", false);
+  m.tie_embeddings = r.optional_bool("tie_word_embeddings", true);
+  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
+  m.hidden_dropout = 0.0;
+  m.sandwich_norm = true;
+  const bool gemma3 = type != "gemma2";
+  m.qk_norm = gemma3;
+  m.sliding_window = r.optional_int({"sliding_window"}, gemma3 ? 4096 : 4096, 0);
+  m.window_pattern = hf_layer_list(r, "layer_types", m.num_layers, "sliding_attention");
+  // Gemma 2: even layers slide (layer_idx % 2 == 0); Gemma 3: all but every sliding_window_pattern-th.
+  if (m.window_pattern.empty()) m.window_skip_freq = gemma3 ? r.optional_int({"sliding_window_pattern"}, 6) : 2;
+  if (m.vocab_size % 128 != 0) m.make_vocab_size_divisible_by = 1;
 }
 
 void read_bloom(const hf_reader& r, model_spec& m) {
@@ -217,8 +397,10 @@ void read_opt(const hf_reader& r, model_spec& m) {
 }
 
 const std::vector<std::string>& hf_types() {
-  static const std::vector<std::string> types = {"bloom",   "gpt2", "gpt_neox", "llama",    "mistral",
-                                                 "mixtral", "opt",  "qwen2",    "qwen2_moe"};
+  static const std::vector<std::string> types = {
+      "bloom", "deepseek_v2", "deepseek_v3", "gemma2",  "gemma3", "gemma3_text", "gpt2",  "gpt_neox", "gpt_oss",
+      "llama", "llama4",      "llama4_text", "mistral", "mixtral", "opt",        "qwen2", "qwen2_moe", "qwen3",
+      "qwen3_moe"};
   return types;
 }
 
@@ -244,6 +426,16 @@ std::string hf_model_type(const hf_reader& r) {
       {"GPTNeoXForCausalLM", "gpt_neox"},
       {"OPTForCausalLM", "opt"},
       {"OPTModel", "opt"},
+      {"DeepseekV3ForCausalLM", "deepseek_v3"},
+      {"DeepseekV2ForCausalLM", "deepseek_v2"},
+      {"Qwen3ForCausalLM", "qwen3"},
+      {"Qwen3MoeForCausalLM", "qwen3_moe"},
+      {"GptOssForCausalLM", "gpt_oss"},
+      {"Llama4ForConditionalGeneration", "llama4"},
+      {"Llama4ForCausalLM", "llama4_text"},
+      {"Gemma2ForCausalLM", "gemma2"},
+      {"Gemma3ForConditionalGeneration", "gemma3"},
+      {"Gemma3ForCausalLM", "gemma3_text"},
   };
   const json* a = r.find("architectures");
   if (!a || !a->is_array() || a->empty() || !(*a)[0].is_string()) {
@@ -262,12 +454,30 @@ std::string hf_model_type(const hf_reader& r) {
 
 }  // namespace
 
-model_spec read_hf(const document& d) {
+model_spec read_hf(const document& whole) {
+  const std::string type = hf_model_type(hf_reader{whole});
+  // Multimodal configs (Llama 4, Gemma 3) keep the decoder in text_config: it is what is trained here.
+  document text;
+  const bool nested = (type == "llama4" || type == "gemma3") && whole.root.contains("text_config");
+  if (nested) {
+    text.origin = whole.origin + " (text_config)";
+    text.root = whole.root["text_config"];
+    if (!text.root.is_object()) whole.fail("text_config", "expected a mapping of the text model's fields");
+  }
+  const document& d = nested ? text : whole;
   const hf_reader r{d};
-  const std::string type = hf_model_type(r);
   model_spec m;
-  if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen2_moe") {
+  if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen2_moe" ||
+      type == "qwen3" || type == "qwen3_moe") {
     read_llama_like(r, type, m);
+  } else if (type == "deepseek_v2" || type == "deepseek_v3") {
+    read_deepseek(r, type, m);
+  } else if (type == "gpt_oss") {
+    read_gpt_oss(r, m);
+  } else if (type == "llama4" || type == "llama4_text") {
+    read_llama4(r, m);
+  } else if (type == "gemma2" || type == "gemma3" || type == "gemma3_text") {
+    read_gemma(r, type, m);
   } else if (type == "bloom") {
     read_bloom(r, m);
   } else if (type == "gpt2") {
@@ -276,6 +486,10 @@ model_spec read_hf(const document& d) {
     read_gpt_neox(r, m);
   } else if (type == "opt") {
     read_opt(r, m);
+  } else if (type == "nemotron_h" || type == "jamba" || type == "mamba" || type == "mamba2" || type == "falcon_h1") {
+    d.fail("model_type", fmt::format("'{}' has Mamba (state-space) layers, which trainplan does not model yet; "
+                                     "plan its attention-only counterpart or wait for hybrid support",
+                                     type));
   } else {
     d.fail("model_type", fmt::format("unsupported Hugging Face model_type '{}'{}; supported: {}", type,
                                      did_you_mean(type, hf_types()), joined(hf_types())));

@@ -215,6 +215,44 @@ template <std::int64_t moe_spec::*F, std::int64_t Min>
 void set_moe_int(model_spec& m, const document& d, const json& v, const std::string& p) {
   m.moe.*F = as_int(d, v, p, Min);
 }
+template <std::int64_t mla_spec::*F>
+void set_mla_int(model_spec& m, const document& d, const json& v, const std::string& p) {
+  m.mla.*F = as_int(d, v, p, 0);
+}
+template <bool moe_spec::*F>
+void set_moe_bool(model_spec& m, const document& d, const json& v, const std::string& p) {
+  m.moe.*F = as_bool(d, v, p);
+}
+/// A number no smaller than `min` (capacity factor, load imbalance).
+template <double moe_spec::*F, int Min>
+void set_moe_number(model_spec& m, const document& d, const json& v, const std::string& p) {
+  if (!v.is_number() || v.get<double>() < Min) {
+    d.fail(p, fmt::format("expected a number no smaller than {}, got {}", Min, d.shown(p, v)));
+  }
+  m.moe.*F = v.get<double>();
+}
+
+/// A per-layer 0/1 list, or Megatron's pattern string.
+std::vector<std::uint8_t> as_pattern(const document& d, const json& v, const std::string& p) {
+  if (v.is_string()) {
+    try {
+      return parse_layer_pattern(v.get<std::string>(), p);
+    } catch (const input_error& e) {
+      d.fail(p, e.what());
+    }
+  }
+  if (!v.is_array()) d.fail(p, fmt::format("expected a list of 0 and 1, one per layer, got {}", d.shown(p, v)));
+  if (v.size() > static_cast<std::size_t>(1 << 14)) d.fail(p, "more entries than 16384 layers");
+  std::vector<std::uint8_t> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const json& x = v[i];
+    const bool bit = x.is_boolean() || (x.is_number_integer() && (x.get<std::int64_t>() == 0 || x.get<std::int64_t>() == 1));
+    if (!bit) d.fail(p, fmt::format("entry {} (layer {}): expected 0 or 1, got {}", i, i, x.dump()));
+    out.push_back(x.is_boolean() ? x.get<bool>() : static_cast<std::uint8_t>(x.get<std::int64_t>()));
+  }
+  return out;
+}
+
 template <bool model_spec::*F>
 void set_bool(model_spec& m, const document& d, const json& v, const std::string& p) {
   m.*F = as_bool(d, v, p);
@@ -259,6 +297,24 @@ const field kFields[] = {
     {"final_norm", set_bool<&model_spec::final_norm>},
     {"attention_dropout", set_probability<&model_spec::attention_dropout>},
     {"hidden_dropout", set_probability<&model_spec::hidden_dropout>},
+    {"qk_norm", set_bool<&model_spec::qk_norm>},
+    {"sandwich_norm", set_bool<&model_spec::sandwich_norm>},
+    {"attention_sinks", set_bool<&model_spec::attention_sinks>},
+    {"mtp_num_layers", set_int<&model_spec::mtp_num_layers, 0>},
+    {"sliding_window", set_int<&model_spec::sliding_window, 0>},
+    {"window_skip_freq", set_int<&model_spec::window_skip_freq, 0>},
+    {"window_kind", [](model_spec& m, const document& d, const json& v,
+                       const std::string& p) { m.window = parse_enum_field(d, v, p, parse_window_kind); }},
+    {"window_pattern", [](model_spec& m, const document& d, const json& v,
+                          const std::string& p) { m.window_pattern = as_pattern(d, v, p); }},
+};
+
+const field kMlaFields[] = {
+    {"q_lora_rank", set_mla_int<&mla_spec::q_lora_rank>},
+    {"kv_lora_rank", set_mla_int<&mla_spec::kv_lora_rank>},
+    {"qk_head_dim", set_mla_int<&mla_spec::qk_head_dim>},
+    {"qk_pos_emb_head_dim", set_mla_int<&mla_spec::qk_pos_emb_head_dim>},
+    {"v_head_dim", set_mla_int<&mla_spec::v_head_dim>},
 };
 
 const field kMoeFields[] = {
@@ -268,6 +324,15 @@ const field kMoeFields[] = {
     {"shared_expert_ffn_hidden_size", set_moe_int<&moe_spec::shared_expert_ffn_hidden_size, 0>},
     {"layer_freq", set_moe_int<&moe_spec::layer_freq, 1>},
     {"first_dense_layers", set_moe_int<&moe_spec::first_dense_layers, 0>},
+    {"layer_pattern", [](model_spec& m, const document& d, const json& v,
+                         const std::string& p) { m.moe.layer_pattern = as_pattern(d, v, p); }},
+    {"shared_expert_gate", set_moe_bool<&moe_spec::shared_expert_gate>},
+    {"router_bias", set_moe_bool<&moe_spec::router_bias>},
+    {"expert_score_bias", set_moe_bool<&moe_spec::expert_score_bias>},
+    {"router_num_groups", set_moe_int<&moe_spec::router_num_groups, 0>},
+    {"router_group_topk", set_moe_int<&moe_spec::router_group_topk, 0>},
+    {"capacity_factor", set_moe_number<&moe_spec::capacity_factor, 0>},
+    {"load_imbalance", set_moe_number<&moe_spec::load_imbalance, 1>},
 };
 
 template <std::size_t N>
@@ -332,10 +397,14 @@ model_spec read_own(const document& d) {
     has_base = true;
   }
   std::set<std::string> given;
-  read_fields(m, d, d.root, "", kFields, {"base", "moe"}, given);
+  read_fields(m, d, d.root, "", kFields, {"base", "moe", "mla"}, given);
   if (const auto it = d.root.find("moe"); it != d.root.end()) {
     if (!it->is_object()) d.fail("moe", fmt::format("expected a mapping of moe fields, got {}", d.shown("moe", *it)));
     read_fields(m, d, *it, "moe.", kMoeFields, {}, given);
+  }
+  if (const auto it = d.root.find("mla"); it != d.root.end()) {
+    if (!it->is_object()) d.fail("mla", fmt::format("expected a mapping of mla fields, got {}", d.shown("mla", *it)));
+    read_fields(m, d, *it, "mla.", kMlaFields, {}, given);
   }
   if (!has_base) {
     for (const char* key : {"num_layers", "hidden_size", "num_attention_heads", "vocab_size"}) {

@@ -114,10 +114,49 @@ TEST(ModelIoHf, NameFallsBackToFileStem) {
 TEST(ModelIoHf, MatchesCatalogCounts) {
   for (const auto& [file, name] :
        {std::pair{"llama2-7b.json", "llama2-7b"}, std::pair{"llama3-70b.json", "llama3-70b"},
-        std::pair{"mixtral-8x7b.json", "mixtral-8x7b"}, std::pair{"bloom-176b.json", "bloom-176b"}}) {
+        std::pair{"mixtral-8x7b.json", "mixtral-8x7b"}, std::pair{"bloom-176b.json", "bloom-176b"},
+        std::pair{"deepseek-v3.json", "deepseek-v3"}, std::pair{"qwen3-8b.json", "qwen3-8b"},
+        std::pair{"qwen3-30b-a3b.json", "qwen3-30b-a3b"}, std::pair{"gpt-oss-120b.json", "gpt-oss-120b"},
+        std::pair{"llama4-maverick.json", "llama4-maverick"}, std::pair{"gemma2-27b.json", "gemma2-27b"},
+        std::pair{"gemma3-27b.json", "gemma3-27b"}}) {
     EXPECT_EQ(count_parameters(load_model_file(hf(file)), 8).total, count_parameters(find_model(name).spec, 8).total)
         << file;
   }
+}
+
+TEST(ModelIoHf, TodaysFamiliesReadTheirArchitecture) {
+  // Each family's fields as the catalog has them, and the same per-layer patterns.
+  auto same = [](const char* file, const char* name) {
+    SCOPED_TRACE(file);
+    const model_spec f = load_model_file(hf(file));
+    const model_spec& c = find_model(name).spec;
+    EXPECT_EQ(f.is_mla(), c.is_mla());
+    EXPECT_EQ(f.qk_norm, c.qk_norm);
+    EXPECT_EQ(f.sandwich_norm, c.sandwich_norm);
+    EXPECT_EQ(f.attention_sinks, c.attention_sinks);
+    EXPECT_EQ(f.mtp_num_layers, c.mtp_num_layers);
+    EXPECT_EQ(f.sliding_window, c.sliding_window);
+    EXPECT_EQ(f.window, c.window);
+    EXPECT_EQ(f.moe.router_num_groups, c.moe.router_num_groups);
+    EXPECT_EQ(f.moe.router_group_topk, c.moe.router_group_topk);
+    model_spec g = f, k = c;
+    g.seq_length = k.seq_length = 65536;  // so that every window limits
+    for (std::int64_t i = 0; i < c.num_layers; ++i) {
+      EXPECT_EQ(g.is_window_layer(i), k.is_window_layer(i)) << "layer " << i;
+      EXPECT_EQ(f.is_moe_layer(i), c.is_moe_layer(i)) << "layer " << i;
+    }
+  };
+  same("deepseek-v3.json", "deepseek-v3");
+  same("qwen3-30b-a3b.json", "qwen3-30b-a3b");
+  same("gpt-oss-120b.json", "gpt-oss-120b");
+  same("llama4-maverick.json", "llama4-maverick");
+  same("gemma2-27b.json", "gemma2-27b");
+  same("gemma3-27b.json", "gemma3-27b");
+}
+
+TEST(ModelIoHf, MambaHybridsAreRefusedByName) {
+  const std::string text = R"({"model_type": "nemotron_h", "num_hidden_layers": 4, "hidden_size": 64})";
+  EXPECT_TRUE(message_is(parse_error(text, "n.json"), "n.json: field 'model_type': 'nemotron_h' has Mamba"));
 }
 
 TEST(ModelIoHf, MixtralExperts) {
@@ -142,8 +181,9 @@ TEST(ModelIoHf, QwenMoeSharedExperts) {
   EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 5632);
   EXPECT_TRUE(m.add_qkv_bias);
   EXPECT_FALSE(m.add_bias_linear);
-  // 14,315,784,192 in transformers, less the shared-expert gate (2048 × 24 layers) we do not model.
-  EXPECT_EQ(count_parameters(m, 1).total, 14'315'784'192 - 2048 * 24);
+  // 14,315,784,192 in transformers, the shared-expert gate (2048 × 24 layers) included (issue 11).
+  EXPECT_TRUE(m.moe.shared_expert_gate);
+  EXPECT_EQ(count_parameters(m, 1).total, 14'315'784'192);
 }
 
 TEST(ModelIoHf, QwenMoeLeadingDenseLayers) {
@@ -409,11 +449,12 @@ TEST(ModelIoErrors, FinalizeErrorsCarryFileAndLine) {
 
 TEST(ModelIoErrors, UnknownHfModelTypeListsSupported) {
   EXPECT_EQ(parse_error(R"({"model_type": "falcon", "hidden_size": 4})", "c.json"),
-            "c.json: field 'model_type': unsupported Hugging Face model_type 'falcon'; supported: bloom, gpt2, "
-            "gpt_neox, llama, mistral, mixtral, opt, qwen2, qwen2_moe");
+            "c.json: field 'model_type': unsupported Hugging Face model_type 'falcon'; supported: bloom, deepseek_v2, "
+            "deepseek_v3, gemma2, gemma3, gemma3_text, gpt2, gpt_neox, gpt_oss, llama, llama4, llama4_text, mistral, "
+            "mixtral, opt, qwen2, qwen2_moe, qwen3, qwen3_moe");
   EXPECT_TRUE(message_is(parse_error(R"({"architectures": ["FalconForCausalLM"]})", "c.json"),
                          "c.json: field 'architectures': unsupported architecture 'FalconForCausalLM'",
-                         "llama, mistral"));
+                         "llama, llama4"));
 }
 
 TEST(ModelIoErrors, HfBadFields) {

@@ -128,6 +128,11 @@ struct model_spec {
   }
 };
 
+/// A per-layer 0/1 pattern as Megatron's flags write it (--moe-layer-freq, --window-attn-skip-freq):
+/// a Python list "[1,0,1]" or list arithmetic "([0]*3+[1]*58)", at most 2^14 entries. Throws
+/// input_error naming `flag` and the position of a bad character.
+std::vector<std::uint8_t> parse_layer_pattern(std::string_view text, std::string_view flag);
+
 /// Fill derived defaults the way Megatron-LM's arguments.py does (ffn 4h or the SwiGLU rule, kv
 /// channels h/a, query groups = heads, max positions = seq) and check every field; throws input_error
 /// naming the field.
