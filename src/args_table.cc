@@ -178,8 +178,13 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--moe-router-enable-expert-bias", "", "model", "per-expert score bias (DeepSeek-V3)",
                       MODEL_SWITCH(b.job.model.moe.expert_score_bias = true)));
     t.push_back(value("--moe-router-num-groups", "", "N", "0 (unlimited)", "model",
-                      "expert groups for group-limited routing (nodes of the EP group: node-limited)",
-                      MODEL_INT_MIN(moe.router_num_groups, 0)));
+                      "expert groups for group-limited routing (nodes of the EP group: node-limited); 0: off",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        moe_spec& x = b.job.model.moe;
+                        x.router_num_groups = to_int_min(v, f, 0);
+                        if (x.router_num_groups == 0) x.router_group_topk = 0;  // unlimited routing
+                        b.model_fields = true;
+                      }));
     t.push_back(value("--moe-router-group-topk", "", "K", "0", "model", "groups a token may be routed to",
                       MODEL_INT_MIN(moe.router_group_topk, 0)));
     t.push_back(value("--moe-expert-capacity-factor", "", "F", "none (dropless)", "model",
@@ -248,6 +253,19 @@ const std::vector<flag_def>& flag_table() {
                       INT_FIELD(b.job.parallel.cp)));
     t.push_back(value("--expert-model-parallel-size", "--ep", "N", "1", "parallel", "expert parallel size",
                       INT_FIELD(b.job.parallel.ep)));
+    t.push_back(value("--expert-tensor-parallel-size", "--etp", "N", "TP", "parallel",
+                      "tensor parallel size of the experts (1 with TP > 1: parallel folding)",
+                      INT_FIELD_MIN(b.job.parallel.etp, 1)));
+    t.push_back(value("--moe-token-dispatcher-type", "", "KIND", "allgather (Megatron), alltoall (DeepSpeed, FSDP)",
+                      "parallel", "MoE token dispatch: allgather, alltoall or flex (DeepEP)",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.parallel.moe_dispatcher = parse_enum<moe_dispatcher_kind>(
+                            v, f, {{"allgather", moe_dispatcher_kind::allgather},
+                                   {"alltoall", moe_dispatcher_kind::alltoall},
+                                   {"flex", moe_dispatcher_kind::flex}});
+                      }));
+    t.push_back(swtch("--moe-enable-deepep", "", "parallel", "DeepEP dispatch (= --moe-token-dispatcher-type flex)",
+                      SWITCH(b.job.parallel.moe_dispatcher = moe_dispatcher_kind::flex)));
     t.push_back(value("--dp", "--data-parallel-size", "N", "world/(TP·PP·CP)", "parallel",
                       "data parallel size (sets the world size when no GPU count is given)",
                       [](job_builder& b, const std::string& v, const std::string& f) {

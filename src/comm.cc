@@ -31,9 +31,9 @@ std::string_view to_string(cp_comm_kind k) { return k == cp_comm_kind::p2p ? "p2
 
 namespace {
 
-enum group_ref : int { g_tp, g_cp, g_ep, g_dp, g_edp, g_pp, g_emb, g_world, g_mp, g_count };
-constexpr std::array<std::string_view, g_count> kGroupNames = {"tp", "cp", "ep", "dp", "expert-dp",
-                                                               "pp", "embedding", "world", "model-parallel"};
+enum group_ref : int { g_tp, g_cp, g_ep, g_dp, g_edp, g_pp, g_emb, g_world, g_mp, g_etp, g_count };
+constexpr std::array<std::string_view, g_count> kGroupNames = {
+    "tp", "cp", "ep", "dp", "expert-dp", "pp", "embedding", "world", "model-parallel", "expert-tp"};
 constexpr std::size_t kNumKinds = 6;
 
 /// Everything the traffic tables need, computed once per job.
@@ -361,14 +361,33 @@ void cp_table(const comm_context& x, row_sink& out) {
 void ep_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   const model_spec& md = x.job.model;
-  if (p.ep == 1 || !md.is_moe()) return;
-  const double tokens = x.tokens / (x.sp ? static_cast<double>(p.tp) : 1.0);
-  const double sent = tokens * static_cast<double>(md.moe.router_topk * md.hidden_size) * x.act_bytes;
-  out.row(ck::all_to_all, cph::forward, "token dispatch and combine (2 per MoE layer)", g_ep, sent, 2, per::moe_layer);
-  out.row(ck::all_to_all, cph::backward, "gradient dispatch and combine (2 per MoE layer)", g_ep, sent, 2,
-          per::moe_layer);
-  out.row(ck::all_to_all, cph::backward, "recomputed forward dispatch and combine", g_ep, sent, 2,
-          per::recomputed_moe_layer);
+  if (!md.is_moe() || (p.ep == 1 && expert_tensor_parallel(p) == 1)) return;
+  const moe_dispatch_volume v = moe_dispatch_of(x.job, x.placement[g_ep].num_nodes, x.act_bytes);
+  // Dispatch and combine in the forward, their gradients in the backward, again under recomputation.
+  auto both = [&](collective_kind kind, collective_kind back, std::string_view what, std::string_view what_back,
+                  int group, double bytes) {
+    if (bytes <= 0) return;
+    out.row(kind, cph::forward, what, group, bytes, 1, per::moe_layer);
+    out.row(back, cph::forward, what_back, group, bytes, 1, per::moe_layer);
+    out.row(back, cph::backward, what, group, bytes, 1, per::moe_layer);  // the combine's gradient
+    out.row(kind, cph::backward, what_back, group, bytes, 1, per::moe_layer);
+    out.row(kind, cph::backward, "recomputed forward dispatch", group, bytes, 1, per::recomputed_moe_layer);
+    out.row(back, cph::backward, "recomputed forward combine", group, bytes, 1, per::recomputed_moe_layer);
+  };
+  if (p.ep > 1) {
+    both(ck::all_gather, ck::reduce_scatter, "token dispatch: hidden states all-gathered (allgather dispatcher)",
+         "token combine: expert outputs reduce-scattered", g_ep, v.gather_bytes);
+    if (v.routing_bytes > 0) {
+      out.row(ck::all_gather, cph::forward, "routing probabilities and map all-gather", g_ep, v.routing_bytes, 1,
+              per::moe_layer);
+    }
+    const bool flex = p.moe_dispatcher == moe_dispatcher_kind::flex;
+    both(ck::all_to_all, ck::all_to_all,
+         flex ? "token dispatch, one copy per destination node (flex/DeepEP)" : "token dispatch (one copy per expert)",
+         flex ? "token combine, one copy per source node" : "token combine", g_ep, v.all_to_all_bytes);
+  }
+  both(ck::all_gather, ck::reduce_scatter, "received tokens all-gathered over expert-TP",
+       "expert outputs reduce-scattered over expert-TP", g_etp, v.etp_gather_bytes);
 }
 
 // -- PP (§4.2.3) --
@@ -584,16 +603,18 @@ void set_up(comm_context& x) {
   x.placement[g_dp] = placement_for(dec, bit(parallel_dim::dp) | bit(parallel_dim::cp), gpn, p.cp > 1 ? "dp-cp" : "dp");
   x.placement[g_pp] = placement_for(dec, bit(parallel_dim::pp), gpn, "pp");
   x.placement[g_emb] = embedding_placement(dec, gpn);
-  x.size = {p.tp, p.cp, p.ep, p.dp * p.cp, size_div(p.dp * p.cp, p.ep), p.pp, p.pp > 1 ? 2 : 1, job.num_gpus,
-            p.tp * p.pp};
+  const std::int64_t etp = expert_tensor_parallel(p);
+  x.size = {p.tp, p.cp, p.ep, p.dp * p.cp, expert_data_parallel(p), p.pp, p.pp > 1 ? 2 : 1, job.num_gpus,
+            p.tp * p.pp, etp};
   if (p.cp > 1) x.dp_name = "dp-cp";
   const std::int64_t edp = x.size[g_edp];
-  x.num_groups = {p.cp * p.dp * p.pp, p.tp * p.dp * p.pp, p.tp * p.pp * edp, p.tp * p.pp, p.tp * p.pp * p.ep,
-                  p.tp * p.cp * p.dp, p.tp * p.cp * p.dp, 1, p.cp * p.dp};
+  x.num_groups = {p.cp * p.dp * p.pp, p.tp * p.dp * p.pp, etp * p.pp * edp, p.tp * p.pp, etp * p.pp * p.ep,
+                  p.tp * p.cp * p.dp, p.tp * p.cp * p.dp, 1, p.cp * p.dp, p.ep * edp * p.pp};
   if (p.ep > 1 || job.model.is_moe()) {
     const rank_generator exp = expert_generator(job);
     x.placement[g_ep] = placement_for(exp, bit(parallel_dim::ep), gpn, "ep");
     x.placement[g_edp] = placement_for(exp, bit(parallel_dim::dp), gpn, "expert-dp");
+    x.placement[g_etp] = placement_for(exp, bit(parallel_dim::tp), gpn, "expert-tp");
   }
   x.placement[g_world] = combined_placement(job.num_gpus, {.num_nodes = detail::ceil_div(job.num_gpus, gpn)}, {}, gpn);
   x.placement[g_mp] = combined_placement(p.tp * p.pp, x.placement[g_tp], x.placement[g_pp], gpn);

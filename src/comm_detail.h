@@ -49,10 +49,11 @@ inline rank_generator decoder_generator(const job_spec& job) {
   return {{p.tp, p.cp, 1, p.dp, p.pp}, p.rank_order, job.num_gpus};
 }
 
-/// The expert generator: expert-TP = TP, CP folded into the expert-DP size, EP carved out of DP×CP.
+/// The expert generator (parallel_state.py expert_decoder_rank_generator): ETP, EP and expert-DP over a
+/// stage's TP×CP×DP ranks (parallel folding); with ETP = TP, EP is carved out of DP×CP.
 inline rank_generator expert_generator(const job_spec& job) {
   const parallel_config& p = job.parallel;
-  return {{p.tp, 1, p.ep, size_div(p.dp * p.cp, p.ep), p.pp}, p.rank_order, job.num_gpus};
+  return {{expert_tensor_parallel(p), 1, p.ep, expert_data_parallel(p), p.pp}, p.rank_order, job.num_gpus};
 }
 
 /// Megatron's generate_masked_orthogonal_rank_groups: every group varies the masked dimensions.

@@ -66,6 +66,22 @@ bool fused_softmax_applies(std::int64_t sq, std::int64_t sk, std::int64_t b, std
   return sk > 16 && sk <= 4096 && sq % 4 == 0 && (b * np) % 4 == 0;
 }
 
+/// Rows each local expert's GEMMs run on the busiest rank for one micro-batch (§5.1): the stage's
+/// tokens × top-k spread over the experts and their expert-DP replicas, ETP ranks each taking every
+/// row of theirs, times the load of the busiest expert (capacity factor, or dropless imbalance). With
+/// ETP = TP: ep·tokens·k/E.
+std::int64_t expert_rows(const job_spec& job) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const moe_spec& x = m.moe;
+  const double tokens = static_cast<double>(job.training.micro_batch_size) * static_cast<double>(m.seq_length / p.cp);
+  const double load = x.capacity_factor > 0 ? x.capacity_factor : x.load_imbalance;
+  const double rows = tokens * static_cast<double>(x.router_topk) * static_cast<double>(p.ep) *
+                      static_cast<double>(expert_tensor_parallel(p)) /
+                      (static_cast<double>(x.num_experts) * static_cast<double>(p.tp)) * load;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(rows)));
+}
+
 /// Calls f(gemm, is_attention_bmm) for every GEMM of one transformer layer's forward pass for one
 /// micro-batch on one GPU, in the order the layer runs them (§5.1): QKV, the attention core's two
 /// batched GEMMs (not with flash attention), the output projection, then the MLP, or the router,
@@ -115,11 +131,11 @@ void for_each_layer_gemm(const job_spec& job, bool moe_layer, F&& f) {
   const moe_spec& x = m.moe;
   f(named_gemm{"router", {tokens, x.num_experts, h, 1}}, false);
   const std::int64_t local_experts = x.num_experts / p.ep;
-  // Balanced routing: each local expert sees ep·tokens·topk / experts rows (§5.1).
-  const std::int64_t rows = std::max<std::int64_t>(1, p.ep * tokens * x.router_topk / x.num_experts);
+  const std::int64_t rows = expert_rows(job);
   const std::int64_t fe = x.expert_ffn_hidden_size;
-  f(named_gemm{"expert_up", {rows, gate * fe / t, h, local_experts}}, false);
-  f(named_gemm{"expert_down", {rows, h, fe / t, local_experts}}, false);
+  const std::int64_t etp = expert_tensor_parallel(p);
+  f(named_gemm{"expert_up", {rows, gate * fe / etp, h, local_experts}}, false);
+  f(named_gemm{"expert_down", {rows, h, fe / etp, local_experts}}, false);
   if (x.shared_expert_ffn_hidden_size > 0) dense_mlp(x.shared_expert_ffn_hidden_size, "shared_expert_up", "shared_expert_down");
 }
 
@@ -260,8 +276,8 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
   if (moe_layer) {
     const moe_spec& x = m.moe;
     const std::int64_t local_experts = x.num_experts / p.ep;
-    const std::int64_t rows = std::max<std::int64_t>(1, p.ep * tokens * x.router_topk / x.num_experts);
-    act_elems += static_cast<double>(rows) * local_experts * gate * x.expert_ffn_hidden_size / t;
+    act_elems += static_cast<double>(expert_rows(job)) * local_experts * gate * x.expert_ffn_hidden_size /
+                 expert_tensor_parallel(p);
     // Permute and un-permute the routed tokens.
     add_memory(gpu, e, 4 * eb * static_cast<double>(tokens) * x.router_topk * h, 2, u);
     if (x.shared_expert_ffn_hidden_size > 0) dense_mlp_elems(x.shared_expert_ffn_hidden_size);
@@ -421,7 +437,7 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   // over DP×CP, the routed experts over expert-DP = DP×CP/EP (as the memory model shards them, §3.3).
   const rank_holdings holds = holdings_of(job, params);
   const double dense_shards = tc.zero_stage >= 1 ? static_cast<double>(p.dp * p.cp) : 1.0;
-  const double expert_shards = tc.zero_stage >= 1 ? static_cast<double>(p.dp * p.cp) / static_cast<double>(p.ep) : 1.0;
+  const double expert_shards = tc.zero_stage >= 1 ? static_cast<double>(expert_data_parallel(p)) : 1.0;
   // Adam on fp32 master weights: read master, grad, m, v; write master, m, v and the 16-bit copy.
   const double opt_bytes_per_param = tc.optimizer == optimizer_kind::adam ? 4.0 * 7 + 2 : 4.0 * 3 + 2;
   const gpu_spec& gpu = job.cluster.gpu;

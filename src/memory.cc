@@ -264,7 +264,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const double n_recompute = static_cast<double>(tr.recompute_num_layers);
 
   const double dp_shards = static_cast<double>(par.dp * par.cp);
-  const double ep_shards = dp_shards / static_cast<double>(par.ep);
+  const double ep_shards = static_cast<double>(expert_data_parallel(par));
   const state_bytes dense_state = bytes_per_parameter(tr, dp_shards);
   const state_bytes expert_state = bytes_per_parameter(tr, ep_shards);
 

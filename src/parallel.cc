@@ -49,7 +49,7 @@ namespace {
 
 /// One layer on one GPU (§2.4).
 layer_shard shard_layer(const model_spec& m, const layer_parameters& l, std::int64_t tp, std::int64_t ep,
-                        bool moe_layer) {
+                        std::int64_t etp, bool moe_layer) {
   layer_shard s;
   // Split by TP: column- and row-parallel weights, column biases, per-head sinks. Whole on every TP
   // rank: norms, row-parallel biases, MLA's duplicated down-projections, the router and gates.
@@ -63,7 +63,7 @@ layer_shard shard_layer(const model_spec& m, const layer_parameters& l, std::int
     const std::int64_t h = m.hidden_size;
     const std::int64_t split = h * fe * gate + (m.add_bias_linear ? fe * gate : 0) + fe * h;
     const std::int64_t replicated = m.add_bias_linear ? h : 0;  // the row-parallel fc2 bias
-    s.expert = detail::size_div(m.moe.num_experts, ep) * (detail::size_div(split, tp) + replicated);
+    s.expert = detail::size_div(m.moe.num_experts, ep) * (detail::size_div(split, etp) + replicated);
   }
   return s;
 }
@@ -74,8 +74,9 @@ rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   rank_holdings h;
-  h.dense_layer = shard_layer(m, params.dense_layer, p.tp, p.ep, false);
-  if (m.is_moe()) h.moe_layer = shard_layer(m, params.moe_layer, p.tp, p.ep, true);
+  const std::int64_t etp = p.etp > 0 ? p.etp : p.tp;
+  h.dense_layer = shard_layer(m, params.dense_layer, p.tp, p.ep, etp, false);
+  if (m.is_moe()) h.moe_layer = shard_layer(m, params.moe_layer, p.tp, p.ep, etp, true);
   const std::int64_t word = detail::size_div(params.word_embeddings, p.tp);
   h.embedding = word + params.position_embeddings + params.embedding_norm;
   h.output = params.final_norm + detail::size_div(params.output_layer, p.tp);
@@ -176,6 +177,16 @@ const framework_traits& traits_of(framework_kind k) {
   return t;
 }
 
+std::string_view to_string(moe_dispatcher_kind k) {
+  switch (k) {
+    case moe_dispatcher_kind::framework_default: return "framework default";
+    case moe_dispatcher_kind::allgather: return "allgather";
+    case moe_dispatcher_kind::alltoall: return "alltoall";
+    case moe_dispatcher_kind::flex: return "flex";
+  }
+  return "?";
+}
+
 std::string_view to_string(framework_kind k) { return traits_of(k).name; }
 std::string_view to_string(recompute_granularity k) {
   switch (k) {
@@ -256,13 +267,28 @@ std::string size_violation(job_spec& job) {
   if (p.cp > 1) {
     TRAINPLAN_RETURN_VIOLATION(divisible(m.seq_length, "${model.seq_length}", 2 * p.cp, "2 × ${parallel.cp}"));
   }
+  if (p.etp > 0 && p.etp != p.tp && !m.is_moe()) {
+    return std::string("${parallel.etp} " + to_string(p.etp) + " needs an MoE model (${model.moe.num_experts})");
+  }
   if (p.ep > 1 && !m.is_moe()) {
     return std::string("${parallel.ep} " + to_string(p.ep) + " needs an MoE model (${model.moe.num_experts})");
   }
+  if (p.etp < 0) return "${parallel.etp} must be a positive integer, got " + to_string(p.etp);
+  const std::int64_t etp = expert_tensor_parallel(p);  // 0: = TP, never written back (a search changes TP)
+  if (p.moe_dispatcher == moe_dispatcher_kind::framework_default) {
+    p.moe_dispatcher = t.framework == framework_kind::megatron ? moe_dispatcher_kind::allgather : moe_dispatcher_kind::alltoall;
+  }
   if (m.is_moe()) {
     TRAINPLAN_RETURN_VIOLATION(divisible(m.moe.num_experts, "${model.moe.num_experts}", p.ep, "${parallel.ep}"));
-    TRAINPLAN_RETURN_VIOLATION(divisible(m.moe.expert_ffn_hidden_size, "${model.moe.expert_ffn_hidden_size}", p.tp, "${parallel.tp}"));
-    TRAINPLAN_RETURN_VIOLATION(divisible(p.dp * p.cp, "DP×CP", p.ep, "${parallel.ep}"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.moe.expert_ffn_hidden_size, "${model.moe.expert_ffn_hidden_size}", etp,
+                                         p.etp > 0 ? "${parallel.etp}" : "${parallel.tp} (= expert TP)"));
+    // Megatron-Core parallel_state (parallel folding): expert ETP×EP×EDP = TP×CP×DP, a stage's ranks.
+    if ((p.tp * p.cp * p.dp) % (etp * p.ep) != 0) {
+      return "expert TP × EP (" + to_string(etp) + " × " + to_string(p.ep) + " = " + to_string(etp * p.ep) +
+             ", ${parallel.etp} × ${parallel.ep}; expert TP defaults to TP) must divide the ranks of a pipeline "
+             "stage, TP × CP × DP = " + to_string(p.tp) + " × " + to_string(p.cp) + " × " + to_string(p.dp) + " = " +
+             to_string(p.tp * p.cp * p.dp) + " (Megatron-Core's expert parallel groups)";
+    }
   }
 
   return {};

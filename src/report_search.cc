@@ -33,6 +33,7 @@ json candidate_json(const search_candidate& c) {
           {"pp", c.pp},
           {"cp", c.cp},
           {"ep", c.ep},
+          {"etp", c.etp},
           {"vpp", c.vpp},
           {"first_stage_layers", c.first_stage_layers},
           {"last_stage_layers", c.last_stage_layers},
@@ -93,19 +94,22 @@ std::string render_search_text(const run_context& ctx, const search_space& s, co
                               job.cluster.gpus_per_node, job.cluster.gpu.name, job.training.global_batch_size,
                               to_string(job.training.framework), to_string(job.training.precision), to_string(s.rank));
   const bool days = s.train_tokens > 0;
-  o += fmt::format("{:>4} {:>5} {:>6} {:>3} {:>3} {:>3} {:>4} {:>5} {:>8} {:>9} {:>8} {:>6} {:>10} {:>3} {:>3} {:>3} {:>3} {:>9} {:>4} {:>3}{}\n",
+  o += fmt::format("{:>4} {:>5} {:>6} {:>3} {:>3} {:>3} {:>4} {:>5} {:>8} {:>9} {:>8} {:>6} {:>10} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3}{}\n",
                    "#", "Nodes", "Size", "DP", "TP", "PP", "MBS", "GBS", "Mem GiB", "Sec/it s", "TFLOPs", "MFU %",
                    "Headroom", "CP", "EP", "VPP", "SP", "Recompute", "ZeRO", "Emb", days ? "   Days" : "");
   const std::size_t rows = std::min<std::size_t>(r.candidates.size(), static_cast<std::size_t>(s.top_k));
   for (std::size_t i = 0; i < rows; ++i) {
     const search_candidate& c = r.candidates[i];
-    o += fmt::format("{:>4} {:>5} {:>5.0f}B {:>3} {:>3} {:>3} {:>4} {:>5} {:>8.1f} {:>9.2f} {:>8.1f} {:>6.1f} {:>6.1f} GiB {:>3} {:>3} {:>3} {:>3} {:>9} {:>4} {:>3}{}\n",
+    // EP/ETP where expert TP differs from TP (parallel folding).
+    const std::string ep = c.etp != c.tp ? fmt::format("{}/{}", c.ep, c.etp) : std::to_string(c.ep);
+    o += fmt::format("{:>4} {:>5} {:>5.0f}B {:>3} {:>3} {:>3} {:>4} {:>5} {:>8.1f} {:>9.2f} {:>8.1f} {:>6.1f} {:>6.1f} GiB {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3}{}\n",
                      i + 1, c.num_nodes, r.model_params / 1e9, c.dp, c.tp, c.pp, c.mbs, job.training.global_batch_size,
                      c.peak_reserved_bytes / kGiB, c.iteration_s, c.tflops_per_gpu, 100 * c.mfu, c.headroom_bytes / kGiB,
-                     c.cp, c.ep, c.vpp, c.sequence_parallel ? "on" : "off", layout_recompute(c), c.zero_stage,
+                     c.cp, ep, c.vpp, c.sequence_parallel ? "on" : "off", layout_recompute(c), c.zero_stage,
                      c.embedding_as_stage ? "yes" : "no", days ? fmt::format(" {:>6.1f}", c.train_days) : std::string());
   }
   o += "\nMem: peak reserved per GPU (nvidia-smi); TFLOPs per GPU as Megatron reports them (recomputation counted).\n";
+  if (job.model.is_moe()) o += "EP: expert parallel size, /ETP where the experts' tensor parallel size differs from TP.\n";
   o += render_search_counts(r);
   o += "`--explain N` shows row N in full; `--json`/`--csv` give every evaluated layout (JSON with each row's command).\n";
   if (!r.candidates.empty()) {
@@ -147,13 +151,13 @@ std::string render_search_json(const run_context& ctx, const search_space& s, co
 
 std::string render_search_csv(const search_result& r) {
   std::string o =
-      "rank,num_gpus,num_nodes,dp,tp,pp,cp,ep,vpp,mbs,sequence_parallel,embedding_as_stage,recompute,recompute_num_layers,"
+      "rank,num_gpus,num_nodes,dp,tp,pp,cp,ep,etp,vpp,mbs,sequence_parallel,embedding_as_stage,recompute,recompute_num_layers,"
       "zero_stage,iteration_s,tflops_per_gpu,mfu,samples_per_s,bubble_fraction,peak_reserved_bytes,headroom_bytes,"
       "lower_bound_s,gpu_hours_per_iteration,train_days\n";
   std::size_t rank = 0;
   for (const search_candidate& c : r.candidates) {
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{}\n",
-                     ++rank, c.num_gpus, c.num_nodes, c.dp, c.tp, c.pp, c.cp, c.ep, c.vpp, c.mbs,
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{}\n",
+                     ++rank, c.num_gpus, c.num_nodes, c.dp, c.tp, c.pp, c.cp, c.ep, c.etp, c.vpp, c.mbs,
                      c.sequence_parallel ? 1 : 0, c.embedding_as_stage ? 1 : 0, to_string(c.recompute),
                      c.recompute_num_layers, c.zero_stage, c.iteration_s, c.tflops_per_gpu, c.mfu, c.samples_per_s,
                      c.bubble_fraction, whole_bytes(c.peak_reserved_bytes), whole_bytes(c.headroom_bytes),

@@ -106,7 +106,7 @@ struct proto {
 /// Per-(TP, CP, EP, MBS, SP) dense-layer compute, shared by every layout that differs only in PP, DP,
 /// recomputation or ZeRO (§7.2).
 struct layer_key {
-  std::int64_t tp, cp, ep, mbs;
+  std::int64_t tp, cp, ep, etp, mbs;
   bool sp;
   auto operator<=>(const layer_key&) const = default;
 };
@@ -121,6 +121,8 @@ void apply_candidate(job_spec& j, const job_spec& base, const search_candidate& 
   p.pp = c.pp;
   p.cp = c.cp;
   p.ep = c.ep;
+  p.etp = c.etp == c.tp ? 0 : c.etp;
+  if (c.dispatcher != moe_dispatcher_kind::framework_default) p.moe_dispatcher = c.dispatcher;
   p.dp = 1;
   p.vpp = c.vpp;  // finalize_job derives the layers per chunk (uniform) or checks each rank's (uneven)
   p.num_layers_per_virtual_stage = 0;
@@ -193,6 +195,7 @@ std::vector<std::int64_t> filter_given(const std::vector<std::int64_t>& given, c
 /// The values of each dimension the search tries (§7.1), after the user's lists and the model's rules.
 struct search_axes {
   std::vector<std::int64_t> nodes, tps, pps, cps, eps;
+  std::vector<std::int64_t> etps;  ///< 0 stands for "the layout's TP"
   std::vector<recompute_choice> recomputes;
   std::vector<bool> sps, embs;
 };
@@ -261,6 +264,11 @@ search_axes axes_of(const job_spec& base, const search_space& s) {
       [&](std::int64_t e) { return e == 1 || (m.is_moe() && m.moe.num_experts % e == 0); }, "${space.ep}",
       m.is_moe() ? "EP must divide ${model.moe.num_experts} (" + std::to_string(m.moe.num_experts) + ")"
                  : "EP > 1 needs an MoE model (${model.moe.num_experts})");
+  // ETP: the layout's TP (Megatron's default) and 1 (parallel folding), or the sizes given.
+  for (std::int64_t v : s.etp) {
+    if (v < 1) throw input_error("${space.etp}: sizes must be positive, got " + std::to_string(v));
+  }
+  x.etps = !m.is_moe() ? std::vector<std::int64_t>{0} : s.etp.empty() ? std::vector<std::int64_t>{0, 1} : s.etp;
   x.recomputes = s.recompute.empty() ? std::vector<recompute_choice>{recompute_choice::none, recompute_choice::selective,
                                                                      recompute_choice::full, recompute_choice::block}
                                      : s.recompute;
@@ -401,6 +409,9 @@ enumeration enumerate_layouts(const job_spec& base, const search_space& s, const
       for (std::int64_t cp : x.cps) {
         for (std::int64_t pp : x.pps) {
           for (std::int64_t ep : x.eps) {
+           for (std::int64_t etp_given : x.etps) {
+            const std::int64_t etp = etp_given == 0 ? tp : etp_given;  // 0: the TP of this layout
+            if (etp_given == 1 && tp == 1 && x.etps.size() > 1 && x.etps.front() == 0) continue;  // = TP, counted once
             const std::int64_t gpus = n * gpn;
             const std::int64_t mp = tp * pp * cp;
             if (gpus % mp != 0 || !even_on_nodes(tp * cp, gpn)) {
@@ -409,7 +420,10 @@ enumeration enumerate_layouts(const job_spec& base, const search_space& s, const
             }
             ++e.had_world;
             const std::int64_t dp = gpus / mp;
-            if (gbs % dp != 0 || (ep > 1 && (dp * cp) % ep != 0) || (cp > 1 && m.seq_length % (2 * cp) != 0)) {
+            // Parallel folding: ETP×EP must divide a stage's TP×CP×DP ranks (§2.1).
+            const bool experts_fit = !m.is_moe() || ((tp * cp * dp) % (etp * ep) == 0 &&
+                                                     m.moe.expert_ffn_hidden_size % etp == 0);
+            if (gbs % dp != 0 || !experts_fit || (cp > 1 && m.seq_length % (2 * cp) != 0)) {
               reject(res.pruned_divisibility);
               continue;
             }
@@ -426,8 +440,14 @@ enumeration enumerate_layouts(const job_spec& base, const search_space& s, const
             c.pp = pp;
             c.cp = cp;
             c.ep = ep;
+            c.etp = m.is_moe() ? etp : tp;
+            c.dispatcher = m.is_moe() && ep > 1 && base.training.framework == framework_kind::megatron &&
+                                   base.parallel.moe_dispatcher == moe_dispatcher_kind::framework_default
+                               ? moe_dispatcher_kind::alltoall
+                               : moe_dispatcher_kind::framework_default;
             c.dp = dp;
             enumerate_inner(base, s, x, c, e, res);
+           }
           }
         }
       }
@@ -480,23 +500,36 @@ using detail::top_k_threshold;
 void bound_layouts(const job_spec& base, std::vector<proto>& protos, worker_pool& pool) {
   const compute_efficiency eff = effective_compute_efficiency(base.cluster.gpu);
   const bool moe_model = base.model.is_moe();
+  const bool windows = base.model.sliding_window > 0 && base.model.sliding_window < base.model.seq_length;
   const std::int64_t gbs = base.training.global_batch_size;
   pool.run(protos.size(), [&](std::size_t i, job_spec& j, std::map<layer_key, unit_time>& layers) {
     search_candidate& c = protos[i].c;
-    const layer_key key{c.tp, c.cp, c.ep, c.mbs, c.sequence_parallel};
+    const layer_key key{c.tp, c.cp, c.ep, c.etp, c.mbs, c.sequence_parallel};
     auto it = layers.find(key);
     if (it == layers.end()) {
       apply_candidate(j, base, c);
-      unit_time u = layer_compute(j, eff, false);
-      if (moe_model) {
-        const unit_time moe = layer_compute(j, eff, true);
-        if (moe.forward.total_s() + moe.backward.total_s() < u.forward.total_s() + u.backward.total_s()) u = moe;
+      // The cheapest layer of each kind the model has (dense/MoE × full/windowed attention), field by
+      // field, so that the bound stays below every stage's real sum (§7.2): held as forward.gemm_s (all
+      // of the forward), backward.gemm_s and forward.attention_s (what selective recomputation redoes).
+      unit_time u;
+      bool first = true;
+      for (const bool moe : {false, true}) {
+        if (moe && !moe_model) continue;
+        for (const bool window : {false, true}) {
+          if (window && !windows) continue;
+          const unit_time l = layer_compute(j, eff, moe, window);
+          const double f = l.forward.total_s(), b = l.backward.total_s(), a = l.forward.attention_s;
+          u.forward.gemm_s = first ? f : std::min(u.forward.gemm_s, f);
+          u.backward.gemm_s = first ? b : std::min(u.backward.gemm_s, b);
+          u.forward.attention_s = first ? a : std::min(u.forward.attention_s, a);
+          first = false;
+        }
       }
       it = layers.emplace(key, u).first;
     }
     const unit_time& u = it->second;
-    const double f = u.forward.total_s();
-    const double b = u.backward.total_s();
+    const double f = u.forward.gemm_s;
+    const double b = u.backward.gemm_s;
     const double layers_on_rank = static_cast<double>(protos[i].stage_layers);
     double extra = 0;
     switch (c.recompute) {

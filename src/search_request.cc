@@ -40,6 +40,8 @@ std::vector<local_flag> search_table(search_request* r) {
       {"--cp", {"--context-parallel-size"}, "LIST", 1, "CP values [1; powers of 2 to 16 from 8192 tokens]",
        ints(&search_space::cp, s)},
       {"--ep", {"--expert-model-parallel-size"}, "LIST", 1, "EP values [divisors of the experts]", ints(&search_space::ep, s)},
+      {"--etp", {"--expert-tensor-parallel-size"}, "LIST", 1, "expert TP values [the layout's TP, and 1]",
+       ints(&search_space::etp, s)},
       {"--vpp", {"--virtual-pipeline-model-parallel-size"}, "LIST", 1, "model chunks per rank [all, Megatron]",
        ints(&search_space::vpp, s)},
       {"--mbs", {"--micro-batch-size"}, "LIST", 1, "micro-batch sizes [divisors of GBS/DP]", ints(&search_space::mbs, s)},

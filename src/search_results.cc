@@ -16,6 +16,10 @@ std::vector<std::string> candidate_flags(const search_candidate& c, framework_ki
   auto add = [&a](std::initializer_list<std::string> more) { a.insert(a.end(), more); };
   if (c.cp > 1) add({"--cp", n(c.cp)});
   if (c.ep > 1) add({"--ep", n(c.ep)});
+  if (c.etp != c.tp) add({"--etp", n(c.etp)});
+  if (c.dispatcher != moe_dispatcher_kind::framework_default) {
+    add({"--moe-token-dispatcher-type", std::string(to_string(c.dispatcher))});
+  }
   if (c.vpp > 1) add({"--vpp", n(c.vpp)});
   if (c.first_stage_layers >= 0) add({"--decoder-first-pipeline-num-layers", n(c.first_stage_layers)});
   if (c.last_stage_layers >= 0) add({"--decoder-last-pipeline-num-layers", n(c.last_stage_layers)});

@@ -119,7 +119,13 @@ TEST(ArgsBadInput, EpMustDivideExperts) {
   EXPECT_EQ(error_of({"--model", "mixtral-8x7b", "--ep", "3", "--num-gpus", "24"}),
             "--num-experts (8) must be divisible by --expert-model-parallel-size (3)");
   EXPECT_EQ(error_of({"--model", "mixtral-8x7b", "--ep", "4", "--tp", "2", "--num-gpus", "4"}),
-            "DP×CP (2) must be divisible by --expert-model-parallel-size (4)");
+            "expert TP × EP (2 × 4 = 8, --expert-tensor-parallel-size × --expert-model-parallel-size; expert TP "
+            "defaults to TP) must divide the ranks of a pipeline stage, TP × CP × DP = 2 × 1 × 2 = 4 (Megatron-Core's "
+            "expert parallel groups)");
+  // Parallel folding: expert TP 1 lets EP 4 use the TP ranks too.
+  EXPECT_EQ(error_of({"--model", "mixtral-8x7b", "--ep", "4", "--tp", "2", "--etp", "1", "--num-gpus", "4"}), "");
+  EXPECT_EQ(error_of({"--model", "mixtral-8x7b", "--etp", "3", "--num-gpus", "6"}),
+            "--moe-ffn-hidden-size (14336) must be divisible by --expert-tensor-parallel-size (3)");
 }
 
 TEST(ArgsBadInput, EpWithoutMoe) {

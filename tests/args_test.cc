@@ -320,8 +320,10 @@ TEST(ArgsLaunchLine, UnmodelledFlagIsAnErrorNamingIt) {
   const args_t line = {"--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", "--model", "llama2-7b"};
   EXPECT_THAT(error_of(concat(line, {"--fp8-format", "hybrid"})),
               AllOf(StartsWith("--fp8-format "), HasSubstr("not modelled")));
+  EXPECT_THAT(error_of(concat(line, {"--moe-latent-size", "128"})),
+              StartsWith("--moe-latent-size would change the estimate but is not modelled"));
   EXPECT_THAT(error_of(concat(line, {"--expert-tensor-parallel-size", "2"})),
-              StartsWith("--expert-tensor-parallel-size would change the estimate but is not modelled"));
+              StartsWith("--expert-tensor-parallel-size 2 needs an MoE model (--num-experts)"));
   // The same outside a launch line.
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--fp8-format", "e4m3"}), StartsWith("--fp8-format "));
 }
@@ -418,7 +420,8 @@ TEST(ArgsMegatronCore, EveryFlagOfTheCurrentReleaseIsClassified) {
   EXPECT_EQ(trainplan::classify_flag("--tensor_model_parallel_size"), flag_class::modelled);
   EXPECT_EQ(trainplan::classify_flag("--wandb-project"), flag_class::ignored);
   EXPECT_EQ(trainplan::classify_flag("--fp8-recipe"), flag_class::refused);
-  EXPECT_EQ(trainplan::classify_flag("--moe-router-group-topk"), flag_class::refused);
+  EXPECT_EQ(trainplan::classify_flag("--moe-router-group-topk"), flag_class::modelled);  // issue 11
+  EXPECT_EQ(trainplan::classify_flag("--moe-latent-size"), flag_class::refused);
   EXPECT_EQ(trainplan::classify_flag("--cuda-graph-impl"), flag_class::refused);
   EXPECT_EQ(trainplan::classify_flag("--no-such-flag"), flag_class::unknown);
 }

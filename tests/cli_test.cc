@@ -356,10 +356,12 @@ const std::vector<std::string> kLlama70bVpp = {
     "--model", "llama3-70b", "--cluster", "dgx-h100", "--num-nodes", "8", "--tp", "8", "--pp", "4",
     "--num-layers-per-virtual-pipeline-stage", "5", "--sequence-parallel", "--recompute-granularity", "selective",
     "--use-flash-attn", "--use-distributed-optimizer", "--mbs", "1", "--gbs", "32", "--bf16"};
-// Mixtral-8x7B on 8 DGX-H100 nodes with experts over 8 GPUs: TP 2, EP 8, DP 32.
+// Mixtral-8x7B on 8 DGX-H100 nodes with experts over 8 GPUs: TP 2, EP 8, DP 32, all-to-all dispatch as
+// Megatron-Core's Mixtral recipe sets it (the default dispatcher is allgather).
 const std::vector<std::string> kMixtralEp8 = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "64",
                                               "--tp", "2", "--ep", "8", "--sp", "--use-distributed-optimizer",
-                                              "--use-flash-attn", "--gbs", "256"};
+                                              "--use-flash-attn", "--gbs", "256", "--moe-token-dispatcher-type",
+                                              "alltoall"};
 // Megatron-530B on 630 DGX-A100 nodes, interleaved (VPP 7, one layer per chunk), block recomputation.
 const std::vector<std::string> kMegatron530bBlock = {
     "--model", "megatron-530b", "--cluster", "dgx-a100", "--num-nodes", "630", "--tp", "4", "--pp", "15",

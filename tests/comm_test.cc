@@ -403,7 +403,7 @@ TEST(CommGroups, ExpertGroupsAreCarvedOutOfDataParallel) {
   const job_spec job = job_of({"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "16",
                                "--seq-length", "1024", "--vocab-size", "32000", "--num-experts", "8",
                                "--moe-router-topk", "2", "--tp", "2", "--ep", "4", "--sp", "--num-nodes", "2",
-                               "--gpus-per-node", "8"});
+                               "--gpus-per-node", "8", "--moe-token-dispatcher-type", "alltoall"});
   EXPECT_EQ(job.parallel.dp, 8);
   const comm_report r = analyze_comm(job);
   EXPECT_EQ(r[parallel_dim::ep].groups.ranks.at(0), (std::vector<std::int64_t>{0, 2, 4, 6}));
@@ -415,7 +415,10 @@ TEST(CommGroups, ExpertGroupsAreCarvedOutOfDataParallel) {
   const comm_dimension& ep = r[parallel_dim::ep];
   const double sent = 1024.0 / 2 * 2 * 1024 * 2;
   EXPECT_EQ(ep.collectives.at(0).bytes_per_call, sent);
-  EXPECT_EQ(ep.calls_per_iteration_per_gpu, 4 * 4);  // 4 MoE layers, 1 micro-batch
+  // Expert TP = TP = 2: what each rank received is all-gathered over expert-TP (output 2 × sent) and
+  // reduce-scattered back, in both passes (§4.2.5): 4 more calls per layer.
+  EXPECT_EQ(row(ep, "received tokens all-gathered over expert-TP").bytes_per_call, 2 * sent);
+  EXPECT_EQ(ep.calls_per_iteration_per_gpu, 4 * (4 + 4));  // 4 MoE layers, 1 micro-batch
   // Expert gradients are reduced over expert-DP (size 2), dense ones over DP (size 8).
   EXPECT_EQ(row(r[parallel_dim::dp], "expert gradient all-reduce").group_size, 2);
   EXPECT_EQ(row(r[parallel_dim::dp], "gradient all-reduce").group_size, 8);

@@ -67,6 +67,22 @@ group_placement placement_of(const job_spec& job, parallel_dim dim);
 /// placement_of would throw for the first that cannot: the search's prefilter, without exceptions.
 std::string placement_violation(const job_spec& job);
 
+/// What one MoE layer's token dispatch moves for one micro-batch on one rank (the combine moves the
+/// same back; docs/formulas.md §4.2.5). Bytes.
+struct moe_dispatch_volume {
+  double tokens = 0;               ///< tokens the rank routes (sequence-parallel share with SP)
+  double destination_nodes = 0;    ///< expected distinct nodes a token reaches (flex dispatcher)
+  double gather_bytes = 0;         ///< allgather: hidden states gathered over EP (output size)
+  double routing_bytes = 0;        ///< allgather: fp32 probabilities and the 1-byte routing map, gathered
+  double all_to_all_bytes = 0;     ///< alltoall and flex: the busiest rank's buffer
+  double etp_gather_bytes = 0;     ///< ETP > 1: the received tokens all-gathered over expert-TP (output size)
+};
+/// The volumes for `job` whose EP group spans `ep_nodes` nodes, `act_bytes` per element.
+moe_dispatch_volume moe_dispatch_of(const job_spec& job, std::int64_t ep_nodes, double act_bytes);
+/// Expected distinct nodes among a token's top-k experts, the experts spread evenly over `nodes`
+/// nodes, with group-limited routing (router_num_groups groups, router_group_topk chosen) where set.
+double expected_destination_nodes(const moe_spec& moe, std::int64_t nodes);
+
 // ---- rank order and groups (§4.1) ----------------------------------------------------------------
 
 /// "tp-cp-ep-dp-pp" (or comma-separated) → dims fastest first, as parallel_dim values. Throws

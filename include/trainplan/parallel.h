@@ -19,6 +19,11 @@ enum class recompute_method { uniform, block };
 enum class optimizer_kind { adam, sgd };
 /// How context parallelism exchanges keys and values (Megatron --cp-comm-type; docs/formulas.md §4.2.2).
 enum class cp_comm_kind { p2p, all_gather };
+/// How MoE tokens reach their experts (Megatron --moe-token-dispatcher-type; §4.2.5): all-gather the
+/// hidden states over EP×ETP and reduce-scatter back (Megatron-Core's default), all-to-all one copy per
+/// routed expert, or flex (DeepEP: one copy per destination node over the network, forwarded over NVLink).
+enum class moe_dispatcher_kind { framework_default, allgather, alltoall, flex };
+std::string_view to_string(moe_dispatcher_kind k);
 
 std::string_view to_string(framework_kind k);
 
@@ -51,6 +56,9 @@ struct parallel_config {
   std::int64_t pp = 1;
   std::int64_t cp = 1;
   std::int64_t ep = 1;
+  /// Expert tensor parallelism (Megatron --expert-tensor-parallel-size); 0: = tp, Megatron's default.
+  /// With "parallel folding" the experts' ETP×EP and attention's TP×CP×DP share a stage's ranks.
+  std::int64_t etp = 0;
   std::int64_t dp = 1;
   std::int64_t vpp = 1;  ///< model chunks per pipeline rank (interleaved 1F1B when > 1)
   std::int64_t num_layers_per_virtual_stage = 0;  ///< Megatron's flag; 0 = not interleaved
@@ -62,10 +70,22 @@ struct parallel_config {
   /// Megatron's default "tp-cp-ep-dp-pp" (--rank-order; docs/formulas.md §4.1).
   std::array<std::int8_t, 5> rank_order = {0, 1, 2, 3, 4};
   cp_comm_kind cp_comm = cp_comm_kind::p2p;  ///< --cp-comm-type
+  /// --moe-token-dispatcher-type; finalize_job resolves the framework default (Megatron: allgather;
+  /// DeepSpeed and FSDP/torchtitan: alltoall).
+  moe_dispatcher_kind moe_dispatcher = moe_dispatcher_kind::framework_default;
   /// Legacy Megatron's --scatter-gather-tensors-in-pipeline: each TP rank sends 1/t of the activation
   /// and the receiver all-gathers it (docs/formulas.md §4.2.3). Off: the full tensor (Megatron core).
   bool pp_scatter_gather = false;
 };
+
+/// Expert tensor parallel size as resolved (etp 0 means TP).
+inline std::int64_t expert_tensor_parallel(const parallel_config& p) { return p.etp > 0 ? p.etp : p.tp; }
+/// Replicas of each expert shard, whose gradients are reduced together: TP×CP×DP / (ETP×EP)
+/// (Megatron-Core's expert data parallel group; with ETP = TP, DP×CP/EP; §2.4).
+inline std::int64_t expert_data_parallel(const parallel_config& p) {
+  const std::int64_t shard = expert_tensor_parallel(p) * p.ep;
+  return shard > 0 ? p.tp * p.cp * p.dp / shard : 1;
+}
 
 /// How the model is trained.
 struct training_config {

@@ -24,6 +24,8 @@ std::string_view to_string(recompute_choice k);
 /// What the user allows per dimension. An empty list means every valid value (§7.1).
 struct search_space {
   std::vector<std::int64_t> tp, pp, cp, ep, vpp, mbs, nodes;
+  /// Expert tensor parallel sizes; empty: TP and, with TP > 1, 1 (parallel folding), for MoE models.
+  std::vector<std::int64_t> etp;
   std::vector<recompute_choice> recompute;
   std::vector<int> zero_stage;
   std::vector<bool> sequence_parallel;
@@ -45,6 +47,10 @@ struct search_candidate {
   std::int64_t num_gpus = 0;
   std::int64_t num_nodes = 0;
   std::int64_t tp = 1, pp = 1, cp = 1, ep = 1, dp = 1, vpp = 1, mbs = 1;
+  std::int64_t etp = 1;  ///< expert tensor parallel size (= tp for dense models)
+  /// The MoE dispatcher the search chose: alltoall for EP > 1 when the job left Megatron's default
+  /// (allgather), as Megatron-Core's MoE README recommends; framework_default: the job's own.
+  moe_dispatcher_kind dispatcher = moe_dispatcher_kind::framework_default;
   /// An uneven split where the layers do not divide PP (Megatron's --decoder-first/last-pipeline-num-layers:
   /// the ends take the remainder of ⌈L/p⌉ per middle stage); -1: the even split.
   std::int64_t first_stage_layers = -1, last_stage_layers = -1;

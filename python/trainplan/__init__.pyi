@@ -54,7 +54,25 @@ class Job:
         moe_router_topk: Optional[int] = ...,
         moe_ffn_hidden_size: Optional[int] = ...,
         moe_shared_expert_intermediate_size: Optional[int] = ...,
-        moe_layer_freq: Optional[int] = ...,
+        moe_layer_freq: Optional[float] = ...,
+        moe_shared_expert_gate: Optional[bool] = ...,
+        moe_router_enable_expert_bias: Optional[bool] = ...,
+        moe_router_num_groups: Optional[int] = ...,
+        moe_router_group_topk: Optional[int] = ...,
+        moe_expert_capacity_factor: Optional[float] = ...,
+        moe_load_imbalance: Optional[float] = ...,
+        multi_latent_attention: Optional[bool] = ...,
+        q_lora_rank: Optional[int] = ...,
+        kv_lora_rank: Optional[int] = ...,
+        qk_head_dim: Optional[int] = ...,
+        qk_pos_emb_head_dim: Optional[int] = ...,
+        v_head_dim: Optional[int] = ...,
+        qk_layernorm: Optional[bool] = ...,
+        softmax_type: Union[str, os.PathLike[str], None] = ...,
+        mtp_num_layers: Optional[int] = ...,
+        window_size: Optional[float] = ...,
+        window_attn_skip_freq: Optional[float] = ...,
+        window_kind: Union[str, os.PathLike[str], None] = ...,
         tensor_model_parallel_size: Optional[int] = ...,
         tp: Optional[int] = ...,
         pipeline_model_parallel_size: Optional[int] = ...,
@@ -63,6 +81,10 @@ class Job:
         cp: Optional[int] = ...,
         expert_model_parallel_size: Optional[int] = ...,
         ep: Optional[int] = ...,
+        expert_tensor_parallel_size: Optional[int] = ...,
+        etp: Optional[int] = ...,
+        moe_token_dispatcher_type: Union[str, os.PathLike[str], None] = ...,
+        moe_enable_deepep: Optional[bool] = ...,
         dp: Optional[int] = ...,
         data_parallel_size: Optional[int] = ...,
         num_layers_per_virtual_pipeline_stage: Optional[int] = ...,
@@ -161,11 +183,32 @@ class Job:
         moe_router_topk [K]: experts per token (default 2)
         moe_ffn_hidden_size [N]: FFN width of one expert (default --ffn-hidden-size)
         moe_shared_expert_intermediate_size [N]: total width of shared experts (default 0)
-        moe_layer_freq [N]: every N-th layer is MoE (default 1)
+        moe_layer_freq [N|PATTERN]: every N-th layer is MoE, or a per-layer list such as ([0]*3+[1]*58) (default 1)
+        moe_shared_expert_gate: sigmoid gate on the shared experts (Qwen2-MoE)
+        moe_router_enable_expert_bias: per-expert score bias (DeepSeek-V3)
+        moe_router_num_groups [N]: expert groups for group-limited routing (nodes of the EP group: node-limited) (default 0 (unlimited))
+        moe_router_group_topk [K]: groups a token may be routed to (default 0)
+        moe_expert_capacity_factor [F]: tokens an expert takes, × the balanced share (default none (dropless))
+        moe_load_imbalance [F]: dropless routing: busiest expert's tokens over the balanced share (default 1.0 (balanced))
+        multi_latent_attention: multi-head latent attention (DeepSeek)
+        q_lora_rank [N]: MLA query compression rank (default none (direct queries))
+        kv_lora_rank [N]: MLA key/value compression rank (default 32)
+        qk_head_dim [N]: MLA query/key head dim without RoPE (default 128)
+        qk_pos_emb_head_dim [N]: MLA decoupled RoPE head dim (default 64)
+        v_head_dim [N]: MLA value head dim (default 128)
+        qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
+        softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
+        mtp_num_layers [N]: multi-token-prediction depth (default 0)
+        window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
+        window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
+        window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
         tensor_model_parallel_size / tp [N]: tensor parallel size t (default 1)
         pipeline_model_parallel_size / pp [N]: pipeline stages p (default 1)
         context_parallel_size / cp [N]: context parallel size (default 1)
         expert_model_parallel_size / ep [N]: expert parallel size (default 1)
+        expert_tensor_parallel_size / etp [N]: tensor parallel size of the experts (1 with TP > 1: parallel folding) (default TP)
+        moe_token_dispatcher_type [KIND]: MoE token dispatch: allgather, alltoall or flex (DeepEP) (default allgather (Megatron), alltoall (DeepSpeed, FSDP))
+        moe_enable_deepep: DeepEP dispatch (= --moe-token-dispatcher-type flex)
         dp / data_parallel_size [N]: data parallel size (sets the world size when no GPU count is given) (default world/(TP·PP·CP))
         num_layers_per_virtual_pipeline_stage / vpp_layers [N]: layers per model chunk: interleaved 1F1B (default 0 (no interleaving))
         virtual_pipeline_model_parallel_size / vpp [N]: model chunks per pipeline rank (sets the layers per virtual stage) (default 1)
@@ -246,6 +289,8 @@ def search(*,
     context_parallel_size: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     ep: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     expert_model_parallel_size: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
+    etp: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
+    expert_tensor_parallel_size: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     vpp: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     virtual_pipeline_model_parallel_size: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     mbs: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
@@ -303,7 +348,27 @@ def search(*,
     moe_router_topk: Optional[int] = ...,
     moe_ffn_hidden_size: Optional[int] = ...,
     moe_shared_expert_intermediate_size: Optional[int] = ...,
-    moe_layer_freq: Optional[int] = ...,
+    moe_layer_freq: Optional[float] = ...,
+    moe_shared_expert_gate: Optional[bool] = ...,
+    moe_router_enable_expert_bias: Optional[bool] = ...,
+    moe_router_num_groups: Optional[int] = ...,
+    moe_router_group_topk: Optional[int] = ...,
+    moe_expert_capacity_factor: Optional[float] = ...,
+    moe_load_imbalance: Optional[float] = ...,
+    multi_latent_attention: Optional[bool] = ...,
+    q_lora_rank: Optional[int] = ...,
+    kv_lora_rank: Optional[int] = ...,
+    qk_head_dim: Optional[int] = ...,
+    qk_pos_emb_head_dim: Optional[int] = ...,
+    v_head_dim: Optional[int] = ...,
+    qk_layernorm: Optional[bool] = ...,
+    softmax_type: Union[str, os.PathLike[str], None] = ...,
+    mtp_num_layers: Optional[int] = ...,
+    window_size: Optional[float] = ...,
+    window_attn_skip_freq: Optional[float] = ...,
+    window_kind: Union[str, os.PathLike[str], None] = ...,
+    moe_token_dispatcher_type: Union[str, os.PathLike[str], None] = ...,
+    moe_enable_deepep: Optional[bool] = ...,
     dp: Optional[int] = ...,
     data_parallel_size: Optional[int] = ...,
     num_layers_per_virtual_pipeline_stage: Optional[int] = ...,
@@ -362,6 +427,7 @@ def search(*,
     pp / pipeline_model_parallel_size [LIST]: PP values [every split of the layers]
     cp / context_parallel_size [LIST]: CP values [1; powers of 2 to 16 from 8192 tokens]
     ep / expert_model_parallel_size [LIST]: EP values [divisors of the experts]
+    etp / expert_tensor_parallel_size [LIST]: expert TP values [the layout's TP, and 1]
     vpp / virtual_pipeline_model_parallel_size [LIST]: model chunks per rank [all, Megatron]
     mbs / micro_batch_size [LIST]: micro-batch sizes [divisors of GBS/DP]
     nodes [LIST]: node counts [1 to --num-nodes]
@@ -411,7 +477,27 @@ def search(*,
     moe_router_topk [K]: experts per token (default 2)
     moe_ffn_hidden_size [N]: FFN width of one expert (default --ffn-hidden-size)
     moe_shared_expert_intermediate_size [N]: total width of shared experts (default 0)
-    moe_layer_freq [N]: every N-th layer is MoE (default 1)
+    moe_layer_freq [N|PATTERN]: every N-th layer is MoE, or a per-layer list such as ([0]*3+[1]*58) (default 1)
+    moe_shared_expert_gate: sigmoid gate on the shared experts (Qwen2-MoE)
+    moe_router_enable_expert_bias: per-expert score bias (DeepSeek-V3)
+    moe_router_num_groups [N]: expert groups for group-limited routing (nodes of the EP group: node-limited) (default 0 (unlimited))
+    moe_router_group_topk [K]: groups a token may be routed to (default 0)
+    moe_expert_capacity_factor [F]: tokens an expert takes, × the balanced share (default none (dropless))
+    moe_load_imbalance [F]: dropless routing: busiest expert's tokens over the balanced share (default 1.0 (balanced))
+    multi_latent_attention: multi-head latent attention (DeepSeek)
+    q_lora_rank [N]: MLA query compression rank (default none (direct queries))
+    kv_lora_rank [N]: MLA key/value compression rank (default 32)
+    qk_head_dim [N]: MLA query/key head dim without RoPE (default 128)
+    qk_pos_emb_head_dim [N]: MLA decoupled RoPE head dim (default 64)
+    v_head_dim [N]: MLA value head dim (default 128)
+    qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
+    softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
+    mtp_num_layers [N]: multi-token-prediction depth (default 0)
+    window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
+    window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
+    window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
+    moe_token_dispatcher_type [KIND]: MoE token dispatch: allgather, alltoall or flex (DeepEP) (default allgather (Megatron), alltoall (DeepSpeed, FSDP))
+    moe_enable_deepep: DeepEP dispatch (= --moe-token-dispatcher-type flex)
     dp / data_parallel_size [N]: data parallel size (sets the world size when no GPU count is given) (default world/(TP·PP·CP))
     num_layers_per_virtual_pipeline_stage / vpp_layers [N]: layers per model chunk: interleaved 1F1B (default 0 (no interleaving))
     decoder_first_pipeline_num_layers [N]: layers on the first pipeline stage (default even split)
@@ -477,6 +563,8 @@ def shapes(*,
     context_parallel_size: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     ep: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     expert_model_parallel_size: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
+    etp: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
+    expert_tensor_parallel_size: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     vpp: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     virtual_pipeline_model_parallel_size: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     mbs: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
@@ -534,7 +622,27 @@ def shapes(*,
     moe_router_topk: Optional[int] = ...,
     moe_ffn_hidden_size: Optional[int] = ...,
     moe_shared_expert_intermediate_size: Optional[int] = ...,
-    moe_layer_freq: Optional[int] = ...,
+    moe_layer_freq: Optional[float] = ...,
+    moe_shared_expert_gate: Optional[bool] = ...,
+    moe_router_enable_expert_bias: Optional[bool] = ...,
+    moe_router_num_groups: Optional[int] = ...,
+    moe_router_group_topk: Optional[int] = ...,
+    moe_expert_capacity_factor: Optional[float] = ...,
+    moe_load_imbalance: Optional[float] = ...,
+    multi_latent_attention: Optional[bool] = ...,
+    q_lora_rank: Optional[int] = ...,
+    kv_lora_rank: Optional[int] = ...,
+    qk_head_dim: Optional[int] = ...,
+    qk_pos_emb_head_dim: Optional[int] = ...,
+    v_head_dim: Optional[int] = ...,
+    qk_layernorm: Optional[bool] = ...,
+    softmax_type: Union[str, os.PathLike[str], None] = ...,
+    mtp_num_layers: Optional[int] = ...,
+    window_size: Optional[float] = ...,
+    window_attn_skip_freq: Optional[float] = ...,
+    window_kind: Union[str, os.PathLike[str], None] = ...,
+    moe_token_dispatcher_type: Union[str, os.PathLike[str], None] = ...,
+    moe_enable_deepep: Optional[bool] = ...,
     dp: Optional[int] = ...,
     data_parallel_size: Optional[int] = ...,
     num_layers_per_virtual_pipeline_stage: Optional[int] = ...,
@@ -600,6 +708,7 @@ def shapes(*,
     pp / pipeline_model_parallel_size [LIST]: PP values [every split of the layers]
     cp / context_parallel_size [LIST]: CP values [1; powers of 2 to 16 from 8192 tokens]
     ep / expert_model_parallel_size [LIST]: EP values [divisors of the experts]
+    etp / expert_tensor_parallel_size [LIST]: expert TP values [the layout's TP, and 1]
     vpp / virtual_pipeline_model_parallel_size [LIST]: model chunks per rank [all, Megatron]
     mbs / micro_batch_size [LIST]: micro-batch sizes [divisors of GBS/DP]
     nodes [LIST]: node counts [1 to --num-nodes]
@@ -649,7 +758,27 @@ def shapes(*,
     moe_router_topk [K]: experts per token (default 2)
     moe_ffn_hidden_size [N]: FFN width of one expert (default --ffn-hidden-size)
     moe_shared_expert_intermediate_size [N]: total width of shared experts (default 0)
-    moe_layer_freq [N]: every N-th layer is MoE (default 1)
+    moe_layer_freq [N|PATTERN]: every N-th layer is MoE, or a per-layer list such as ([0]*3+[1]*58) (default 1)
+    moe_shared_expert_gate: sigmoid gate on the shared experts (Qwen2-MoE)
+    moe_router_enable_expert_bias: per-expert score bias (DeepSeek-V3)
+    moe_router_num_groups [N]: expert groups for group-limited routing (nodes of the EP group: node-limited) (default 0 (unlimited))
+    moe_router_group_topk [K]: groups a token may be routed to (default 0)
+    moe_expert_capacity_factor [F]: tokens an expert takes, × the balanced share (default none (dropless))
+    moe_load_imbalance [F]: dropless routing: busiest expert's tokens over the balanced share (default 1.0 (balanced))
+    multi_latent_attention: multi-head latent attention (DeepSeek)
+    q_lora_rank [N]: MLA query compression rank (default none (direct queries))
+    kv_lora_rank [N]: MLA key/value compression rank (default 32)
+    qk_head_dim [N]: MLA query/key head dim without RoPE (default 128)
+    qk_pos_emb_head_dim [N]: MLA decoupled RoPE head dim (default 64)
+    v_head_dim [N]: MLA value head dim (default 128)
+    qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
+    softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
+    mtp_num_layers [N]: multi-token-prediction depth (default 0)
+    window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
+    window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
+    window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
+    moe_token_dispatcher_type [KIND]: MoE token dispatch: allgather, alltoall or flex (DeepEP) (default allgather (Megatron), alltoall (DeepSpeed, FSDP))
+    moe_enable_deepep: DeepEP dispatch (= --moe-token-dispatcher-type flex)
     dp / data_parallel_size [N]: data parallel size (sets the world size when no GPU count is given) (default world/(TP·PP·CP))
     num_layers_per_virtual_pipeline_stage / vpp_layers [N]: layers per model chunk: interleaved 1F1B (default 0 (no interleaving))
     decoder_first_pipeline_num_layers [N]: layers on the first pipeline stage (default even split)
@@ -752,7 +881,25 @@ def plan(job: Optional[Job] = ..., *,
     moe_router_topk: Optional[int] = ...,
     moe_ffn_hidden_size: Optional[int] = ...,
     moe_shared_expert_intermediate_size: Optional[int] = ...,
-    moe_layer_freq: Optional[int] = ...,
+    moe_layer_freq: Optional[float] = ...,
+    moe_shared_expert_gate: Optional[bool] = ...,
+    moe_router_enable_expert_bias: Optional[bool] = ...,
+    moe_router_num_groups: Optional[int] = ...,
+    moe_router_group_topk: Optional[int] = ...,
+    moe_expert_capacity_factor: Optional[float] = ...,
+    moe_load_imbalance: Optional[float] = ...,
+    multi_latent_attention: Optional[bool] = ...,
+    q_lora_rank: Optional[int] = ...,
+    kv_lora_rank: Optional[int] = ...,
+    qk_head_dim: Optional[int] = ...,
+    qk_pos_emb_head_dim: Optional[int] = ...,
+    v_head_dim: Optional[int] = ...,
+    qk_layernorm: Optional[bool] = ...,
+    softmax_type: Union[str, os.PathLike[str], None] = ...,
+    mtp_num_layers: Optional[int] = ...,
+    window_size: Optional[float] = ...,
+    window_attn_skip_freq: Optional[float] = ...,
+    window_kind: Union[str, os.PathLike[str], None] = ...,
     tensor_model_parallel_size: Optional[int] = ...,
     tp: Optional[int] = ...,
     pipeline_model_parallel_size: Optional[int] = ...,
@@ -761,6 +908,10 @@ def plan(job: Optional[Job] = ..., *,
     cp: Optional[int] = ...,
     expert_model_parallel_size: Optional[int] = ...,
     ep: Optional[int] = ...,
+    expert_tensor_parallel_size: Optional[int] = ...,
+    etp: Optional[int] = ...,
+    moe_token_dispatcher_type: Union[str, os.PathLike[str], None] = ...,
+    moe_enable_deepep: Optional[bool] = ...,
     dp: Optional[int] = ...,
     data_parallel_size: Optional[int] = ...,
     num_layers_per_virtual_pipeline_stage: Optional[int] = ...,
@@ -873,11 +1024,32 @@ def plan(job: Optional[Job] = ..., *,
     moe_router_topk [K]: experts per token (default 2)
     moe_ffn_hidden_size [N]: FFN width of one expert (default --ffn-hidden-size)
     moe_shared_expert_intermediate_size [N]: total width of shared experts (default 0)
-    moe_layer_freq [N]: every N-th layer is MoE (default 1)
+    moe_layer_freq [N|PATTERN]: every N-th layer is MoE, or a per-layer list such as ([0]*3+[1]*58) (default 1)
+    moe_shared_expert_gate: sigmoid gate on the shared experts (Qwen2-MoE)
+    moe_router_enable_expert_bias: per-expert score bias (DeepSeek-V3)
+    moe_router_num_groups [N]: expert groups for group-limited routing (nodes of the EP group: node-limited) (default 0 (unlimited))
+    moe_router_group_topk [K]: groups a token may be routed to (default 0)
+    moe_expert_capacity_factor [F]: tokens an expert takes, × the balanced share (default none (dropless))
+    moe_load_imbalance [F]: dropless routing: busiest expert's tokens over the balanced share (default 1.0 (balanced))
+    multi_latent_attention: multi-head latent attention (DeepSeek)
+    q_lora_rank [N]: MLA query compression rank (default none (direct queries))
+    kv_lora_rank [N]: MLA key/value compression rank (default 32)
+    qk_head_dim [N]: MLA query/key head dim without RoPE (default 128)
+    qk_pos_emb_head_dim [N]: MLA decoupled RoPE head dim (default 64)
+    v_head_dim [N]: MLA value head dim (default 128)
+    qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
+    softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
+    mtp_num_layers [N]: multi-token-prediction depth (default 0)
+    window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
+    window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
+    window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
     tensor_model_parallel_size / tp [N]: tensor parallel size t (default 1)
     pipeline_model_parallel_size / pp [N]: pipeline stages p (default 1)
     context_parallel_size / cp [N]: context parallel size (default 1)
     expert_model_parallel_size / ep [N]: expert parallel size (default 1)
+    expert_tensor_parallel_size / etp [N]: tensor parallel size of the experts (1 with TP > 1: parallel folding) (default TP)
+    moe_token_dispatcher_type [KIND]: MoE token dispatch: allgather, alltoall or flex (DeepEP) (default allgather (Megatron), alltoall (DeepSpeed, FSDP))
+    moe_enable_deepep: DeepEP dispatch (= --moe-token-dispatcher-type flex)
     dp / data_parallel_size [N]: data parallel size (sets the world size when no GPU count is given) (default world/(TP·PP·CP))
     num_layers_per_virtual_pipeline_stage / vpp_layers [N]: layers per model chunk: interleaved 1F1B (default 0 (no interleaving))
     virtual_pipeline_model_parallel_size / vpp [N]: model chunks per pipeline rank (sets the layers per virtual stage) (default 1)
