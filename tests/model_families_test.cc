@@ -242,6 +242,31 @@ TEST(ModelFamilyComm, DeepSeekV3AcrossNodesIsCommunicationHeavyAndNodeLimitedRou
   EXPECT_GT(ep_seconds(a2a), free);
 }
 
+TEST(ModelFamilySearch, ShapesKeepTheFamilysLayerMix) {
+  // DeepSeek-V3's own shape (hidden 7168, 61 layers: 3 dense, 58 MoE, MTP) is among the shapes near 680B,
+  // counted exactly as the catalog counts it (MLA ranks, expert widths and the FFN/h ratio stay; §7.4).
+  shapes_request req = parse_shapes_request({"--target-params", "680e9", "--model", "deepseek-v3", "--cluster",
+                                             "dgx-h100", "--num-gpus", "1024", "--gbs", "1024", "--ratio", "100-130",
+                                             "--max-shapes", "2", "--threads", "2"});
+  const shapes_result r = run_shapes(req.base.job, req.rules, req.space);
+  bool found = false;
+  for (const shape_candidate& c : r.shapes) {
+    if (c.hidden == 7168 && c.layers == 61) {
+      found = true;
+      // The shape's own model (its head count sizes MLA's up-projections and output), and at 128 heads
+      // the catalog's.
+      model_spec m = find_model("deepseek-v3").spec;
+      m.num_attention_heads = c.heads;
+      m.num_query_groups = 0;
+      m.kv_channels = 0;
+      finalize_model(m);
+      EXPECT_EQ(c.params, static_cast<double>(count_parameters(m, 1).total));
+      if (c.heads == 128) EXPECT_EQ(c.params, static_cast<double>(count_parameters(find_model("deepseek-v3").spec, 1).total));
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(ModelFamilySearch, SearchAndShapesRunOnTheNewFamilies) {
   for (const char* model : {"deepseek-v3", "qwen3-30b-a3b", "gpt-oss-20b", "gemma2-9b", "llama4-scout"}) {
     SCOPED_TRACE(model);
