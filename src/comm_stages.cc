@@ -76,7 +76,8 @@ void stage_classes(const job_spec& job, const parameter_breakdown& params, std::
   // Every layer alike (§2.2): the first stage, the pp − 2 middle ones and the last, as pipeline_layout
   // counts their layers, without walking the stages. finalize_job leaves no stage empty, so DeepSpeed's
   // partition_uniform gives every stage but the last a whole ceil-sized chunk.
-  const bool all_alike = !m.is_moe() || (m.moe.layer_freq == 1 && m.moe.first_dense_layers == 0);
+  const bool all_alike =
+      !m.is_moe() || (m.moe.layer_freq == 1 && m.moe.first_dense_layers == 0 && m.moe.layer_pattern.empty());
   if (merge && all_alike) {
     const stage_split split = split_layers(m.num_layers, p, t.framework, p.num_layers_per_virtual_stage);
     const auto moe = [&](std::int64_t n) { return m.is_moe() ? n : 0; };

@@ -46,6 +46,25 @@ TEST(ModelFamilyFlags, DeepSeekV3FromMegatronFlagsEqualsTheCatalog) {
   EXPECT_EQ(pj.job.model.moe.layer_pattern.size(), 61u);
 }
 
+TEST(ModelFamilyFlags, APatternAndItsRuleGiveTheSameEstimates) {
+  // "([0]*3+[1]*58)" and first_k_dense_replace 3 are the same model: memory, communication and time agree
+  // (the communication's stage classes once took a pattern with layer_freq 1 for "every layer MoE").
+  args_t flags = kDeepSeekV3Flags;
+  flags.insert(flags.end(), {"--pp", "8", "--ep", "8", "--decoder-first-pipeline-num-layers", "5", "--cluster",
+                             "dgx-h100", "--num-gpus", "512", "--gbs", "1024", "--moe-token-dispatcher-type", "alltoall"});
+  const job_spec from_flags = parse(flags).job;
+  job_spec from_catalog = from_flags;
+  from_catalog.model = find_model("deepseek-v3").spec;
+  from_catalog.model.attention_dropout = from_flags.model.attention_dropout;  // Megatron's flags default 0.1
+  from_catalog.model.hidden_dropout = from_flags.model.hidden_dropout;
+  ASSERT_EQ(count_parameters(from_flags.model, 1).total, count_parameters(from_catalog.model, 1).total);
+  const comm_report a = summarize_comm(from_flags), b = summarize_comm(from_catalog);
+  EXPECT_DOUBLE_EQ(a.time_per_iteration_per_gpu_s, b.time_per_iteration_per_gpu_s);
+  EXPECT_DOUBLE_EQ(a.bytes_per_iteration_cluster, b.bytes_per_iteration_cluster);
+  EXPECT_DOUBLE_EQ(estimate_time(from_flags).iteration_s, estimate_time(from_catalog).iteration_s);
+  EXPECT_DOUBLE_EQ(estimate_memory(from_flags).peak_reserved_bytes, estimate_memory(from_catalog).peak_reserved_bytes);
+}
+
 TEST(ModelFamilyFlags, WindowAndNormFlags) {
   // Gemma-2-like: --window-size (4096, 0) with every second layer full, QK-norm, learnable sinks.
   const parsed_job pj = parse({"--model", "llama3-8b", "--window-size", "(4096,0)", "--window-attn-skip-freq", "2",
