@@ -83,28 +83,38 @@ bool all_or_no_bias(const hf_reader& r, bool attention, bool mlp) {
   return attention;
 }
 
-/// Llama, Mistral, Mixtral, Qwen2 and Qwen2-MoE: gated MLP, RMSNorm, RoPE, GQA.
-void read_llama_like(const hf_reader& r, const std::string& type, model_spec& m) {
+/// The fields every RoPE/RMSNorm decoder config spells alike (Llama and the families after it): layers,
+/// widths, heads and key/value heads, vocabulary, no hidden dropout; `tied` is the class default of
+/// `tie_word_embeddings`.
+void read_rope_decoder(const hf_reader& r, bool tied, model_spec& m) {
   m.num_layers = r.required_int({"num_hidden_layers"});
   m.hidden_size = r.required_int({"hidden_size"});
-  m.ffn_hidden_size = r.required_int({"intermediate_size"});
   m.num_attention_heads = r.required_int({"num_attention_heads"});
   m.num_query_groups = r.optional_int({"num_key_value_heads"}, m.num_attention_heads);
-  m.kv_channels = r.optional_int({"head_dim"}, 0);
   m.vocab_size = r.required_int({"vocab_size"});
+  m.position_embedding = position_embedding_kind::rope;
+  m.norm = norm_kind::rmsnorm;
+  m.tie_embeddings = r.optional_bool("tie_word_embeddings", tied);
+  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
+  m.hidden_dropout = 0.0;
+}
+
+/// Llama, Mistral, Mixtral, Qwen2 and Qwen2-MoE: gated MLP, RMSNorm, RoPE, GQA.
+void read_llama_like(const hf_reader& r, const std::string& type, model_spec& m) {
+  read_rope_decoder(r, false, m);
+  m.ffn_hidden_size = r.required_int({"intermediate_size"});
+  m.kv_channels = r.optional_int({"head_dim"}, 0);
   const std::int64_t default_positions = type == "llama"                            ? 2048
                                          : (type == "qwen2" || type == "qwen2_moe") ? 32768
                                          : (type == "qwen3" || type == "qwen3_moe") ? 40960
                                                                                     : 131072;
   m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, default_positions);
-  m.position_embedding = position_embedding_kind::rope;
   // Mistral's sliding_window applies unless null; Qwen2's only with use_sliding_window: true.
   if (const json* w = r.find("sliding_window"); w != nullptr && w->is_number_integer() &&
                                                 r.optional_bool("use_sliding_window", type == "mistral" || type == "mixtral")) {
     m.sliding_window = w->get<std::int64_t>();
   }
   m.activation = gated_activation(r, "hidden_act");
-  m.norm = norm_kind::rmsnorm;
   m.add_bias_linear = false;
   if (type == "llama") {
     m.add_bias_linear = all_or_no_bias(r, r.optional_bool("attention_bias", false), r.optional_bool("mlp_bias", false));
@@ -115,9 +125,6 @@ void read_llama_like(const hf_reader& r, const std::string& type, model_spec& m)
     m.add_bias_linear = all_or_no_bias(r, r.optional_bool("attention_bias", false), false);
     if (m.kv_channels == 0) m.kv_channels = 128;
   }
-  m.tie_embeddings = r.optional_bool("tie_word_embeddings", false);
-  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
-  m.hidden_dropout = 0.0;
   if (type == "mixtral") {
     m.moe.num_experts = r.optional_int({"num_local_experts"}, 8);
     m.moe.router_topk = r.optional_int({"num_experts_per_tok"}, 2);
@@ -186,20 +193,13 @@ std::vector<std::uint8_t> hf_index_list(const hf_reader& r, const char* key, std
 
 /// DeepSeek-V2/V3 (modeling_deepseek.py): MLA, routed + shared experts, dense first layers, MTP.
 void read_deepseek(const hf_reader& r, const std::string& type, model_spec& m) {
-  m.num_layers = r.required_int({"num_hidden_layers"});
-  m.hidden_size = r.required_int({"hidden_size"});
+  read_rope_decoder(r, false, m);
+  m.num_query_groups = m.num_attention_heads;  // MLA: one key/value head per query head
   m.ffn_hidden_size = r.required_int({"intermediate_size"});
-  m.num_attention_heads = r.required_int({"num_attention_heads"});
-  m.vocab_size = r.required_int({"vocab_size"});
   m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, 163840);
-  m.position_embedding = position_embedding_kind::rope;
   m.activation = gated_activation(r, "hidden_act");
-  m.norm = norm_kind::rmsnorm;
   m.add_bias_linear = false;
   if (r.optional_bool("attention_bias", false)) r.d.fail("attention_bias", "MLA with biases is not modelled");
-  m.tie_embeddings = r.optional_bool("tie_word_embeddings", false);
-  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
-  m.hidden_dropout = 0.0;
   m.mla.q_lora_rank = r.optional_int({"q_lora_rank"}, 0, 0);  // null: direct queries (V2-Lite)
   m.mla.kv_lora_rank = r.required_int({"kv_lora_rank"});
   m.mla.qk_head_dim = r.optional_int({"qk_nope_head_dim"}, 128);
@@ -228,21 +228,12 @@ void read_deepseek(const hf_reader& r, const std::string& type, model_spec& m) {
 /// gpt-oss (modeling_gpt_oss.py): biased attention and experts, a router bias, a learned sink per
 /// head, sliding and full attention per layer_types.
 void read_gpt_oss(const hf_reader& r, model_spec& m) {
-  m.num_layers = r.required_int({"num_hidden_layers"});
-  m.hidden_size = r.required_int({"hidden_size"});
+  read_rope_decoder(r, false, m);
   m.ffn_hidden_size = r.required_int({"intermediate_size"});
-  m.num_attention_heads = r.required_int({"num_attention_heads"});
-  m.num_query_groups = r.optional_int({"num_key_value_heads"}, m.num_attention_heads);
   m.kv_channels = r.optional_int({"head_dim"}, 64);
-  m.vocab_size = r.required_int({"vocab_size"});
   m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, 131072);
-  m.position_embedding = position_embedding_kind::rope;
   m.activation = activation_kind::swiglu;
-  m.norm = norm_kind::rmsnorm;
   m.add_bias_linear = r.optional_bool("attention_bias", true);
-  m.tie_embeddings = r.optional_bool("tie_word_embeddings", false);
-  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
-  m.hidden_dropout = 0.0;
   m.attention_sinks = true;
   m.moe.num_experts = r.optional_int({"num_local_experts"}, 128);
   m.moe.router_topk = r.optional_int({"num_experts_per_tok", "experts_per_token"}, 4);
@@ -256,21 +247,12 @@ void read_gpt_oss(const hf_reader& r, model_spec& m) {
 /// Llama 4 text (modeling_llama4.py): routed + one shared expert, MoE every interleave step,
 /// chunked attention on the RoPE layers, NoPE full attention on every no_rope_layer_interval-th.
 void read_llama4(const hf_reader& r, model_spec& m) {
-  m.num_layers = r.required_int({"num_hidden_layers"});
-  m.hidden_size = r.required_int({"hidden_size"});
+  read_rope_decoder(r, false, m);
   m.ffn_hidden_size = r.optional_int({"intermediate_size_mlp"}, 16384);
-  m.num_attention_heads = r.required_int({"num_attention_heads"});
-  m.num_query_groups = r.optional_int({"num_key_value_heads"}, m.num_attention_heads);
   m.kv_channels = r.optional_int({"head_dim"}, 128);
-  m.vocab_size = r.required_int({"vocab_size"});
   m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, 131072);
-  m.position_embedding = position_embedding_kind::rope;
   m.activation = gated_activation(r, "hidden_act");
-  m.norm = norm_kind::rmsnorm;
   m.add_bias_linear = r.optional_bool("attention_bias", false);
-  m.tie_embeddings = r.optional_bool("tie_word_embeddings", false);
-  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
-  m.hidden_dropout = 0.0;
   moe_spec& x = m.moe;
   x.num_experts = r.optional_int({"num_local_experts"}, 16);
   x.router_topk = r.optional_int({"num_experts_per_tok"}, 1);
@@ -293,25 +275,16 @@ void read_llama4(const hf_reader& r, model_spec& m) {
 /// Gemma 2/3 (modeling_gemma2.py, modeling_gemma3.py): GeGLU, four norms per layer, tied embeddings,
 /// local sliding and global layers; Gemma 3 adds QK-norm.
 void read_gemma(const hf_reader& r, const std::string& type, model_spec& m) {
-  m.num_layers = r.required_int({"num_hidden_layers"});
-  m.hidden_size = r.required_int({"hidden_size"});
+  read_rope_decoder(r, true, m);
   m.ffn_hidden_size = r.required_int({"intermediate_size"});
-  m.num_attention_heads = r.required_int({"num_attention_heads"});
-  m.num_query_groups = r.optional_int({"num_key_value_heads"}, m.num_attention_heads);
   m.kv_channels = r.optional_int({"head_dim"}, 256);
-  m.vocab_size = r.required_int({"vocab_size"});
   m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, 8192);
-  m.position_embedding = position_embedding_kind::rope;
   m.activation = gated_activation(r, r.find("hidden_activation") ? "hidden_activation" : "hidden_act");
-  m.norm = norm_kind::rmsnorm;
   m.add_bias_linear = r.optional_bool("attention_bias", false);
-  m.tie_embeddings = r.optional_bool("tie_word_embeddings", true);
-  m.attention_dropout = r.optional_probability("attention_dropout", 0.0);
-  m.hidden_dropout = 0.0;
   m.sandwich_norm = true;
   const bool gemma3 = type != "gemma2";
   m.qk_norm = gemma3;
-  m.sliding_window = r.optional_int({"sliding_window"}, gemma3 ? 4096 : 4096, 0);
+  m.sliding_window = r.optional_int({"sliding_window"}, 4096, 0);
   m.window_pattern = hf_layer_list(r, "layer_types", m.num_layers, "sliding_attention");
   // Gemma 2: even layers slide (layer_idx % 2 == 0); Gemma 3: all but every sliding_window_pattern-th.
   if (m.window_pattern.empty()) m.window_skip_freq = gemma3 ? r.optional_int({"sliding_window_pattern"}, 6) : 2;
