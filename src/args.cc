@@ -92,12 +92,12 @@ constexpr const char* kIgnoredFlags[] = {
 
 /// Flags that would change an estimate but are not modelled: an error naming the flag.
 constexpr const char* kUnmodelledFlags[] = {
-    "--fp8-format", "--fp8", "--cpu-offloading",
+    "--fp8", "--cpu-offloading",
     "--heterogeneous-layers-config-path", "--encoder-num-layers",
     "--encoder-pipeline-model-parallel-size", "--hybrid-override-pattern",
     "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
     "--distribute-saved-activations", "--use-cpu-initialization-*", "--num-layers-per-virtual-pipeline-stage-*",
-    "--moe-layer-recompute", "--recompute-modules", "--cpu-offloading-num-layers", "--fp8-param-gather",
+    "--moe-layer-recompute", "--recompute-modules", "--cpu-offloading-num-layers",
     "--decoder-num-layers", "--first-k-dense-replace",
     // Communication overlap the time model does not place yet (issue 9): hiding the TP collectives
     // under GEMMs and the parameter all-gather under the next forward would shorten the iteration.

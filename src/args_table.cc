@@ -324,6 +324,21 @@ const std::vector<flag_def>& flag_table() {
     }
     t.push_back(swtch("--fp16", "", "training", "fp16 mixed precision", SWITCH(b.job.training.precision = dtype::fp16)));
     t.push_back(swtch("--fp32", "", "training", "fp32 training", SWITCH(b.job.training.precision = dtype::fp32)));
+    t.push_back(value("--fp8-format", "", "FORMAT", "none (bf16 GEMMs)", "training",
+                      "FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients)",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.training.fp8 =
+                            parse_enum<fp8_format>(v, f, {{"e4m3", fp8_format::e4m3}, {"hybrid", fp8_format::hybrid}});
+                      }));
+    t.push_back(value("--fp8-recipe", "", "RECIPE", "delayed", "training",
+                      "FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.training.fp8_scaling = parse_enum<fp8_recipe>(
+                            v, f, {{"delayed", fp8_recipe::delayed}, {"tensorwise", fp8_recipe::tensorwise},
+                                   {"mxfp8", fp8_recipe::mxfp8}, {"blockwise", fp8_recipe::blockwise}});
+                      }));
+    t.push_back(swtch("--fp8-param-gather", "", "training", "keep parameters and all-gather them in FP8",
+                      SWITCH(b.job.training.fp8_param_gather = true)));
     t.push_back(value("--framework", "", "NAME", "megatron", "training", "megatron, deepspeed or fsdp",
                       [](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.framework = parse_enum<framework_kind>(

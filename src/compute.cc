@@ -235,9 +235,19 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
   // Every GEMM of the layer (§5.1), in one account with the bench's shapes (layer_gemm_shapes). The
   // batched attention GEMMs run slower than dense ones of the same FLOPs (attention_bmm_factor).
   const double bmm_scale = 1.0 / e.attention_bmm_factor;
+  // FP8 (§5.1.3): the linear GEMMs run at the FP8 rate; the router and the attention core stay in
+  // bf16. Each FP8 GEMM's input is cast (and transposed for the weight gradient) in the forward, its
+  // output gradient in the backward: memory-bound passes that read e and write 2 bytes per element.
+  const dtype linear = roles_of(job.training).linear;
+  const bool fp8 = linear == dtype::fp8;
   for_each_layer_gemm(job, moe_layer, [&](const named_gemm& g, bool attention) {
     if (attention) {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::attention_s, bmm_scale);
+    } else if (fp8 && g.name != "router") {
+      add_gemm(gpu, e, linear, g.shape, u, &pass_time::gemm_s);
+      const double rows = static_cast<double>(g.shape.m) * static_cast<double>(g.shape.batch);
+      u.forward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.k) * (eb + 2), 1);
+      u.backward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.n) * (eb + 2), 1);
     } else {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s);
     }

@@ -104,6 +104,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .peak_tf32_flops = 1100 * kTera,  // datasheet 2.2 PF is with 2:4 sparsity
           .peak_bf16_flops = 2250 * kTera,  // 4.5 PF sparse
           .peak_fp8_flops = 4500 * kTera,   // 9 PF sparse
+          .mx_block_scaling = true,
           .memory_bytes = 180 * kGiB,       // 8 HBM3e stacks x 24 GiB = 192 GiB, 180 GiB on DGX B200
           .usable_memory_bytes = (183359 - 551) * kMiB,  // nvidia-smi 183,359 MiB less H100's reserve
           .memory_bandwidth_bytes_per_s = 8e12,
@@ -122,6 +123,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .peak_tf32_flops = 1250 * kTera,   // 180 PF sparse per rack
           .peak_bf16_flops = 2500 * kTera,   // 360 PF sparse per rack
           .peak_fp8_flops = 5000 * kTera,    // 720 PF sparse per rack
+          .mx_block_scaling = true,
           .memory_bytes = std::int64_t{186} * 1000000000,  // up to 13.4 TB HBM3e per rack
           .usable_memory_bytes = std::int64_t{186} * 1000000000 - 551 * kMiB,  // assumed: H100's driver reserve (not measured)
           .memory_bandwidth_bytes_per_s = 8e12,  // 576 TB/s per rack

@@ -24,6 +24,7 @@ struct activation_setting {
   bool flash = false;
   bool selective = false;    ///< attention core recomputed
   double e = 2;              ///< bytes per activation element
+  double lin = 2;            ///< bytes of a linear layer's saved input (1 under FP8: TE keeps the cast copy)
 };
 
 /// §3.4: bytes one layer stores for its backward pass.
@@ -45,13 +46,14 @@ layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting
   l.norms = 2 * e * h / rep;                                  // inputs of the two norms
   l.dropout_masks = hidden_dropout ? 2 * h / rep : 0;         // 1-byte masks after attention and MLP
 
-  double attn = e * h / rep;                                  // QKV (or MLA down-projection) input
+  const double lin = a.lin;
+  double attn = lin * h / rep;                                // QKV (or MLA down-projection) input
   attn += e * (q + k + v) / t;                                // Q, K, V
   if (m.is_mla()) {
     // §3.4.5: the latent norms' inputs and outputs (the up-projections' inputs), whole on every TP
     // rank: the down-projections are duplicated, their outputs cover every token of the micro-batch.
     const double ql = static_cast<double>(m.mla.q_lora_rank), kvl = static_cast<double>(m.mla.kv_lora_rank);
-    attn += e * 2 * (ql + kvl);
+    attn += (e + lin) * (ql + kvl);  // norm inputs, and their outputs the up-projections read
   } else if (m.qk_norm) {
     attn += e * (q + k) / t;                                  // QK-norm inputs
   }
@@ -61,15 +63,15 @@ layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting
     // softmax output, its dropout mask and dropout output (Korthikanti et al. 2022, §4.1: 5as²b)
     attn += (attn_dropout ? 2 * e + 1 : e) * heads * a.seq_kv / t;
   }
-  attn += e * o / t;                                          // projection input
+  attn += lin * o / t;                                        // projection input
   l.attention = attn;
 
   auto mlp_bytes = [&](double ffn, double tp) {
     // activation input(s) and output, and fc2's input: 2f (plain), 4f (gated), 3f (fused bias-SwiGLU)
     const double units = is_gated(m.activation) ? (swiglu_fusion ? 3.0 : 4.0) : 2.0;
-    return units * e * ffn / tp;
+    return ((units - 1) * e + lin) * ffn / tp;  // the last unit is fc2's input
   };
-  double mlp = e * h / rep;                                   // fc1 (or router) input
+  double mlp = (moe_layer ? e : lin) * h / rep;              // fc1 (or router) input
   if (!moe_layer) {
     mlp += mlp_bytes(static_cast<double>(m.ffn_hidden_size), t);
   } else {
@@ -79,7 +81,7 @@ layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting
     // §3.4.3: each token reaches k experts; expert inputs and the combine's inputs are k copies, as
     // many more on the busiest rank as the capacity factor (or, dropless, the load imbalance) allows.
     const double load = m.moe.capacity_factor > 0 ? m.moe.capacity_factor : m.moe.load_imbalance;
-    mlp += topk * load * (2 * e * h / rep + mlp_bytes(static_cast<double>(m.moe.expert_ffn_hidden_size), t));
+    mlp += topk * load * ((e + lin) * h / rep + mlp_bytes(static_cast<double>(m.moe.expert_ffn_hidden_size), t));
     if (m.moe.shared_expert_ffn_hidden_size > 0) {
       mlp += mlp_bytes(static_cast<double>(m.moe.shared_expert_ffn_hidden_size), t);
     }
@@ -104,6 +106,7 @@ activation_setting setting_for(const job_spec& job) {
   a.flash = job.training.flash_attention;
   a.selective = job.training.recompute == recompute_granularity::selective;
   a.e = bytes_of(roles_of(job.training).activations);
+  a.lin = std::min(a.e, static_cast<double>(bytes_of(roles_of(job.training).linear)));
   return a;
 }
 
@@ -274,6 +277,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const std::int64_t m_micro = job.num_microbatches();
   const bool deepspeed = tr.framework == framework_kind::deepspeed;
   const bool tied_copy = m.tie_embeddings && pp > 1;
+  const bool fp8_copies = tr.fp8 != fp8_format::none && !tr.fp8_param_gather;
 
   double peak_reserved = -1;
   r.stages.reserve(layout.size());
@@ -291,6 +295,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     const double dn = static_cast<double>(dense);
     const double ex = static_cast<double>(expert);
     s.weights_bytes = dn * dense_state.weights + ex * expert_state.weights;
+    // §5.1.3: Transformer Engine keeps each FP8 linear weight and its transpose beside the 16-bit one
+    // (with --fp8-param-gather the FP8 parameter replaces the 16-bit copy instead).
+    if (fp8_copies) s.weights_bytes += 2.0 * static_cast<double>(holds.stage(st.num_layers, st.num_moe_layers, false, false).total());
     s.gradients_bytes = dn * dense_state.gradients + ex * expert_state.gradients;
     s.optimizer_bytes = dn * dense_state.optimizer + ex * expert_state.optimizer;
     s.offloaded_bytes = dn * dense_state.offloaded + ex * expert_state.offloaded;

@@ -177,6 +177,25 @@ const framework_traits& traits_of(framework_kind k) {
   return t;
 }
 
+std::string_view to_string(fp8_format k) {
+  switch (k) {
+    case fp8_format::none: return "none";
+    case fp8_format::e4m3: return "e4m3";
+    case fp8_format::hybrid: return "hybrid";
+  }
+  return "?";
+}
+
+std::string_view to_string(fp8_recipe k) {
+  switch (k) {
+    case fp8_recipe::delayed: return "delayed";
+    case fp8_recipe::tensorwise: return "tensorwise";
+    case fp8_recipe::mxfp8: return "mxfp8";
+    case fp8_recipe::blockwise: return "blockwise";
+  }
+  return "?";
+}
+
 std::string_view to_string(moe_dispatcher_kind k) {
   switch (k) {
     case moe_dispatcher_kind::framework_default: return "framework default";
@@ -211,7 +230,8 @@ precision_roles roles_of(const training_config& t) {
   r.gradients = t.accumulate_allreduce_grads_in_fp32 ? dtype::fp32 : stored;
   const bool model_dtype_reduce = t.framework == framework_kind::deepspeed && t.zero_stage >= 2;
   r.grad_comm = t.accumulate_allreduce_grads_in_fp32 && !model_dtype_reduce ? dtype::fp32 : stored;
-  r.param_comm = stored;
+  r.param_comm = t.fp8_param_gather ? dtype::fp8 : stored;
+  r.linear = t.fp8 != fp8_format::none ? dtype::fp8 : t.precision;
   r.moments = dtype::fp32;
   return r;
 }
@@ -523,8 +543,33 @@ std::string model_view_violation(const job_spec& job) {
   return batch_range(job.training.global_batch_size);
 }
 
+/// FP8 (§5.1.3): the GPU has FP8 tensor cores (MX block scaling for mxfp8), and Megatron's argument
+/// checks on --fp8-param-gather (megatron/training/arguments.py).
+std::string fp8_violation(job_spec& job) {
+  const training_config& t = job.training;
+  const gpu_spec& gpu = job.cluster.gpu;
+  if (t.fp8 == fp8_format::none) {
+    if (t.fp8_param_gather) return "--fp8-param-gather needs --fp8-format (e4m3 or hybrid)";
+    return {};
+  }
+  if (!(gpu.peak_fp8_flops > 0)) {
+    return "--fp8-format " + std::string(to_string(t.fp8)) + " needs FP8 tensor cores; " + gpu.name +
+           " has none (Hopper and later do: --gpu h100-sxm5-80gb, h200-sxm-141gb, b200-sxm-180gb)";
+  }
+  if (t.fp8_scaling == fp8_recipe::mxfp8 && !gpu.mx_block_scaling) {
+    return "--fp8-recipe mxfp8 needs Blackwell's block-scaled tensor cores; " + gpu.name +
+           " has none (use delayed, tensorwise or blockwise)";
+  }
+  if (t.fp8_param_gather && !t.distributed_optimizer && t.zero_stage == 0 && t.framework != framework_kind::fsdp) {
+    return "--fp8-param-gather is only supported with --use-distributed-optimizer (or FSDP), as Megatron-LM's "
+           "argument check says";
+  }
+  return {};
+}
+
 std::string layout_violation(job_spec& job) {
-  for (auto rule : {size_violation, batch_violation, framework_violation, training_violation, pipeline_violation}) {
+  for (auto rule : {size_violation, batch_violation, framework_violation, training_violation, fp8_violation,
+                    pipeline_violation}) {
     TRAINPLAN_RETURN_VIOLATION(rule(job));
   }
   return {};

@@ -269,6 +269,9 @@ json parallel_json(const job_spec& job) {
           {"sequence_parallel", p.sequence_parallel},
           {"embedding_as_stage", p.embedding_as_stage},
           {"precision", to_string(t.precision)},
+          {"fp8_format", to_string(t.fp8)},
+          {"fp8_recipe", to_string(t.fp8_scaling)},
+          {"fp8_param_gather", t.fp8_param_gather},
           {"recompute", to_string(t.recompute)},
           {"recompute_method", to_string(t.recompute_method_)},
           {"recompute_num_layers", t.recompute_num_layers},
@@ -345,8 +348,13 @@ std::string render_memory_text(const run_context& ctx, const parameter_breakdown
     out.pop_back();
     out += fmt::format(" (the model's context; --seq-length to plan another)\n");
   }
+  const std::string precision =
+      t.fp8 == fp8_format::none
+          ? std::string(to_string(t.precision))
+          : fmt::format("{} with FP8 linear layers ({}, {} scaling{})", to_string(t.precision), to_string(t.fp8),
+                        to_string(t.fp8_scaling), t.fp8_param_gather ? ", FP8 parameters" : "");
   out += fmt::format("Training: {}, {}, ZeRO stage {}{}, {}{}{}\n\n", to_string(t.framework),
-                     to_string(t.precision), t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "",
+                     precision, t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "",
                      t.recompute == recompute_granularity::none ? std::string("no recomputation")
                                                                 : fmt::format("{} recomputation", to_string(t.recompute)),
                      t.flash_attention ? ", flash attention" : "",

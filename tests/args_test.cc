@@ -318,14 +318,14 @@ TEST(ArgsLaunchLine, HarmlessFlagsOutsideALaunchLineAreIgnoredToo) {
 
 TEST(ArgsLaunchLine, UnmodelledFlagIsAnErrorNamingIt) {
   const args_t line = {"--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", "--model", "llama2-7b"};
-  EXPECT_THAT(error_of(concat(line, {"--fp8-format", "hybrid"})),
-              AllOf(StartsWith("--fp8-format "), HasSubstr("not modelled")));
+  EXPECT_THAT(error_of(concat(line, {"--tp-comm-overlap"})),
+              AllOf(StartsWith("--tp-comm-overlap "), HasSubstr("not modelled")));
   EXPECT_THAT(error_of(concat(line, {"--moe-latent-size", "128"})),
               StartsWith("--moe-latent-size would change the estimate but is not modelled"));
   EXPECT_THAT(error_of(concat(line, {"--expert-tensor-parallel-size", "2"})),
               StartsWith("--expert-tensor-parallel-size 2 needs an MoE model (--num-experts)"));
   // The same outside a launch line.
-  EXPECT_THAT(error_of({"--model", "llama2-7b", "--fp8-format", "e4m3"}), StartsWith("--fp8-format "));
+  EXPECT_THAT(error_of({"--model", "llama2-7b", "--tp-comm-overlap"}), StartsWith("--tp-comm-overlap "));
 }
 
 TEST(ArgsLaunchLine, UnknownFlagInLaunchLineSuggests) {
@@ -419,7 +419,8 @@ TEST(ArgsMegatronCore, EveryFlagOfTheCurrentReleaseIsClassified) {
   EXPECT_EQ(trainplan::classify_flag("--num-virtual-stages-per-pipeline-rank"), flag_class::modelled);  // = --vpp
   EXPECT_EQ(trainplan::classify_flag("--tensor_model_parallel_size"), flag_class::modelled);
   EXPECT_EQ(trainplan::classify_flag("--wandb-project"), flag_class::ignored);
-  EXPECT_EQ(trainplan::classify_flag("--fp8-recipe"), flag_class::refused);
+  EXPECT_EQ(trainplan::classify_flag("--fp8-recipe"), flag_class::modelled);  // issue 9, FP8
+  EXPECT_EQ(trainplan::classify_flag("--fp4-format"), flag_class::refused);
   EXPECT_EQ(trainplan::classify_flag("--moe-router-group-topk"), flag_class::modelled);  // issue 11
   EXPECT_EQ(trainplan::classify_flag("--moe-latent-size"), flag_class::refused);
   EXPECT_EQ(trainplan::classify_flag("--cuda-graph-impl"), flag_class::refused);

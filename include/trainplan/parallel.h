@@ -24,6 +24,13 @@ enum class cp_comm_kind { p2p, all_gather };
 /// routed expert, or flex (DeepEP: one copy per destination node over the network, forwarded over NVLink).
 enum class moe_dispatcher_kind { framework_default, allgather, alltoall, flex };
 std::string_view to_string(moe_dispatcher_kind k);
+/// FP8 GEMMs through Transformer Engine (Megatron --fp8-format: e4m3 everywhere, or hybrid with e5m2
+/// gradients) and how tensors are scaled (--fp8-recipe; mxfp8 needs Blackwell's block-scaled tensor
+/// cores). docs/formulas.md §5.1.3.
+enum class fp8_format { none, e4m3, hybrid };
+enum class fp8_recipe { delayed, tensorwise, mxfp8, blockwise };
+std::string_view to_string(fp8_format k);
+std::string_view to_string(fp8_recipe k);
 
 std::string_view to_string(framework_kind k);
 
@@ -101,6 +108,9 @@ struct training_config {
   enum class attention_backend { framework_default, fused, unfused } attention = attention_backend::framework_default;
   bool flash_attention = false;       ///< derived by finalize_job from `attention` and the framework
   bool bias_swiglu_fusion = false;    ///< fused bias+SwiGLU saves 2f bytes/token/layer
+  fp8_format fp8 = fp8_format::none;  ///< --fp8-format: the transformer layers' linear GEMMs in FP8
+  fp8_recipe fp8_scaling = fp8_recipe::delayed;  ///< --fp8-recipe (Megatron's default: delayed)
+  bool fp8_param_gather = false;      ///< --fp8-param-gather: parameters kept and all-gathered in FP8
   recompute_granularity recompute = recompute_granularity::none;
   recompute_method recompute_method_ = recompute_method::uniform;
   std::int64_t recompute_num_layers = 0;  ///< full: layers per chunk (uniform) or per stage (block)
@@ -130,6 +140,9 @@ struct precision_roles {
   dtype moments = dtype::fp32;      ///< optimizer state (Adam m and v, SGD momentum)
   dtype grad_comm = dtype::bf16;    ///< gradients as the DP reduction moves them (§4.2.4)
   dtype param_comm = dtype::bf16;   ///< parameters as ZeRO/FSDP gathers them
+  /// The transformer layers' linear GEMMs (QKV, projection, MLP, experts; not the router, the attention
+  /// core or the output layer) and the inputs they save for backward: fp8 under --fp8-format.
+  dtype linear = dtype::bf16;
 };
 /// The roles of a (finalized) training configuration. Mixed precision (bf16, fp16) keeps 16-bit
 /// weights, activations and an fp32 master; fp32 keeps everything in fp32; FP8 GEMMs keep bf16

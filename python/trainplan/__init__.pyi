@@ -107,6 +107,9 @@ class Job:
         bf16: Optional[bool] = ...,
         fp16: Optional[bool] = ...,
         fp32: Optional[bool] = ...,
+        fp8_format: Optional[float] = ...,
+        fp8_recipe: Optional[float] = ...,
+        fp8_param_gather: Optional[bool] = ...,
         framework: Union[str, os.PathLike[str], None] = ...,
         deepspeed: Optional[bool] = ...,
         zero_stage: Optional[int] = ...,
@@ -225,6 +228,9 @@ class Job:
         bf16: bf16 mixed precision (default on (bf16 unless --fp16 or --fp32))
         fp16: fp16 mixed precision
         fp32: fp32 training
+        fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
+        fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
+        fp8_param_gather: keep parameters and all-gather them in FP8
         framework [NAME]: megatron, deepspeed or fsdp (default megatron)
         deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
         zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)
@@ -384,6 +390,9 @@ def search(*,
     bf16: Optional[bool] = ...,
     fp16: Optional[bool] = ...,
     fp32: Optional[bool] = ...,
+    fp8_format: Optional[float] = ...,
+    fp8_recipe: Optional[float] = ...,
+    fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
@@ -510,6 +519,9 @@ def search(*,
     bf16: bf16 mixed precision (default on (bf16 unless --fp16 or --fp32))
     fp16: fp16 mixed precision
     fp32: fp32 training
+    fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
+    fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
+    fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
@@ -658,6 +670,9 @@ def shapes(*,
     bf16: Optional[bool] = ...,
     fp16: Optional[bool] = ...,
     fp32: Optional[bool] = ...,
+    fp8_format: Optional[float] = ...,
+    fp8_recipe: Optional[float] = ...,
+    fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
@@ -791,6 +806,9 @@ def shapes(*,
     bf16: bf16 mixed precision (default on (bf16 unless --fp16 or --fp32))
     fp16: fp16 mixed precision
     fp32: fp32 training
+    fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
+    fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
+    fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
@@ -932,6 +950,9 @@ def plan(job: Optional[Job] = ..., *,
     bf16: Optional[bool] = ...,
     fp16: Optional[bool] = ...,
     fp32: Optional[bool] = ...,
+    fp8_format: Optional[float] = ...,
+    fp8_recipe: Optional[float] = ...,
+    fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed: Optional[bool] = ...,
     zero_stage: Optional[int] = ...,
@@ -1065,6 +1086,9 @@ def plan(job: Optional[Job] = ..., *,
     bf16: bf16 mixed precision (default on (bf16 unless --fp16 or --fp32))
     fp16: fp16 mixed precision
     fp32: fp32 training
+    fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
+    fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
+    fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)
