@@ -101,7 +101,7 @@ constexpr const char* kUnmodelledFlags[] = {
     "--decoder-num-layers", "--first-k-dense-replace",
     // Communication overlap the time model does not place yet (issue 9): hiding the TP collectives
     // under GEMMs and the parameter all-gather under the next forward would shorten the iteration.
-    "--tp-comm-overlap", "--overlap-param-gather",
+    "--tp-comm-overlap",
 #include "megatron_core_refused.inc"
 };
 

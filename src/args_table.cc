@@ -360,6 +360,9 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--overlap-grad-reduce", "", "training",
                       "DP gradient reduction overlapped with the last backward (Megatron; §5.4)",
                       SWITCH(b.job.training.overlap_grad_reduce = true)));
+    t.push_back(swtch("--overlap-param-gather", "", "training",
+                      "distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)",
+                      SWITCH(b.job.training.overlap_param_gather = true)));
     t.push_back(swtch("--use-flash-attn", "--flash-attention", "training", "flash attention",
                       SWITCH(b.job.training.attention = training_config::attention_backend::fused)));
     // Megatron-Core's --attention-backend (transformer/enums.py AttnBackend): flash, fused (cuDNN) and

@@ -567,9 +567,21 @@ std::string fp8_violation(job_spec& job) {
   return {};
 }
 
+/// Megatron's argument checks on --overlap-param-gather (megatron/training/arguments.py).
+std::string overlap_violation(job_spec& job) {
+  const training_config& t = job.training;
+  if (!t.overlap_param_gather) return {};
+  if (!t.distributed_optimizer && !(t.framework == framework_kind::megatron && t.zero_stage >= 1)) {
+    return "--overlap-param-gather is only supported with --use-distributed-optimizer (Megatron-LM's argument "
+           "check)";
+  }
+  if (!t.overlap_grad_reduce) return "--overlap-param-gather must be used with --overlap-grad-reduce (Megatron-LM's argument check)";
+  return {};
+}
+
 std::string layout_violation(job_spec& job) {
   for (auto rule : {size_violation, batch_violation, framework_violation, training_violation, fp8_violation,
-                    pipeline_violation}) {
+                    overlap_violation, pipeline_violation}) {
     TRAINPLAN_RETURN_VIOLATION(rule(job));
   }
   return {};

@@ -107,8 +107,13 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     const stage_compute& sc = r.compute.stages[i];
     const stage_comm& c = r.comm[i];
     stage_times& pass = r.passes[i];
+    // §5.4: with --overlap-param-gather the all-gather of the updated parameters runs bucket by bucket
+    // under the next iteration's first forward of this rank (every chunk of it); what does not fit
+    // stays exposed.
+    const double first_forward_s = (sc.forward_s + c.forward_s) * static_cast<double>(p.vpp);
+    const double gather_s = tc.overlap_param_gather ? std::max(0.0, c.param_gather_s - first_forward_s) : c.param_gather_s;
     pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
-                       sc.optimizer_s + c.param_gather_s + c.optimizer_s, sc.backward_weight_s};
+                       sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s};
     in.stages[i] = stage_times{pass.forward_s * chunks, pass.backward_s * chunks, pass.grad_reduce_s,
                                pass.optimizer_s, pass.backward_weight_s * chunks};
   }

@@ -119,6 +119,9 @@ struct training_config {
   std::int64_t bucket_size_bytes = 0;  ///< gradient-reduction bucket; 0 = the framework's default
   double allocator_reserve_fraction = 0.08;  ///< caching allocator's reserve above allocated (§3.8)
   bool overlap_grad_reduce = false;   ///< DP reduction under the last backward (Megatron --overlap-grad-reduce, §5.4)
+  /// The distributed optimizer's parameter all-gather under the next iteration's first forward
+  /// (Megatron --overlap-param-gather, §5.4); needs --overlap-grad-reduce and the distributed optimizer.
+  bool overlap_param_gather = false;
   /// NCCL buffers of one communicator on one GPU: NCCL_BUFFSIZE (4 MiB) × send/recv × channels (§3.8).
   std::int64_t nccl_buffer_bytes_per_communicator = 192ll << 20;
   /// DeepSpeed's data_types.grad_accum_dtype; bf16 training defaults to fp32 accumulation (BF16_Optimizer).

@@ -116,6 +116,7 @@ class Job:
         use_distributed_optimizer: Optional[bool] = ...,
         accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
         overlap_grad_reduce: Optional[bool] = ...,
+        overlap_param_gather: Optional[bool] = ...,
         use_flash_attn: Optional[bool] = ...,
         flash_attention: Optional[bool] = ...,
         attention_backend: Union[str, os.PathLike[str], None] = ...,
@@ -237,6 +238,7 @@ class Job:
         use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
         accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
         overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
+        overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
         use_flash_attn / flash_attention: flash attention
         attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
         transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
@@ -398,6 +400,7 @@ def search(*,
     use_distributed_optimizer: Optional[bool] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
+    overlap_param_gather: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
@@ -527,6 +530,7 @@ def search(*,
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
+    overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
@@ -678,6 +682,7 @@ def shapes(*,
     use_distributed_optimizer: Optional[bool] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
+    overlap_param_gather: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
@@ -814,6 +819,7 @@ def shapes(*,
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
+    overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
@@ -959,6 +965,7 @@ def plan(job: Optional[Job] = ..., *,
     use_distributed_optimizer: Optional[bool] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
+    overlap_param_gather: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
@@ -1095,6 +1102,7 @@ def plan(job: Optional[Job] = ..., *,
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
+    overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
