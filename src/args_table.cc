@@ -259,10 +259,7 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--moe-token-dispatcher-type", "", "KIND", "allgather (Megatron), alltoall (DeepSpeed, FSDP)",
                       "parallel", "MoE token dispatch: allgather, alltoall or flex (DeepEP)",
                       [](job_builder& b, const std::string& v, const std::string& f) {
-                        b.job.parallel.moe_dispatcher = parse_enum<moe_dispatcher_kind>(
-                            v, f, {{"allgather", moe_dispatcher_kind::allgather},
-                                   {"alltoall", moe_dispatcher_kind::alltoall},
-                                   {"flex", moe_dispatcher_kind::flex}});
+                        b.job.parallel.moe_dispatcher = parse_enum(v, f, kMoeDispatcherNames);
                       }));
     t.push_back(swtch("--moe-enable-deepep", "", "parallel", "DeepEP dispatch (= --moe-token-dispatcher-type flex)",
                       SWITCH(b.job.parallel.moe_dispatcher = moe_dispatcher_kind::flex)));
@@ -327,15 +324,12 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--fp8-format", "", "FORMAT", "none (bf16 GEMMs)", "training",
                       "FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients)",
                       [](job_builder& b, const std::string& v, const std::string& f) {
-                        b.job.training.fp8 =
-                            parse_enum<fp8_format>(v, f, {{"e4m3", fp8_format::e4m3}, {"hybrid", fp8_format::hybrid}});
+                        b.job.training.fp8 = parse_enum(v, f, kFp8FormatNames);
                       }));
     t.push_back(value("--fp8-recipe", "", "RECIPE", "delayed", "training",
                       "FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise",
                       [](job_builder& b, const std::string& v, const std::string& f) {
-                        b.job.training.fp8_scaling = parse_enum<fp8_recipe>(
-                            v, f, {{"delayed", fp8_recipe::delayed}, {"tensorwise", fp8_recipe::tensorwise},
-                                   {"mxfp8", fp8_recipe::mxfp8}, {"blockwise", fp8_recipe::blockwise}});
+                        b.job.training.fp8_scaling = parse_enum(v, f, kFp8RecipeNames);
                       }));
     t.push_back(swtch("--fp8-param-gather", "", "training", "keep parameters and all-gather them in FP8",
                       SWITCH(b.job.training.fp8_param_gather = true)));

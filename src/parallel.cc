@@ -177,34 +177,21 @@ const framework_traits& traits_of(framework_kind k) {
   return t;
 }
 
-std::string_view to_string(fp8_format k) {
-  switch (k) {
-    case fp8_format::none: return "none";
-    case fp8_format::e4m3: return "e4m3";
-    case fp8_format::hybrid: return "hybrid";
-  }
-  return "?";
+namespace {
+
+/// The name of `k` in a flag's name table, or `otherwise` for the value no flag spells.
+template <typename E, std::size_t N>
+std::string_view name_in(const std::array<std::pair<const char*, E>, N>& table, E k, std::string_view otherwise) {
+  for (const auto& [name, value] : table)
+    if (value == k) return name;
+  return otherwise;
 }
 
-std::string_view to_string(fp8_recipe k) {
-  switch (k) {
-    case fp8_recipe::delayed: return "delayed";
-    case fp8_recipe::tensorwise: return "tensorwise";
-    case fp8_recipe::mxfp8: return "mxfp8";
-    case fp8_recipe::blockwise: return "blockwise";
-  }
-  return "?";
-}
+}  // namespace
 
-std::string_view to_string(moe_dispatcher_kind k) {
-  switch (k) {
-    case moe_dispatcher_kind::framework_default: return "framework default";
-    case moe_dispatcher_kind::allgather: return "allgather";
-    case moe_dispatcher_kind::alltoall: return "alltoall";
-    case moe_dispatcher_kind::flex: return "flex";
-  }
-  return "?";
-}
+std::string_view to_string(fp8_format k) { return name_in(kFp8FormatNames, k, "none"); }
+std::string_view to_string(fp8_recipe k) { return name_in(kFp8RecipeNames, k, "?"); }
+std::string_view to_string(moe_dispatcher_kind k) { return name_in(kMoeDispatcherNames, k, "framework default"); }
 
 std::string_view to_string(framework_kind k) { return traits_of(k).name; }
 std::string_view to_string(recompute_granularity k) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <string>
+#include <array>
 #include <utility>
 #include <vector>
 
@@ -71,6 +72,20 @@ E parse_enum(const std::string& v, const std::string& what, std::initializer_lis
   }
   std::string all;
   for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+  throw input_error(what + ": unknown value '" + v + "'" + did_you_mean(v, names) + "; one of: " + all);
+}
+
+/// The same over a name table kept as an array (one table for parsing and printing).
+template <typename E, std::size_t N>
+E parse_enum(const std::string& v, const std::string& what, const std::array<std::pair<const char*, E>, N>& table) {
+  for (const auto& [n, e] : table)
+    if (v == n) return e;
+  std::vector<std::string> names;
+  std::string all;
+  for (const auto& [n, e] : table) {
+    names.push_back(n);
+    all += (all.empty() ? "" : ", ") + std::string(n);
+  }
   throw input_error(what + ": unknown value '" + v + "'" + did_you_mean(v, names) + "; one of: " + all);
 }
 

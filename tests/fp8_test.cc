@@ -21,11 +21,7 @@ using namespace args_testing;  // NOLINT(google-build-using-namespace): the shar
 const args_t kLlama70b = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "8",
                           "--pp", "2", "--sp", "--use-distributed-optimizer", "--gbs", "512"};
 
-job_spec job_with(args_t more) {
-  args_t a = kLlama70b;
-  a.insert(a.end(), more.begin(), more.end());
-  return parse(a).job;
-}
+job_spec job_with(const args_t& more) { return parse(concat(kLlama70b, more)).job; }
 
 TEST(Fp8, OnlyTheLinearLayersRunAtTheFp8Rate) {
   const job_spec bf16 = job_with({}), fp8 = job_with({"--fp8-format", "hybrid"});

@@ -15,11 +15,7 @@ using namespace args_testing;  // NOLINT(google-build-using-namespace): the shar
 const args_t kLlama70b = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "256", "--tp", "8",
                           "--pp", "2", "--sp", "--use-distributed-optimizer", "--gbs", "256"};
 
-time_report time_with(args_t more) {
-  args_t a = kLlama70b;
-  a.insert(a.end(), more.begin(), more.end());
-  return estimate_time(parse(a).job);
-}
+time_report time_with(const args_t& more) { return estimate_time(parse(concat(kLlama70b, more)).job); }
 
 TEST(Overlap, ParamGatherHidesUnderTheFirstForwardAndNeverBelowZero) {
   const time_report plain = time_with({"--overlap-grad-reduce"});

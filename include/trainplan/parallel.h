@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "trainplan/hardware.h"
@@ -23,12 +24,25 @@ enum class cp_comm_kind { p2p, all_gather };
 /// hidden states over EP×ETP and reduce-scatter back (Megatron-Core's default), all-to-all one copy per
 /// routed expert, or flex (DeepEP: one copy per destination node over the network, forwarded over NVLink).
 enum class moe_dispatcher_kind { framework_default, allgather, alltoall, flex };
+/// The names the flags take (--moe-token-dispatcher-type), one table for parsing and printing.
+inline constexpr std::array<std::pair<const char*, moe_dispatcher_kind>, 3> kMoeDispatcherNames{
+    {{"allgather", moe_dispatcher_kind::allgather},
+     {"alltoall", moe_dispatcher_kind::alltoall},
+     {"flex", moe_dispatcher_kind::flex}}};
 std::string_view to_string(moe_dispatcher_kind k);
 /// FP8 GEMMs through Transformer Engine (Megatron --fp8-format: e4m3 everywhere, or hybrid with e5m2
 /// gradients) and how tensors are scaled (--fp8-recipe; mxfp8 needs Blackwell's block-scaled tensor
 /// cores). docs/formulas.md §5.1.3.
 enum class fp8_format { none, e4m3, hybrid };
 enum class fp8_recipe { delayed, tensorwise, mxfp8, blockwise };
+/// The names --fp8-format and --fp8-recipe take, one table each for parsing and printing.
+inline constexpr std::array<std::pair<const char*, fp8_format>, 2> kFp8FormatNames{
+    {{"e4m3", fp8_format::e4m3}, {"hybrid", fp8_format::hybrid}}};
+inline constexpr std::array<std::pair<const char*, fp8_recipe>, 4> kFp8RecipeNames{
+    {{"delayed", fp8_recipe::delayed},
+     {"tensorwise", fp8_recipe::tensorwise},
+     {"mxfp8", fp8_recipe::mxfp8},
+     {"blockwise", fp8_recipe::blockwise}}};
 std::string_view to_string(fp8_format k);
 std::string_view to_string(fp8_recipe k);
 
