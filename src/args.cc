@@ -545,6 +545,8 @@ constexpr std::pair<std::string_view, std::string_view> kFieldFlags[] = {
     {"model.num_query_groups", "--num-query-groups"},
     {"model.ffn_hidden_size", "--ffn-hidden-size"},
     {"model.moe.expert_ffn_hidden_size", "--moe-ffn-hidden-size"},
+    {"model.mamba.num_heads", "--mamba-num-heads"},
+    {"model.mamba.num_groups", "--mamba-num-groups"},
     {"model.seq_length", "--seq-length"},
     {"parallel.sequence_parallel", "--sequence-parallel"},
     {"model.moe.num_experts", "--num-experts"},

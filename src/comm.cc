@@ -43,28 +43,46 @@ void tp_table(const comm_context& x, row_sink& out) {
   if (p.tp == 1) return;
   const double a = x.tokens * static_cast<double>(x.job.model.hidden_size) * x.act_bytes;  // full tensor
   const double ce = x.tokens * 4.0;  // fp32 [s, b] of the vocab-parallel cross-entropy
+  // One collective (or SP pair) per residual block: 2 per transformer layer, 1 per hybrid layer (§1.10).
+  const bool hybrid = x.job.model.is_hybrid();
+  const auto per_block = [hybrid](std::string_view transformer, std::string_view blocks) {
+    return hybrid ? blocks : transformer;
+  };
   if (!x.sp) {
-    out.row(ck::all_reduce, cph::forward, "attention and MLP output all-reduce (2 per layer)", g_tp, a, 2, per::layer);
-    out.row(ck::all_reduce, cph::backward, "QKV and fc1 input-gradient all-reduce (2 per layer)", g_tp, a, 2,
-            per::layer);
-    out.row(ck::all_reduce, cph::backward, "recomputed forward all-reduce (2 per recomputed layer)", g_tp, a, 2,
-            per::recomputed_layer);
+    out.row(ck::all_reduce, cph::forward,
+            per_block("attention and MLP output all-reduce (2 per layer)", "block output all-reduce (1 per block)"),
+            g_tp, a, 1, per::block);
+    out.row(ck::all_reduce, cph::backward,
+            per_block("QKV and fc1 input-gradient all-reduce (2 per layer)", "block input-gradient all-reduce (1 per block)"),
+            g_tp, a, 1, per::block);
+    out.row(ck::all_reduce, cph::backward,
+            per_block("recomputed forward all-reduce (2 per recomputed layer)",
+                      "recomputed forward all-reduce (1 per recomputed block)"),
+            g_tp, a, 1, per::recomputed_block);
     out.row(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp, a, 1, per::first_stage);
     out.row(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp, a, 1, per::last_stage);
   } else {
-    out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1 (2 per layer)", g_tp, a, 2,
-            per::layer);
-    out.row(ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2 (2 per layer)", g_tp, a, 2,
-            per::layer);
+    out.row(ck::all_gather, cph::forward,
+            per_block("sequence all-gather before QKV and fc1 (2 per layer)", "sequence all-gather at each block's input"),
+            g_tp, a, 1, per::block);
+    out.row(ck::reduce_scatter, cph::forward,
+            per_block("reduce-scatter after projection and fc2 (2 per layer)", "reduce-scatter at each block's output"),
+            g_tp, a, 1, per::block);
     out.row(ck::all_gather, cph::backward,
-            "output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer", g_tp, a, 4,
-            per::layer);
-    out.row(ck::reduce_scatter, cph::backward, "QKV and fc1 input-gradient reduce-scatter (2 per layer)", g_tp, a, 2,
-            per::layer);
-    out.row(ck::all_gather, cph::backward, "recomputed forward all-gather (2 per recomputed layer)", g_tp, a, 2,
-            per::recomputed_layer);
-    out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter (2 per recomputed layer)", g_tp, a,
-            2, per::recomputed_layer);
+            per_block("output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer",
+                      "output-gradient all-gather and input re-gather for weight gradients, per block"),
+            g_tp, a, 2, per::block);
+    out.row(ck::reduce_scatter, cph::backward,
+            per_block("QKV and fc1 input-gradient reduce-scatter (2 per layer)", "input-gradient reduce-scatter per block"),
+            g_tp, a, 1, per::block);
+    out.row(ck::all_gather, cph::backward,
+            per_block("recomputed forward all-gather (2 per recomputed layer)",
+                      "recomputed forward all-gather (1 per recomputed block)"),
+            g_tp, a, 1, per::recomputed_block);
+    out.row(ck::reduce_scatter, cph::backward,
+            per_block("recomputed forward reduce-scatter (2 per recomputed layer)",
+                      "recomputed forward reduce-scatter (1 per recomputed block)"),
+            g_tp, a, 1, per::recomputed_block);
     out.row(ck::reduce_scatter, cph::forward, "vocab-parallel embedding output reduce-scatter", g_tp, a, 1,
             per::first_stage);
     out.row(ck::all_gather, cph::forward, "sequence all-gather before the output layer", g_tp, a, 1, per::last_stage);

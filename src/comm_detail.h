@@ -163,6 +163,8 @@ inline group_placement embedding_placement(const rank_generator& g, std::int64_t
 enum class per : std::uint8_t {
   layer,                 ///< transformer layers of the stage × m micro-batches
   recomputed_layer,      ///< layers recomputed (full recomputation) × m
+  block,                 ///< residual blocks (2 per transformer layer, 1 per hybrid layer; §1.10) × m
+  recomputed_block,      ///< blocks of the recomputed layers × m
   moe_layer,             ///< MoE layers × m
   recomputed_moe_layer,  ///< recomputed MoE layers × m
   first_stage,           ///< m on the first stage, 0 elsewhere
@@ -171,14 +173,14 @@ enum class per : std::uint8_t {
   end_stage,             ///< 1 on the first and on the last stage (the tied-embedding all-reduce)
   iteration,             ///< 1 on every stage
 };
-constexpr std::size_t kNumPer = 9;
+constexpr std::size_t kNumPer = 11;
 
 /// Pipeline stages that communicate alike (same layers, parameters, ends), with how many there are.
 struct stage_class {
   std::int64_t first_stage;
   std::int64_t num_stages;
   std::int64_t layers;
-  std::int64_t moe_layers;
+  layer_counts kinds;  ///< its layers by kind
   bool first;  ///< holds the embedding
   bool last;   ///< holds the output layer and the loss
   double dense_params;   ///< on one GPU, replicated over DP×CP

@@ -82,12 +82,9 @@ std::int64_t expert_rows(const job_spec& job) {
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(rows)));
 }
 
-/// Calls f(gemm, is_attention_bmm) for every GEMM of one transformer layer's forward pass for one
-/// micro-batch on one GPU, in the order the layer runs them (§5.1): QKV, the attention core's two
-/// batched GEMMs (not with flash attention), the output projection, then the MLP, or the router,
-/// the local experts (balanced routing) and the shared experts.
+/// The attention block's GEMMs, for for_each_layer_gemm.
 template <typename F>
-void for_each_layer_gemm(const job_spec& job, bool moe_layer, F&& f) {
+void attention_gemms(const job_spec& job, F&& f) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const std::int64_t t = p.tp;
@@ -119,15 +116,34 @@ void for_each_layer_gemm(const job_spec& job, bool moe_layer, F&& f) {
     f(named_gemm{"attention_context", {sq, dv, s, b * np}}, true);  // P·V
   }
   f(named_gemm{"attention_out", {tokens, h, m.attention_out_width() / t, 1}}, false);
+}
+
+/// Calls f(gemm, is_attention_bmm) for every GEMM of one layer's forward pass for one micro-batch on
+/// one GPU, in the order the layer runs them (§5.1): a Mamba block's in_proj and out_proj (§5.1.4);
+/// QKV, the attention core's two batched GEMMs (not with flash attention), the output projection;
+/// then the MLP, or the router, the local experts (balanced routing) and the shared experts.
+template <typename F>
+void for_each_layer_gemm(const job_spec& job, layer_kind kind, F&& f) {
+  const layer_makeup& mk = makeup_of(kind);
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const std::int64_t t = p.tp;
+  const std::int64_t tokens = job.training.micro_batch_size * (m.seq_length / p.cp);
+  const std::int64_t h = m.hidden_size;
+  if (mk.mamba) {
+    const mamba_spec& x = m.mamba;
+    f(named_gemm{"mamba_in_proj", {tokens, (2 * x.d_inner() + 2 * x.num_groups * x.state_dim + x.num_heads) / t, h, 1}},
+      false);
+    f(named_gemm{"mamba_out_proj", {tokens, h, x.d_inner() / t, 1}}, false);
+  }
+  if (mk.attention) attention_gemms(job, f);
   const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
   auto dense_mlp = [&](std::int64_t ffn, std::string_view up, std::string_view down) {
     f(named_gemm{up, {tokens, gate * ffn / t, h, 1}}, false);
     f(named_gemm{down, {tokens, h, ffn / t, 1}}, false);
   };
-  if (!moe_layer) {
-    dense_mlp(m.ffn_hidden_size, "mlp_up", "mlp_down");
-    return;
-  }
+  if (mk.dense_mlp) dense_mlp(m.ffn_hidden_size, "mlp_up", "mlp_down");
+  if (!mk.moe) return;
   const moe_spec& x = m.moe;
   f(named_gemm{"router", {tokens, x.num_experts, h, 1}}, false);
   const std::int64_t local_experts = x.num_experts / p.ep;
@@ -138,6 +154,7 @@ void for_each_layer_gemm(const job_spec& job, bool moe_layer, F&& f) {
   f(named_gemm{"expert_down", {rows, h, fe / etp, local_experts}}, false);
   if (x.shared_expert_ffn_hidden_size > 0) dense_mlp(x.shared_expert_ffn_hidden_size, "shared_expert_up", "shared_expert_down");
 }
+
 
 }  // namespace
 
@@ -198,7 +215,7 @@ gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dt
 
 std::vector<named_gemm> layer_gemm_shapes(const job_spec& job, bool moe_layer) {
   std::vector<named_gemm> out;
-  for_each_layer_gemm(job, moe_layer, [&](const named_gemm& g, bool) { out.push_back(g); });
+  for_each_layer_gemm(job, moe_layer ? layer_kind::moe : layer_kind::dense, [&](const named_gemm& g, bool) { out.push_back(g); });
   const model_spec& m = job.model;
   const std::int64_t tokens = job.training.micro_batch_size * m.seq_length / job.parallel.cp;
   out.push_back({"logits", {tokens, padded_vocab(m, job.parallel.tp) / job.parallel.tp, m.hidden_size, 1}});
@@ -216,20 +233,89 @@ double causal_pairs_fraction(const model_spec& m, bool windowed) {
   return std::min(1.0, pairs / (s * s / 2));
 }
 
-unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool moe_layer, bool windowed) {
+namespace {
+
+/// The attention core (§5.1, §5.3): one flash kernel, or the unfused softmax and dropout passes (the
+/// batched score and context GEMMs are for_each_layer_gemm's).
+void attention_core(const job_spec& job, const compute_efficiency& e, bool windowed, unit_time& u) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const gpu_spec& gpu = job.cluster.gpu;
+  const dtype d = job.training.precision;
+  const double eb = bytes_of(roles_of(job.training).activations);
+  const std::int64_t b = job.training.micro_batch_size;
+  const std::int64_t s = m.seq_length;
+  const std::int64_t sq = s / p.cp;
+  const std::int64_t np = m.num_attention_heads / p.tp;
+  if (job.training.flash_attention) {
+    // Flash attention: one fused kernel; causal masking skips the masked half of the tiles, so the
+    // kernel executes half the s² square, and that half is what is counted and timed (§5.1, one
+    // convention: Megatron-Core's num_floating_point_operations counts seq_length/2, "causal mask").
+    // Backward ≈ 2.5× forward in time (it recomputes the scores; Dao 2023), 2× in FLOPs.
+    // Windowed layers execute only the pairs inside the window (causal_pairs_fraction). Q·Kᵀ runs over
+    // the query/key head dim, P·V over the value head dim (MLA: 192 and 128).
+    const double dv = static_cast<double>(m.attention_out_width() / m.num_attention_heads);
+    const double flops = 0.5 * 2.0 * b * np * static_cast<double>(sq) * s *
+                         (static_cast<double>(m.kv_channels) + dv) * causal_pairs_fraction(m, windowed);
+    const double rate = gpu.peak_flops(d) * e.flash_attention_fraction;
+    u.forward.attention_s += flops / rate + e.kernel_overhead_s;
+    u.forward.flops += flops;
+    u.backward.attention_s += 2.5 * flops / rate + e.kernel_overhead_s;
+    u.backward.flops += 2 * flops;
+    return;
+  }
+  // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the
+  // probabilities and a 1-byte mask (§5.3).
+  const double scores = static_cast<double>(b) * np * sq * s;
+  const bool fused = fused_softmax_applies(sq, s, b, np);
+  double softmax_bytes = 2 * eb * scores;
+  if (!fused) softmax_bytes *= e.unfused_softmax_factor;
+  if (m.position_embedding == position_embedding_kind::alibi) softmax_bytes += eb * scores;
+  add_memory(gpu, e, softmax_bytes, fused ? 1 : 3, u, &pass_time::attention_s);
+  if (m.attention_dropout > 0) add_memory(gpu, e, (2 * eb + 1) * scores, 1, u, &pass_time::attention_s);
+}
+
+/// A Mamba-2 block's work besides its two projections (§5.1.4): the depthwise causal convolution
+/// with its SiLU, the chunked SSD scan and the gated RMSNorm, on this GPU's heads.
+void mamba_mixer(const job_spec& job, const compute_efficiency& e, unit_time& u) {
+  const model_spec& m = job.model;
+  const mamba_spec& x = m.mamba;
+  const gpu_spec& gpu = job.cluster.gpu;
+  const double eb = bytes_of(roles_of(job.training).activations);
+  const double t = static_cast<double>(job.parallel.tp);
+  const double tokens = static_cast<double>(job.training.micro_batch_size) * static_cast<double>(m.seq_length);
+  const double d_local = static_cast<double>(x.d_inner()) / t;
+  const double groups_local = static_cast<double>(x.num_groups) / t;
+  const double n = static_cast<double>(x.state_dim);
+  const double q = static_cast<double>(std::min(x.chunk_size, m.seq_length));
+  // SSD (Dao & Gu 2024, §6): per token, C·Bᵀ inside its chunk per group (2·Q·N·G), the masked scores
+  // times X (2·Q·d), the chunk states Bᵀ·X (2·N·d) and their contribution to the outputs C·h (2·N·d).
+  // Timed as the flash kernel is (the fused-attention efficiency, backward 2× the FLOPs, 2.5× the time):
+  // no SSD measurement is at hand to fit its own.
+  const double flops = tokens * (2 * q * n * groups_local + 2 * q * d_local + 4 * n * d_local);
+  const double rate = gpu.peak_flops(job.training.precision) * e.flash_attention_fraction;
+  u.forward.gemm_s += flops / rate + e.kernel_overhead_s;
+  u.forward.flops += flops;
+  u.backward.gemm_s += 2.5 * flops / rate + e.kernel_overhead_s;
+  u.backward.flops += 2 * flops;
+  // The convolution reads and writes [x, B, C]; the gated norm reads y and z and writes its output.
+  const double conv = static_cast<double>(x.conv_width()) / t;
+  add_memory(gpu, e, 2 * eb * tokens * conv, 1, u);
+  add_memory(gpu, e, 3 * eb * tokens * d_local, 1, u);
+}
+
+}  // namespace
+
+unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_kind kind) {
+  const layer_makeup& mk = makeup_of(kind);
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const gpu_spec& gpu = job.cluster.gpu;
   const dtype d = job.training.precision;                      // GEMM inputs (precision_roles::compute)
   const double eb = bytes_of(roles_of(job.training).activations);  // memory-bound kernels' elements
   const std::int64_t t = p.tp;
-  const std::int64_t b = job.training.micro_batch_size;
-  const std::int64_t s = m.seq_length;
-  const std::int64_t sq = s / p.cp;           // query rows on this GPU (§5.1)
-  const std::int64_t tokens = b * sq;         // rows of every dense GEMM
+  const std::int64_t tokens = job.training.micro_batch_size * (m.seq_length / p.cp);  // rows of every dense GEMM
   const std::int64_t h = m.hidden_size;
-  const std::int64_t np = m.num_attention_heads / t;
-  const std::int64_t dh = m.kv_channels;
   unit_time u;
 
   // Every GEMM of the layer (§5.1), in one account with the bench's shapes (layer_gemm_shapes). The
@@ -240,7 +326,7 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
   // output gradient in the backward: memory-bound passes that read e and write 2 bytes per element.
   const dtype linear = roles_of(job.training).linear;
   const bool fp8 = linear == dtype::fp8;
-  for_each_layer_gemm(job, moe_layer, [&](const named_gemm& g, bool attention) {
+  for_each_layer_gemm(job, kind, [&](const named_gemm& g, bool attention) {
     if (attention) {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::attention_s, bmm_scale);
     } else if (fp8 && g.name != "router") {
@@ -252,38 +338,14 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
       add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s);
     }
   });
-  if (job.training.flash_attention) {
-    // Flash attention: one fused kernel; causal masking skips the masked half of the tiles, so the
-    // kernel executes half the s² square, and that half is what is counted and timed (§5.1, one
-    // convention: Megatron-Core's num_floating_point_operations counts seq_length/2, "causal mask").
-    // Backward ≈ 2.5× forward in time (it recomputes the scores; Dao 2023), 2× in FLOPs.
-    // Windowed layers execute only the pairs inside the window (causal_pairs_fraction). Q·Kᵀ runs over
-    // the query/key head dim, P·V over the value head dim (MLA: 192 and 128).
-    const double dv = static_cast<double>(m.attention_out_width() / m.num_attention_heads);
-    const double flops = 0.5 * 2.0 * b * np * static_cast<double>(sq) * s * (static_cast<double>(dh) + dv) *
-                         causal_pairs_fraction(m, windowed);
-    const double rate = gpu.peak_flops(d) * e.flash_attention_fraction;
-    u.forward.attention_s += flops / rate + e.kernel_overhead_s;
-    u.forward.flops += flops;
-    u.backward.attention_s += 2.5 * flops / rate + e.kernel_overhead_s;
-    u.backward.flops += 2 * flops;
-  } else {
-    // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the
-    // probabilities and a 1-byte mask (§5.3).
-    const double scores = static_cast<double>(b) * np * sq * s;
-    const bool fused = fused_softmax_applies(sq, s, b, np);
-    double softmax_bytes = 2 * eb * scores;
-    if (!fused) softmax_bytes *= e.unfused_softmax_factor;
-    if (m.position_embedding == position_embedding_kind::alibi) softmax_bytes += eb * scores;
-    add_memory(gpu, e, softmax_bytes, fused ? 1 : 3, u, &pass_time::attention_s);
-    if (m.attention_dropout > 0) add_memory(gpu, e, (2 * eb + 1) * scores, 1, u, &pass_time::attention_s);
-  }
+  if (mk.attention) attention_core(job, e, mk.window, u);
+  if (mk.mamba) mamba_mixer(job, e, u);
 
   // Activation-function inputs (elements) of the MLP or experts, and the routed tokens' permutation.
   const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
   double act_elems = 0;
   auto dense_mlp_elems = [&](std::int64_t ffn) { act_elems += static_cast<double>(tokens) * gate * ffn / t; };
-  if (moe_layer) {
+  if (mk.moe) {
     const moe_spec& x = m.moe;
     const std::int64_t local_experts = x.num_experts / p.ep;
     act_elems += static_cast<double>(expert_rows(job)) * local_experts * gate * x.expert_ffn_hidden_size /
@@ -291,18 +353,21 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, bool m
     // Permute and un-permute the routed tokens.
     add_memory(gpu, e, 4 * eb * static_cast<double>(tokens) * x.router_topk * h, 2, u);
     if (x.shared_expert_ffn_hidden_size > 0) dense_mlp_elems(x.shared_expert_ffn_hidden_size);
-  } else {
+  } else if (mk.dense_mlp) {
     dense_mlp_elems(m.ffn_hidden_size);
   }
   // Activation function (fused with its bias): read the input, write the output (gated: half as wide).
-  add_memory(gpu, e, eb * act_elems * (gate == 2 ? 1.5 : 2.0), 1, u);
+  if (mk.moe || mk.dense_mlp) add_memory(gpu, e, eb * act_elems * (gate == 2 ? 1.5 : 2.0), 1, u);
 
-  // Norms and bias-dropout-residual (§5.3). Without sequence parallelism every TP rank does them on the
-  // whole hidden vector.
+  // Norms and bias-dropout-residual (§5.3), one of each per block. Without sequence parallelism every
+  // TP rank does them on the whole hidden vector.
+  const double blocks = static_cast<double>(mk.blocks());
+  const int kernels = mk.blocks();
   const double hidden_elems = static_cast<double>(tokens) * h / (p.sequence_parallel ? t : 1);
-  add_memory(gpu, e, 2 * 2 * eb * hidden_elems, 2, u);  // two norms: read + write
+  add_memory(gpu, e, blocks * 2 * eb * hidden_elems, kernels, u);  // norms: read + write
   const double dropout_mask = m.hidden_dropout > 0 ? 1.0 : 0.0;
-  add_memory(gpu, e, 2 * (3 * eb + dropout_mask) * hidden_elems, 2, u);  // two bias-dropout-adds
+  add_memory(gpu, e, blocks * (3 * eb + dropout_mask) * hidden_elems, kernels, u);  // bias-dropout-adds
+  if (!mk.attention) return u;
   if (m.position_embedding == position_embedding_kind::rope) {
     add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.q_width() + m.k_width()) / t, 2, u);
   }
@@ -408,19 +473,20 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const training_config& tc = job.training;
-  r.dense_layer = layer_compute(job, e, false);
-  r.moe_layer = m.is_moe() ? layer_compute(job, e, true) : unit_time{};
-  const bool windows = m.sliding_window > 0 && m.sliding_window < m.seq_length;
-  r.dense_window_layer = windows ? layer_compute(job, e, false, true) : unit_time{};
-  r.moe_window_layer = windows && m.is_moe() ? layer_compute(job, e, true, true) : unit_time{};
+  // One layer of each kind on some stage (§1.10); the dense layer always, for the overlap budgets.
+  layer_counts present{};
+  for (const stage_layout& sl : layout)
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) present[k] += sl.kinds[k];
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    const auto kind = static_cast<layer_kind>(k);
+    r.layers[k] = present[k] > 0 || kind == layer_kind::dense ? layer_compute(job, e, kind) : unit_time{};
+  }
   r.embedding = embedding_compute(job, e);
   r.output = output_compute(job, e);
   if (m.mtp_num_layers > 0) {
     // §1.8, §5.1: each MTP module runs a layer like the last one, its 2h → h projection (column-
     // parallel), and its own logits and loss through the shared output layer, on the last stage.
-    const std::int64_t last = m.num_layers - 1;
-    const bool moe = m.is_moe_layer(last), window = m.is_window_layer(last);
-    unit_time module = moe ? (window ? r.moe_window_layer : r.moe_layer) : (window ? r.dense_window_layer : r.dense_layer);
+    unit_time module = r.of(m.kind_of_layer(m.num_layers - 1));
     const std::int64_t tokens = tc.micro_batch_size * m.seq_length / p.cp;
     add_gemm(job.cluster.gpu, e, tc.precision, {tokens, m.hidden_size / p.tp, 2 * m.hidden_size}, module, &pass_time::gemm_s);
     add_units(module, output_compute(job, e), 1.0);
@@ -455,10 +521,11 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   // §5.9: host time per layer pass, and the gradient accumulation traffic of every micro-batch.
   const double host_s = host_overhead_per_layer_pass_s(tc);
   const double accumulate_bytes = accumulation_bytes_per_parameter(tc);
-  const double dense_layer_params = static_cast<double>(holds.dense_layer.total());
-  const double moe_layer_params = static_cast<double>(holds.moe_layer.total());
-  const double dense_accumulate_s = memory_time_s(gpu, e, accumulate_bytes * dense_layer_params, accumulate_bytes > 0 ? 1 : 0);
-  const double moe_accumulate_s = memory_time_s(gpu, e, accumulate_bytes * moe_layer_params, accumulate_bytes > 0 ? 1 : 0);
+  std::array<double, kNumLayerKinds> accumulate_s{};
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    const double layer_params = static_cast<double>(holds.of(static_cast<layer_kind>(k)).total());
+    accumulate_s[k] = memory_time_s(gpu, e, accumulate_bytes * layer_params, accumulate_bytes > 0 ? 1 : 0);
+  }
 
   r.stages.clear();
   r.stages.reserve(layout.size());
@@ -466,40 +533,30 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   for (const stage_layout& sl : layout) {
     stage_compute sc;
     sc.stage = sl.stage;
-    const double dense = static_cast<double>(sl.num_layers - sl.num_moe_layers);
-    const double moe = static_cast<double>(sl.num_moe_layers);
+    const double layers = static_cast<double>(sl.num_layers);
     // Layers whose forward is recomputed: all with the uniform method; with block the first N of each
     // model chunk (Megatron applies --recompute-num-layers per chunk; §3.4, §4.2.1).
-    double recomputed = dense + moe;
+    double recomputed = layers;
     if (tc.recompute == recompute_granularity::full && tc.recompute_method_ == recompute_method::block) {
       recomputed = vpp * std::min(recomputed / vpp, static_cast<double>(tc.recompute_num_layers));
     }
-    // The stage's layers by class (dense/MoE × full/windowed attention); recomputation spread over
-    // them in proportion.
-    const double window_moe = static_cast<double>(sl.num_window_moe_layers);
-    const double window_dense = static_cast<double>(sl.num_window_layers) - window_moe;
-    const struct {
-      const unit_time& u;
-      double count;
-      double accumulate_s;
-    } classes[] = {{r.dense_layer, dense - window_dense, dense_accumulate_s},
-                   {r.moe_layer, moe - window_moe, moe_accumulate_s},
-                   {r.dense_window_layer, window_dense, dense_accumulate_s},
-                   {r.moe_window_layer, window_moe, moe_accumulate_s}};
+    // The stage's layers by kind (§1.10); recomputation spread over them in proportion.
     double fwd = 0, bwd = 0, re = 0, fwd_flops = 0, bwd_flops = 0, wgrad = 0;
-    for (const auto& c : classes) {
-      if (c.count <= 0) continue;
-      const auto [re_s, re_flops] = recompute_of(c.u);
-      const double share = recomputed * c.count / std::max(1.0, dense + moe);
-      fwd += c.count * c.u.forward.total_s();
-      bwd += c.count * (c.u.backward.total_s() + c.accumulate_s);
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+      const double count = static_cast<double>(sl.kinds[k]);
+      if (count <= 0) continue;
+      const unit_time& u = r.layers[k];
+      const auto [re_s, re_flops] = recompute_of(u);
+      const double share = recomputed * count / std::max(1.0, layers);
+      fwd += count * u.forward.total_s();
+      bwd += count * (u.backward.total_s() + accumulate_s[k]);
       re += share * re_s;
-      fwd_flops += c.count * c.u.forward.flops;
-      bwd_flops += c.count * c.u.backward.flops + share * re_flops;
-      wgrad += c.count * (c.u.backward.weight_gradient_s + c.accumulate_s);
+      fwd_flops += count * u.forward.flops;
+      bwd_flops += count * u.backward.flops + share * re_flops;
+      wgrad += count * (u.backward.weight_gradient_s + accumulate_s[k]);
     }
-    fwd += (dense + moe) * host_s;
-    bwd += (dense + moe) * host_s;
+    fwd += layers * host_s;
+    bwd += layers * host_s;
     if (tc.recompute == recompute_granularity::full) re += recomputed * host_s;
     // With VPP the rank runs vpp chunks per micro-batch: times are per chunk (the embedding and output
     // sit on the first and last chunk; spread over chunks here, §5.4).
@@ -513,7 +570,7 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
       fwd_flops += r.output.forward.flops;
       bwd_flops += r.output.backward.flops;
     }
-    sc.num_layers = static_cast<std::int64_t>(std::llround((dense + moe) / vpp));
+    sc.num_layers = static_cast<std::int64_t>(std::llround(layers / vpp));
     sc.forward_s = fwd / vpp;
     sc.recompute_s = re / vpp;
     sc.recomputed_layers = tc.recompute == recompute_granularity::full ? recomputed / vpp : 0.0;

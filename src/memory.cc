@@ -27,9 +27,8 @@ struct activation_setting {
   double lin = 2;            ///< bytes of a linear layer's saved input (1 under FP8: TE keeps the cast copy)
 };
 
-/// §3.4: bytes one layer stores for its backward pass.
-layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting& a, bool moe_layer,
-                                   bool swiglu_fusion) {
+/// §3.4: the attention block's saved tensors per token.
+double attention_bytes(const model_spec& m, const activation_setting& a) {
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.q_width());
   const double k = static_cast<double>(m.k_width());
@@ -37,16 +36,10 @@ layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting
   const double o = static_cast<double>(m.attention_out_width());
   const double heads = static_cast<double>(m.num_attention_heads);
   const double t = a.t;
-  const double rep = a.sp ? t : 1.0;  // divisor of the parts TP alone does not split
+  const double rep = a.sp ? t : 1.0;
   const double e = a.e;
-  const bool attn_dropout = m.attention_dropout > 0;
-  const bool hidden_dropout = m.hidden_dropout > 0;
-
-  layer_activation_bytes l;
-  l.norms = 2 * e * h / rep;                                  // inputs of the two norms
-  l.dropout_masks = hidden_dropout ? 2 * h / rep : 0;         // 1-byte masks after attention and MLP
-
   const double lin = a.lin;
+  const bool attn_dropout = m.attention_dropout > 0;
   double attn = lin * h / rep;                                // QKV (or MLA down-projection) input
   attn += e * (q + k + v) / t;                                // Q, K, V
   if (m.is_mla()) {
@@ -64,8 +57,16 @@ layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting
     attn += (attn_dropout ? 2 * e + 1 : e) * heads * a.seq_kv / t;
   }
   attn += lin * o / t;                                        // projection input
-  l.attention = attn;
+  return attn;
+}
 
+/// §3.4, §3.4.3: the MLP (or MoE) block's saved tensors per token.
+double mlp_bytes(const model_spec& m, const activation_setting& a, bool moe_layer, bool swiglu_fusion) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double t = a.t;
+  const double rep = a.sp ? t : 1.0;
+  const double e = a.e;
+  const double lin = a.lin;
   auto mlp_bytes = [&](double ffn, double tp) {
     // activation input(s) and output, and fc2's input: 2f (plain), 4f (gated), 3f (fused bias-SwiGLU)
     const double units = is_gated(m.activation) ? (swiglu_fusion ? 3.0 : 4.0) : 2.0;
@@ -86,12 +87,41 @@ layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting
       mlp += mlp_bytes(static_cast<double>(m.moe.shared_expert_ffn_hidden_size), t);
     }
   }
-  l.mlp = mlp;
+  return mlp;
+}
 
+/// §3.4.7: a Mamba-2 block's saved tensors per token (Megatron's MambaMixer on mamba_ssm's
+/// mamba_split_conv1d_scan_combined, which recomputes the convolution and the chunk states in
+/// backward): in_proj's input, its output [z, x, B, C, dt], the gated norm's input and fp32 rstd per
+/// group, and out_proj's input.
+double mamba_bytes(const model_spec& m, const activation_setting& a) {
+  const mamba_spec& x = m.mamba;
+  const double h = static_cast<double>(m.hidden_size);
+  const double t = a.t;
+  const double rep = a.sp ? t : 1.0;
+  const double d = static_cast<double>(x.d_inner());
+  const double in_width = 2 * d + 2 * static_cast<double>(x.num_groups * x.state_dim) + static_cast<double>(x.num_heads);
+  return a.lin * h / rep + a.e * in_width / t + a.e * d / t + 4 * static_cast<double>(x.num_groups) / t + a.lin * d / t;
+}
+
+/// §3.4: bytes one layer stores for its backward pass, block by block (§1.10).
+layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting& a, layer_kind kind,
+                                   bool swiglu_fusion) {
+  const layer_makeup& mk = makeup_of(kind);
+  const double h = static_cast<double>(m.hidden_size);
+  const double rep = a.sp ? a.t : 1.0;  // divisor of the parts TP alone does not split
+  layer_activation_bytes l;
+  const double blocks = static_cast<double>(mk.blocks());
+  l.norms = blocks * a.e * h / rep;                                  // inputs of the blocks' norms
+  l.dropout_masks = m.hidden_dropout > 0 ? blocks * h / rep : 0;     // 1-byte masks after each block
+  if (mk.mamba) l.mamba = mamba_bytes(m, a);
+  if (mk.attention) l.attention = attention_bytes(m, a);
+  if (mk.dense_mlp || mk.moe) l.mlp = mlp_bytes(m, a, mk.moe, swiglu_fusion);
   l.norms *= a.tokens;
   l.dropout_masks *= a.tokens;
   l.attention *= a.tokens;
   l.mlp *= a.tokens;
+  l.mamba *= a.tokens;
   return l;
 }
 
@@ -226,7 +256,11 @@ state_bytes bytes_per_parameter(const training_config& t, double shards) {
 }  // namespace
 
 layer_activation_bytes layer_activations(const job_spec& job, bool moe_layer) {
-  return layer_bytes(job.model, setting_for(job), moe_layer, job.training.bias_swiglu_fusion);
+  return layer_activations(job, moe_layer ? layer_kind::moe : layer_kind::dense);
+}
+
+layer_activation_bytes layer_activations(const job_spec& job, layer_kind kind) {
+  return layer_bytes(job.model, setting_for(job), kind, job.training.bias_swiglu_fusion);
 }
 
 memory_report estimate_memory(const job_spec& job) {
@@ -257,9 +291,12 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const double rep = act.sp ? act.t : 1.0;
   const double vocab_shard = static_cast<double>(params.padded_vocab_size) / act.t;
 
-  r.layer_activations = layer_bytes(m, act, false, tr.bias_swiglu_fusion);
-  const double dense_act = r.layer_activations.total();
-  const double moe_act = m.is_moe() ? layer_bytes(m, act, true, tr.bias_swiglu_fusion).total() : 0.0;
+  // One layer of each kind (§1.10); the report shows a dense one (a hybrid model's first layer).
+  std::array<double, kNumLayerKinds> kind_act{};
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    kind_act[k] = layer_bytes(m, act, static_cast<layer_kind>(k), tr.bias_swiglu_fusion).total();
+  }
+  r.layer_activations = layer_bytes(m, act, m.is_hybrid() ? m.kind_of_layer(0) : layer_kind::dense, tr.bias_swiglu_fusion);
 
   // Recomputation (§3.4.4): what a layer keeps when checkpointed, and the working set rebuilt.
   const bool full = tr.recompute == recompute_granularity::full;
@@ -272,7 +309,10 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const state_bytes expert_state = bytes_per_parameter(tr, ep_shards);
 
   const rank_holdings holds = holdings_of(job, params);
-  const double largest_layer = static_cast<double>(std::max(holds.dense_layer.total(), holds.moe_layer.total()));
+  double largest_layer = 0;
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    largest_layer = std::max(largest_layer, static_cast<double>(holds.of(static_cast<layer_kind>(k)).total()));
+  }
 
   const std::int64_t m_micro = job.num_microbatches();
   const bool deepspeed = tr.framework == framework_kind::deepspeed;
@@ -289,15 +329,13 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     const layer_shard held = holds.stage(st);
     const std::int64_t dense = held.dense;
     const std::int64_t expert = held.expert;
-    const std::int64_t n_moe = st.num_moe_layers;
-    const std::int64_t n_dense = st.num_layers - n_moe;
     s.parameters = held.total();
     const double dn = static_cast<double>(dense);
     const double ex = static_cast<double>(expert);
     s.weights_bytes = dn * dense_state.weights + ex * expert_state.weights;
     // §5.1.3: Transformer Engine keeps each FP8 linear weight and its transpose beside the 16-bit one
     // (with --fp8-param-gather the FP8 parameter replaces the 16-bit copy instead).
-    if (fp8_copies) s.weights_bytes += 2.0 * static_cast<double>(holds.stage(st.num_layers, st.num_moe_layers, false, false).total());
+    if (fp8_copies) s.weights_bytes += 2.0 * static_cast<double>(holds.stage(st.kinds, false, false).total());
     s.gradients_bytes = dn * dense_state.gradients + ex * expert_state.gradients;
     s.optimizer_bytes = dn * dense_state.optimizer + ex * expert_state.optimizer;
     s.offloaded_bytes = dn * dense_state.offloaded + ex * expert_state.offloaded;
@@ -328,10 +366,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     const double layers_in_flight =
         static_cast<double>(peak.chunk_microbatches) * static_cast<double>(st.num_layers / par.vpp);
     s.microbatches_in_flight = in_flight;
-    const double per_layer = st.num_layers > 0 ? (static_cast<double>(n_dense) * dense_act +
-                                                  static_cast<double>(n_moe) * moe_act) /
-                                                     static_cast<double>(st.num_layers)
-                                               : 0.0;
+    double stage_act = 0;
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) stage_act += static_cast<double>(st.kinds[k]) * kind_act[k];
+    const double per_layer = st.num_layers > 0 ? stage_act / static_cast<double>(st.num_layers) : 0.0;
 
     // Stored per layer-micro-batch, and the working set rebuilt during backward (§3.4.4).
     double stored_per_layer = per_layer;
@@ -364,9 +401,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       output_stored = 2 * e * h * tokens / rep;  // final norm input, output layer input
       // §3.4.6: each MTP module keeps a layer like the last one, its two input norms' and projection's
       // inputs (2h wide), its final norm's and the shared output layer's inputs, per micro-batch.
-      const bool mtp_moe = m.is_moe_layer(m.num_layers - 1);
       per_microbatch_extra += static_cast<double>(m.mtp_num_layers) *
-                              ((mtp_moe ? moe_act : dense_act) + (2 + 2 + 2) * e * h * tokens / rep);
+                              (kind_act[static_cast<std::size_t>(m.kind_of_layer(m.num_layers - 1))] + (2 + 2 + 2) * e * h * tokens / rep);
       // §3.6: logits (e·V/t), their fp32 copy and the max-shifted fp32 copy inside the loss.
       loss_transient = (e + 8.0) * vocab_shard * tokens;
     }
@@ -416,9 +452,13 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   whole.sp = false;
   whole.selective = false;
   whole.tokens = static_cast<double>(m.seq_length) * static_cast<double>(tr.micro_batch_size);
-  r.full_activations_bytes =
-      static_cast<double>(params.num_dense_layers) * layer_bytes(m, whole, false, tr.bias_swiglu_fusion).total() +
-      static_cast<double>(params.num_moe_layers) * (m.is_moe() ? layer_bytes(m, whole, true, tr.bias_swiglu_fusion).total() : 0.0);
+  const layer_counts all = m.count_layer_kinds(0, m.num_layers);
+  r.full_activations_bytes = 0;
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    if (all[k] == 0) continue;
+    r.full_activations_bytes +=
+        static_cast<double>(all[k]) * layer_bytes(m, whole, static_cast<layer_kind>(k), tr.bias_swiglu_fusion).total();
+  }
 }
 
 bool megatron_theoretical_applies(const job_spec& job) {

@@ -124,6 +124,10 @@ norm_kind parse_norm(std::string_view s, std::string_view field) { return parse_
 
 bool model_spec::is_moe_layer(std::int64_t layer) const {
   if (!is_moe()) return false;
+  if (is_hybrid()) {
+    return layer >= 0 && layer < static_cast<std::int64_t>(hybrid_pattern.size()) &&
+           hybrid_pattern[static_cast<std::size_t>(layer)] == 'E';
+  }
   if (!moe.layer_pattern.empty()) {
     return layer >= 0 && layer < static_cast<std::int64_t>(moe.layer_pattern.size()) &&
            moe.layer_pattern[static_cast<std::size_t>(layer)] != 0;
@@ -134,6 +138,7 @@ bool model_spec::is_moe_layer(std::int64_t layer) const {
 
 std::int64_t model_spec::num_moe_layers() const {
   if (!is_moe()) return 0;
+  if (is_hybrid()) return static_cast<std::int64_t>(std::count(hybrid_pattern.begin(), hybrid_pattern.end(), 'E'));
   if (!moe.layer_pattern.empty()) {
     return static_cast<std::int64_t>(std::count_if(moe.layer_pattern.begin(), moe.layer_pattern.end(),
                                                    [](std::uint8_t v) { return v != 0; }));
@@ -143,13 +148,43 @@ std::int64_t model_spec::num_moe_layers() const {
 }
 
 bool model_spec::is_window_layer(std::int64_t layer) const {
-  if (sliding_window <= 0 || sliding_window >= seq_length) return false;
+  if (sliding_window <= 0 || sliding_window >= seq_length || is_hybrid()) return false;
   if (!window_pattern.empty()) {
     return layer >= 0 && layer < static_cast<std::int64_t>(window_pattern.size()) &&
            window_pattern[static_cast<std::size_t>(layer)] != 0;
   }
   // megatron/core/transformer/utils.py is_layer_window_attention: 1-based layer_number % freq != 0.
   return window_skip_freq <= 0 || (layer + 1) % window_skip_freq != 0;
+}
+
+layer_kind model_spec::kind_of_layer(std::int64_t layer) const {
+  if (is_hybrid()) {
+    switch (layer >= 0 && layer < static_cast<std::int64_t>(hybrid_pattern.size())
+                ? hybrid_pattern[static_cast<std::size_t>(layer)]
+                : '-') {
+      case 'M': return layer_kind::mamba;
+      case '*': return layer_kind::attention;
+      case 'E': return layer_kind::moe_mlp;
+      default: return layer_kind::mlp;
+    }
+  }
+  const bool moe = is_moe_layer(layer), window = is_window_layer(layer);
+  return moe ? (window ? layer_kind::moe_window : layer_kind::moe) : (window ? layer_kind::dense_window : layer_kind::dense);
+}
+
+layer_counts model_spec::count_layer_kinds(std::int64_t first, std::int64_t count) const {
+  layer_counts n{};
+  for (std::int64_t i = first; i < first + count; ++i) ++n[static_cast<std::size_t>(kind_of_layer(i))];
+  return n;
+}
+
+const layer_parameters& parameter_breakdown::of(layer_kind k) const {
+  // One row per kind: which of the four parameter accounts a layer of that kind holds.
+  static constexpr std::array<layer_parameters parameter_breakdown::*, kNumLayerKinds> kOf{
+      &parameter_breakdown::dense_layer, &parameter_breakdown::moe_layer,   &parameter_breakdown::dense_layer,
+      &parameter_breakdown::moe_layer,   &parameter_breakdown::mamba_layer, &parameter_breakdown::attention_layer,
+      &parameter_breakdown::dense_layer, &parameter_breakdown::moe_layer};
+  return this->*kOf[static_cast<std::size_t>(k)];
 }
 
 namespace {
@@ -255,6 +290,78 @@ void finalize_window(model_spec& m) {
   }
 }
 
+/// A hybrid pattern's characters (Megatron-Core hybrid_layer_allocation.py Symbols): the four
+/// modelled, and the ones Megatron has that are not.
+void check_hybrid_pattern(const std::string& pattern) {
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == 'M' || c == '*' || c == '-' || c == 'E') continue;
+    const std::string at = "--hybrid-layer-pattern (model field 'hybrid_pattern') '" + pattern + "': character " +
+                           std::to_string(i + 1) + " '" + std::string(1, c) + "' ";
+    static constexpr std::array<std::pair<char, const char*>, 5> kNotModelled{{{'G', "a gated DeltaNet layer"},
+                                                                              {'D', "a DeepSeek sparse-attention layer"},
+                                                                              {'+', "an MLA layer"},
+                                                                              {'|', "a pipeline segment boundary"},
+                                                                              {'/', "an MTP pattern"}}};
+    for (const auto& [symbol, what] : kNotModelled) {
+      if (c == symbol) throw input_error(at + "is " + what + ", which is not modelled; use M, *, - and E");
+    }
+    throw input_error(at + "is not a layer: use M (Mamba), * (attention), - (MLP) or E (MoE)");
+  }
+}
+
+/// §1.10: a hybrid model's pattern sets its layers; its Mamba-2 sizes follow Megatron's defaults and
+/// MambaMixer's asserts. What a hybrid cannot combine with here is refused by name.
+void finalize_hybrid(model_spec& m) {
+  if (!m.is_hybrid()) return;
+  if (m.hybrid_pattern.size() > static_cast<std::size_t>(kMaxLayers)) {
+    throw input_error("--hybrid-layer-pattern has " + std::to_string(m.hybrid_pattern.size()) +
+                      " layers; at most 16384");
+  }
+  check_hybrid_pattern(m.hybrid_pattern);
+  const auto n = static_cast<std::int64_t>(m.hybrid_pattern.size());
+  if (m.num_layers == 0) m.num_layers = n;
+  if (m.num_layers != n) {
+    throw input_error("--num-layers (" + std::to_string(m.num_layers) + ") must equal the length of " +
+                      "--hybrid-layer-pattern (" + std::to_string(n) + " layers) or be left out");
+  }
+  const bool has_e = m.hybrid_pattern.find('E') != std::string::npos;
+  if (has_e != m.is_moe()) {
+    throw input_error(has_e ? "--hybrid-layer-pattern has MoE layers (E): give --num-experts"
+                            : "--num-experts needs MoE layers (E) in --hybrid-layer-pattern");
+  }
+  if (!m.moe.layer_pattern.empty() || m.moe.layer_freq != 1 || m.moe.first_dense_layers != 0) {
+    throw input_error("--moe-layer-freq with --hybrid-layer-pattern: the pattern's E characters place the MoE layers");
+  }
+  struct refused {
+    bool set;
+    const char* what;
+  };
+  for (const refused& r : {refused{m.sliding_window > 0, "--window-size"},
+                           refused{m.mtp_num_layers > 0, "--mtp-num-layers"},
+                           refused{m.is_mla(), "--multi-latent-attention"},
+                           refused{m.sandwich_norm, "sandwich norms"}}) {
+    if (r.set) throw input_error(std::string(r.what) + " with --hybrid-layer-pattern is not modelled");
+  }
+  mamba_spec& x = m.mamba;
+  require_range(x.head_dim, 1, kMaxWidth, "mamba.head_dim", "--mamba-head-dim");
+  if (x.num_heads == 0) {
+    // TransformerConfig: hidden_size × expand (2) // mamba_head_dim.
+    x.num_heads = 2 * m.hidden_size / x.head_dim;
+    if (x.num_heads == 0) throw input_error("--mamba-head-dim (" + std::to_string(x.head_dim) + ") exceeds 2 × --hidden-size");
+  }
+  require_range(x.num_heads, 1, kMaxWidth, "mamba.num_heads", "--mamba-num-heads");
+  require_range(x.state_dim, 1, kMaxWidth, "mamba.state_dim", "--mamba-state-dim");
+  require_range(x.num_groups, 1, x.num_heads, "mamba.num_groups", "--mamba-num-groups");
+  require_range(x.conv_kernel, 1, 64, "mamba.conv_kernel", "mamba.conv_kernel");
+  require_range(x.chunk_size, 1, kMaxSeq, "mamba.chunk_size", "mamba.chunk_size");
+  require_range(x.d_inner(), 1, kMaxWidth, "mamba.num_heads × mamba.head_dim", "--mamba-num-heads");
+  if (x.num_heads % x.num_groups != 0) {
+    throw input_error("--mamba-num-heads (" + std::to_string(x.num_heads) + ") must be divisible by " +
+                      "--mamba-num-groups (" + std::to_string(x.num_groups) + ")");
+  }
+}
+
 void finalize_moe(model_spec& m) {
   moe_spec& x = m.moe;
   if (!m.is_moe()) {
@@ -312,6 +419,7 @@ std::vector<std::uint8_t> parse_layer_pattern(std::string_view text, std::string
 }
 
 void finalize_model(model_spec& m) {
+  if (m.is_hybrid() && m.num_layers == 0) m.num_layers = static_cast<std::int64_t>(m.hybrid_pattern.size());
   require_range(m.num_layers, 1, kMaxLayers, "num_layers", "--num-layers");
   require_range(m.hidden_size, 1, kMaxWidth, "hidden_size", "--hidden-size");
   require_range(m.num_attention_heads, 1, kMaxHeads, "num_attention_heads", "--num-attention-heads");
@@ -375,6 +483,7 @@ void finalize_model(model_spec& m) {
   finalize_moe(m);
   finalize_mla(m);
   finalize_window(m);
+  finalize_hybrid(m);
   require_range(m.mtp_num_layers, 0, kMaxLayers, "mtp_num_layers", "--mtp-num-layers");
   if (m.name.empty()) m.name = "custom";
 }
@@ -384,6 +493,29 @@ std::int64_t padded_vocab(const model_spec& m, std::int64_t tp) {
   const std::int64_t multiple = detail::checked_mul(m.make_vocab_size_divisible_by, tp, "vocabulary padding");
   return detail::ceil_div(m.vocab_size, multiple) * multiple;
 }
+
+namespace {
+
+/// §1.10: one Mamba-2 block (MambaMixer): its norm, in_proj h → 2·d_inner + 2·G·N + H, the depthwise
+/// convolution's weight (conv_width × d_conv) and bias, dt_bias, A_log and D per head, the gated
+/// RMSNorm over d_inner, out_proj d_inner → h; biases on the projections with --add-bias-linear.
+layer_parameters mamba_parameters(const model_spec& m) {
+  using detail::checked_mul;
+  const mamba_spec& x = m.mamba;
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t d = x.d_inner();
+  const std::int64_t in_width = 2 * d + 2 * x.num_groups * x.state_dim + x.num_heads;
+  layer_parameters l;
+  l.input_norm = norm_parameters(m);
+  l.mamba_in_proj = checked_mul(h, in_width, "Mamba parameters") + (m.add_bias_linear ? in_width : 0);
+  l.mamba_conv = checked_mul(x.conv_width(), x.conv_kernel + 1, "Mamba parameters");
+  l.mamba_ssm = 3 * x.num_heads;
+  l.mamba_norm = d;
+  l.mamba_out_proj = checked_mul(d, h, "Mamba parameters") + (m.add_bias_linear ? h : 0);
+  return l;
+}
+
+}  // namespace
 
 parameter_breakdown count_parameters(const model_spec& m, std::int64_t tp) {
   using detail::checked_add;
@@ -433,13 +565,25 @@ parameter_breakdown count_parameters(const model_spec& m, std::int64_t tp) {
     l.fc2_bias = bias ? h : 0;
   };
 
-  p.dense_layer = base;
+  // §1.10: a hybrid model's blocks each have one norm (fused into their first linear layer): the
+  // MLP and MoE blocks carry no attention, the attention block no MLP.
+  layer_parameters mlp_base = base;
+  if (m.is_hybrid()) {
+    mlp_base = layer_parameters{};
+    mlp_base.input_norm = norm_parameters(m);
+    p.num_mamba_layers = std::count(m.hybrid_pattern.begin(), m.hybrid_pattern.end(), 'M');
+    p.num_attention_layers = std::count(m.hybrid_pattern.begin(), m.hybrid_pattern.end(), '*');
+    p.attention_layer = base;
+    p.attention_layer.post_attention_norm = 0;
+    p.mamba_layer = mamba_parameters(m);
+  }
+  p.dense_layer = mlp_base;
   mlp_weights(m.ffn_hidden_size, p.dense_layer);
 
   p.num_moe_layers = m.num_moe_layers();
-  p.num_dense_layers = m.num_layers - p.num_moe_layers;
+  p.num_dense_layers = m.num_layers - p.num_moe_layers - p.num_mamba_layers - p.num_attention_layers;
   if (p.num_moe_layers > 0) {
-    p.moe_layer = base;
+    p.moe_layer = mlp_base;
     // §1.3: shared experts are a dense MLP of their total width; routed experts have no shared bias.
     if (m.moe.shared_expert_ffn_hidden_size > 0) mlp_weights(m.moe.shared_expert_ffn_hidden_size, p.moe_layer);
     const std::int64_t fe = m.moe.expert_ffn_hidden_size;
@@ -465,6 +609,9 @@ parameter_breakdown count_parameters(const model_spec& m, std::int64_t tp) {
   std::int64_t total = p.embedding() + p.final_norm + p.output_layer;
   total = checked_add(total, checked_mul(p.dense_layer.total(), p.num_dense_layers, "layer parameters"), "parameters");
   total = checked_add(total, checked_mul(p.moe_layer.total(), p.num_moe_layers, "layer parameters"), "parameters");
+  total = checked_add(total, checked_mul(p.mamba_layer.total(), p.num_mamba_layers, "layer parameters"), "parameters");
+  total = checked_add(total, checked_mul(p.attention_layer.total(), p.num_attention_layers, "layer parameters"),
+                      "parameters");
   const std::int64_t main = total;
   p.total = checked_add(total, checked_mul(p.mtp_each, p.num_mtp_layers, "MTP parameters"), "parameters");
   p.active_per_token =

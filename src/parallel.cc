@@ -53,10 +53,13 @@ layer_shard shard_layer(const model_spec& m, const layer_parameters& l, std::int
   layer_shard s;
   // Split by TP: column- and row-parallel weights, column biases, per-head sinks. Whole on every TP
   // rank: norms, row-parallel biases, MLA's duplicated down-projections, the router and gates.
+  // A Mamba-2 block (§1.10): every mixer tensor split by TP but out_proj's bias.
+  const std::int64_t mamba_out_bias = l.mamba_out_proj > 0 && m.add_bias_linear ? m.hidden_size : 0;
   s.dense = detail::size_div(l.qkv_weight + l.qkv_bias + l.sinks + l.proj_weight + l.fc1_weight + l.fc1_bias +
-                                 l.fc2_weight, tp) +
+                                 l.fc2_weight + l.mamba() - mamba_out_bias,
+                             tp) +
             l.norms() + l.attention_norms + l.qkv_down_weight + l.proj_bias + l.fc2_bias + l.router +
-            l.shared_expert_gate;
+            l.shared_expert_gate + mamba_out_bias;
   if (moe_layer) {
     const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
     const std::int64_t fe = m.moe.expert_ffn_hidden_size;
@@ -77,6 +80,8 @@ rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params
   const std::int64_t etp = p.etp > 0 ? p.etp : p.tp;
   h.dense_layer = shard_layer(m, params.dense_layer, p.tp, p.ep, etp, false);
   if (m.is_moe()) h.moe_layer = shard_layer(m, params.moe_layer, p.tp, p.ep, etp, true);
+  h.mamba_layer = shard_layer(m, params.mamba_layer, p.tp, p.ep, etp, false);
+  h.attention_layer = shard_layer(m, params.attention_layer, p.tp, p.ep, etp, false);
   const std::int64_t word = detail::size_div(params.word_embeddings, p.tp);
   h.embedding = word + params.position_embeddings + params.embedding_norm;
   h.output = params.final_norm + detail::size_div(params.output_layer, p.tp);
@@ -266,6 +271,13 @@ std::string size_violation(job_spec& job) {
   TRAINPLAN_RETURN_VIOLATION(divisible(m.num_attention_heads, "${model.num_attention_heads}", p.tp, "${parallel.tp}"));
   TRAINPLAN_RETURN_VIOLATION(divisible(m.num_query_groups, "${model.num_query_groups}", p.tp, "${parallel.tp}"));
   TRAINPLAN_RETURN_VIOLATION(divisible(m.ffn_hidden_size, "${model.ffn_hidden_size}", p.tp, "${parallel.tp}"));
+  if (m.is_hybrid()) {
+    // MambaMixer's asserts: heads and groups split evenly over TP (§1.10). Mamba's own context
+    // parallelism (an all-to-all of heads) is not modelled.
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.mamba.num_heads, "${model.mamba.num_heads}", p.tp, "${parallel.tp}"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.mamba.num_groups, "${model.mamba.num_groups}", p.tp, "${parallel.tp}"));
+    if (p.cp > 1) return "${parallel.cp} " + to_string(p.cp) + " with a hybrid model (--hybrid-layer-pattern) is not modelled";
+  }
   if (p.sequence_parallel && p.tp == 1) p.sequence_parallel = false;  // Megatron turns it off too
   if (p.sequence_parallel) {
     TRAINPLAN_RETURN_VIOLATION(divisible(m.seq_length / p.cp, "${model.seq_length} / ${parallel.cp}", p.tp,
@@ -584,14 +596,9 @@ void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   stages.assign(static_cast<std::size_t>(p.pp), stage_layout{});
-  // Counts the MoE, windowed and windowed-MoE layers of [first, first + n) into `s`.
+  // Counts the layers of [first, first + n) by kind into `s`.
   auto count = [&](std::int64_t first, std::int64_t n, stage_layout& s) {
-    for (std::int64_t i = first; i < first + n; ++i) {
-      const bool moe = m.is_moe_layer(i), window = m.is_window_layer(i);
-      s.num_moe_layers += moe;
-      s.num_window_layers += window;
-      s.num_window_moe_layers += moe && window;
-    }
+    for (std::int64_t i = first; i < first + n; ++i) ++s.kinds[static_cast<std::size_t>(m.kind_of_layer(i))];
   };
   const stage_split split = split_layers(m.num_layers, p, job.training.framework, p.num_layers_per_virtual_stage);
   TRAINPLAN_CHECK(split.valid);  // finalize_job refused every invalid split

@@ -499,8 +499,7 @@ using detail::top_k_threshold;
 /// The dense-layer compute is shared per (TP, CP, EP, MBS, SP).
 void bound_layouts(const job_spec& base, std::vector<proto>& protos, worker_pool& pool) {
   const compute_efficiency eff = effective_compute_efficiency(base.cluster.gpu);
-  const bool moe_model = base.model.is_moe();
-  const bool windows = base.model.sliding_window > 0 && base.model.sliding_window < base.model.seq_length;
+  const layer_counts kinds = base.model.count_layer_kinds(0, base.model.num_layers);
   const std::int64_t gbs = base.training.global_batch_size;
   pool.run(protos.size(), [&](std::size_t i, job_spec& j, std::map<layer_key, unit_time>& layers) {
     search_candidate& c = protos[i].c;
@@ -508,22 +507,19 @@ void bound_layouts(const job_spec& base, std::vector<proto>& protos, worker_pool
     auto it = layers.find(key);
     if (it == layers.end()) {
       apply_candidate(j, base, c);
-      // The cheapest layer of each kind the model has (dense/MoE × full/windowed attention), field by
-      // field, so that the bound stays below every stage's real sum (§7.2): held as forward.gemm_s (all
-      // of the forward), backward.gemm_s and forward.attention_s (what selective recomputation redoes).
+      // The cheapest layer of each kind the model has (§1.10), field by field, so that the bound stays
+      // below every stage's real sum (§7.2): held as forward.gemm_s (all of the forward),
+      // backward.gemm_s and forward.attention_s (what selective recomputation redoes).
       unit_time u;
       bool first = true;
-      for (const bool moe : {false, true}) {
-        if (moe && !moe_model) continue;
-        for (const bool window : {false, true}) {
-          if (window && !windows) continue;
-          const unit_time l = layer_compute(j, eff, moe, window);
-          const double f = l.forward.total_s(), b = l.backward.total_s(), a = l.forward.attention_s;
-          u.forward.gemm_s = first ? f : std::min(u.forward.gemm_s, f);
-          u.backward.gemm_s = first ? b : std::min(u.backward.gemm_s, b);
-          u.forward.attention_s = first ? a : std::min(u.forward.attention_s, a);
-          first = false;
-        }
+      for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+        if (kinds[k] == 0) continue;
+        const unit_time l = layer_compute(j, eff, static_cast<layer_kind>(k));
+        const double f = l.forward.total_s(), b = l.backward.total_s(), a = l.forward.attention_s;
+        u.forward.gemm_s = first ? f : std::min(u.forward.gemm_s, f);
+        u.backward.gemm_s = first ? b : std::min(u.backward.gemm_s, b);
+        u.forward.attention_s = first ? a : std::min(u.forward.attention_s, a);
+        first = false;
       }
       it = layers.emplace(key, u).first;
     }

@@ -21,8 +21,8 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
   const double m = static_cast<double>(job.num_microbatches());
   const double v = static_cast<double>(job.parallel.vpp);
   const double per_pass = 1.0 / (m * v);
-  const pass_time& att_fwd = cr.dense_layer.forward;
-  const pass_time& att_bwd = cr.dense_layer.backward;
+  const pass_time& att_fwd = cr.of(layer_kind::dense).forward;
+  const pass_time& att_bwd = cr.of(layer_kind::dense).backward;
   out.assign(cr.stages.size(), stage_comm{});
   std::size_t k = 0;
   for (std::size_t i = 0; i < cr.stages.size(); ++i) {

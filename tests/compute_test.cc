@@ -63,15 +63,15 @@ TEST(Compute, OverrideWinsOverDefault) {
 TEST(Compute, BackwardIsTwiceForwardAndRecomputeAddsAForward) {
   parsed_job pj = parse_job_args({"--preset", "bloom-176b-production"});
   const compute_report r = estimate_compute(pj.job);
-  EXPECT_DOUBLE_EQ(r.dense_layer.backward.flops, 2 * r.dense_layer.forward.flops);
-  const double ratio = r.dense_layer.backward.gemm_s / r.dense_layer.forward.gemm_s;
+  EXPECT_DOUBLE_EQ(r.of(layer_kind::dense).backward.flops, 2 * r.of(layer_kind::dense).forward.flops);
+  const double ratio = r.of(layer_kind::dense).backward.gemm_s / r.of(layer_kind::dense).forward.gemm_s;
   EXPECT_GT(ratio, 1.8);
   EXPECT_LT(ratio, 2.3);
   // The recomputed forward of each of the rank's 6 layers, plus its host time per pass (§5.9).
   const stage_compute& mid = r.stages[5];
   const double host = host_overhead_per_layer_pass_s(pj.job.training);
   EXPECT_DOUBLE_EQ(host, 2.5e-3);  // DeepSpeed with full recomputation
-  EXPECT_NEAR(mid.recompute_s, 6 * (r.dense_layer.forward.total_s() + host), 1e-12);
+  EXPECT_NEAR(mid.recompute_s, 6 * (r.of(layer_kind::dense).forward.total_s() + host), 1e-12);
 }
 
 TEST(Compute, HostOverheadAndAccumulationFollowTheFramework) {

@@ -64,7 +64,7 @@ TEST(Fp8, WeightCopiesAndSavedInputs) {
   const memory_report a = estimate_memory(bf16), b = estimate_memory(fp8);
   // Transformer Engine's FP8 weight and its transpose: 2 bytes per linear parameter of the layers held.
   const rank_holdings holds = holdings_of(bf16, count_parameters(bf16.model, 8));
-  const double layer_params = static_cast<double>(holds.stage(40, 0, false, false).total());
+  const double layer_params = 40.0 * static_cast<double>(holds.dense_layer.total());
   EXPECT_NEAR(b.stages[1].weights_bytes - a.stages[1].weights_bytes, 2 * layer_params, 1);
   // The linear inputs saved for backward are FP8: QKV, projection, fc1 and fc2 inputs, 1 byte in place
   // of 2, per token h/t (SP) + q/t + h/t + f/t.

@@ -89,7 +89,7 @@ TEST(ParallelLayout, StagesAddUpToTheModelAndFollowTheSplit) {
     for (const stage_layout& s : stages) {
       EXPECT_EQ(s.num_layers, split.of(s.stage, job.parallel.pp)) << args[1];
       total += s.num_layers;
-      moe += s.num_moe_layers;
+      moe += s.num_moe_layers();
     }
     EXPECT_EQ(total, job.model.num_layers) << args[1];
     EXPECT_EQ(moe, count_parameters(job.model).num_moe_layers) << args[1];

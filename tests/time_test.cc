@@ -168,7 +168,7 @@ void expect_identical(const time_report& a, const time_report& b) {
   EXPECT_EQ(a.breakdown.optimizer_s, b.breakdown.optimizer_s);
   EXPECT_EQ(a.compute.model_flops, b.compute.model_flops);
   EXPECT_EQ(a.compute.hardware_flops, b.compute.hardware_flops);
-  EXPECT_EQ(a.compute.moe_layer.forward.total_s(), b.compute.moe_layer.forward.total_s());
+  EXPECT_EQ(a.compute.of(layer_kind::moe).forward.total_s(), b.compute.of(layer_kind::moe).forward.total_s());
   EXPECT_EQ(a.pipeline.closed_form, b.pipeline.closed_form);
   ASSERT_EQ(a.compute.stages.size(), b.compute.stages.size());
   ASSERT_EQ(a.comm.size(), b.comm.size());

@@ -87,10 +87,8 @@ struct stage_compute {
 };
 
 struct compute_report {
-  unit_time dense_layer;
-  unit_time moe_layer;           ///< zero for dense models
-  unit_time dense_window_layer;  ///< the same attending through the window (zero without windows)
-  unit_time moe_window_layer;
+  /// One layer of each kind the model has (zero for the kinds it has not), indexed by layer_kind.
+  std::array<unit_time, kNumLayerKinds> layers;
   unit_time embedding;
   unit_time output;              ///< final norm, logits, cross-entropy
   double layer_recompute_fraction = 0;  ///< of a layer's forward redone in backward (full: 1)
@@ -99,6 +97,7 @@ struct compute_report {
   /// Whole job, one iteration (all GPUs together).
   double model_flops = 0;        ///< no recomputation: 3 × forward
   double hardware_flops = 0;     ///< with recomputation (Narayanan et al. eq. 3 with full recompute)
+  const unit_time& of(layer_kind k) const { return layers[static_cast<std::size_t>(k)]; }
 };
 
 /// Host time per layer per pass that the GPU waits for: the job's setting or the framework's default
@@ -117,9 +116,16 @@ compute_report estimate_compute(const job_spec& job);
 void estimate_compute(const job_spec& job, const parameter_breakdown& params, const std::vector<stage_layout>& layout,
                       compute_report& out);
 
-/// Forward and backward of one transformer layer for one micro-batch on one GPU.
-/// `windowed`: the layer attends through the model's window (model_spec::is_window_layer).
-unit_time layer_compute(const job_spec& job, const compute_efficiency& eff, bool moe_layer, bool windowed = false);
+/// Forward and backward of one layer of kind `kind` (§1.10) for one micro-batch on one GPU.
+unit_time layer_compute(const job_spec& job, const compute_efficiency& eff, layer_kind kind);
+/// The same for a transformer layer: dense or MoE, attending through the model's window or not
+/// (model_spec::is_window_layer).
+inline unit_time layer_compute(const job_spec& job, const compute_efficiency& eff, bool moe_layer,
+                               bool windowed = false) {
+  return layer_compute(job, eff,
+                       moe_layer ? (windowed ? layer_kind::moe_window : layer_kind::moe)
+                                 : (windowed ? layer_kind::dense_window : layer_kind::dense));
+}
 /// (Query, key) pairs a flash kernel executes in a layer, over full causal attention's s²/2 (§5.1.2).
 double causal_pairs_fraction(const model_spec& m, bool windowed);
 

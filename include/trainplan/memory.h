@@ -11,11 +11,12 @@ namespace trainplan {
 /// Activation bytes of one transformer layer for one micro-batch on one GPU, by part
 /// (docs/formulas.md §3.4). What a layer keeps for its backward pass.
 struct layer_activation_bytes {
-  double norms = 0;        ///< inputs of the two norms
+  double norms = 0;        ///< inputs of the blocks' norms (two in a transformer layer)
   double attention = 0;    ///< QKV input, Q/K/V, scores or flash outputs, projection input
   double mlp = 0;          ///< fc1 input, activation inputs/outputs, fc2 input (or the experts')
+  double mamba = 0;        ///< a Mamba-2 block: in_proj input, its output, the gated norm's and out_proj's inputs
   double dropout_masks = 0;
-  double total() const { return norms + attention + mlp + dropout_masks; }
+  double total() const { return norms + attention + mlp + mamba + dropout_masks; }
 };
 
 /// Memory of one pipeline rank (one GPU of it). Bytes.
@@ -63,6 +64,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
 
 /// Activations of one layer for one micro-batch on one GPU without recomputation (§3.4).
 layer_activation_bytes layer_activations(const job_spec& job, bool moe_layer);
+/// The same for a layer of kind `kind` (§1.10, §3.4.7).
+layer_activation_bytes layer_activations(const job_spec& job, layer_kind kind);
 
 /// Megatron-LM's own theoretical formula (megatron/training/theoretical_memory_usage.py), for the
 /// side-by-side comparison of docs/formulas.md §3.9. Bytes of the most loaded GPU.

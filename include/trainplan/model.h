@@ -1,6 +1,7 @@
 // Model description and exact parameter counts (docs/formulas.md §1).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -67,6 +68,55 @@ enum class window_kind { sliding, chunked };
 std::string_view to_string(window_kind k);
 window_kind parse_window_kind(std::string_view s, std::string_view field);
 
+/// The Mamba-2 mixer of a hybrid model's M layers (Megatron-Core megatron/core/ssm/mamba_mixer.py
+/// MambaMixer; Dao & Gu 2024): in_proj h → [z, x, B, C, dt] of 2·d_inner + 2·groups·state + heads,
+/// a depthwise causal convolution over [x, B, C], the chunked SSD scan, a gated RMSNorm and out_proj
+/// d_inner → h. Megatron's defaults (TransformerConfig mamba_*; the mixer's d_conv, chunk_size).
+struct mamba_spec {
+  std::int64_t state_dim = 128;   ///< N, per group (--mamba-state-dim)
+  std::int64_t head_dim = 64;     ///< P (--mamba-head-dim)
+  std::int64_t num_heads = 0;     ///< H (--mamba-num-heads); 0: 2h / head_dim (expand 2)
+  std::int64_t num_groups = 8;    ///< G, heads sharing B and C (--mamba-num-groups)
+  std::int64_t conv_kernel = 4;   ///< d_conv, the causal convolution's width
+  std::int64_t chunk_size = 128;  ///< Q, the SSD kernel's chunk of tokens
+  std::int64_t d_inner() const { return num_heads * head_dim; }
+  /// Width of the convolved [x, B, C]: d_inner + 2·G·N.
+  std::int64_t conv_width() const { return d_inner() + 2 * num_groups * state_dim; }
+};
+
+/// What one layer is made of (docs/formulas.md §1.10). A transformer layer is self-attention (full or
+/// through the window) and an MLP, dense or MoE. A hybrid model's layer (Megatron-Core
+/// --hybrid-layer-pattern) is a single block: a Mamba-2 mixer (M), self-attention (*), a dense MLP (-)
+/// or an MoE (E). Every per-layer account (parameters held, compute, activations, TP collectives)
+/// is kept per kind and summed over a stage's layers of each kind.
+enum class layer_kind : std::uint8_t { dense, moe, dense_window, moe_window, mamba, attention, mlp, moe_mlp };
+inline constexpr std::size_t kNumLayerKinds = 8;
+/// The blocks of a layer kind: one row per kind in kLayerMakeup.
+struct layer_makeup {
+  layer_kind kind;
+  const char* name;
+  bool attention;  ///< a self-attention block
+  bool window;     ///< it attends through the model's window
+  bool mamba;      ///< a Mamba-2 mixer block
+  bool dense_mlp;  ///< a dense MLP block
+  bool moe;        ///< an MoE block (router, routed and shared experts)
+  /// Residual blocks: each has its input norm, bias-dropout-add and a TP all-reduce (or SP pair).
+  int blocks() const { return int{attention} + int{mamba} + int{dense_mlp} + int{moe}; }
+};
+inline constexpr std::array<layer_makeup, kNumLayerKinds> kLayerMakeup{{
+    {layer_kind::dense, "dense", true, false, false, true, false},
+    {layer_kind::moe, "MoE", true, false, false, false, true},
+    {layer_kind::dense_window, "dense, windowed", true, true, false, true, false},
+    {layer_kind::moe_window, "MoE, windowed", true, true, false, false, true},
+    {layer_kind::mamba, "Mamba", false, false, true, false, false},
+    {layer_kind::attention, "attention", true, false, false, false, false},
+    {layer_kind::mlp, "MLP", false, false, false, true, false},
+    {layer_kind::moe_mlp, "MoE block", false, false, false, false, true},
+}};
+inline const layer_makeup& makeup_of(layer_kind k) { return kLayerMakeup[static_cast<std::size_t>(k)]; }
+/// Layers of each kind, indexed by layer_kind.
+using layer_counts = std::array<std::int64_t, kNumLayerKinds>;
+
 /// A decoder-only transformer as Megatron-LM builds it. Sizes are counts, not bytes.
 struct model_spec {
   std::string name;
@@ -106,8 +156,19 @@ struct model_spec {
   double hidden_dropout = 0.1;
   mla_spec mla;
   moe_spec moe;
+  /// Hybrid model: one character per layer, M (Mamba-2), * (attention), - (MLP), E (MoE), as
+  /// Megatron-Core's --hybrid-layer-pattern (--hybrid-override-pattern) writes it; its length is
+  /// num_layers. Empty: every layer is a transformer layer.
+  std::string hybrid_pattern;
+  mamba_spec mamba;
 
   bool is_moe() const { return moe.num_experts > 0; }
+  bool is_hybrid() const { return !hybrid_pattern.empty(); }
+  /// The kind of layer `layer` (0-based): a hybrid block by its pattern character, else dense or MoE
+  /// (is_moe_layer), through the window or not (is_window_layer).
+  layer_kind kind_of_layer(std::int64_t layer) const;
+  /// Layers of each kind in [first, first + count).
+  layer_counts count_layer_kinds(std::int64_t first, std::int64_t count) const;
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(std::int64_t layer) const;  ///< 0-based layer index
   std::int64_t num_moe_layers() const;
@@ -162,7 +223,15 @@ struct layer_parameters {
   std::int64_t router = 0;               ///< router weight, its bias and the experts' score bias
   std::int64_t experts = 0;              ///< all routed experts, weights and biases
   std::int64_t expert_each = 0;          ///< one routed expert
+  /// Mamba-2 mixer (§1.10): in_proj, the convolution's weight and bias, dt_bias/A_log/D, the gated
+  /// norm and out_proj; all split by TP (Megatron marks every one tensor_model_parallel).
+  std::int64_t mamba_in_proj = 0;
+  std::int64_t mamba_conv = 0;
+  std::int64_t mamba_ssm = 0;            ///< dt_bias, A_log, D: one each per head
+  std::int64_t mamba_norm = 0;
+  std::int64_t mamba_out_proj = 0;
 
+  std::int64_t mamba() const { return mamba_in_proj + mamba_conv + mamba_ssm + mamba_norm + mamba_out_proj; }
   std::int64_t attention() const {
     return qkv_weight + qkv_bias + qkv_down_weight + attention_norms + sinks + proj_weight + proj_bias;
   }
@@ -170,7 +239,7 @@ struct layer_parameters {
     return fc1_weight + fc1_bias + fc2_weight + fc2_bias + shared_expert_gate + router + experts;
   }
   std::int64_t norms() const { return input_norm + post_attention_norm + sandwich_norms; }
-  std::int64_t total() const { return attention() + mlp() + norms(); }
+  std::int64_t total() const { return attention() + mlp() + norms() + mamba(); }
 };
 
 /// Every parameter of the model, by module (docs/formulas.md §1).
@@ -179,10 +248,14 @@ struct parameter_breakdown {
   std::int64_t word_embeddings = 0;
   std::int64_t position_embeddings = 0;
   std::int64_t embedding_norm = 0;
-  layer_parameters dense_layer;          ///< a layer with a dense MLP
-  layer_parameters moe_layer;            ///< a layer with an MoE MLP (zero for dense models)
+  layer_parameters dense_layer;          ///< a layer with a dense MLP (hybrid: the MLP block alone)
+  layer_parameters moe_layer;            ///< a layer with an MoE MLP (hybrid: the MoE block alone; zero for dense models)
+  layer_parameters mamba_layer;          ///< hybrid: a Mamba-2 block with its norm (zero otherwise)
+  layer_parameters attention_layer;      ///< hybrid: an attention block with its norm (zero otherwise)
   std::int64_t num_dense_layers = 0;
   std::int64_t num_moe_layers = 0;
+  std::int64_t num_mamba_layers = 0;
+  std::int64_t num_attention_layers = 0;  ///< hybrid attention blocks
   std::int64_t final_norm = 0;
   std::int64_t output_layer = 0;         ///< 0 when tied to the word embeddings
   /// One multi-token-prediction module (Megatron MultiTokenPredictionLayer): two input norms, the
@@ -195,8 +268,11 @@ struct parameter_breakdown {
 
   std::int64_t embedding() const { return word_embeddings + position_embeddings + embedding_norm; }
   std::int64_t layers() const {
-    return dense_layer.total() * num_dense_layers + moe_layer.total() * num_moe_layers;
+    return dense_layer.total() * num_dense_layers + moe_layer.total() * num_moe_layers +
+           mamba_layer.total() * num_mamba_layers + attention_layer.total() * num_attention_layers;
   }
+  /// The parameters of one layer of kind `k` (windowed layers are counted as their unwindowed kind).
+  const layer_parameters& of(layer_kind k) const;
   std::int64_t mtp() const { return mtp_each * num_mtp_layers; }
   /// The model as published and served, without MTP modules (DeepSeek-V3's 671B).
   std::int64_t main_model() const { return total - mtp(); }

@@ -204,11 +204,14 @@ struct stage_layout {
   std::int64_t stage = 0;          ///< pipeline rank
   std::int64_t num_layers = 0;     ///< transformer layers on this rank (all chunks)
   std::int64_t first_layer = 0;    ///< index of the first layer of its first chunk
-  std::int64_t num_moe_layers = 0;
-  std::int64_t num_window_layers = 0;      ///< layers attending through the window (model_spec::is_window_layer)
-  std::int64_t num_window_moe_layers = 0;  ///< of which MoE
+  layer_counts kinds{};            ///< its layers by kind (model_spec::kind_of_layer; §1.10)
   bool has_embedding = false;      ///< the word (and position) embedding
   bool has_output = false;         ///< final norm, output layer (or tied copy), loss
+  std::int64_t of(layer_kind k) const { return kinds[static_cast<std::size_t>(k)]; }
+  /// Layers with an MoE block (transformer MoE layers, windowed or not, and hybrid E blocks).
+  std::int64_t num_moe_layers() const {
+    return of(layer_kind::moe) + of(layer_kind::moe_window) + of(layer_kind::moe_mlp);
+  }
 };
 
 // ---- what one GPU holds (§2.4): the one account memory, communication, compute and time read ------
@@ -223,23 +226,35 @@ struct layer_shard {
 
 /// What one GPU of a pipeline stage holds, worked out once per job from the parameter count at its TP.
 struct rank_holdings {
-  layer_shard dense_layer;      ///< a layer with a dense MLP
-  layer_shard moe_layer;        ///< a layer with routed experts (zero for dense models)
+  layer_shard dense_layer;      ///< a layer with a dense MLP (hybrid: the MLP block)
+  layer_shard moe_layer;        ///< a layer with routed experts (hybrid: the MoE block; zero for dense models)
+  layer_shard mamba_layer;      ///< hybrid: a Mamba-2 block (zero otherwise)
+  layer_shard attention_layer;  ///< hybrid: an attention block (zero otherwise)
   std::int64_t embedding = 0;   ///< first stage: word-embedding shard V/t·h, positions, embedding norm
   std::int64_t output = 0;      ///< last stage: final norm, output shard, or the tied copy when p > 1
                                 ///< (DeepSpeed ties the whole embedding module)
   /// Last stage: the multi-token-prediction modules (Megatron places them with the output layer, §1.8).
   layer_shard mtp;
 
-  /// One GPU of a stage with `layers` layers, `moe_layers` of them MoE, and the ends it holds.
-  layer_shard stage(std::int64_t layers, std::int64_t moe_layers, bool first, bool last) const {
-    return {(layers - moe_layers) * dense_layer.total() + moe_layers * moe_layer.dense + (first ? embedding : 0) +
-                (last ? output + mtp.dense : 0),
-            moe_layers * moe_layer.expert + (last ? mtp.expert : 0)};
+  /// One layer of kind `k` (windowed layers hold what their unwindowed kind holds).
+  const layer_shard& of(layer_kind k) const {
+    static constexpr std::array<layer_shard rank_holdings::*, kNumLayerKinds> kOf{
+        &rank_holdings::dense_layer, &rank_holdings::moe_layer,   &rank_holdings::dense_layer,
+        &rank_holdings::moe_layer,   &rank_holdings::mamba_layer, &rank_holdings::attention_layer,
+        &rank_holdings::dense_layer, &rank_holdings::moe_layer};
+    return this->*kOf[static_cast<std::size_t>(k)];
   }
-  layer_shard stage(const stage_layout& s) const {
-    return stage(s.num_layers, s.num_moe_layers, s.has_embedding, s.has_output);
+  /// One GPU of a stage with `kinds` layers of each kind, and the ends it holds.
+  layer_shard stage(const layer_counts& kinds, bool first, bool last) const {
+    layer_shard s{(first ? embedding : 0) + (last ? output + mtp.dense : 0), last ? mtp.expert : 0};
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+      const layer_shard& l = of(static_cast<layer_kind>(k));
+      s.dense += kinds[k] * l.dense;
+      s.expert += kinds[k] * l.expert;
+    }
+    return s;
   }
+  layer_shard stage(const stage_layout& s) const { return stage(s.kinds, s.has_embedding, s.has_output); }
 };
 
 /// The holdings of `job` from `params` = count_parameters(job.model, job.parallel.tp).
