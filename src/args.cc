@@ -94,7 +94,7 @@ constexpr const char* kIgnoredFlags[] = {
 constexpr const char* kUnmodelledFlags[] = {
     "--fp8", "--cpu-offloading",
     "--heterogeneous-layers-config-path", "--encoder-num-layers",
-    "--encoder-pipeline-model-parallel-size", "--hybrid-override-pattern",
+    "--encoder-pipeline-model-parallel-size",
     "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
     "--distribute-saved-activations", "--use-cpu-initialization-*", "--num-layers-per-virtual-pipeline-stage-*",
     "--moe-layer-recompute", "--recompute-modules", "--cpu-offloading-num-layers",
@@ -303,6 +303,11 @@ void rederive_overridden_model(job_builder& b, const model_spec& base) {
     rule.num_query_groups = 0;
     finalize_model(rule);
     if (rule.ffn_hidden_size == base.ffn_hidden_size) m.ffn_hidden_size = 0;
+  }
+  if (b.is_explicit("hybrid_pattern") && !b.is_explicit("num_layers")) m.num_layers = 0;  // the pattern's length
+  if (!b.is_explicit("mamba.num_heads") && base.is_hybrid() &&
+      base.mamba.num_heads * base.mamba.head_dim == 2 * base.hidden_size) {
+    m.mamba.num_heads = 0;  // TransformerConfig's rule: 2h / head dim
   }
   if (!b.is_explicit("max_position_embeddings") && base.max_position_embeddings == base.seq_length &&
       m.position_embedding != position_embedding_kind::learned) {

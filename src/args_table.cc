@@ -244,6 +244,20 @@ const std::vector<flag_def>& flag_table() {
                         b.job.model.window = parse_window_kind(v, f);
                         b.model_fields = true;
                       }));
+    t.push_back(value("--hybrid-layer-pattern", "--hybrid-override-pattern", "PATTERN", "none (a transformer)", "model",
+                      "hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE",
+                      [](job_builder& b, const std::string& v, const std::string&) {
+                        b.job.model.hybrid_pattern = v;
+                        b.model_fields = true;
+                        b.explicit_fields.push_back("hybrid_pattern");
+                      }));
+    t.push_back(value("--mamba-state-dim", "", "N", "128", "model", "Mamba-2 state size per group",
+                      MODEL_INT(mamba.state_dim)));
+    t.push_back(value("--mamba-head-dim", "", "N", "64", "model", "Mamba-2 head dim", MODEL_INT(mamba.head_dim)));
+    t.push_back(value("--mamba-num-groups", "", "N", "8", "model", "Mamba-2 groups sharing B and C",
+                      MODEL_INT(mamba.num_groups)));
+    t.push_back(value("--mamba-num-heads", "", "N", "2h / head dim", "model", "Mamba-2 heads",
+                      MODEL_INT(mamba.num_heads)));
     // ---- parallel ----
     t.push_back(value("--tensor-model-parallel-size", "--tp", "N", "1", "parallel", "tensor parallel size t",
                       INT_FIELD(b.job.parallel.tp)));

@@ -107,7 +107,8 @@ constexpr value_name_kind kValueKinds[] = {
     {"LIST", value_kind::list},      {"MIN-MAX", value_kind::range}, {"NAME", value_kind::text},
     {"NAME|FILE", value_kind::text}, {"FILE", value_kind::text},     {"TYPE", value_kind::text},
     {"KIND", value_kind::text},      {"IMPL", value_kind::text},     {"METHOD", value_kind::text},
-    {"ORDER", value_kind::text},     {"DTYPE", value_kind::text},
+    {"ORDER", value_kind::text},     {"DTYPE", value_kind::text},   {"PATTERN", value_kind::text},
+    {"N|PATTERN", value_kind::number_or_text},                     {"W|(W,0)", value_kind::number_or_text},
 };
 
 value_kind kind_of(std::string_view value_name, int arity) {
@@ -142,7 +143,8 @@ bool shadowed(const command_flag& f, const std::vector<command_flag>& out) {
 }  // namespace
 
 std::string_view to_string(value_kind k) {
-  constexpr std::string_view kNames[] = {"switch", "integer", "number", "text", "list", "range", "triple"};
+  constexpr std::string_view kNames[] = {"switch", "integer", "number", "text", "list", "range", "triple",
+                                           "number_or_text"};
   return kNames[static_cast<int>(k)];
 }
 

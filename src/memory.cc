@@ -464,7 +464,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
 bool megatron_theoretical_applies(const job_spec& job) {
   const training_config& t = job.training;
   return t.framework == framework_kind::megatron && t.recompute != recompute_granularity::full &&
-         job.parallel.cp == 1 && !job.model.is_moe() && !t.offload_optimizer;
+         job.parallel.cp == 1 && !job.model.is_moe() && !job.model.is_hybrid() && !t.offload_optimizer;
 }
 
 megatron_theoretical_memory megatron_theoretical(const job_spec& job) {

@@ -84,6 +84,10 @@ constexpr shape kShapes[] = {
      "google/gemma-2-27b config.json; Gemma 2 report Table 2: 1,179,648,000 embedding + 26,047,480,320 non-embedding"},
     {"gemma3-27b", "gemma", 62, 5376, 21504, 32, 16, 262208, 32768, 131072, P::rope, A::geglu, N::rmsnorm, false, true, false, 0, 0,
      "google/gemma-3-27b-pt config.json (text_config); Gemma 3 report (arXiv 2503.19786) Table 1: 25,600M non-embedding; pre-trained at 32K"},
+    {"nemotron-h-8b", "nemotron-h", 52, 4096, 21504, 32, 8, 131072, 8192, 8192, P::rope, A::squared_relu, N::rmsnorm, false, false, false, 0, 0,
+     "nvidia/Nemotron-H-8B-Base-8K config.json; Megatron-Bridge NemotronHModelProvider8B; Nemotron-H report (arXiv 2504.03624) Table 1: 8B, 24 Mamba-2, 24 MLP, 4 attention layers"},
+    {"nemotron-h-56b", "nemotron-h", 118, 8192, 32768, 64, 8, 131072, 8192, 8192, P::rope, A::squared_relu, N::rmsnorm, false, false, false, 0, 0,
+     "Megatron-Bridge NemotronHModelProvider56B; Nemotron-H report (arXiv 2504.03624) Table 1: 56B, 54 Mamba-2, 54 MLP, 10 attention layers"},
 };
 
 /// What the shape table cannot hold: MLA, fine-grained MoE, windows, norms, sinks, MTP (§1.7-§1.9),
@@ -139,6 +143,15 @@ constexpr extension kExtensions[] = {
                                       m.window_skip_freq = 2; }},
     {"gemma2-27b", [](model_spec& m) { m.kv_channels = 128, m.sandwich_norm = true, m.sliding_window = 4096,
                                        m.window_skip_freq = 2; }},
+    {"nemotron-h-8b", [](model_spec& m) {
+       m.hybrid_pattern = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-";
+       m.mamba.num_heads = 128, m.mamba.state_dim = 128, m.mamba.head_dim = 64, m.mamba.num_groups = 8;
+     }},
+    {"nemotron-h-56b", [](model_spec& m) {
+       m.hybrid_pattern = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-"
+                          "M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-";
+       m.mamba.num_heads = 256, m.mamba.state_dim = 256, m.mamba.head_dim = 64, m.mamba.num_groups = 8;
+     }},
     {"gemma3-27b", [](model_spec& m) { m.kv_channels = 128, m.sandwich_norm = true, m.qk_norm = true,
                                        m.sliding_window = 1024, m.window_skip_freq = 6,
                                        m.make_vocab_size_divisible_by = 1; }},  // 262208 rows, unpadded

@@ -291,6 +291,45 @@ void read_gemma(const hf_reader& r, const std::string& type, model_spec& m) {
   if (m.vocab_size % 128 != 0) m.make_vocab_size_divisible_by = 1;
 }
 
+/// Nemotron-H (modeling_nemotron_h.py, NemotronHConfig): hybrid_override_pattern blocks, each a norm and
+/// one mixer: Mamba-2, GQA attention, a squared-ReLU MLP, or an MoE (Nemotron 3) with a score-bias
+/// router and a shared expert. §1.10.
+void read_nemotron_h(const hf_reader& r, model_spec& m) {
+  read_rope_decoder(r, false, m);
+  m.hybrid_pattern = r.optional_string("hybrid_override_pattern", "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-");
+  m.ffn_hidden_size = r.optional_int({"intermediate_size"}, 21504);
+  m.kv_channels = r.optional_int({"head_dim", "attention_head_dim"}, 128);
+  m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, 4096);
+  m.activation = plain_activation(r, "mlp_hidden_act", "relu2");
+  const bool attention_bias = r.optional_bool("attention_bias", false);
+  m.add_bias_linear = all_or_no_bias(r, attention_bias, r.optional_bool("mlp_bias", false)) ||
+                      r.optional_bool("use_bias", false);
+  if (r.optional_bool("mamba_proj_bias", false) != m.add_bias_linear) {
+    r.d.fail("mamba_proj_bias", "Mamba projection biases unlike the other linear layers' are not modelled");
+  }
+  if (!r.optional_bool("use_conv_bias", r.optional_bool("mamba_conv_bias", true))) {
+    r.d.fail("use_conv_bias", "a Mamba convolution without bias is not modelled (Megatron asserts conv_bias)");
+  }
+  mamba_spec& x = m.mamba;
+  x.state_dim = r.optional_int({"ssm_state_size"}, 128);
+  x.num_heads = r.optional_int({"mamba_num_heads"}, 128);
+  x.head_dim = r.optional_int({"mamba_head_dim"}, 64);
+  x.num_groups = r.optional_int({"n_groups", "mamba_n_groups"}, 8);
+  x.conv_kernel = r.optional_int({"conv_kernel", "mamba_d_conv"}, 4);
+  x.chunk_size = r.optional_int({"chunk_size", "mamba_chunk_size"}, 128);
+  if (m.hybrid_pattern.find('E') == std::string::npos) return;
+  if (r.find("moe_latent_size")) r.d.fail("moe_latent_size", "latent MoE (experts over a projected width) is not modelled");
+  moe_spec& e = m.moe;
+  e.num_experts = r.required_int({"n_routed_experts"});
+  e.router_topk = r.required_int({"num_experts_per_tok"});
+  e.expert_ffn_hidden_size = r.required_int({"moe_intermediate_size"});
+  e.shared_expert_ffn_hidden_size = r.optional_int({"moe_shared_expert_intermediate_size"}, 0, 0);
+  e.expert_score_bias = true;  // NemotronHTopkRouter's e_score_correction_bias
+  e.router_num_groups = r.optional_int({"n_group"}, 0, 0);
+  e.router_group_topk = r.optional_int({"topk_group"}, 0, 0);
+  if (e.router_num_groups <= 1) e.router_num_groups = e.router_group_topk = 0;  // one group: unlimited
+}
+
 void read_bloom(const hf_reader& r, model_spec& m) {
   m.num_layers = r.required_int({"n_layer", "num_hidden_layers"});
   m.hidden_size = r.required_int({"hidden_size", "n_embed"});
@@ -372,8 +411,8 @@ void read_opt(const hf_reader& r, model_spec& m) {
 const std::vector<std::string>& hf_types() {
   static const std::vector<std::string> types = {
       "bloom", "deepseek_v2", "deepseek_v3", "gemma2",  "gemma3", "gemma3_text", "gpt2",  "gpt_neox", "gpt_oss",
-      "llama", "llama4",      "llama4_text", "mistral", "mixtral", "opt",        "qwen2", "qwen2_moe", "qwen3",
-      "qwen3_moe"};
+      "llama", "llama4",      "llama4_text", "mistral", "mixtral", "nemotron_h", "opt",   "qwen2", "qwen2_moe",
+      "qwen3", "qwen3_moe"};
   return types;
 }
 
@@ -409,6 +448,7 @@ std::string hf_model_type(const hf_reader& r) {
       {"Gemma2ForCausalLM", "gemma2"},
       {"Gemma3ForConditionalGeneration", "gemma3"},
       {"Gemma3ForCausalLM", "gemma3_text"},
+      {"NemotronHForCausalLM", "nemotron_h"},
   };
   const json* a = r.find("architectures");
   if (!a || !a->is_array() || a->empty() || !(*a)[0].is_string()) {
@@ -459,9 +499,13 @@ model_spec read_hf(const document& whole) {
     read_gpt_neox(r, m);
   } else if (type == "opt") {
     read_opt(r, m);
-  } else if (type == "nemotron_h" || type == "jamba" || type == "mamba" || type == "mamba2" || type == "falcon_h1") {
-    d.fail("model_type", fmt::format("'{}' has Mamba (state-space) layers, which trainplan does not model yet; "
-                                     "plan its attention-only counterpart or wait for hybrid support",
+  } else if (type == "nemotron_h") {
+    read_nemotron_h(r, m);
+  } else if (type == "jamba" || type == "mamba" || type == "falcon_mamba" || type == "mamba2" || type == "falcon_h1") {
+    d.fail("model_type", fmt::format("'{}' is not modelled: Jamba and Mamba use Mamba-1 selective-scan layers, "
+                                     "Falcon-H1 runs attention and Mamba-2 side by side in one block, and a pure "
+                                     "Mamba-2 model has no attention; Mamba-2 hybrids (nemotron_h, Megatron's "
+                                     "--hybrid-layer-pattern) are modelled",
                                      type));
   } else {
     d.fail("model_type", fmt::format("unsupported Hugging Face model_type '{}'{}; supported: {}", type,

@@ -219,6 +219,10 @@ template <std::int64_t mla_spec::*F>
 void set_mla_int(model_spec& m, const document& d, const json& v, const std::string& p) {
   m.mla.*F = as_int(d, v, p, 0);
 }
+template <std::int64_t mamba_spec::*F>
+void set_mamba_int(model_spec& m, const document& d, const json& v, const std::string& p) {
+  m.mamba.*F = as_int(d, v, p, 0);
+}
 template <bool moe_spec::*F>
 void set_moe_bool(model_spec& m, const document& d, const json& v, const std::string& p) {
   m.moe.*F = as_bool(d, v, p);
@@ -307,6 +311,17 @@ const field kFields[] = {
                        const std::string& p) { m.window = parse_enum_field(d, v, p, parse_window_kind); }},
     {"window_pattern", [](model_spec& m, const document& d, const json& v,
                           const std::string& p) { m.window_pattern = as_pattern(d, v, p); }},
+    {"hybrid_pattern", [](model_spec& m, const document& d, const json& v,
+                          const std::string& p) { m.hybrid_pattern = as_string(d, v, p); }},
+};
+
+const field kMambaFields[] = {
+    {"state_dim", set_mamba_int<&mamba_spec::state_dim>},
+    {"head_dim", set_mamba_int<&mamba_spec::head_dim>},
+    {"num_heads", set_mamba_int<&mamba_spec::num_heads>},
+    {"num_groups", set_mamba_int<&mamba_spec::num_groups>},
+    {"conv_kernel", set_mamba_int<&mamba_spec::conv_kernel>},
+    {"chunk_size", set_mamba_int<&mamba_spec::chunk_size>},
 };
 
 const field kMlaFields[] = {
@@ -397,7 +412,7 @@ model_spec read_own(const document& d) {
     has_base = true;
   }
   std::set<std::string> given;
-  read_fields(m, d, d.root, "", kFields, {"base", "moe", "mla"}, given);
+  read_fields(m, d, d.root, "", kFields, {"base", "moe", "mla", "mamba"}, given);
   if (const auto it = d.root.find("moe"); it != d.root.end()) {
     if (!it->is_object()) d.fail("moe", fmt::format("expected a mapping of moe fields, got {}", d.shown("moe", *it)));
     read_fields(m, d, *it, "moe.", kMoeFields, {}, given);
@@ -406,9 +421,13 @@ model_spec read_own(const document& d) {
     if (!it->is_object()) d.fail("mla", fmt::format("expected a mapping of mla fields, got {}", d.shown("mla", *it)));
     read_fields(m, d, *it, "mla.", kMlaFields, {}, given);
   }
+  if (const auto it = d.root.find("mamba"); it != d.root.end()) {
+    if (!it->is_object()) d.fail("mamba", fmt::format("expected a mapping of mamba fields, got {}", d.shown("mamba", *it)));
+    read_fields(m, d, *it, "mamba.", kMambaFields, {}, given);
+  }
   if (!has_base) {
     for (const char* key : {"num_layers", "hidden_size", "num_attention_heads", "vocab_size"}) {
-      if (!d.root.contains(key)) {
+      if (!d.root.contains(key) && !(std::string_view(key) == "num_layers" && d.root.contains("hybrid_pattern"))) {
         throw input_error(
             fmt::format("{}: missing field '{}' (or start from a catalog model with 'base:')", d.origin, key));
       }

@@ -68,6 +68,12 @@ json model_fields(const model_spec& m) {
   j["sandwich_norm"] = m.sandwich_norm;
   j["attention_sinks"] = m.attention_sinks;
   j["mtp_num_layers"] = m.mtp_num_layers;
+  if (m.is_hybrid()) {
+    const mamba_spec& x = m.mamba;
+    j["hybrid_pattern"] = m.hybrid_pattern;
+    j["mamba"] = {{"state_dim", x.state_dim},   {"head_dim", x.head_dim},       {"num_heads", x.num_heads},
+                  {"num_groups", x.num_groups}, {"conv_kernel", x.conv_kernel}, {"chunk_size", x.chunk_size}};
+  }
   if (m.sliding_window > 0) {
     std::int64_t windowed = 0;
     for (std::int64_t i = 0; i < m.num_layers; ++i) windowed += m.is_window_layer(i);
@@ -93,7 +99,7 @@ std::string attention_summary(const model_spec& m) {
 }
 
 json layer_json(const layer_parameters& l) {
-  return {{"input_norm", l.input_norm},   {"qkv_weight", l.qkv_weight},
+  json j = {{"input_norm", l.input_norm},   {"qkv_weight", l.qkv_weight},
           {"qkv_bias", l.qkv_bias},       {"proj_weight", l.proj_weight},
           {"proj_bias", l.proj_bias},     {"post_attention_norm", l.post_attention_norm},
           {"fc1_weight", l.fc1_weight},   {"fc1_bias", l.fc1_bias},
@@ -103,6 +109,11 @@ json layer_json(const layer_parameters& l) {
           {"sinks", l.sinks},             {"sandwich_norms", l.sandwich_norms},
           {"shared_expert_gate", l.shared_expert_gate}, {"expert_each", l.expert_each},
           {"total", l.total()}};
+  if (l.mamba() > 0) {
+    j["mamba"] = {{"in_proj", l.mamba_in_proj}, {"conv", l.mamba_conv}, {"ssm", l.mamba_ssm},
+                  {"norm", l.mamba_norm},       {"out_proj", l.mamba_out_proj}};
+  }
+  return j;
 }
 
 }  // namespace
@@ -167,7 +178,18 @@ std::string render_model_text(const model_spec& m, const parameter_breakdown& p,
   auto layer_lines = [&](const char* title, const layer_parameters& l, std::int64_t count, std::int64_t ffn) {
     line(fmt::format("{} × {}", title, count), "", l.total() * count);
     line("  input_norm", shape({l.input_norm}), l.input_norm);
-    if (m.is_mla()) {
+    if (l.mamba() > 0) {
+      const mamba_spec& x = m.mamba;
+      const std::int64_t in_width = 2 * x.d_inner() + 2 * x.num_groups * x.state_dim + x.num_heads;
+      line("  mamba.in_proj (z, x, B, C, dt)", shape({in_width, h}), l.mamba_in_proj);
+      line("  mamba.conv1d +b", shape({x.conv_width(), x.conv_kernel}), l.mamba_conv);
+      line("  mamba.dt_bias, A_log, D", shape({3, x.num_heads}), l.mamba_ssm);
+      line("  mamba.norm (gated)", shape({l.mamba_norm}), l.mamba_norm);
+      line("  mamba.out_proj", shape({h, x.d_inner()}), l.mamba_out_proj);
+    }
+    if (l.attention() == 0) {
+      // a hybrid model's Mamba, MLP or MoE block: no attention
+    } else if (m.is_mla()) {
       const mla_spec& a = m.mla;
       const std::int64_t heads = m.num_attention_heads;
       if (a.q_lora_rank > 0) {
@@ -187,8 +209,10 @@ std::string render_model_text(const model_spec& m, const parameter_breakdown& p,
       if (l.attention_norms > 0) line("  attention.qk_norm", shape({l.attention_norms}), l.attention_norms);
     }
     if (l.sinks > 0) line("  attention.sinks", shape({l.sinks}), l.sinks);
-    line("  attention.proj", shape({h, m.attention_out_width()}) + (l.proj_bias ? " +b" : ""), l.proj_weight + l.proj_bias);
-    line("  post_attention_norm", shape({l.post_attention_norm}), l.post_attention_norm);
+    if (l.attention() > 0) {
+      line("  attention.proj", shape({h, m.attention_out_width()}) + (l.proj_bias ? " +b" : ""), l.proj_weight + l.proj_bias);
+    }
+    if (l.post_attention_norm > 0) line("  post_attention_norm", shape({l.post_attention_norm}), l.post_attention_norm);
     if (l.sandwich_norms > 0) line("  output_norms (attention, MLP)", shape({2, h}), l.sandwich_norms);
     const char* fc = l.router > 0 ? "  mlp.shared_experts" : "  mlp";
     if (l.fc1_weight > 0) {
@@ -203,7 +227,12 @@ std::string render_model_text(const model_spec& m, const parameter_breakdown& p,
            shape({gate * m.moe.expert_ffn_hidden_size, h}) + "+" + shape({h, m.moe.expert_ffn_hidden_size}), l.experts);
     }
   };
-  if (p.num_dense_layers > 0) layer_lines("layers (dense)", p.dense_layer, p.num_dense_layers, m.ffn_hidden_size);
+  // A hybrid model's blocks (§1.10), each kind once with its count.
+  if (p.num_mamba_layers > 0) layer_lines("layers (Mamba-2)", p.mamba_layer, p.num_mamba_layers, 0);
+  if (p.num_attention_layers > 0) layer_lines("layers (attention)", p.attention_layer, p.num_attention_layers, 0);
+  if (p.num_dense_layers > 0) {
+    layer_lines(m.is_hybrid() ? "layers (MLP)" : "layers (dense)", p.dense_layer, p.num_dense_layers, m.ffn_hidden_size);
+  }
   if (p.num_moe_layers > 0) layer_lines("layers (MoE)", p.moe_layer, p.num_moe_layers, m.moe.shared_expert_ffn_hidden_size);
   if (p.final_norm > 0) line("final_norm", shape({p.final_norm}), p.final_norm);
   if (p.num_mtp_layers > 0) {
@@ -220,6 +249,13 @@ std::string render_model_text(const model_spec& m, const parameter_breakdown& p,
                        format_count(p.active_per_token - p.word_embeddings - p.position_embeddings));
   }
   out += attention_summary(m);
+  if (m.is_hybrid()) {
+    out += fmt::format("Hybrid: {} Mamba-2, {} attention, {} MLP, {} MoE layers ({}); Mamba-2 {} heads × {}, state {}, "
+                       "{} groups\n",
+                       p.num_mamba_layers, p.num_attention_layers, p.num_dense_layers, p.num_moe_layers,
+                       m.hybrid_pattern.size() <= 60 ? m.hybrid_pattern : m.hybrid_pattern.substr(0, 57) + "...",
+                       m.mamba.num_heads, m.mamba.head_dim, m.mamba.state_dim, m.mamba.num_groups);
+  }
   return out;
 }
 
@@ -240,6 +276,10 @@ std::string render_model_json(const model_spec& m, const parameter_breakdown& p,
                      {"num_dense_layers", p.num_dense_layers},
                      {"moe_layer", layer_json(p.moe_layer)},
                      {"num_moe_layers", p.num_moe_layers},
+                     {"mamba_layer", layer_json(p.mamba_layer)},
+                     {"num_mamba_layers", p.num_mamba_layers},
+                     {"attention_layer", layer_json(p.attention_layer)},
+                     {"num_attention_layers", p.num_attention_layers},
                      {"final_norm", p.final_norm},
                      {"output_layer", p.output_layer}};
   j["model"] = mj;

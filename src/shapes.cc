@@ -85,6 +85,16 @@ bool resized(const model_spec& base, std::int64_t h, std::int64_t heads, std::in
     }
     m.window_pattern.clear();
   }
+  if (base.is_hybrid()) {
+    // §1.10: the hybrid's mix of blocks, its pattern stretched to the new depth (layer i takes the
+    // base's layer ⌊i·L_base/L⌋); the Mamba-2 width follows h as Megatron derives it (2h / head dim).
+    const auto n = static_cast<std::int64_t>(base.hybrid_pattern.size());
+    m.hybrid_pattern.resize(static_cast<std::size_t>(layers));
+    for (std::int64_t i = 0; i < layers; ++i) {
+      m.hybrid_pattern[static_cast<std::size_t>(i)] = base.hybrid_pattern[static_cast<std::size_t>(i * n / layers)];
+    }
+    m.mamba.num_heads = 0;
+  }
   try {
     finalize_model(m);
   } catch (const input_error&) {

@@ -154,9 +154,22 @@ TEST(ModelIoHf, TodaysFamiliesReadTheirArchitecture) {
   same("gemma3-27b.json", "gemma3-27b");
 }
 
-TEST(ModelIoHf, MambaHybridsAreRefusedByName) {
-  const std::string text = R"({"model_type": "nemotron_h", "num_hidden_layers": 4, "hidden_size": 64})";
-  EXPECT_TRUE(message_is(parse_error(text, "n.json"), "n.json: field 'model_type': 'nemotron_h' has Mamba"));
+TEST(ModelIoHf, MambaOneAndParallelHybridsAreRefusedByName) {
+  const std::string text = R"({"model_type": "jamba", "num_hidden_layers": 4, "hidden_size": 64})";
+  EXPECT_TRUE(message_is(parse_error(text, "n.json"), "n.json: field 'model_type': 'jamba' is not modelled: Jamba and "
+                                                     "Mamba use Mamba-1"));
+}
+
+TEST(ModelIoHf, NemotronHReadsItsHybridPattern) {
+  const model_spec f = load_model_file(hf("nemotron-h-8b.json"));
+  const model_spec& c = find_model("nemotron-h-8b").spec;
+  EXPECT_EQ(f.hybrid_pattern, c.hybrid_pattern);
+  EXPECT_EQ(f.mamba.num_heads, 128);
+  EXPECT_EQ(f.mamba.state_dim, 128);
+  EXPECT_EQ(f.mamba.num_groups, 8);
+  EXPECT_EQ(f.activation, activation_kind::squared_relu);
+  EXPECT_EQ(count_parameters(f, 8).total, count_parameters(c, 8).total);
+  EXPECT_EQ(count_parameters(f, 1).total, 8'100'852'736);
 }
 
 TEST(ModelIoHf, MixtralExperts) {
@@ -451,7 +464,7 @@ TEST(ModelIoErrors, UnknownHfModelTypeListsSupported) {
   EXPECT_EQ(parse_error(R"({"model_type": "falcon", "hidden_size": 4})", "c.json"),
             "c.json: field 'model_type': unsupported Hugging Face model_type 'falcon'; supported: bloom, deepseek_v2, "
             "deepseek_v3, gemma2, gemma3, gemma3_text, gpt2, gpt_neox, gpt_oss, llama, llama4, llama4_text, mistral, "
-            "mixtral, opt, qwen2, qwen2_moe, qwen3, qwen3_moe");
+            "mixtral, nemotron_h, opt, qwen2, qwen2_moe, qwen3, qwen3_moe");
   EXPECT_TRUE(message_is(parse_error(R"({"architectures": ["FalconForCausalLM"]})", "c.json"),
                          "c.json: field 'architectures': unsupported architecture 'FalconForCausalLM'",
                          "llama, llama4"));

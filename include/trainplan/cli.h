@@ -115,7 +115,8 @@ std::string validation_output(const std::string& csv_path, const reporter& rep);
 // ---- the flags as data, for front ends other than the command line (the Python module) ----
 
 /// What a flag's value is, from its value name ("N": integer, "LIST": list, "" : a switch).
-enum class value_kind { none, integer, number, text, list, range, triple };
+/// number_or_text: a count or Megatron's pattern string (--moe-layer-freq N|PATTERN, --window-size W|(W,0)).
+enum class value_kind { none, integer, number, text, list, range, triple, number_or_text };
 std::string_view to_string(value_kind k);
 
 /// One flag a command takes.

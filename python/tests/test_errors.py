@@ -118,3 +118,17 @@ def test_other_arguments():
     assert e.argument == "csv"
     with pytest.raises(trainplan.Error):
         trainplan.flags("serach")
+
+
+def test_pattern_flags_take_a_count_or_megatrons_string():
+    """--moe-layer-freq takes N or a pattern, --hybrid-layer-pattern a string of blocks (number_or_text)."""
+    every_other = trainplan.Job(model="mixtral-8x7b", moe_layer_freq=2).model()
+    pattern = trainplan.Job(model="mixtral-8x7b", moe_layer_freq="([0,1]*16)").model()
+    assert every_other["model"]["parameters"] == pattern["model"]["parameters"]
+    hybrid = trainplan.Job(model="nemotron-h-8b").model()
+    assert hybrid["model"]["parameters"] == 8_100_852_736
+    assert hybrid["model"]["hybrid_pattern"].count("M") == 24
+    e = error_of(trainplan.Job, model="nemotron-h-8b", moe_layer_freq=[1, 0])
+    assert e.argument == "moe_layer_freq"
+    e = error_of(lambda: trainplan.Job(model="nemotron-h-8b", hybrid_layer_pattern="M*X").model())
+    assert "not a layer" in str(e) and e.argument == "hybrid_layer_pattern"

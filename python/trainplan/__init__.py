@@ -89,7 +89,7 @@ def _table(command: str) -> Dict[str, _Flag]:
 
 def flags(command: str = "job") -> List[Dict[str, Any]]:
     """The keyword arguments of ``command`` ("job": :class:`Job`; "search", "shapes", "plan"), one dict
-    per flag: keywords (its spellings), kind (switch, integer, number, text, list, range, triple),
+    per flag: keywords (its spellings), kind (switch, integer, number, text, list, range, triple, number_or_text),
     value_name (its unit, e.g. GIB or GB/S), default and help."""
     seen: Dict[int, Dict[str, Any]] = {}
     for keyword, flag in _table(command).items():
@@ -109,6 +109,7 @@ _WHAT = {
     "list": "an int, a str or a list of them",
     "range": "a (min, max) pair or a 'MIN-MAX' str",
     "triple": "three numbers",
+    "number_or_text": "a number or a str",
 }
 
 
@@ -147,6 +148,12 @@ def _values(key: str, spelling: str, flag: _Flag, value: Any) -> List[str]:
         if not _is_number(value):
             raise _type_error(key, flag, value)
         return [spelling, _number_text(value)]
+    if kind == "number_or_text":
+        if _is_number(value):
+            return [spelling, _number_text(value)]
+        if not isinstance(value, str):
+            raise _type_error(key, flag, value)
+        return [spelling, value]
     if kind == "text":
         if not isinstance(value, (str, os.PathLike)):
             raise _type_error(key, flag, value)

@@ -54,7 +54,7 @@ class Job:
         moe_router_topk: Optional[int] = ...,
         moe_ffn_hidden_size: Optional[int] = ...,
         moe_shared_expert_intermediate_size: Optional[int] = ...,
-        moe_layer_freq: Optional[float] = ...,
+        moe_layer_freq: Union[int, float, str, None] = ...,
         moe_shared_expert_gate: Optional[bool] = ...,
         moe_router_enable_expert_bias: Optional[bool] = ...,
         moe_router_num_groups: Optional[int] = ...,
@@ -70,9 +70,15 @@ class Job:
         qk_layernorm: Optional[bool] = ...,
         softmax_type: Union[str, os.PathLike[str], None] = ...,
         mtp_num_layers: Optional[int] = ...,
-        window_size: Optional[float] = ...,
-        window_attn_skip_freq: Optional[float] = ...,
+        window_size: Union[int, float, str, None] = ...,
+        window_attn_skip_freq: Union[int, float, str, None] = ...,
         window_kind: Union[str, os.PathLike[str], None] = ...,
+        hybrid_layer_pattern: Union[str, os.PathLike[str], None] = ...,
+        hybrid_override_pattern: Union[str, os.PathLike[str], None] = ...,
+        mamba_state_dim: Optional[int] = ...,
+        mamba_head_dim: Optional[int] = ...,
+        mamba_num_groups: Optional[int] = ...,
+        mamba_num_heads: Optional[int] = ...,
         tensor_model_parallel_size: Optional[int] = ...,
         tp: Optional[int] = ...,
         pipeline_model_parallel_size: Optional[int] = ...,
@@ -206,6 +212,11 @@ class Job:
         window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
         window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
         window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
+        hybrid_layer_pattern / hybrid_override_pattern [PATTERN]: hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE (default none (a transformer))
+        mamba_state_dim [N]: Mamba-2 state size per group (default 128)
+        mamba_head_dim [N]: Mamba-2 head dim (default 64)
+        mamba_num_groups [N]: Mamba-2 groups sharing B and C (default 8)
+        mamba_num_heads [N]: Mamba-2 heads (default 2h / head dim)
         tensor_model_parallel_size / tp [N]: tensor parallel size t (default 1)
         pipeline_model_parallel_size / pp [N]: pipeline stages p (default 1)
         context_parallel_size / cp [N]: context parallel size (default 1)
@@ -356,7 +367,7 @@ def search(*,
     moe_router_topk: Optional[int] = ...,
     moe_ffn_hidden_size: Optional[int] = ...,
     moe_shared_expert_intermediate_size: Optional[int] = ...,
-    moe_layer_freq: Optional[float] = ...,
+    moe_layer_freq: Union[int, float, str, None] = ...,
     moe_shared_expert_gate: Optional[bool] = ...,
     moe_router_enable_expert_bias: Optional[bool] = ...,
     moe_router_num_groups: Optional[int] = ...,
@@ -372,9 +383,15 @@ def search(*,
     qk_layernorm: Optional[bool] = ...,
     softmax_type: Union[str, os.PathLike[str], None] = ...,
     mtp_num_layers: Optional[int] = ...,
-    window_size: Optional[float] = ...,
-    window_attn_skip_freq: Optional[float] = ...,
+    window_size: Union[int, float, str, None] = ...,
+    window_attn_skip_freq: Union[int, float, str, None] = ...,
     window_kind: Union[str, os.PathLike[str], None] = ...,
+    hybrid_layer_pattern: Union[str, os.PathLike[str], None] = ...,
+    hybrid_override_pattern: Union[str, os.PathLike[str], None] = ...,
+    mamba_state_dim: Optional[int] = ...,
+    mamba_head_dim: Optional[int] = ...,
+    mamba_num_groups: Optional[int] = ...,
+    mamba_num_heads: Optional[int] = ...,
     moe_token_dispatcher_type: Union[str, os.PathLike[str], None] = ...,
     moe_enable_deepep: Optional[bool] = ...,
     dp: Optional[int] = ...,
@@ -508,6 +525,11 @@ def search(*,
     window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
     window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
     window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
+    hybrid_layer_pattern / hybrid_override_pattern [PATTERN]: hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE (default none (a transformer))
+    mamba_state_dim [N]: Mamba-2 state size per group (default 128)
+    mamba_head_dim [N]: Mamba-2 head dim (default 64)
+    mamba_num_groups [N]: Mamba-2 groups sharing B and C (default 8)
+    mamba_num_heads [N]: Mamba-2 heads (default 2h / head dim)
     moe_token_dispatcher_type [KIND]: MoE token dispatch: allgather, alltoall or flex (DeepEP) (default allgather (Megatron), alltoall (DeepSpeed, FSDP))
     moe_enable_deepep: DeepEP dispatch (= --moe-token-dispatcher-type flex)
     dp / data_parallel_size [N]: data parallel size (sets the world size when no GPU count is given) (default world/(TP·PP·CP))
@@ -638,7 +660,7 @@ def shapes(*,
     moe_router_topk: Optional[int] = ...,
     moe_ffn_hidden_size: Optional[int] = ...,
     moe_shared_expert_intermediate_size: Optional[int] = ...,
-    moe_layer_freq: Optional[float] = ...,
+    moe_layer_freq: Union[int, float, str, None] = ...,
     moe_shared_expert_gate: Optional[bool] = ...,
     moe_router_enable_expert_bias: Optional[bool] = ...,
     moe_router_num_groups: Optional[int] = ...,
@@ -654,9 +676,15 @@ def shapes(*,
     qk_layernorm: Optional[bool] = ...,
     softmax_type: Union[str, os.PathLike[str], None] = ...,
     mtp_num_layers: Optional[int] = ...,
-    window_size: Optional[float] = ...,
-    window_attn_skip_freq: Optional[float] = ...,
+    window_size: Union[int, float, str, None] = ...,
+    window_attn_skip_freq: Union[int, float, str, None] = ...,
     window_kind: Union[str, os.PathLike[str], None] = ...,
+    hybrid_layer_pattern: Union[str, os.PathLike[str], None] = ...,
+    hybrid_override_pattern: Union[str, os.PathLike[str], None] = ...,
+    mamba_state_dim: Optional[int] = ...,
+    mamba_head_dim: Optional[int] = ...,
+    mamba_num_groups: Optional[int] = ...,
+    mamba_num_heads: Optional[int] = ...,
     moe_token_dispatcher_type: Union[str, os.PathLike[str], None] = ...,
     moe_enable_deepep: Optional[bool] = ...,
     dp: Optional[int] = ...,
@@ -797,6 +825,11 @@ def shapes(*,
     window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
     window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
     window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
+    hybrid_layer_pattern / hybrid_override_pattern [PATTERN]: hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE (default none (a transformer))
+    mamba_state_dim [N]: Mamba-2 state size per group (default 128)
+    mamba_head_dim [N]: Mamba-2 head dim (default 64)
+    mamba_num_groups [N]: Mamba-2 groups sharing B and C (default 8)
+    mamba_num_heads [N]: Mamba-2 heads (default 2h / head dim)
     moe_token_dispatcher_type [KIND]: MoE token dispatch: allgather, alltoall or flex (DeepEP) (default allgather (Megatron), alltoall (DeepSpeed, FSDP))
     moe_enable_deepep: DeepEP dispatch (= --moe-token-dispatcher-type flex)
     dp / data_parallel_size [N]: data parallel size (sets the world size when no GPU count is given) (default world/(TP·PP·CP))
@@ -905,7 +938,7 @@ def plan(job: Optional[Job] = ..., *,
     moe_router_topk: Optional[int] = ...,
     moe_ffn_hidden_size: Optional[int] = ...,
     moe_shared_expert_intermediate_size: Optional[int] = ...,
-    moe_layer_freq: Optional[float] = ...,
+    moe_layer_freq: Union[int, float, str, None] = ...,
     moe_shared_expert_gate: Optional[bool] = ...,
     moe_router_enable_expert_bias: Optional[bool] = ...,
     moe_router_num_groups: Optional[int] = ...,
@@ -921,9 +954,15 @@ def plan(job: Optional[Job] = ..., *,
     qk_layernorm: Optional[bool] = ...,
     softmax_type: Union[str, os.PathLike[str], None] = ...,
     mtp_num_layers: Optional[int] = ...,
-    window_size: Optional[float] = ...,
-    window_attn_skip_freq: Optional[float] = ...,
+    window_size: Union[int, float, str, None] = ...,
+    window_attn_skip_freq: Union[int, float, str, None] = ...,
     window_kind: Union[str, os.PathLike[str], None] = ...,
+    hybrid_layer_pattern: Union[str, os.PathLike[str], None] = ...,
+    hybrid_override_pattern: Union[str, os.PathLike[str], None] = ...,
+    mamba_state_dim: Optional[int] = ...,
+    mamba_head_dim: Optional[int] = ...,
+    mamba_num_groups: Optional[int] = ...,
+    mamba_num_heads: Optional[int] = ...,
     tensor_model_parallel_size: Optional[int] = ...,
     tp: Optional[int] = ...,
     pipeline_model_parallel_size: Optional[int] = ...,
@@ -1071,6 +1110,11 @@ def plan(job: Optional[Job] = ..., *,
     window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
     window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
     window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
+    hybrid_layer_pattern / hybrid_override_pattern [PATTERN]: hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE (default none (a transformer))
+    mamba_state_dim [N]: Mamba-2 state size per group (default 128)
+    mamba_head_dim [N]: Mamba-2 head dim (default 64)
+    mamba_num_groups [N]: Mamba-2 groups sharing B and C (default 8)
+    mamba_num_heads [N]: Mamba-2 heads (default 2h / head dim)
     tensor_model_parallel_size / tp [N]: tensor parallel size t (default 1)
     pipeline_model_parallel_size / pp [N]: pipeline stages p (default 1)
     context_parallel_size / cp [N]: context parallel size (default 1)
