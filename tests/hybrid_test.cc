@@ -96,6 +96,32 @@ TEST(HybridModel, OurYamlHoldsThePatternAndTheMambaSizes) {
   EXPECT_EQ(p.mamba_layer.total(), h + h * (2 * d + 2 * g * n + heads) + (d + 2 * g * n) * 5 + 3 * heads + d + d * h);
 }
 
+TEST(HybridModel, MoeBlocksAreAnMoeWithoutAttention) {
+  // Nemotron 3 Nano's shape (Megatron-Bridge Nemotron3NanoProvider): E blocks of 128 squared-ReLU experts
+  // top-6 with a shared expert and the score-bias router, each block one norm; they run under EP.
+  const args_t flags = {"--model", "nemotron-h-8b", "--hybrid-layer-pattern",
+                        "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", "--hidden-size", "2688",
+                        "--num-query-groups", "2", "--mamba-num-heads", "64", "--ffn-hidden-size", "1856",
+                        "--num-experts", "128", "--moe-ffn-hidden-size", "1856",
+                        "--moe-shared-expert-intermediate-size", "3712", "--moe-router-topk", "6",
+                        "--moe-router-enable-expert-bias", "--cluster", "dgx-h100", "--num-gpus", "16", "--ep", "8",
+                        "--gbs", "64", "--use-distributed-optimizer"};
+  const job_spec job = parse(flags).job;
+  const parameter_breakdown p = count_parameters(job.model, 1);
+  const std::int64_t h = 2688, e = 128, fe = 1856, fs = 3712;
+  EXPECT_EQ(p.num_moe_layers, 23);
+  EXPECT_EQ(p.num_mamba_layers, 23);
+  EXPECT_EQ(p.num_attention_layers, 6);
+  EXPECT_EQ(p.num_dense_layers, 0);
+  EXPECT_EQ(p.moe_layer.total(), h + (e * h + e) + e * 2 * h * fe + 2 * h * fs);
+  EXPECT_EQ(p.active_per_token, p.total - 23 * (e - 6) * 2 * h * fe);
+  // Each E block dispatches over EP once per micro-batch and pass (4 micro-batches of 1 on DP 16).
+  const comm_report r = summarize_comm(job);
+  EXPECT_GT(r[parallel_dim::ep].calls_per_iteration_per_gpu, 0);
+  EXPECT_EQ(r[parallel_dim::ep].calls_per_iteration_per_gpu % (23 * 4), 0);
+  EXPECT_GT(estimate_time(job).iteration_s, 0);
+}
+
 TEST(HybridModel, BadPatternsAndLayoutsAreRefusedByName) {
   const args_t base = {"--model", "nemotron-h-8b", "--num-gpus", "8"};
   EXPECT_THAT(error_of(concat(base, {"--hybrid-layer-pattern", "M*-X"})),
