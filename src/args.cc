@@ -99,9 +99,6 @@ constexpr const char* kUnmodelledFlags[] = {
     "--distribute-saved-activations", "--use-cpu-initialization-*", "--num-layers-per-virtual-pipeline-stage-*",
     "--moe-layer-recompute", "--recompute-modules", "--cpu-offloading-num-layers",
     "--decoder-num-layers", "--first-k-dense-replace",
-    // Communication overlap the time model does not place yet (issue 9): hiding the TP collectives
-    // under GEMMs and the parameter all-gather under the next forward would shorten the iteration.
-    "--tp-comm-overlap",
 #include "megatron_core_refused.inc"
 };
 

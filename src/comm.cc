@@ -21,7 +21,7 @@ using namespace detail;  // NOLINT(google-build-using-namespace): this module's 
 constexpr std::array<std::string_view, 3> kPhaseNames = {"forward", "backward", "optimizer"};
 constexpr std::array<std::string_view, kNumCommSlots> kSlotNames = {"forward",      "backward",  "grad_reduce",
                                                                     "param_gather", "optimizer", "pipeline"};
-constexpr std::array<std::string_view, kNumCommOverlaps> kOverlapNames = {"none", "attention", "layer"};
+constexpr std::array<std::string_view, kNumCommOverlaps> kOverlapNames = {"none", "attention", "layer", "gemm"};
 
 }  // namespace
 
@@ -36,6 +36,35 @@ using namespace comm_rows;  // NOLINT(google-build-using-namespace): the table m
 
 using ck = collective_kind;
 using cph = comm_phase;
+
+// -- TP with --tp-comm-overlap (§4.2.1, §5.5.1) --
+/// Transformer Engine's userbuffers (transformer_engine/pytorch/module/base.py initialize_ub, default
+/// methods): the all-gathers before QKV and fc1 and of the output gradients run as a ring exchange under
+/// their GEMM (copy engines, 1 SM); the reduce-scatters after the projection and fc2 are pipelined with
+/// their GEMM in 4 splits, the last split's exposed; the backward's input re-gather and input-gradient
+/// reduce-scatter run in bulk beside the QKV and fc1 data- and weight-gradient GEMMs (16 SMs).
+void tp_overlap_rows(double a, row_sink& out) {
+  constexpr double kSplits = 4;  // get_default_config: num_splits 4 for "pipeline"
+  constexpr comm_overlap under = comm_overlap::gemm;
+  const double split = a / kSplits;
+  out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1, ring exchange under the GEMM", g_tp, a, 1,
+          per::block, under);
+  out.row(ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2, 3 of 4 splits under the GEMM",
+          g_tp, split, kSplits - 1, per::block, under);
+  out.row(ck::reduce_scatter, cph::forward, "reduce-scatter of the last GEMM split (exposed)", g_tp, split, 1,
+          per::block);
+  out.row(ck::all_gather, cph::backward,
+          "output-gradient all-gather (ring exchange) and input re-gather (bulk) under the GEMMs", g_tp, a, 2,
+          per::block, under);
+  out.row(ck::reduce_scatter, cph::backward, "input-gradient reduce-scatter, bulk under the weight-gradient GEMM",
+          g_tp, a, 1, per::block, under);
+  out.row(ck::all_gather, cph::backward, "recomputed forward all-gather under the GEMM", g_tp, a, 1,
+          per::recomputed_block, under);
+  out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter, 3 of 4 splits under the GEMM", g_tp,
+          split, kSplits - 1, per::recomputed_block, under);
+  out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter of the last split", g_tp, split, 1,
+          per::recomputed_block);
+}
 
 // -- TP (§4.2.1) --
 void tp_table(const comm_context& x, row_sink& out) {
@@ -61,7 +90,7 @@ void tp_table(const comm_context& x, row_sink& out) {
             g_tp, a, 1, per::recomputed_block);
     out.row(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp, a, 1, per::first_stage);
     out.row(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp, a, 1, per::last_stage);
-  } else {
+  } else if (!x.job.training.tp_comm_overlap) {
     out.row(ck::all_gather, cph::forward,
             per_block("sequence all-gather before QKV and fc1 (2 per layer)", "sequence all-gather at each block's input"),
             g_tp, a, 1, per::block);
@@ -83,6 +112,10 @@ void tp_table(const comm_context& x, row_sink& out) {
             per_block("recomputed forward reduce-scatter (2 per recomputed layer)",
                       "recomputed forward reduce-scatter (1 per recomputed block)"),
             g_tp, a, 1, per::recomputed_block);
+  } else {
+    tp_overlap_rows(a, out);
+  }
+  if (x.sp) {
     out.row(ck::reduce_scatter, cph::forward, "vocab-parallel embedding output reduce-scatter", g_tp, a, 1,
             per::first_stage);
     out.row(ck::all_gather, cph::forward, "sequence all-gather before the output layer", g_tp, a, 1, per::last_stage);

@@ -2,8 +2,11 @@
 #include "trainplan/compute.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
+#include <string_view>
+#include <utility>
 
 #include "trainplan/calibration.h"
 #include "trainplan/model.h"
@@ -38,17 +41,18 @@ double memory_time_s(const gpu_spec& gpu, const compute_efficiency& e, double by
 /// products of two activations (attention), whose backward is two data-gradient GEMMs. `time_scale`
 /// slows a GEMM family down (batched attention GEMMs) without changing its FLOPs.
 void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& f, unit_time& u,
-              double pass_time::*bucket, double time_scale = 1.0) {
+              double pass_time::*bucket, double time_scale = 1.0, double backward_scale = -1) {
+  if (backward_scale < 0) backward_scale = time_scale;
   const gemm_estimate fw = estimate_gemm(gpu, e, d, f);
   // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n].
   const gemm_estimate dx = estimate_gemm(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch});
   const gemm_estimate dw = estimate_gemm(gpu, e, d, gemm_shape{f.k, f.n, f.m, f.batch});
   u.forward.*bucket += fw.time_s * time_scale;
   u.forward.flops += fw.flops;
-  u.backward.*bucket += (dx.time_s + dw.time_s) * time_scale;
+  u.backward.*bucket += (dx.time_s + dw.time_s) * backward_scale;
   u.backward.flops += dx.flops + dw.flops;
   // The attention core's batched GEMMs have no weights: both of their backward GEMMs are input gradients.
-  if (bucket == &pass_time::gemm_s) u.backward.weight_gradient_s += dw.time_s * time_scale;
+  if (bucket == &pass_time::gemm_s) u.backward.weight_gradient_s += dw.time_s * backward_scale;
 }
 
 /// Memory-bound kernels: forward bytes, backward = `backward_factor` × forward (reads the saved input
@@ -235,6 +239,29 @@ double causal_pairs_fraction(const model_spec& m, bool windowed) {
 
 namespace {
 
+/// SMs a pipelined or bulk userbuffers overlap takes (transformer_engine/pytorch/module/base.py
+/// initialize_ub, get_default_config: num_sm 16; ring exchange: 1 SM and the copy engines).
+constexpr int kUserbufferSms = 16;
+enum class userbuffer_side { none, column_parallel, row_parallel };
+/// Which side of a TP block a layer GEMM is: its input all-gathered (QKV, fc1, MLA's up-projections,
+/// Mamba's in_proj) or its output reduce-scattered (projection, fc2, Mamba's out_proj).
+userbuffer_side userbuffer_side_of(std::string_view name) {
+  static constexpr std::array<std::pair<std::string_view, userbuffer_side>, 9> kSides{{
+      {"qkv", userbuffer_side::column_parallel},
+      {"q_proj", userbuffer_side::column_parallel},
+      {"q_up", userbuffer_side::column_parallel},
+      {"kv_up", userbuffer_side::column_parallel},
+      {"mlp_up", userbuffer_side::column_parallel},
+      {"mamba_in_proj", userbuffer_side::column_parallel},
+      {"attention_out", userbuffer_side::row_parallel},
+      {"mlp_down", userbuffer_side::row_parallel},
+      {"mamba_out_proj", userbuffer_side::row_parallel},
+  }};
+  for (const auto& [n, side] : kSides)
+    if (n == name) return side;
+  return userbuffer_side::none;
+}
+
 /// The attention core (§5.1, §5.3): one flash kernel, or the unfused softmax and dropout passes (the
 /// batched score and context GEMMs are for_each_layer_gemm's).
 void attention_core(const job_spec& job, const compute_efficiency& e, bool windowed, unit_time& u) {
@@ -326,16 +353,23 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   // output gradient in the backward: memory-bound passes that read e and write 2 bytes per element.
   const dtype linear = roles_of(job.training).linear;
   const bool fp8 = linear == dtype::fp8;
+  // §5.5.1: with --tp-comm-overlap the pipelined and bulk userbuffers kernels take 16 SMs from the GEMMs
+  // they run beside: the row-parallel GEMMs' forward, the column-parallel GEMMs' backward.
+  const bool ub = job.training.tp_comm_overlap && p.sequence_parallel && p.tp > 1;
+  const double sm_share = ub ? static_cast<double>(gpu.sm_count) / static_cast<double>(gpu.sm_count - kUserbufferSms) : 1.0;
   for_each_layer_gemm(job, kind, [&](const named_gemm& g, bool attention) {
+    const userbuffer_side side = ub ? userbuffer_side_of(g.name) : userbuffer_side::none;
+    const double fwd_scale = side == userbuffer_side::row_parallel ? sm_share : 1.0;
+    const double bwd_scale = side == userbuffer_side::column_parallel ? sm_share : 1.0;
     if (attention) {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::attention_s, bmm_scale);
     } else if (fp8 && g.name != "router") {
-      add_gemm(gpu, e, linear, g.shape, u, &pass_time::gemm_s);
+      add_gemm(gpu, e, linear, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale);
       const double rows = static_cast<double>(g.shape.m) * static_cast<double>(g.shape.batch);
       u.forward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.k) * (eb + 2), 1);
       u.backward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.n) * (eb + 2), 1);
     } else {
-      add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s);
+      add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale);
     }
   });
   if (mk.attention) attention_core(job, e, mk.window, u);
@@ -541,7 +575,7 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
       recomputed = vpp * std::min(recomputed / vpp, static_cast<double>(tc.recompute_num_layers));
     }
     // The stage's layers by kind (§1.10); recomputation spread over them in proportion.
-    double fwd = 0, bwd = 0, re = 0, fwd_flops = 0, bwd_flops = 0, wgrad = 0;
+    double fwd = 0, bwd = 0, re = 0, fwd_flops = 0, bwd_flops = 0, wgrad = 0, fwd_gemm = 0, bwd_gemm = 0;
     for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
       const double count = static_cast<double>(sl.kinds[k]);
       if (count <= 0) continue;
@@ -554,6 +588,8 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
       fwd_flops += count * u.forward.flops;
       bwd_flops += count * u.backward.flops + share * re_flops;
       wgrad += count * (u.backward.weight_gradient_s + accumulate_s[k]);
+      fwd_gemm += count * u.forward.gemm_s;
+      bwd_gemm += count * u.backward.gemm_s;
     }
     fwd += layers * host_s;
     bwd += layers * host_s;
@@ -572,6 +608,8 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     }
     sc.num_layers = static_cast<std::int64_t>(std::llround(layers / vpp));
     sc.forward_s = fwd / vpp;
+    sc.forward_gemm_s = fwd_gemm / vpp;
+    sc.backward_gemm_s = bwd_gemm / vpp;
     sc.recompute_s = re / vpp;
     sc.recomputed_layers = tc.recompute == recompute_granularity::full ? recomputed / vpp : 0.0;
     sc.backward_s = (bwd + re) / vpp;

@@ -569,6 +569,17 @@ std::string fp8_violation(job_spec& job) {
 /// Megatron's argument checks on --overlap-param-gather (megatron/training/arguments.py).
 std::string overlap_violation(job_spec& job) {
   const training_config& t = job.training;
+  if (t.tp_comm_overlap) {
+    if (t.framework != framework_kind::megatron) {
+      return "--tp-comm-overlap is Megatron-Core's (Transformer Engine userbuffers), not " +
+             std::string(to_string(t.framework)) + "'s";
+    }
+    // megatron/training/arguments.py; SP is turned off at TP 1, so TP 1 fails here too.
+    if (!job.parallel.sequence_parallel) {
+      return "--tp-comm-overlap needs --sequence-parallel with TP > 1 (Megatron-LM's argument check: \"Tensor "
+             "parallel communication/GEMM overlap can happen only when sequence parallelism is enabled\")";
+    }
+  }
   if (!t.overlap_param_gather) return {};
   if (!t.distributed_optimizer && !(t.framework == framework_kind::megatron && t.zero_stage >= 1)) {
     return "--overlap-param-gather is only supported with --use-distributed-optimizer (Megatron-LM's argument "

@@ -184,9 +184,15 @@ TEST(CliFirstHour, LaunchLinesAreReadWhole) {
   EXPECT_THAT(time.out, HasSubstr("Ignored (they change no estimate): --train-iters --data-path"));
   const json mem = parse_json(cmd({"memory", "--json"}).out);
   EXPECT_EQ(mem["parallel"]["flash_attention"], true);  // --attention-backend fused
+  // --tp-comm-overlap is modelled (issue 9, §5.5.1): refused with Megatron's check without SP, faster with it.
   const run_result tp_overlap = cmd({"time"}, {"--tp-comm-overlap"});
   EXPECT_EQ(tp_overlap.status, 2);
-  EXPECT_THAT(tp_overlap.err, HasSubstr("--tp-comm-overlap would change the estimate but is not modelled"));
+  EXPECT_THAT(tp_overlap.err, HasSubstr("--tp-comm-overlap needs --sequence-parallel with TP > 1"));
+  const run_result sp = cmd({"time", "--json"}, {"--sequence-parallel"});
+  const run_result sp_overlap = cmd({"time", "--json"}, {"--sequence-parallel", "--tp-comm-overlap"});
+  ASSERT_EQ(sp_overlap.status, 0) << sp_overlap.err;
+  EXPECT_LT(parse_json(sp_overlap.out)["time"]["iteration_s"].get<double>(),
+            parse_json(sp.out)["time"]["iteration_s"].get<double>());
   // --overlap-param-gather is modelled (issue 9): refused with Megatron's own precondition when unmet.
   const run_result gather = cmd({"time"}, {"--overlap-param-gather"});
   EXPECT_EQ(gather.status, 2);

@@ -5,6 +5,8 @@
 
 #include "args_test_support.h"
 #include "trainplan/args.h"
+#include "trainplan/comm.h"
+#include "trainplan/compute.h"
 #include "trainplan/time.h"
 
 namespace trainplan {
@@ -45,6 +47,47 @@ TEST(Overlap, FlagsNeedWhatMegatronRequires) {
   EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
                       "--use-distributed-optimizer", "--overlap-param-gather"}),
             "--overlap-param-gather must be used with --overlap-grad-reduce (Megatron-LM's argument check)");
+}
+
+TEST(Overlap, TpCommOverlapHidesTheSequenceParallelCollectivesUnderTheGemms) {
+  // §5.5.1: the SP all-gathers and reduce-scatters of the layers run under their GEMMs; only the last
+  // of the 4 pipelined reduce-scatter splits after the projection and fc2 stays exposed.
+  const time_report plain = time_with({}), overlapped = time_with({"--tp-comm-overlap"});
+  EXPECT_LT(overlapped.breakdown.tp_comm_s, 0.5 * plain.breakdown.tp_comm_s);
+  EXPECT_GT(overlapped.breakdown.tp_comm_s, 0);
+  EXPECT_LT(overlapped.iteration_s, plain.iteration_s);
+  // The exposed remainder is at least the last splits: one a/4 reduce-scatter per block and micro-batch.
+  const job_spec job = parse(concat(kLlama70b, {"--tp-comm-overlap"})).job;
+  const comm_report r = summarize_comm(job);
+  double last_split_s = 0;
+  for (const comm_collective& c : r[parallel_dim::tp].collectives) {
+    if (c.what == "reduce-scatter of the last GEMM split (exposed)") {
+      last_split_s = static_cast<double>(c.calls_per_iteration) * c.time_per_call_s;
+    }
+  }
+  ASSERT_GT(last_split_s, 0);
+  const double per_micro = last_split_s / static_cast<double>(job.num_microbatches());
+  EXPECT_GE(overlapped.passes[0].forward_s - overlapped.compute.stages[0].forward_s, per_micro * (1 - 1e-9));
+}
+
+TEST(Overlap, TpCommOverlapSlowsTheGemmsItSharesSmsWith) {
+  // The pipelined reduce-scatter beside the projection's forward GEMM and the bulk overlaps beside QKV's
+  // backward GEMMs take 16 of the H100's 132 SMs (TE's defaults): those GEMMs run 132/116 as long.
+  const job_spec plain = parse(kLlama70b).job, ub = parse(concat(kLlama70b, {"--tp-comm-overlap"})).job;
+  const compute_efficiency e = effective_compute_efficiency(plain.cluster.gpu);
+  const unit_time a = layer_compute(plain, e, layer_kind::dense), b = layer_compute(ub, e, layer_kind::dense);
+  EXPECT_GT(b.forward.gemm_s, a.forward.gemm_s);
+  EXPECT_LT(b.forward.gemm_s, a.forward.gemm_s * 132.0 / 116.0);
+  EXPECT_EQ(b.forward.flops, a.forward.flops);
+}
+
+TEST(Overlap, TpCommOverlapNeedsSequenceParallelAndMegatron) {
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--tp", "2",
+                        "--tp-comm-overlap"}),
+              ::testing::HasSubstr("--tp-comm-overlap needs --sequence-parallel with TP > 1"));
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--tp", "2", "--sp",
+                        "--framework", "deepspeed", "--tp-comm-overlap"}),
+              ::testing::HasSubstr("--tp-comm-overlap is Megatron-Core's"));
 }
 
 }  // namespace

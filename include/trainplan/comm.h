@@ -127,7 +127,7 @@ struct comm_collective {
 /// allocates nothing (§4.4). Reads like a std::vector: size, empty, [], at, begin/end, front/back.
 class collective_list {
  public:
-  static constexpr std::size_t kCapacity = 12;  ///< the most rows a dimension has is 10 (TP with SP)
+  static constexpr std::size_t kCapacity = 14;  ///< the most rows a dimension has is 12 (TP with --tp-comm-overlap)
 
   collective_list() noexcept {}
   collective_list(const collective_list& o) noexcept : n_(o.n_) { std::memcpy(storage_, o.storage_, n_ * kSize); }
@@ -210,9 +210,10 @@ enum class comm_overlap : std::uint8_t {
   none,
   attention,  ///< CP's K/V exchange runs under the attention core of the same layer
   layer,      ///< ZeRO-3/FSDP per-layer gathers and reduce-scatters, prefetched under layer compute
+  gemm,       ///< SP collectives under the linear GEMMs of the same pass (--tp-comm-overlap, §5.5.1)
 };
 constexpr std::size_t kNumCommSlots = 6;
-constexpr std::size_t kNumCommOverlaps = 3;
+constexpr std::size_t kNumCommOverlaps = 4;
 std::string_view to_string(comm_slot s);
 std::string_view to_string(comm_overlap o);
 
@@ -231,7 +232,7 @@ struct stage_comm_account {
   /// Every overlap of the slot.
   double slot_s(comm_slot s) const {
     const auto& row = seconds[static_cast<std::size_t>(s)];
-    return row[0] + row[1] + row[2];
+    return row[0] + row[1] + row[2] + row[3];
   }
 };
 

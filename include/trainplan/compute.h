@@ -80,6 +80,8 @@ struct stage_compute {
   double recompute_s = 0;        ///< the recomputed part of backward_s
   double recomputed_layers = 0;  ///< per chunk: layers whose whole forward is redone (full recomputation)
   double backward_weight_s = 0;  ///< the weight-gradient part of backward_s (GEMMs and accumulation)
+  double forward_gemm_s = 0;     ///< the layers' GEMMs in forward_s: what --tp-comm-overlap hides under (§5.5.1)
+  double backward_gemm_s = 0;    ///< the same in backward_s, recomputation excluded
   double forward_flops = 0;      ///< counted FLOPs, per micro-batch per chunk
   double backward_flops = 0;     ///< including recomputation
   double optimizer_s = 0;        ///< optimizer step of this rank, once per iteration

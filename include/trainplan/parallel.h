@@ -136,6 +136,9 @@ struct training_config {
   /// The distributed optimizer's parameter all-gather under the next iteration's first forward
   /// (Megatron --overlap-param-gather, §5.4); needs --overlap-grad-reduce and the distributed optimizer.
   bool overlap_param_gather = false;
+  /// Transformer Engine's userbuffers overlap of the sequence-parallel all-gathers and reduce-scatters
+  /// with the linear layers' GEMMs (Megatron --tp-comm-overlap, §5.5.1); needs --sequence-parallel.
+  bool tp_comm_overlap = false;
   /// NCCL buffers of one communicator on one GPU: NCCL_BUFFSIZE (4 MiB) × send/recv × channels (§3.8).
   std::int64_t nccl_buffer_bytes_per_communicator = 192ll << 20;
   /// DeepSpeed's data_types.grad_accum_dtype; bf16 training defaults to fp32 accumulation (BF16_Optimizer).
