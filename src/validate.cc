@@ -286,7 +286,9 @@ std::vector<std::string> published_model_args(const row_map& r) {
                                 "--num-attention-heads", required(r, "num_attention_heads"), "--vocab-size",
                                 required(r, "vocab_size"), "--seq-length", seq, "--max-position-embeddings", seq};
   if (act == "swiglu") a.push_back("--swiglu");
+  else if (act == "squared-relu" || act == "squared_relu" || act == "relu2") a.push_back("--squared-relu");
   else if (!act.empty() && act != "gelu") throw unexpressible{"column 'activation': '" + act + "' is not modelled"};
+  if (lower(field(r, "tied_embeddings")) == "no") a.push_back("--untie-embeddings-and-output-weights");
   if (!field(r, "ffn_hidden_size").empty()) a.insert(a.end(), {"--ffn-hidden-size", field(r, "ffn_hidden_size")});
   else if (act == "swiglu") throw unexpressible{"column 'ffn_hidden_size' is empty (a SwiGLU model's FFN size)"};
   const std::string groups = field(r, "num_query_groups");
@@ -318,18 +320,46 @@ std::vector<std::string> published_layout_args(const row_map& r) {
   if (!field(r, "attention_backend").empty()) a.insert(a.end(), {"--attention-backend", lower(field(r, "attention_backend"))});
   if (!field(r, "zero_stage").empty()) a.insert(a.end(), {"--zero-stage", field(r, "zero_stage")});
   const std::string prec = lower(required(r, "precision"));
-  if (prec.find("fp8") != std::string::npos) throw unexpressible{"column 'precision': FP8 is not modelled yet"};
-  if (prec.find("bf16") != std::string::npos) a.push_back("--bf16");
+  // FP8 through Transformer Engine as NeMo and Megatron-Core run it: bf16 weights, --fp8-format hybrid.
+  if (prec.find("fp8") != std::string::npos) a.insert(a.end(), {"--bf16", "--fp8-format", "hybrid"});
+  else if (prec.find("bf16") != std::string::npos) a.push_back("--bf16");
   else if (prec.find("fp16") != std::string::npos) a.push_back("--fp16");
   else throw unexpressible{"column 'precision': '" + prec + "' is not bf16 or fp16"};
   return a;
 }
 
+/// The GPU generation and precision a published row belongs to, for the per-generation statistics
+/// (issue 9's targets are per generation): "A100", "H100 BF16", "H100 FP8", "B200 FP8".
+std::string generation_of(const std::string& gpu_type, const std::string& precision) {
+  const std::string g = lower(gpu_type), p = lower(precision);
+  for (const char* family : {"a100", "h100", "h200", "b200", "v100"}) {
+    if (g.find(family) == std::string::npos) continue;
+    std::string name(family);
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return name + (p.find("fp8") != std::string::npos ? " FP8" : p.find("bf16") != std::string::npos ? " BF16" : " FP16");
+  }
+  return "";
+}
+
 /// A row of the published schema: Megatron-Core (the framework the tables measured) at the row's model,
 /// GPU, layout and precision; measured time, or model TFLOPs when the source gives no time.
-validation_row published_row(const row_map& r, const std::string& table, int line_no) {
+validation_row published_row(row_map r, const std::string& table, int line_no) {
   const std::string where = table + ":" + std::to_string(line_no);
+  // Columns of our own (tests/data/published-conditions.csv for the shipped table): `fills` sets columns
+  // the source leaves empty ("micro_batch_size=1;..."), `extra_flags` adds the flags the source names
+  // in its text, `assumed` says which of these are assumptions.
+  const std::string fills_text = field(r, "fills");
+  for (std::string_view fills = fills_text; !fills.empty();) {
+    const std::size_t end = std::min(fills.find(';'), fills.size());
+    const std::string_view item = fills.substr(0, end);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) throw input_error(where + " fills: '" + std::string(item) + "' is not column=value");
+    const std::string column(item.substr(0, eq));
+    if (field(r, column).empty()) r[column] = std::string(item.substr(eq + 1));
+    fills = end < fills.size() ? fills.substr(end + 1) : std::string_view{};
+  }
   validation_row v;
+  v.assumed = field(r, "assumed");
   v.table = table;
   v.label = field(r, "row").empty() ? "line " + std::to_string(line_no) : field(r, "row");
   v.date = field(r, "model");
@@ -339,6 +369,10 @@ validation_row published_row(const row_map& r, const std::string& table, int lin
       if (v.measured_s <= 0) throw input_error(where + " iteration_time_s must be positive");
     } else if (!field(r, "tflops_per_gpu").empty()) {
       v.by_tflops = true;
+      // Narayanan et al.'s eq. 3 counts the recomputed forward (hardware FLOPs); NeMo and Megatron-Core
+      // report model FLOPs.
+      const std::string convention = lower(field(r, "flops_convention"));
+      v.hardware_tflops = convention.find("eq.3") != std::string::npos || convention.find("eq. 3") != std::string::npos;
       v.measured_tflops = detail::parse_number(field(r, "tflops_per_gpu"), where + " tflops_per_gpu");
       if (v.measured_tflops <= 0) throw input_error(where + " tflops_per_gpu must be positive");
     } else {
@@ -346,6 +380,9 @@ validation_row published_row(const row_map& r, const std::string& table, int lin
     }
     v.args = hardware_args(r);
     for (auto&& part : {published_model_args(r), published_layout_args(r)}) v.args.insert(v.args.end(), part.begin(), part.end());
+    std::istringstream extra(field(r, "extra_flags"));
+    for (std::string flag; extra >> flag;) v.args.push_back(flag);
+    v.group = generation_of(field(r, "gpu_type"), field(r, "precision"));
   } catch (const unexpressible& u) {
     v.skipped = u.why;
   }
@@ -384,7 +421,44 @@ validation_row row_of(const row_map& r, const std::string& table, int line_no) {
 
 }  // namespace
 
-std::vector<validation_row> read_measurements(const std::string& csv_text, const std::string& table) {
+namespace {
+
+/// Rows of a CSV as column → value maps, header first.
+std::vector<row_map> csv_rows(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<row_map> out;
+  std::vector<std::string> header;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line == "\r") continue;
+    const std::vector<std::string> f = split_csv_line(line);
+    if (header.empty()) {
+      header = f;
+      continue;
+    }
+    row_map r;
+    for (std::size_t i = 0; i < header.size(); ++i) r[header[i]] = i < f.size() ? f[i] : "";
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+/// The shipped published table's conditions (tests/data/published-conditions.csv), by row.
+const std::map<std::string, row_map>& published_conditions() {
+  static const std::map<std::string, row_map> conditions = [] {
+    std::map<std::string, row_map> by_row;
+    for (row_map& r : csv_rows(embedded::kPublishedConditionsCsv)) by_row[field(r, "row")] = std::move(r);
+    return by_row;
+  }();
+  return conditions;
+}
+
+}  // namespace
+
+namespace {
+
+/// read_measurements, with per-row conditions merged into published-schema rows by their `row`.
+std::vector<validation_row> read_rows(const std::string& csv_text, const std::string& table,
+                                      const std::map<std::string, row_map>* conditions) {
   detail::require_utf8(csv_text, table);
   std::istringstream in(csv_text);
   std::string line;
@@ -402,6 +476,13 @@ std::vector<validation_row> read_measurements(const std::string& csv_text, const
     row_map r;
     for (std::size_t i = 0; i < header.size(); ++i) r[header[i]] = i < f.size() ? f[i] : "";
     if (published_schema(header)) {
+      if (conditions != nullptr) {
+        if (const auto it = conditions->find(field(r, "row")); it != conditions->end()) {
+          for (const auto& [column, value] : it->second) {
+            if (column != "row") r[column] = value;
+          }
+        }
+      }
       out.push_back(published_row(r, table, line_no));
       continue;
     }
@@ -419,6 +500,12 @@ std::vector<validation_row> read_measurements(const std::string& csv_text, const
   return out;
 }
 
+}  // namespace
+
+std::vector<validation_row> read_measurements(const std::string& csv_text, const std::string& table) {
+  return read_rows(csv_text, table, nullptr);
+}
+
 validation_report run_validation(std::vector<validation_row> rows) {
   validation_report rep;
   for (validation_row& v : rows) {
@@ -428,7 +515,7 @@ validation_report run_validation(std::vector<validation_row> rows) {
       const time_report t = estimate_time(pj.job);
       v.predicted_s = t.iteration_s * v.environment_factor;
       if (v.by_tflops) {
-        v.predicted_tflops = t.model_tflops_per_gpu / v.environment_factor;
+        v.predicted_tflops = (v.hardware_tflops ? t.tflops_per_gpu : t.model_tflops_per_gpu) / v.environment_factor;
         v.error = v.measured_tflops / v.predicted_tflops - 1;
       } else {
         v.predicted_tflops = t.tflops_per_gpu / v.environment_factor;
@@ -464,6 +551,19 @@ validation_report run_validation(std::vector<validation_row> rows) {
     }
     if (!sel.empty()) rep.groups.push_back(stats_of(g.name, sel));
   }
+  // Published rows by GPU generation and precision (issue 9's targets are per generation).
+  std::vector<std::string> generations;
+  for (const validation_row* v : all) {
+    if (v->table.find("prequel") != std::string::npos || v->group.empty()) continue;
+    if (std::find(generations.begin(), generations.end(), v->group) == generations.end()) generations.push_back(v->group);
+  }
+  for (const std::string& gen : generations) {
+    std::vector<const validation_row*> sel;
+    for (const validation_row* v : all) {
+      if (v->group == gen && v->table.find("prequel") == std::string::npos) sel.push_back(v);
+    }
+    rep.generations.push_back(stats_of(gen, sel));
+  }
   rep.overall = stats_of("overall", all);
   return rep;
 }
@@ -472,6 +572,9 @@ validation_report validate_shipped() {
   std::vector<validation_row> rows = read_measurements(embedded::kBloomPrequelCsv, "bloom-prequel-measurements.csv");
   std::vector<validation_row> fin = read_measurements(embedded::kBloomFinalCsv, "bloom-final-measurements.csv");
   rows.insert(rows.end(), fin.begin(), fin.end());
+  std::vector<validation_row> published =
+      read_rows(embedded::kPublishedCsv, "published-measurements.csv", &published_conditions());
+  rows.insert(rows.end(), published.begin(), published.end());
   return run_validation(std::move(rows));
 }
 

@@ -80,8 +80,15 @@ TEST(ValidatePublishedSchema, EachRowIsItsOwnModelGpuLayoutAndPrecision) {
   for (const auto& v : r.rows) by[v.label] = &v;
   EXPECT_EQ(by["11"]->skipped, "column 'micro_batch_size' is empty");
   EXPECT_EQ(by["22"]->skipped, "column 'gpu_type': 'V100 (DGX-2)' is not in the GPU catalog (`trainplan gpus`)");
-  EXPECT_EQ(by["38"]->skipped, "column 'precision': FP8 is not modelled yet");
-  EXPECT_EQ(by["43"]->skipped, "column 'activation': 'squared-relu' is not modelled");
+  // FP8 rows run the linear layers in FP8 as NeMo does (--fp8-format hybrid); squared ReLU and untied
+  // embeddings are read (issue 9).
+  for (const char* row : {"38", "43"}) {
+    ASSERT_TRUE(by[row]->skipped.empty()) << by[row]->skipped;
+    EXPECT_NE(std::find(by[row]->args.begin(), by[row]->args.end(), "hybrid"), by[row]->args.end()) << row;
+  }
+  EXPECT_NE(std::find(by["43"]->args.begin(), by["43"]->args.end(), "--squared-relu"), by["43"]->args.end());
+  EXPECT_NE(std::find(by["43"]->args.begin(), by["43"]->args.end(), "--untie-embeddings-and-output-weights"),
+            by["43"]->args.end());
   const trainplan::validation_row& a = *by["26"];
   ASSERT_TRUE(a.skipped.empty()) << a.skipped;
   const std::vector<std::string> want = {"--cluster", "dgx-a100", "--gpu", "a100-sxm4-80gb", "--num-gpus", "1"};
@@ -97,5 +104,39 @@ TEST(ValidatePublishedSchema, EachRowIsItsOwnModelGpuLayoutAndPrecision) {
   ASSERT_TRUE(t.skipped.empty()) << t.skipped;
   EXPECT_TRUE(t.by_tflops);
   EXPECT_DOUBLE_EQ(t.error, 400.0 / t.predicted_tflops - 1);
-  EXPECT_EQ(r.overall.rows, 4);
+  EXPECT_EQ(r.overall.rows, 6);
+}
+
+TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
+  // `trainplan validate` runs the published table (tests/data/published-measurements.csv) with the
+  // conditions each source states in its text or that are assumed (published-conditions.csv).
+  const trainplan::validation_report r = trainplan::validate_shipped();
+  std::map<std::string, const trainplan::validation_row*> by;
+  for (const auto& v : r.rows) {
+    if (v.table == "published-measurements.csv") by[v.label] = &v;
+  }
+  ASSERT_EQ(by.size(), 58u);
+  // Row 14 (Megatron-Core, H100, TP 8): the README's overlap flags, SP as --tp-comm-overlap needs it, MBS
+  // 1 assumed and said so.
+  const trainplan::validation_row& mc = *by["14"];
+  ASSERT_TRUE(mc.skipped.empty()) << mc.skipped;
+  for (const char* flag : {"--tp-comm-overlap", "--sequence-parallel", "--overlap-param-gather"}) {
+    EXPECT_NE(std::find(mc.args.begin(), mc.args.end(), flag), mc.args.end()) << flag;
+  }
+  EXPECT_THAT(mc.assumed, ::testing::HasSubstr("MBS not stated: 1"));
+  EXPECT_FALSE(mc.hardware_tflops);  // model TFLOPs (989 TFLOPs MFU convention)
+  EXPECT_TRUE(by["3"]->hardware_tflops);  // Narayanan et al. eq. 3 counts the recomputed forward
+  // Per generation: A100 meets issue 9's targets (median ≤ 8%, max ≤ 20%); the others are reported,
+  // with a floor at today's values so that a regression shows (docs/formulas.md §5.8 says why they miss).
+  std::map<std::string, trainplan::validation_stats> gen;
+  for (const auto& s : r.generations) gen[s.name] = s;
+  ASSERT_EQ(gen.count("A100 FP16"), 1u);
+  EXPECT_GE(gen["A100 FP16"].rows, 18);
+  EXPECT_LE(gen["A100 FP16"].median_abs_error, 0.08);
+  EXPECT_LE(gen["A100 FP16"].max_abs_error, 0.20);
+  EXPECT_EQ(gen["H100 BF16"].rows, 9);
+  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.16);
+  EXPECT_EQ(gen["H100 FP8"].rows, 15);
+  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.33);
+  EXPECT_EQ(gen["B200 FP8"].rows, 2);
 }

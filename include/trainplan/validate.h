@@ -19,6 +19,8 @@ struct validation_row {
   /// The source gives model TFLOPs per GPU but no time (Megatron-Core and NeMo tables): the row compares
   /// TFLOPs, error = measured / predicted model TFLOPs − 1 (positive: predicted slower, as for times).
   bool by_tflops = false;
+  bool hardware_tflops = false;    ///< the source's TFLOPs count recomputation (Narayanan et al. eq. 3)
+  std::string assumed;             ///< conditions the source does not state, as the row's `assumed` column gives them
   double environment_factor = 1;   ///< documented slowdown of the row's environment (§5.8)
   double predicted_s = 0;          ///< model × environment factor
   double predicted_tflops = 0;     ///< as Megatron reports it at the predicted time
@@ -39,6 +41,8 @@ struct validation_report {
   std::vector<validation_row> rows;
   std::vector<validation_stats> tables;  ///< per file
   std::vector<validation_stats> groups;  ///< per seed table (rows measured together, one thing varied)
+  /// Published rows per GPU generation and precision ("H100 BF16", ...): issue 9's targets are per generation.
+  std::vector<validation_stats> generations;
   validation_stats overall;
 };
 
