@@ -186,6 +186,7 @@ void effective_compute_efficiency(const gpu_spec& gpu, compute_efficiency& e) {
   take(e.memory_bandwidth_fraction, o.memory_bandwidth_fraction);
   take(e.kernel_overhead_s, o.kernel_overhead_s);
   take(e.unfused_softmax_factor, o.unfused_softmax_factor);
+  take(e.fp8_tile_factor, o.fp8_tile_factor);
   if (o.measured) e.measured = o.measured;
 }
 
@@ -205,6 +206,7 @@ gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dt
     const double util = (m * n * b) / (waves * slots * tm * tn);
     best = std::max(best, t.peak_fraction * util);
   }
+  if (d == dtype::fp8 && e.fp8_tile_factor > 0) best = std::min(1.0, best * e.fp8_tile_factor);
   const std::int64_t elems = alignment_elements(d);
   const double align = std::min({alignment_factor(s.m, elems, e), alignment_factor(s.n, elems, e),
                                  alignment_factor(s.k, elems, e)});

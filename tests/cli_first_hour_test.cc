@@ -221,7 +221,9 @@ TEST(CliFirstHour, SlidingWindowIsPricedNotIgnored) {
   // Model FLOPs: attention of 32768² / 2 pairs against 4096·32768 − 4096·4095/2 per layer.
   const double ratio = (4096.0 * 32768 - 4096.0 * 4095 / 2) / (32768.0 * 32768 / 2);
   EXPECT_NEAR(ratio, 0.234, 0.001);
-  EXPECT_LT(windowed["time"]["iteration_s"].get<double>(), 0.8 * full["time"]["iteration_s"].get<double>());
+  // At 32K the attention core is the largest part of a layer: windowing it to 23% saves over 15% (20% with
+  // the FlashAttention-2-era kernel rate, 15% at the fitted Hopper rate of §5.6).
+  EXPECT_LT(windowed["time"]["iteration_s"].get<double>(), 0.85 * full["time"]["iteration_s"].get<double>());
   const run_result mem = run({"memory", "--model", path, "--cluster", "dgx-h100", "--num-gpus", "8"});
   ASSERT_EQ(mem.status, 0) << mem.err;
   EXPECT_THAT(mem.out, HasSubstr("(1 micro-batch per pipeline), sequence 32768"));

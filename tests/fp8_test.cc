@@ -27,11 +27,12 @@ TEST(Fp8, OnlyTheLinearLayersRunAtTheFp8Rate) {
   const job_spec bf16 = job_with({}), fp8 = job_with({"--fp8-format", "hybrid"});
   const compute_efficiency eff = effective_compute_efficiency(bf16.cluster.gpu);
   const unit_time a = layer_compute(bf16, eff, false), b = layer_compute(fp8, eff, false);
-  // Same FLOPs; the GEMMs faster (H100: 1979 against 989 TFLOPs dense, §6.1), not quite 2× (per-kernel
-  // overheads); the attention core unchanged; the casts add memory-bound time.
+  // Same FLOPs; the GEMMs faster (H100: 1979 against 989 TFLOPs dense, §6.1, and FP8 tiles at 1.20× the
+  // BF16 fraction, §5.6), not quite 2.4× (per-kernel overheads, the ramp); the attention core unchanged;
+  // the casts add memory-bound time.
   EXPECT_DOUBLE_EQ(a.forward.flops, b.forward.flops);
-  EXPECT_LT(b.forward.gemm_s, 0.6 * a.forward.gemm_s);
-  EXPECT_GT(b.forward.gemm_s, 0.45 * a.forward.gemm_s);
+  EXPECT_LT(b.forward.gemm_s, 0.5 * a.forward.gemm_s);
+  EXPECT_GT(b.forward.gemm_s, a.forward.gemm_s / 2.4);
   EXPECT_DOUBLE_EQ(a.forward.attention_s, b.forward.attention_s);
   EXPECT_DOUBLE_EQ(a.backward.attention_s, b.backward.attention_s);
   EXPECT_GT(b.forward.memory_s, a.forward.memory_s);

@@ -40,6 +40,9 @@ struct compute_efficiency {
   double memory_bandwidth_fraction = 0;  ///< elementwise kernels' achieved / datasheet bandwidth
   double kernel_overhead_s = 0;          ///< launch and tail of one kernel
   double unfused_softmax_factor = 0;     ///< softmax slowdown when the fused kernel's shape rule fails
+  /// FP8 GEMMs' large-tile fraction over the 16-bit one (§5.6): FP8 tensor cores reach a different share
+  /// of their 2× peak; fitted per generation.
+  double fp8_tile_factor = 0;
   /// GEMMs measured by trainplan-bench (a calibration profile, §6.4); null: the model alone.
   std::shared_ptr<const measured_gemm_table> measured;
 };
