@@ -436,6 +436,22 @@ const std::vector<flag_def>& flag_table() {
                             v, f, {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}, {"fp16", dtype::fp16}});
                         b.job.training.grad_accum_dtype_set = true;
                       }));
+    t.push_back(value("--overlap-comm", "", "on|off", "on at ZeRO-3, else off", "training",
+                      "DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2)",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        using tg = training_config::toggle;
+                        b.job.training.overlap_comm = parse_enum<tg>(v, f, {{"on", tg::on}, {"off", tg::off}});
+                      }));
+    t.push_back(value("--zero3-prefetch-bucket-size", "", "N", "50000000 (on)", "training",
+                      "ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch",
+                      INT_FIELD_MIN(b.job.training.zero3_prefetch_bucket_elements, 0)));
+    t.push_back(value("--zero3-fetch-overhead-us", "", "US", "0", "training",
+                      "ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9)",
+                      [](job_builder& b, const std::string& v, const std::string& f) {
+                        const double us = to_double(v, f);
+                        if (!(us >= 0 && us <= 1e6)) throw input_error(f + " must be between 0 and 1e6 µs, got " + v);
+                        b.job.training.zero3_fetch_overhead_s = us * 1e-6;
+                      }));
     t.push_back(value("--host-overhead-ms", "", "MS", "framework's (deepspeed 3.0, others 0)", "training",
                       "host time per layer per pass the GPU waits for, ms",
                       [](job_builder& b, const std::string& v, const std::string& f) {

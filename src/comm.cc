@@ -303,9 +303,11 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
     const comm_slot slot = op.count == dp_count::per_iteration
                                ? (op.bytes == dp_bytes::grads ? comm_slot::grad_reduce : comm_slot::param_gather)
                                : (op.phase == cph::forward ? comm_slot::forward : comm_slot::backward);
-    // DeepSpeed ZeRO-3 reduce-scatters each micro-batch's gradients under the backward (overlap_comm
-    // defaults on at stage 3 only: runtime/zero/config.py); ZeRO-2's waits (overlap_comm off).
-    const bool overlapped = per_unit || (op.count == dp_count::per_microbatch && t.zero_stage == 3);
+    // DeepSpeed reduce-scatters each micro-batch's gradients under the backward with overlap_comm (on
+    // by default at stage 3 only: runtime/zero/config.py; §5.5.2); ZeRO-3/FSDP's per-layer gathers are
+    // prefetched under the compute unless prefetch is off (--zero3-prefetch-bucket-size 0).
+    const bool overlapped = per_unit ? t.zero3_prefetch_bucket_elements != 0
+                                     : op.count == dp_count::per_microbatch && overlap_comm_on(t);
     const comm_overlap overlap = overlapped ? comm_overlap::layer : comm_overlap::none;
     out.row_by_class(op.kind, op.phase, expert ? op.what_expert : op.what, group, slot, overlap,
                      [&](const stage_class& c) {

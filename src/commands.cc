@@ -108,6 +108,7 @@ constexpr value_name_kind kValueKinds[] = {
     {"NAME|FILE", value_kind::text}, {"FILE", value_kind::text},     {"TYPE", value_kind::text},
     {"KIND", value_kind::text},      {"IMPL", value_kind::text},     {"METHOD", value_kind::text},
     {"ORDER", value_kind::text},     {"DTYPE", value_kind::text},   {"PATTERN", value_kind::text},
+    {"on|off", value_kind::text},
     {"N|PATTERN", value_kind::number_or_text},                     {"W|(W,0)", value_kind::number_or_text},
 };
 

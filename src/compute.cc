@@ -463,13 +463,26 @@ unit_time output_compute(const job_spec& job, const compute_efficiency& e) {
 
 }  // namespace
 
-double host_overhead_per_layer_pass_s(const training_config& t) {
-  if (t.host_overhead_per_layer_pass_s >= 0) return t.host_overhead_per_layer_pass_s;
+namespace {
+
+/// The framework's own host time per layer pass, without ZeRO-3's fetches (§5.9).
+double host_default_per_layer_pass_s(const training_config& t) {
   // Megatron-DeepSpeed's activation checkpointing saves and restores CUDA RNG states around every
   // layer (deepspeed/runtime/activation_checkpointing), a host synchronisation per layer pass that
   // exposes the Python/launch time of the layer's ops: ≈ 2.5 ms per pass on BLOOM's nodes, fitted to
   // the MBS sweeps of seeds/000 (§5.9). Megatron-LM and FSDP launch asynchronously: hidden.
   return t.recompute == recompute_granularity::full ? traits_of(t.framework).host_s_per_recomputed_layer_pass : 0.0;
+}
+
+}  // namespace
+
+double host_overhead_per_layer_pass_s(const training_config& t) {
+  // §5.9: ZeRO-3/FSDP fetch each of a layer's 6 parametered modules before every pass (forward, the
+  // recomputed forward, backward); --zero3-fetch-overhead-us is what each fetch costs the GPU.
+  constexpr double kModulesPerLayer = 6;
+  const double fetch_s = t.zero_stage == 3 ? kModulesPerLayer * t.zero3_fetch_overhead_s : 0.0;
+  if (t.host_overhead_per_layer_pass_s >= 0) return t.host_overhead_per_layer_pass_s + fetch_s;
+  return fetch_s + host_default_per_layer_pass_s(t);
 }
 
 double accumulation_bytes_per_parameter(const training_config& t) {

@@ -27,6 +27,7 @@ constexpr std::array<int, 5> kDtypeBytes = {4, 4, 2, 2, 1};
 /// CUDA context + NCCL/cuBLAS workspaces measured on A100 (BLOOM notes, nvidia-smi with no tensors):
 /// 1,573 MiB. Other NVIDIA GPUs scale it by SM count, rounded to whole MiB (§6.1).
 constexpr std::int64_t kA100ContextBytes = 1573 * kMiB;
+constexpr std::int64_t kVoltaContextBytes = 1165 * kMiB;      ///< 1,573 x 80/108 = 1,165.2 MiB
 constexpr std::int64_t kHopperContextBytes = 1923 * kMiB;     ///< 1,573 x 132/108 = 1,922.6 MiB
 constexpr std::int64_t kBlackwellContextBytes = 2156 * kMiB;  ///< 1,573 x 148/108 = 2,155.6 MiB
 
@@ -148,6 +149,22 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .cuda_context_bytes = kA100ContextBytes,
           .source = "AMD Instinct MI300X accelerator data sheet (dense figures)",
       },
+      gpu_spec{
+          .name = "v100-sxm2-32gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 15.7 * kTera,
+          .peak_tf32_flops = 15.7 * kTera,  // no TF32: fp32 on CUDA cores
+          .peak_bf16_flops = 125 * kTera,   // the fp16 tensor-core rate; no bf16 (bf16 = false)
+          .peak_fp8_flops = 0,
+          .bf16 = false,
+          .memory_bytes = 32 * kGiB,
+          .usable_memory_bytes = 34'089'730'048,  // torch total_memory ("31.75 GiB total capacity")
+          .memory_bandwidth_bytes_per_s = 900e9,
+          .sm_count = 80,
+          .intra_node_bandwidth_bytes_per_s = 150 * kGiga,  // NVLink2: 6 links x 25 GB/s per direction
+          .cuda_context_bytes = kVoltaContextBytes,
+          .source = "NVIDIA Tesla V100 GPU datasheet (2020), V100 SXM2 32GB column",
+      },
   };
 }
 
@@ -234,6 +251,32 @@ std::vector<cluster_spec> make_cluster_catalog() {
           .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
           .interconnect = "72 x GB200 GPUs in one NVLink5 domain (NVLink Switch trays); 72 x 400 Gb/s ConnectX-7 per rack",
           .source = "NVIDIA GB200 NVL72 datasheet and reference architecture",
+      },
+      cluster_spec{
+          .name = "aws-p3dn",
+          .gpu = find_gpu("v100-sxm2-32gb"),
+          .gpus_per_node = 8,
+          .num_nodes = 1,
+          .nics_per_node = 1,
+          .nic_bandwidth_bytes_per_s = 100e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 15e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.70},
+          .interconnect = "8 x V100 32GB on NVLink2 (hybrid cube mesh); 1 x 100 Gb/s EFA per node",
+          .source = "AWS EC2 p3dn.24xlarge instance specifications (seeds/002 ran on it)",
+      },
+      cluster_spec{
+          .name = "aws-p4d",
+          .gpu = find_gpu("a100-sxm4-40gb"),
+          .gpus_per_node = 8,
+          .num_nodes = 1,
+          .nics_per_node = 4,
+          .nic_bandwidth_bytes_per_s = 100e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 15e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.70},
+          .interconnect = "8 x A100 40GB on NVLink3/NVSwitch; 4 x 100 Gb/s EFA per node",
+          .source = "AWS EC2 p4d.24xlarge instance specifications (seeds/002's p4dn rows)",
       },
   };
 }

@@ -425,6 +425,15 @@ std::string training_violation(job_spec& job) {
   if (!(t.allocator_reserve_fraction >= 0 && t.allocator_reserve_fraction < 4)) {
     return std::string("${training.allocator_reserve_fraction} must be in [0, 4), got " + std::to_string(t.allocator_reserve_fraction));
   }
+  // DeepSpeed's and ZeRO-3's own knobs (§5.5.2, §5.9).
+  if (t.overlap_comm != training_config::toggle::framework_default && t.framework != framework_kind::deepspeed) {
+    return "--overlap-comm is DeepSpeed's (zero_optimization.overlap_comm); with " + std::string(to_string(t.framework)) +
+           " use its own overlap flags";
+  }
+  if ((t.zero3_prefetch_bucket_elements >= 0 || t.zero3_fetch_overhead_s > 0) && t.zero_stage != 3) {
+    return std::string(t.zero3_fetch_overhead_s > 0 ? "--zero3-fetch-overhead-us" : "--zero3-prefetch-bucket-size") +
+           " needs ${training.zero_stage} 3";
+  }
 
   return {};
 }
@@ -547,6 +556,9 @@ std::string model_view_violation(const job_spec& job) {
 std::string fp8_violation(job_spec& job) {
   const training_config& t = job.training;
   const gpu_spec& gpu = job.cluster.gpu;
+  if (t.precision == dtype::bf16 && !gpu.bf16) {
+    return "--bf16 needs bf16 tensor cores; " + gpu.name + " has fp16 only (use --fp16)";
+  }
   if (t.fp8 == fp8_format::none) {
     if (t.fp8_param_gather) return "--fp8-param-gather needs --fp8-format (e4m3 or hybrid)";
     return {};

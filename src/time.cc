@@ -98,7 +98,9 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   in.num_microbatches = job.num_microbatches();
   in.num_chunks = kind == schedule_kind::interleaved ? p.vpp : 1;
   in.p2p_s = r.p2p_s;
-  in.overlap_grad_reduce = tc.overlap_grad_reduce;
+  // DeepSpeed's overlap_comm at stage 0/1 reduces the buckets under the last backward as Megatron's
+  // --overlap-grad-reduce does (§5.5.2).
+  in.overlap_grad_reduce = tc.overlap_grad_reduce || (overlap_comm_on(tc) && tc.zero_stage <= 1);
   in.record_events = record_events;
   // Each rank's passes (compute + exposed communication, per micro-batch and chunk), then as the
   // schedule runs them: GPipe on a VPP layout runs a rank's chunks as one.

@@ -81,7 +81,18 @@ TEST(HardwareDtype, PeakFlopsPerDtype) {
 
 TEST(HardwareGpuCatalog, Names) {
   EXPECT_THAT(gpu_names(), ElementsAre("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb",
-                                       "b200-sxm-180gb", "gb200", "mi300x"));
+                                       "b200-sxm-180gb", "gb200", "mi300x", "v100-sxm2-32gb"));
+}
+
+TEST(HardwareGpuCatalog, V100) {
+  // NVIDIA Tesla V100 datasheet, SXM2 32GB: 125 TFLOPs fp16 tensor, 15.7 fp32, 900 GB/s, 80 SMs; no bf16.
+  const gpu_spec& g = find_gpu("v100-sxm2-32gb");
+  EXPECT_DOUBLE_EQ(g.peak_bf16_flops, 125e12);
+  EXPECT_DOUBLE_EQ(g.peak_fp32_flops, 15.7e12);
+  EXPECT_DOUBLE_EQ(g.memory_bandwidth_bytes_per_s, 900e9);
+  EXPECT_EQ(g.sm_count, 80);
+  EXPECT_FALSE(g.bf16);
+  EXPECT_EQ(g.peak_fp8_flops, 0);
 }
 
 TEST(HardwareGpuCatalog, A100) {
@@ -160,8 +171,9 @@ TEST(HardwareGpuCatalog, EveryEntryIsConsistent) {
     EXPECT_FALSE(g.source.empty());
     EXPECT_LT(g.usable_memory_bytes, g.memory_bytes);
     EXPECT_LT(g.cuda_context_bytes, g.usable_memory_bytes / 10);
-    // Tensor-core rates double with each halving of the datatype (B200's datasheet rounds tf32 to 1.1 PF).
-    EXPECT_NEAR(g.peak_bf16_flops / g.peak_tf32_flops, 2.0, 0.05);
+    // Tensor-core rates double with each halving of the datatype (B200's datasheet rounds tf32 to 1.1 PF);
+    // V100 has neither tf32 nor bf16 tensor cores.
+    if (g.bf16) EXPECT_NEAR(g.peak_bf16_flops / g.peak_tf32_flops, 2.0, 0.05);
     if (g.peak_fp8_flops > 0) {
       EXPECT_NEAR(g.peak_fp8_flops / g.peak_bf16_flops, 2.0, 0.01);
     }
@@ -172,7 +184,8 @@ TEST(HardwareGpuCatalog, EveryEntryIsConsistent) {
 
 TEST(HardwareClusterCatalog, Names) {
   EXPECT_THAT(cluster_names(),
-              ElementsAre("jean-zay-a100", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72"));
+              ElementsAre("jean-zay-a100", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "aws-p3dn",
+                          "aws-p4d"));
 }
 
 TEST(HardwareClusterCatalog, Gb200Nvl72IsOneNvlinkDomainOf72) {
@@ -422,7 +435,7 @@ TEST_F(HardwareClusterFileMessages, Structure) {
   EXPECT_EQ(error("dgx-a100\n"), "F:1: expected a mapping of cluster fields, got 'dgx-a100'");
   EXPECT_EQ(error("num_nodes: 2\n"),
             "F: cluster file needs 'gpu' (a GPU name or mapping) or 'base' (one of: jean-zay-a100, dgx-a100, "
-            "dgx-h100, dgx-h200, dgx-b200, gb200-nvl72)");
+            "dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, aws-p3dn, aws-p4d)");
 }
 
 TEST_F(HardwareClusterFileMessages, UnknownNames) {

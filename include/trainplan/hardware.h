@@ -56,6 +56,7 @@ struct gpu_spec {
   double peak_bf16_flops = 0;     ///< also fp16
   double peak_fp8_flops = 0;      ///< 0: no fp8 tensor cores
   bool mx_block_scaling = false;  ///< tensor cores take MX block-scaled FP8 (Blackwell; --fp8-recipe mxfp8)
+  bool bf16 = true;               ///< bf16 tensor cores (Ampere and later; V100 has fp16 only)
   std::int64_t memory_bytes = 0;  ///< HBM capacity as the datasheet states it
   std::int64_t usable_memory_bytes = 0;  ///< what a framework can allocate (total less driver reserve)
   double memory_bandwidth_bytes_per_s = 0;

@@ -139,6 +139,17 @@ struct training_config {
   /// Transformer Engine's userbuffers overlap of the sequence-parallel all-gathers and reduce-scatters
   /// with the linear layers' GEMMs (Megatron --tp-comm-overlap, §5.5.1); needs --sequence-parallel.
   bool tp_comm_overlap = false;
+  /// DeepSpeed's zero_optimization.overlap_comm: gradient reduction under the backward (§5.5.2).
+  /// framework_default: on at ZeRO stage 3, off below (deepspeed/runtime/zero/config.py).
+  enum class toggle { framework_default, on, off } overlap_comm = toggle::framework_default;
+  /// ZeRO-3/FSDP parameter prefetch (DeepSpeed stage3_prefetch_bucket_size, elements; FSDP's
+  /// forward/backward prefetch): > 0 hides the per-layer gathers under compute, 0 exposes them; < 0 the
+  /// framework's default (prefetch on).
+  std::int64_t zero3_prefetch_bucket_elements = -1;
+  /// ZeRO-3/FSDP launch and synchronisation cost per fetched module (6 per transformer layer: QKV,
+  /// projection, fc1, fc2, two norms) per pass, that the GPU waits for (--zero3-fetch-overhead-us,
+  /// §5.9); 0 for today's batched, asynchronous fetches.
+  double zero3_fetch_overhead_s = 0;
   /// NCCL buffers of one communicator on one GPU: NCCL_BUFFSIZE (4 MiB) × send/recv × channels (§3.8).
   std::int64_t nccl_buffer_bytes_per_communicator = 192ll << 20;
   /// DeepSpeed's data_types.grad_accum_dtype; bf16 training defaults to fp32 accumulation (BF16_Optimizer).
@@ -148,6 +159,13 @@ struct training_config {
   /// waits for; < 0: the framework's default (docs/formulas.md §5.9).
   double host_overhead_per_layer_pass_s = -1;
 };
+
+/// DeepSpeed's overlap_comm as resolved: the flag, else on at ZeRO stage 3 (runtime/zero/config.py).
+inline bool overlap_comm_on(const training_config& t) {
+  if (t.framework != framework_kind::deepspeed) return false;
+  if (t.overlap_comm == training_config::toggle::framework_default) return t.zero_stage == 3;
+  return t.overlap_comm == training_config::toggle::on;
+}
 
 /// The dtype of each role in training: one account that memory (§3.1-§3.4), communication (§4.2)
 /// and compute (§5.1-§5.3) read instead of each reading `precision` its own way.

@@ -141,6 +141,9 @@ class Job:
         optimizer_cpu_offload: Optional[bool] = ...,
         bucket_size_bytes: Optional[float] = ...,
         grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
+        overlap_comm: Union[str, os.PathLike[str], None] = ...,
+        zero3_prefetch_bucket_size: Optional[int] = ...,
+        zero3_fetch_overhead_us: Optional[float] = ...,
         host_overhead_ms: Optional[float] = ...,
         nccl_buffer_mib: Optional[float] = ...,
         allocator_reserve_fraction: Optional[float] = ...,
@@ -266,6 +269,9 @@ class Job:
         offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
         bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
         grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
+        overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
+        zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
+        zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
         host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
         nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
         allocator_reserve_fraction [X]: caching allocator's reserve above the allocated peak (default 0.08)
@@ -436,6 +442,9 @@ def search(*,
     optimizer_cpu_offload: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
+    overlap_comm: Union[str, os.PathLike[str], None] = ...,
+    zero3_prefetch_bucket_size: Optional[int] = ...,
+    zero3_fetch_overhead_us: Optional[float] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
     allocator_reserve_fraction: Optional[float] = ...,
@@ -570,6 +579,9 @@ def search(*,
     offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
+    overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
+    zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
+    zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
     allocator_reserve_fraction [X]: caching allocator's reserve above the allocated peak (default 0.08)
@@ -731,6 +743,9 @@ def shapes(*,
     optimizer_cpu_offload: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
+    overlap_comm: Union[str, os.PathLike[str], None] = ...,
+    zero3_prefetch_bucket_size: Optional[int] = ...,
+    zero3_fetch_overhead_us: Optional[float] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
     allocator_reserve_fraction: Optional[float] = ...,
@@ -872,6 +887,9 @@ def shapes(*,
     offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
+    overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
+    zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
+    zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
     allocator_reserve_fraction [X]: caching allocator's reserve above the allocated peak (default 0.08)
@@ -1029,6 +1047,9 @@ def plan(job: Optional[Job] = ..., *,
     optimizer_cpu_offload: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
+    overlap_comm: Union[str, os.PathLike[str], None] = ...,
+    zero3_prefetch_bucket_size: Optional[int] = ...,
+    zero3_fetch_overhead_us: Optional[float] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
     allocator_reserve_fraction: Optional[float] = ...,
@@ -1169,6 +1190,9 @@ def plan(job: Optional[Job] = ..., *,
     offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
+    overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
+    zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
+    zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
     allocator_reserve_fraction [X]: caching allocator's reserve above the allocated peak (default 0.08)
