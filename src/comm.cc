@@ -160,14 +160,17 @@ void ep_table(const comm_context& x, row_sink& out) {
   const model_spec& md = x.job.model;
   if (!md.is_moe() || (p.ep == 1 && expert_tensor_parallel(p) == 1)) return;
   const moe_dispatch_volume v = moe_dispatch_of(x.job, x.placement[g_ep].num_nodes, x.act_bytes);
+  // §5.5.3: --overlap-moe-expert-parallel-comm runs a micro-batch's forward beside another's backward
+  // (Megatron-Core's combined 1F1B), each one's dispatch and combine under the other's compute.
+  const comm_overlap under = x.job.training.overlap_moe_ep_comm ? comm_overlap::layer : comm_overlap::none;
   // Dispatch and combine in the forward, their gradients in the backward, again under recomputation.
   auto both = [&](collective_kind kind, collective_kind back, std::string_view what, std::string_view what_back,
                   int group, double bytes) {
     if (bytes <= 0) return;
-    out.row(kind, cph::forward, what, group, bytes, 1, per::moe_layer);
-    out.row(back, cph::forward, what_back, group, bytes, 1, per::moe_layer);
-    out.row(back, cph::backward, what, group, bytes, 1, per::moe_layer);  // the combine's gradient
-    out.row(kind, cph::backward, what_back, group, bytes, 1, per::moe_layer);
+    out.row(kind, cph::forward, what, group, bytes, 1, per::moe_layer, under);
+    out.row(back, cph::forward, what_back, group, bytes, 1, per::moe_layer, under);
+    out.row(back, cph::backward, what, group, bytes, 1, per::moe_layer, under);  // the combine's gradient
+    out.row(kind, cph::backward, what_back, group, bytes, 1, per::moe_layer, under);
     out.row(kind, cph::backward, "recomputed forward dispatch", group, bytes, 1, per::recomputed_moe_layer);
     out.row(back, cph::backward, "recomputed forward combine", group, bytes, 1, per::recomputed_moe_layer);
   };

@@ -592,6 +592,19 @@ std::string overlap_violation(job_spec& job) {
              "parallel communication/GEMM overlap can happen only when sequence parallelism is enabled\")";
     }
   }
+  if (t.overlap_moe_ep_comm) {
+    // megatron/core/transformer/transformer_config.py, __post_init__'s checks for the flag.
+    const parallel_config& p = job.parallel;
+    const char* why = p.ep <= 1 ? "is only supported with expert model parallelism (--expert-model-parallel-size > 1)"
+                      : p.moe_dispatcher != moe_dispatcher_kind::alltoall && p.moe_dispatcher != moe_dispatcher_kind::flex
+                          ? "is supported with the alltoall/flex token dispatcher (--moe-token-dispatcher-type)"
+                      : t.recompute == recompute_granularity::full ? "needs full recomputation disabled (--recompute-granularity)"
+                      : p.pp > 1 && p.vpp <= 1 ? "needs --virtual-pipeline-model-parallel-size when PP > 1"
+                      : t.precision != dtype::bf16 && t.precision != dtype::fp16 ? "is only supported with bf16 or fp16"
+                      : job.model.mtp_num_layers > 1 ? "supports at most one MTP layer (--mtp-num-layers)"
+                                                     : nullptr;
+    if (why != nullptr) return std::string("--overlap-moe-expert-parallel-comm ") + why + " (Megatron-Core's check)";
+  }
   if (!t.overlap_param_gather) return {};
   if (!t.distributed_optimizer && !(t.framework == framework_kind::megatron && t.zero_stage >= 1)) {
     return "--overlap-param-gather is only supported with --use-distributed-optimizer (Megatron-LM's argument "

@@ -81,6 +81,26 @@ TEST(Overlap, TpCommOverlapSlowsTheGemmsItSharesSmsWith) {
   EXPECT_EQ(b.forward.flops, a.forward.flops);
 }
 
+TEST(Overlap, ExpertAllToAllsHideUnderAnotherMicroBatchsCompute) {
+  // §5.5.3: Mixtral on 2 H100 nodes, EP 8 over the network with the all-to-all dispatcher.
+  const args_t mixtral = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "16", "--ep", "8",
+                          "--moe-token-dispatcher-type", "alltoall", "--use-distributed-optimizer", "--gbs", "256",
+                          "--seq-length", "4096"};
+  const time_report plain = estimate_time(parse(mixtral).job);
+  const time_report overlapped = estimate_time(parse(concat(mixtral, {"--overlap-moe-expert-parallel-comm"})).job);
+  ASSERT_GT(plain.breakdown.tp_comm_s, 0);
+  EXPECT_LT(overlapped.breakdown.tp_comm_s, plain.breakdown.tp_comm_s);
+  EXPECT_GE(overlapped.breakdown.tp_comm_s, 0);
+  EXPECT_LE(overlapped.iteration_s, plain.iteration_s);
+  // Megatron-Core's checks on the flag.
+  EXPECT_THAT(error_of({"--model", "mixtral-8x7b", "--num-gpus", "16", "--ep", "8", "--overlap-moe-expert-parallel-comm"}),
+              ::testing::HasSubstr("alltoall/flex token dispatcher"));
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--num-gpus", "8", "--overlap-moe-expert-parallel-comm"}),
+              ::testing::HasSubstr("only supported with expert model parallelism"));
+  EXPECT_THAT(error_of(concat(mixtral, {"--overlap-moe-expert-parallel-comm", "--recompute-granularity", "full"})),
+              ::testing::HasSubstr("needs full recomputation disabled"));
+}
+
 TEST(Overlap, TpCommOverlapNeedsSequenceParallelAndMegatron) {
   EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--tp", "2",
                         "--tp-comm-overlap"}),

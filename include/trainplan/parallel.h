@@ -139,6 +139,9 @@ struct training_config {
   /// Transformer Engine's userbuffers overlap of the sequence-parallel all-gathers and reduce-scatters
   /// with the linear layers' GEMMs (Megatron --tp-comm-overlap, §5.5.1); needs --sequence-parallel.
   bool tp_comm_overlap = false;
+  /// Megatron-Core --overlap-moe-expert-parallel-comm: the EP all-to-alls of one micro-batch under the
+  /// compute of another (combined 1F1B, §5.5.3).
+  bool overlap_moe_ep_comm = false;
   /// DeepSpeed's zero_optimization.overlap_comm: gradient reduction under the backward (§5.5.2).
   /// framework_default: on at ZeRO stage 3, off below (deepspeed/runtime/zero/config.py).
   enum class toggle { framework_default, on, off } overlap_comm = toggle::framework_default;

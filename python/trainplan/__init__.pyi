@@ -123,6 +123,7 @@ class Job:
         accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
         overlap_grad_reduce: Optional[bool] = ...,
         overlap_param_gather: Optional[bool] = ...,
+        overlap_moe_expert_parallel_comm: Optional[bool] = ...,
         tp_comm_overlap: Optional[bool] = ...,
         use_flash_attn: Optional[bool] = ...,
         flash_attention: Optional[bool] = ...,
@@ -254,6 +255,7 @@ class Job:
         accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
         overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
         overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+        overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
         tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
         use_flash_attn / flash_attention: flash attention
         attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -426,6 +428,7 @@ def search(*,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -565,6 +568,7 @@ def search(*,
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -727,6 +731,7 @@ def shapes(*,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -873,6 +878,7 @@ def shapes(*,
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -1029,6 +1035,7 @@ def plan(job: Optional[Job] = ..., *,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -1175,6 +1182,7 @@ def plan(job: Optional[Job] = ..., *,
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
