@@ -67,6 +67,42 @@ void tp_overlap_rows(double a, row_sink& out) {
 }
 
 // -- TP (§4.2.1) --
+/// One row of the per-block TP collectives, named for a transformer layer and for a hybrid's blocks.
+struct tp_block_row {
+  collective_kind kind;
+  comm_phase phase;
+  std::string_view transformer;
+  std::string_view hybrid;
+  double times;  ///< per block
+  per per_;
+};
+/// Without sequence parallelism: an all-reduce after each block's row-parallel output, and of the input
+/// gradient of its column-parallel input (Megatron's mappings.py).
+constexpr std::array<tp_block_row, 3> kTpBlockRows{{
+    {ck::all_reduce, cph::forward, "attention and MLP output all-reduce (2 per layer)",
+     "block output all-reduce (1 per block)", 1, per::block},
+    {ck::all_reduce, cph::backward, "QKV and fc1 input-gradient all-reduce (2 per layer)",
+     "block input-gradient all-reduce (1 per block)", 1, per::block},
+    {ck::all_reduce, cph::backward, "recomputed forward all-reduce (2 per recomputed layer)",
+     "recomputed forward all-reduce (1 per recomputed block)", 1, per::recomputed_block},
+}};
+/// With sequence parallelism: each all-reduce becomes an all-gather and a reduce-scatter, and the
+/// backward re-gathers the input for the weight gradient.
+constexpr std::array<tp_block_row, 6> kTpSpBlockRows{{
+    {ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1 (2 per layer)",
+     "sequence all-gather at each block's input", 1, per::block},
+    {ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2 (2 per layer)",
+     "reduce-scatter at each block's output", 1, per::block},
+    {ck::all_gather, cph::backward, "output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer",
+     "output-gradient all-gather and input re-gather for weight gradients, per block", 2, per::block},
+    {ck::reduce_scatter, cph::backward, "QKV and fc1 input-gradient reduce-scatter (2 per layer)",
+     "input-gradient reduce-scatter per block", 1, per::block},
+    {ck::all_gather, cph::backward, "recomputed forward all-gather (2 per recomputed layer)",
+     "recomputed forward all-gather (1 per recomputed block)", 1, per::recomputed_block},
+    {ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter (2 per recomputed layer)",
+     "recomputed forward reduce-scatter (1 per recomputed block)", 1, per::recomputed_block},
+}};
+
 void tp_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   if (p.tp == 1) return;
@@ -74,44 +110,15 @@ void tp_table(const comm_context& x, row_sink& out) {
   const double ce = x.tokens * 4.0;  // fp32 [s, b] of the vocab-parallel cross-entropy
   // One collective (or SP pair) per residual block: 2 per transformer layer, 1 per hybrid layer (§1.10).
   const bool hybrid = x.job.model.is_hybrid();
-  const auto per_block = [hybrid](std::string_view transformer, std::string_view blocks) {
-    return hybrid ? blocks : transformer;
+  const auto rows = [&](const auto& table) {
+    for (const tp_block_row& r : table) out.row(r.kind, r.phase, hybrid ? r.hybrid : r.transformer, g_tp, a, r.times, r.per_);
   };
   if (!x.sp) {
-    out.row(ck::all_reduce, cph::forward,
-            per_block("attention and MLP output all-reduce (2 per layer)", "block output all-reduce (1 per block)"),
-            g_tp, a, 1, per::block);
-    out.row(ck::all_reduce, cph::backward,
-            per_block("QKV and fc1 input-gradient all-reduce (2 per layer)", "block input-gradient all-reduce (1 per block)"),
-            g_tp, a, 1, per::block);
-    out.row(ck::all_reduce, cph::backward,
-            per_block("recomputed forward all-reduce (2 per recomputed layer)",
-                      "recomputed forward all-reduce (1 per recomputed block)"),
-            g_tp, a, 1, per::recomputed_block);
+    rows(kTpBlockRows);
     out.row(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp, a, 1, per::first_stage);
     out.row(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp, a, 1, per::last_stage);
   } else if (!x.job.training.tp_comm_overlap) {
-    out.row(ck::all_gather, cph::forward,
-            per_block("sequence all-gather before QKV and fc1 (2 per layer)", "sequence all-gather at each block's input"),
-            g_tp, a, 1, per::block);
-    out.row(ck::reduce_scatter, cph::forward,
-            per_block("reduce-scatter after projection and fc2 (2 per layer)", "reduce-scatter at each block's output"),
-            g_tp, a, 1, per::block);
-    out.row(ck::all_gather, cph::backward,
-            per_block("output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer",
-                      "output-gradient all-gather and input re-gather for weight gradients, per block"),
-            g_tp, a, 2, per::block);
-    out.row(ck::reduce_scatter, cph::backward,
-            per_block("QKV and fc1 input-gradient reduce-scatter (2 per layer)", "input-gradient reduce-scatter per block"),
-            g_tp, a, 1, per::block);
-    out.row(ck::all_gather, cph::backward,
-            per_block("recomputed forward all-gather (2 per recomputed layer)",
-                      "recomputed forward all-gather (1 per recomputed block)"),
-            g_tp, a, 1, per::recomputed_block);
-    out.row(ck::reduce_scatter, cph::backward,
-            per_block("recomputed forward reduce-scatter (2 per recomputed layer)",
-                      "recomputed forward reduce-scatter (1 per recomputed block)"),
-            g_tp, a, 1, per::recomputed_block);
+    rows(kTpSpBlockRows);
   } else {
     tp_overlap_rows(a, out);
   }

@@ -419,80 +419,64 @@ validation_row row_of(const row_map& r, const std::string& table, int line_no) {
   return v;
 }
 
-}  // namespace
-
-namespace {
-
-/// Rows of a CSV as column → value maps, header first.
-std::vector<row_map> csv_rows(const std::string& text) {
+/// Calls f(header, row, line_no) for every non-empty line after the header, the row as column → value;
+/// returns the header (empty for an empty text).
+template <typename F>
+std::vector<std::string> for_each_csv_row(const std::string& text, F&& f) {
   std::istringstream in(text);
-  std::vector<row_map> out;
   std::vector<std::string> header;
+  int line_no = 0;
   for (std::string line; std::getline(in, line);) {
+    ++line_no;
     if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> f = split_csv_line(line);
+    const std::vector<std::string> fields = split_csv_line(line);
     if (header.empty()) {
-      header = f;
+      header = fields;
       continue;
     }
     row_map r;
-    for (std::size_t i = 0; i < header.size(); ++i) r[header[i]] = i < f.size() ? f[i] : "";
-    out.push_back(std::move(r));
+    for (std::size_t i = 0; i < header.size(); ++i) r[header[i]] = i < fields.size() ? fields[i] : "";
+    f(header, r, line_no);
   }
-  return out;
+  return header;
 }
 
 /// The shipped published table's conditions (tests/data/published-conditions.csv), by row.
 const std::map<std::string, row_map>& published_conditions() {
   static const std::map<std::string, row_map> conditions = [] {
     std::map<std::string, row_map> by_row;
-    for (row_map& r : csv_rows(embedded::kPublishedConditionsCsv)) by_row[field(r, "row")] = std::move(r);
+    for_each_csv_row(embedded::kPublishedConditionsCsv,
+                     [&](const std::vector<std::string>&, row_map& r, int) { by_row[field(r, "row")] = std::move(r); });
     return by_row;
   }();
   return conditions;
 }
 
-}  // namespace
-
-namespace {
-
 /// read_measurements, with per-row conditions merged into published-schema rows by their `row`.
 std::vector<validation_row> read_rows(const std::string& csv_text, const std::string& table,
                                       const std::map<std::string, row_map>* conditions) {
   detail::require_utf8(csv_text, table);
-  std::istringstream in(csv_text);
-  std::string line;
-  std::vector<std::string> header;
   std::vector<validation_row> out;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> f = split_csv_line(line);
-    if (header.empty()) {
-      header = f;
-      continue;
-    }
-    row_map r;
-    for (std::size_t i = 0; i < header.size(); ++i) r[header[i]] = i < f.size() ? f[i] : "";
-    if (published_schema(header)) {
-      if (conditions != nullptr) {
-        if (const auto it = conditions->find(field(r, "row")); it != conditions->end()) {
-          for (const auto& [column, value] : it->second) {
-            if (column != "row") r[column] = value;
+  const std::vector<std::string> header =
+      for_each_csv_row(csv_text, [&](const std::vector<std::string>& columns, row_map& r, int line_no) {
+        if (published_schema(columns)) {
+          if (conditions != nullptr) {
+            if (const auto it = conditions->find(field(r, "row")); it != conditions->end()) {
+              for (const auto& [column, value] : it->second) {
+                if (column != "row") r[column] = value;
+              }
+            }
+          }
+          out.push_back(published_row(r, table, line_no));
+          return;
+        }
+        if (table.find("prequel") != std::string::npos && !field(r, "source_line").empty()) {
+          for (const row_correction& c : kCorrections) {
+            if (field(r, "source_line") == std::to_string(c.source_line)) r[c.column] = c.value;
           }
         }
-      }
-      out.push_back(published_row(r, table, line_no));
-      continue;
-    }
-    if (table.find("prequel") != std::string::npos && !field(r, "source_line").empty()) {
-      for (const row_correction& c : kCorrections) {
-        if (field(r, "source_line") == std::to_string(c.source_line)) r[c.column] = c.value;
-      }
-    }
-    out.push_back(row_of(r, table, line_no));
-  }
+        out.push_back(row_of(r, table, line_no));
+      });
   if (out.empty()) {
     throw input_error(table + (header.empty() ? ": empty file: expected a header line and measurement rows"
                                               : ": a header line but no measurement rows"));
