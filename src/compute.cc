@@ -264,6 +264,26 @@ userbuffer_side userbuffer_side_of(std::string_view name) {
   return userbuffer_side::none;
 }
 
+/// Which FP8 casts of a linear layer Transformer Engine fuses into a neighbouring kernel (§5.1.3): the
+/// input of a GEMM that a norm or an activation produces (LayerNormLinear, LayerNormMLP: QKV, fc1,
+/// Mamba's in_proj; the activation for fc2), and fc1's output gradient (the activation's backward casts
+/// and transposes it). The others are cast_transpose passes of their own.
+struct fp8_casts {
+  bool input_fused = false;
+  bool grad_fused = false;
+};
+fp8_casts fp8_casts_of(std::string_view name) {
+  static constexpr std::array<std::pair<std::string_view, fp8_casts>, 4> kFused{{
+      {"qkv", {true, false}},
+      {"mlp_up", {true, true}},
+      {"mlp_down", {true, false}},
+      {"mamba_in_proj", {true, false}},
+  }};
+  for (const auto& [n, c] : kFused)
+    if (n == name) return c;
+  return {};
+}
+
 /// The attention core (§5.1, §5.3): one flash kernel, or the unfused softmax and dropout passes (the
 /// batched score and context GEMMs are for_each_layer_gemm's).
 void attention_core(const job_spec& job, const compute_efficiency& e, bool windowed, unit_time& u) {
@@ -368,8 +388,9 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     } else if (fp8 && g.name != "router") {
       add_gemm(gpu, e, linear, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale);
       const double rows = static_cast<double>(g.shape.m) * static_cast<double>(g.shape.batch);
-      u.forward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.k) * (eb + 2), 1);
-      u.backward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.n) * (eb + 2), 1);
+      const fp8_casts casts = fp8_casts_of(g.name);
+      if (!casts.input_fused) u.forward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.k) * (eb + 2), 1);
+      if (!casts.grad_fused) u.backward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.n) * (eb + 2), 1);
     } else {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale);
     }

@@ -36,6 +36,16 @@ TEST(Fp8, OnlyTheLinearLayersRunAtTheFp8Rate) {
   EXPECT_DOUBLE_EQ(a.forward.attention_s, b.forward.attention_s);
   EXPECT_DOUBLE_EQ(a.backward.attention_s, b.backward.attention_s);
   EXPECT_GT(b.forward.memory_s, a.forward.memory_s);
+  // §5.1.3: of the forward casts only the projection's input is a pass of its own (the norm writes QKV's
+  // and fc1's inputs in FP8, the activation fc2's): T·(a·d/t) elements read at 2 bytes, written at 2.
+  const gpu_spec& g = bf16.cluster.gpu;
+  for (const named_gemm& gemm : layer_gemm_shapes(bf16, false)) {
+    if (gemm.name != "attention_out") continue;
+    const double bytes = static_cast<double>(gemm.shape.m) * static_cast<double>(gemm.shape.k) * (2 + 2);
+    EXPECT_NEAR(b.forward.memory_s - a.forward.memory_s,
+                bytes / (g.memory_bandwidth_bytes_per_s * eff.memory_bandwidth_fraction) + eff.kernel_overhead_s,
+                1e-12);
+  }
   // The output layer (logits) and the loss stay in bf16.
   const compute_report ra = estimate_compute(bf16), rb = estimate_compute(fp8);
   EXPECT_DOUBLE_EQ(ra.output.forward.total_s(), rb.output.forward.total_s());

@@ -137,8 +137,8 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   EXPECT_EQ(gen["H100 BF16"].rows, 9);
   EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.15);
   EXPECT_EQ(gen["H100 FP8"].rows, 15);
-  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.10);  // the rows Hopper's attention and FP8 constants were fitted on
-  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.28);
+  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.08);  // the rows Hopper's attention and FP8 constants were fitted on
+  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.25);
   EXPECT_EQ(gen["B200 FP8"].rows, 2);                 // not fitted on: Blackwell keeps Hopper's two constants
-  EXPECT_LE(gen["B200 FP8"].max_abs_error, 0.22);
+  EXPECT_LE(gen["B200 FP8"].max_abs_error, 0.20);
 }
