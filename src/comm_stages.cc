@@ -12,14 +12,10 @@ namespace {
 
 /// A stage's layers by kind as communication sees them: a window changes no collective, so windowed
 /// layers count as their unwindowed kind.
-layer_counts comm_kinds(layer_counts kinds) {
-  auto fold = [&](layer_kind from, layer_kind into) {
-    kinds[static_cast<std::size_t>(into)] += kinds[static_cast<std::size_t>(from)];
-    kinds[static_cast<std::size_t>(from)] = 0;
-  };
-  fold(layer_kind::dense_window, layer_kind::dense);
-  fold(layer_kind::moe_window, layer_kind::moe);
-  return kinds;
+layer_counts comm_kinds(const layer_counts& kinds) {
+  layer_counts out{};
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) out[static_cast<std::size_t>(kLayerMakeup[k].unwindowed)] += kinds[k];
+  return out;
 }
 
 /// What a stage class is made of, from the job once: a class follows from its layers by kind, its

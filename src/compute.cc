@@ -86,6 +86,31 @@ std::int64_t expert_rows(const job_spec& job) {
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(rows)));
 }
 
+/// Which side of a TP block a layer GEMM is: its input all-gathered (column-parallel: QKV, fc1, MLA's
+/// up-projections, Mamba's in_proj) or its output reduce-scattered (row-parallel: projection, fc2,
+/// Mamba's out_proj); --tp-comm-overlap's userbuffers run beside them (§5.5.1).
+enum class userbuffer_side : std::uint8_t { none, column_parallel, row_parallel };
+
+/// What the time model needs of a layer GEMM beside its shape, said where the GEMM is listed.
+struct gemm_role {
+  bool attention_bmm = false;  ///< a product of two activations (the attention core's batched GEMMs)
+  userbuffer_side side = userbuffer_side::none;
+  bool fp8 = true;             ///< runs at the FP8 rate under --fp8-format (the router does not)
+  /// Transformer Engine fuses the FP8 cast of its input into the kernel that produces it (a norm,
+  /// LayerNormLinear/LayerNormMLP, or the activation), and of its output gradient into the activation's
+  /// backward (§5.1.3); otherwise each is a cast_transpose pass of its own.
+  bool input_cast_fused = false;
+  bool grad_cast_fused = false;
+};
+constexpr gemm_role kPlain{};
+constexpr gemm_role kAttentionBmm{.attention_bmm = true, .fp8 = false};
+constexpr gemm_role kColumn{.side = userbuffer_side::column_parallel};
+constexpr gemm_role kRow{.side = userbuffer_side::row_parallel};
+constexpr gemm_role kNormedColumn{.side = userbuffer_side::column_parallel, .input_cast_fused = true};
+constexpr gemm_role kMlpUp{.side = userbuffer_side::column_parallel, .input_cast_fused = true, .grad_cast_fused = true};
+constexpr gemm_role kMlpDown{.side = userbuffer_side::row_parallel, .input_cast_fused = true};
+constexpr gemm_role kRouter{.fp8 = false};
+
 /// The attention block's GEMMs, for for_each_layer_gemm.
 template <typename F>
 void attention_gemms(const job_spec& job, F&& f) {
@@ -104,25 +129,25 @@ void attention_gemms(const job_spec& job, F&& f) {
     // up-projections are column-parallel.
     const mla_spec& a = m.mla;
     if (a.q_lora_rank > 0) {
-      f(named_gemm{"q_down", {tokens, a.q_lora_rank, h, 1}}, false);
-      f(named_gemm{"q_up", {tokens, m.q_width() / t, a.q_lora_rank, 1}}, false);
+      f(named_gemm{"q_down", {tokens, a.q_lora_rank, h, 1}}, kPlain);
+      f(named_gemm{"q_up", {tokens, m.q_width() / t, a.q_lora_rank, 1}}, kColumn);
     } else {
-      f(named_gemm{"q_proj", {tokens, m.q_width() / t, h, 1}}, false);
+      f(named_gemm{"q_proj", {tokens, m.q_width() / t, h, 1}}, kColumn);
     }
-    f(named_gemm{"kv_down", {tokens, a.kv_lora_rank + a.qk_pos_emb_head_dim, h, 1}}, false);
-    f(named_gemm{"kv_up", {tokens, np * (a.qk_head_dim + a.v_head_dim), a.kv_lora_rank, 1}}, false);
+    f(named_gemm{"kv_down", {tokens, a.kv_lora_rank + a.qk_pos_emb_head_dim, h, 1}}, kPlain);
+    f(named_gemm{"kv_up", {tokens, np * (a.qk_head_dim + a.v_head_dim), a.kv_lora_rank, 1}}, kColumn);
   } else {
-    f(named_gemm{"qkv", {tokens, (m.q_width() + m.k_width() + m.v_width()) / t, h, 1}}, false);
+    f(named_gemm{"qkv", {tokens, (m.q_width() + m.k_width() + m.v_width()) / t, h, 1}}, kNormedColumn);
   }
   if (!job.training.flash_attention) {
     const std::int64_t dv = m.attention_out_width() / m.num_attention_heads;
-    f(named_gemm{"attention_scores", {sq, s, dh, b * np}}, true);   // Q·Kᵀ
-    f(named_gemm{"attention_context", {sq, dv, s, b * np}}, true);  // P·V
+    f(named_gemm{"attention_scores", {sq, s, dh, b * np}}, kAttentionBmm);   // Q·Kᵀ
+    f(named_gemm{"attention_context", {sq, dv, s, b * np}}, kAttentionBmm);  // P·V
   }
-  f(named_gemm{"attention_out", {tokens, h, m.attention_out_width() / t, 1}}, false);
+  f(named_gemm{"attention_out", {tokens, h, m.attention_out_width() / t, 1}}, kRow);
 }
 
-/// Calls f(gemm, is_attention_bmm) for every GEMM of one layer's forward pass for one micro-batch on
+/// Calls f(gemm, role) for every GEMM of one layer's forward pass for one micro-batch on
 /// one GPU, in the order the layer runs them (§5.1): a Mamba block's in_proj and out_proj (§5.1.4);
 /// QKV, the attention core's two batched GEMMs (not with flash attention), the output projection;
 /// then the MLP, or the router, the local experts (balanced routing) and the shared experts.
@@ -137,28 +162,29 @@ void for_each_layer_gemm(const job_spec& job, layer_kind kind, F&& f) {
   if (mk.mamba) {
     const mamba_spec& x = m.mamba;
     f(named_gemm{"mamba_in_proj", {tokens, (2 * x.d_inner() + 2 * x.num_groups * x.state_dim + x.num_heads) / t, h, 1}},
-      false);
-    f(named_gemm{"mamba_out_proj", {tokens, h, x.d_inner() / t, 1}}, false);
+      kNormedColumn);
+    f(named_gemm{"mamba_out_proj", {tokens, h, x.d_inner() / t, 1}}, kRow);
   }
   if (mk.attention) attention_gemms(job, f);
   const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
-  auto dense_mlp = [&](std::int64_t ffn, std::string_view up, std::string_view down) {
-    f(named_gemm{up, {tokens, gate * ffn / t, h, 1}}, false);
-    f(named_gemm{down, {tokens, h, ffn / t, 1}}, false);
-  };
-  if (mk.dense_mlp) dense_mlp(m.ffn_hidden_size, "mlp_up", "mlp_down");
+  if (mk.dense_mlp) {
+    f(named_gemm{"mlp_up", {tokens, gate * m.ffn_hidden_size / t, h, 1}}, kMlpUp);
+    f(named_gemm{"mlp_down", {tokens, h, m.ffn_hidden_size / t, 1}}, kMlpDown);
+  }
   if (!mk.moe) return;
   const moe_spec& x = m.moe;
-  f(named_gemm{"router", {tokens, x.num_experts, h, 1}}, false);
+  f(named_gemm{"router", {tokens, x.num_experts, h, 1}}, kRouter);
   const std::int64_t local_experts = x.num_experts / p.ep;
   const std::int64_t rows = expert_rows(job);
   const std::int64_t fe = x.expert_ffn_hidden_size;
   const std::int64_t etp = expert_tensor_parallel(p);
-  f(named_gemm{"expert_up", {rows, gate * fe / etp, h, local_experts}}, false);
-  f(named_gemm{"expert_down", {rows, h, fe / etp, local_experts}}, false);
-  if (x.shared_expert_ffn_hidden_size > 0) dense_mlp(x.shared_expert_ffn_hidden_size, "shared_expert_up", "shared_expert_down");
+  f(named_gemm{"expert_up", {rows, gate * fe / etp, h, local_experts}}, kPlain);
+  f(named_gemm{"expert_down", {rows, h, fe / etp, local_experts}}, kPlain);
+  if (const std::int64_t fs = x.shared_expert_ffn_hidden_size; fs > 0) {
+    f(named_gemm{"shared_expert_up", {tokens, gate * fs / t, h, 1}}, kPlain);
+    f(named_gemm{"shared_expert_down", {tokens, h, fs / t, 1}}, kPlain);
+  }
 }
-
 
 }  // namespace
 
@@ -221,7 +247,8 @@ gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dt
 
 std::vector<named_gemm> layer_gemm_shapes(const job_spec& job, bool moe_layer) {
   std::vector<named_gemm> out;
-  for_each_layer_gemm(job, moe_layer ? layer_kind::moe : layer_kind::dense, [&](const named_gemm& g, bool) { out.push_back(g); });
+  for_each_layer_gemm(job, moe_layer ? layer_kind::moe : layer_kind::dense,
+                      [&](const named_gemm& g, const gemm_role&) { out.push_back(g); });
   const model_spec& m = job.model;
   const std::int64_t tokens = job.training.micro_batch_size * m.seq_length / job.parallel.cp;
   out.push_back({"logits", {tokens, padded_vocab(m, job.parallel.tp) / job.parallel.tp, m.hidden_size, 1}});
@@ -244,44 +271,16 @@ namespace {
 /// SMs a pipelined or bulk userbuffers overlap takes (transformer_engine/pytorch/module/base.py
 /// initialize_ub, get_default_config: num_sm 16; ring exchange: 1 SM and the copy engines).
 constexpr int kUserbufferSms = 16;
-enum class userbuffer_side { none, column_parallel, row_parallel };
-/// Which side of a TP block a layer GEMM is: its input all-gathered (QKV, fc1, MLA's up-projections,
-/// Mamba's in_proj) or its output reduce-scattered (projection, fc2, Mamba's out_proj).
-userbuffer_side userbuffer_side_of(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, userbuffer_side>, 9> kSides{{
-      {"qkv", userbuffer_side::column_parallel},
-      {"q_proj", userbuffer_side::column_parallel},
-      {"q_up", userbuffer_side::column_parallel},
-      {"kv_up", userbuffer_side::column_parallel},
-      {"mlp_up", userbuffer_side::column_parallel},
-      {"mamba_in_proj", userbuffer_side::column_parallel},
-      {"attention_out", userbuffer_side::row_parallel},
-      {"mlp_down", userbuffer_side::row_parallel},
-      {"mamba_out_proj", userbuffer_side::row_parallel},
-  }};
-  for (const auto& [n, side] : kSides)
-    if (n == name) return side;
-  return userbuffer_side::none;
-}
 
-/// Which FP8 casts of a linear layer Transformer Engine fuses into a neighbouring kernel (§5.1.3): the
-/// input of a GEMM that a norm or an activation produces (LayerNormLinear, LayerNormMLP: QKV, fc1,
-/// Mamba's in_proj; the activation for fc2), and fc1's output gradient (the activation's backward casts
-/// and transposes it). The others are cast_transpose passes of their own.
-struct fp8_casts {
-  bool input_fused = false;
-  bool grad_fused = false;
-};
-fp8_casts fp8_casts_of(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, fp8_casts>, 4> kFused{{
-      {"qkv", {true, false}},
-      {"mlp_up", {true, true}},
-      {"mlp_down", {true, false}},
-      {"mamba_in_proj", {true, false}},
-  }};
-  for (const auto& [n, c] : kFused)
-    if (n == name) return c;
-  return {};
+/// A fused attention-like kernel of `flops` forward (flash attention, Mamba's SSD scan): at the GPU's
+/// fused-attention rate, backward 2× the FLOPs in 2.5× the time (it recomputes; Dao 2023), into `bucket`.
+void add_fused_kernel(const job_spec& job, const compute_efficiency& e, double flops, unit_time& u,
+                      double pass_time::*bucket) {
+  const double rate = job.cluster.gpu.peak_flops(job.training.precision) * e.flash_attention_fraction;
+  u.forward.*bucket += flops / rate + e.kernel_overhead_s;
+  u.forward.flops += flops;
+  u.backward.*bucket += 2.5 * flops / rate + e.kernel_overhead_s;
+  u.backward.flops += 2 * flops;
 }
 
 /// The attention core (§5.1, §5.3): one flash kernel, or the unfused softmax and dropout passes (the
@@ -290,7 +289,6 @@ void attention_core(const job_spec& job, const compute_efficiency& e, bool windo
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const gpu_spec& gpu = job.cluster.gpu;
-  const dtype d = job.training.precision;
   const double eb = bytes_of(roles_of(job.training).activations);
   const std::int64_t b = job.training.micro_batch_size;
   const std::int64_t s = m.seq_length;
@@ -306,11 +304,7 @@ void attention_core(const job_spec& job, const compute_efficiency& e, bool windo
     const double dv = static_cast<double>(m.attention_out_width() / m.num_attention_heads);
     const double flops = 0.5 * 2.0 * b * np * static_cast<double>(sq) * s *
                          (static_cast<double>(m.kv_channels) + dv) * causal_pairs_fraction(m, windowed);
-    const double rate = gpu.peak_flops(d) * e.flash_attention_fraction;
-    u.forward.attention_s += flops / rate + e.kernel_overhead_s;
-    u.forward.flops += flops;
-    u.backward.attention_s += 2.5 * flops / rate + e.kernel_overhead_s;
-    u.backward.flops += 2 * flops;
+    add_fused_kernel(job, e, flops, u, &pass_time::attention_s);
     return;
   }
   // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the
@@ -332,7 +326,7 @@ void mamba_mixer(const job_spec& job, const compute_efficiency& e, unit_time& u)
   const gpu_spec& gpu = job.cluster.gpu;
   const double eb = bytes_of(roles_of(job.training).activations);
   const double t = static_cast<double>(job.parallel.tp);
-  const double tokens = static_cast<double>(job.training.micro_batch_size) * static_cast<double>(m.seq_length);
+  const double tokens = static_cast<double>(job.training.micro_batch_size * (m.seq_length / job.parallel.cp));
   const double d_local = static_cast<double>(x.d_inner()) / t;
   const double groups_local = static_cast<double>(x.num_groups) / t;
   const double n = static_cast<double>(x.state_dim);
@@ -341,12 +335,7 @@ void mamba_mixer(const job_spec& job, const compute_efficiency& e, unit_time& u)
   // times X (2·Q·d), the chunk states Bᵀ·X (2·N·d) and their contribution to the outputs C·h (2·N·d).
   // Timed as the flash kernel is (the fused-attention efficiency, backward 2× the FLOPs, 2.5× the time):
   // no SSD measurement is at hand to fit its own.
-  const double flops = tokens * (2 * q * n * groups_local + 2 * q * d_local + 4 * n * d_local);
-  const double rate = gpu.peak_flops(job.training.precision) * e.flash_attention_fraction;
-  u.forward.gemm_s += flops / rate + e.kernel_overhead_s;
-  u.forward.flops += flops;
-  u.backward.gemm_s += 2.5 * flops / rate + e.kernel_overhead_s;
-  u.backward.flops += 2 * flops;
+  add_fused_kernel(job, e, tokens * (2 * q * n * groups_local + 2 * q * d_local + 4 * n * d_local), u, &pass_time::gemm_s);
   // The convolution reads and writes [x, B, C]; the gated norm reads y and z and writes its output.
   const double conv = static_cast<double>(x.conv_width()) / t;
   add_memory(gpu, e, 2 * eb * tokens * conv, 1, u);
@@ -379,18 +368,20 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   // they run beside: the row-parallel GEMMs' forward, the column-parallel GEMMs' backward.
   const bool ub = job.training.tp_comm_overlap && p.sequence_parallel && p.tp > 1;
   const double sm_share = ub ? static_cast<double>(gpu.sm_count) / static_cast<double>(gpu.sm_count - kUserbufferSms) : 1.0;
-  for_each_layer_gemm(job, kind, [&](const named_gemm& g, bool attention) {
-    const userbuffer_side side = ub ? userbuffer_side_of(g.name) : userbuffer_side::none;
-    const double fwd_scale = side == userbuffer_side::row_parallel ? sm_share : 1.0;
-    const double bwd_scale = side == userbuffer_side::column_parallel ? sm_share : 1.0;
-    if (attention) {
+  for_each_layer_gemm(job, kind, [&](const named_gemm& g, const gemm_role& role) {
+    const double fwd_scale = ub && role.side == userbuffer_side::row_parallel ? sm_share : 1.0;
+    const double bwd_scale = ub && role.side == userbuffer_side::column_parallel ? sm_share : 1.0;
+    if (role.attention_bmm) {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::attention_s, bmm_scale);
-    } else if (fp8 && g.name != "router") {
+    } else if (fp8 && role.fp8) {
       add_gemm(gpu, e, linear, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale);
       const double rows = static_cast<double>(g.shape.m) * static_cast<double>(g.shape.batch);
-      const fp8_casts casts = fp8_casts_of(g.name);
-      if (!casts.input_fused) u.forward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.k) * (eb + 2), 1);
-      if (!casts.grad_fused) u.backward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.n) * (eb + 2), 1);
+      if (!role.input_cast_fused) {
+        u.forward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.k) * (eb + 2), 1);
+      }
+      if (!role.grad_cast_fused) {
+        u.backward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.n) * (eb + 2), 1);
+      }
     } else {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale);
     }
@@ -544,9 +535,7 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   const parallel_config& p = job.parallel;
   const training_config& tc = job.training;
   // One layer of each kind on some stage (§1.10); the dense layer always, for the overlap budgets.
-  layer_counts present{};
-  for (const stage_layout& sl : layout)
-    for (std::size_t k = 0; k < kNumLayerKinds; ++k) present[k] += sl.kinds[k];
+  const layer_counts present = layer_kinds_of(layout);
   for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
     const auto kind = static_cast<layer_kind>(k);
     r.layers[k] = present[k] > 0 || kind == layer_kind::dense ? layer_compute(job, e, kind) : unit_time{};

@@ -291,10 +291,15 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const double rep = act.sp ? act.t : 1.0;
   const double vocab_shard = static_cast<double>(params.padded_vocab_size) / act.t;
 
-  // One layer of each kind (§1.10); the report shows a dense one (a hybrid model's first layer).
+  // One layer of each kind the stages hold, and the last layer's (MTP, §3.4.6); the report shows a dense
+  // one (a hybrid model's first layer).
+  const layer_counts present = layer_kinds_of(layout);
+  const auto last_kind = static_cast<std::size_t>(m.kind_of_layer(m.num_layers - 1));
   std::array<double, kNumLayerKinds> kind_act{};
   for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
-    kind_act[k] = layer_bytes(m, act, static_cast<layer_kind>(k), tr.bias_swiglu_fusion).total();
+    if (present[k] > 0 || k == last_kind) {
+      kind_act[k] = layer_bytes(m, act, static_cast<layer_kind>(k), tr.bias_swiglu_fusion).total();
+    }
   }
   r.layer_activations = layer_bytes(m, act, m.is_hybrid() ? m.kind_of_layer(0) : layer_kind::dense, tr.bias_swiglu_fusion);
 
@@ -402,7 +407,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       // §3.4.6: each MTP module keeps a layer like the last one, its two input norms' and projection's
       // inputs (2h wide), its final norm's and the shared output layer's inputs, per micro-batch.
       per_microbatch_extra += static_cast<double>(m.mtp_num_layers) *
-                              (kind_act[static_cast<std::size_t>(m.kind_of_layer(m.num_layers - 1))] + (2 + 2 + 2) * e * h * tokens / rep);
+                              (kind_act[last_kind] + (2 + 2 + 2) * e * h * tokens / rep);
       // §3.6: logits (e·V/t), their fp32 copy and the max-shifted fp32 copy inside the loss.
       loss_transient = (e + 8.0) * vocab_shard * tokens;
     }

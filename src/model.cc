@@ -179,12 +179,11 @@ layer_counts model_spec::count_layer_kinds(std::int64_t first, std::int64_t coun
 }
 
 const layer_parameters& parameter_breakdown::of(layer_kind k) const {
-  // One row per kind: which of the four parameter accounts a layer of that kind holds.
-  static constexpr std::array<layer_parameters parameter_breakdown::*, kNumLayerKinds> kOf{
-      &parameter_breakdown::dense_layer, &parameter_breakdown::moe_layer,   &parameter_breakdown::dense_layer,
-      &parameter_breakdown::moe_layer,   &parameter_breakdown::mamba_layer, &parameter_breakdown::attention_layer,
-      &parameter_breakdown::dense_layer, &parameter_breakdown::moe_layer};
-  return this->*kOf[static_cast<std::size_t>(k)];
+  // Indexed by layer_account (kLayerMakeup says which account each kind is counted in).
+  static constexpr std::array<layer_parameters parameter_breakdown::*, 4> kOf{
+      &parameter_breakdown::dense_layer, &parameter_breakdown::moe_layer, &parameter_breakdown::mamba_layer,
+      &parameter_breakdown::attention_layer};
+  return this->*kOf[static_cast<std::size_t>(makeup_of(k).account)];
 }
 
 namespace {

@@ -91,6 +91,9 @@ struct mamba_spec {
 /// is kept per kind and summed over a stage's layers of each kind.
 enum class layer_kind : std::uint8_t { dense, moe, dense_window, moe_window, mamba, attention, mlp, moe_mlp };
 inline constexpr std::size_t kNumLayerKinds = 8;
+/// The parameter account a layer's parameters are counted in (parameter_breakdown, rank_holdings): a
+/// window changes no parameter, and a hybrid's MLP and MoE blocks are the dense and MoE accounts.
+enum class layer_account : std::uint8_t { dense, moe, mamba, attention };
 /// The blocks of a layer kind: one row per kind in kLayerMakeup.
 struct layer_makeup {
   layer_kind kind;
@@ -100,18 +103,22 @@ struct layer_makeup {
   bool mamba;      ///< a Mamba-2 mixer block
   bool dense_mlp;  ///< a dense MLP block
   bool moe;        ///< an MoE block (router, routed and shared experts)
+  layer_kind unwindowed;  ///< the same layer attending fully (itself without a window)
+  layer_account account;  ///< where its parameters are counted
   /// Residual blocks: each has its input norm, bias-dropout-add and a TP all-reduce (or SP pair).
   int blocks() const { return int{attention} + int{mamba} + int{dense_mlp} + int{moe}; }
 };
 inline constexpr std::array<layer_makeup, kNumLayerKinds> kLayerMakeup{{
-    {layer_kind::dense, "dense", true, false, false, true, false},
-    {layer_kind::moe, "MoE", true, false, false, false, true},
-    {layer_kind::dense_window, "dense, windowed", true, true, false, true, false},
-    {layer_kind::moe_window, "MoE, windowed", true, true, false, false, true},
-    {layer_kind::mamba, "Mamba", false, false, true, false, false},
-    {layer_kind::attention, "attention", true, false, false, false, false},
-    {layer_kind::mlp, "MLP", false, false, false, true, false},
-    {layer_kind::moe_mlp, "MoE block", false, false, false, false, true},
+    {layer_kind::dense, "dense", true, false, false, true, false, layer_kind::dense, layer_account::dense},
+    {layer_kind::moe, "MoE", true, false, false, false, true, layer_kind::moe, layer_account::moe},
+    {layer_kind::dense_window, "dense, windowed", true, true, false, true, false, layer_kind::dense,
+     layer_account::dense},
+    {layer_kind::moe_window, "MoE, windowed", true, true, false, false, true, layer_kind::moe, layer_account::moe},
+    {layer_kind::mamba, "Mamba", false, false, true, false, false, layer_kind::mamba, layer_account::mamba},
+    {layer_kind::attention, "attention", true, false, false, false, false, layer_kind::attention,
+     layer_account::attention},
+    {layer_kind::mlp, "MLP", false, false, false, true, false, layer_kind::mlp, layer_account::dense},
+    {layer_kind::moe_mlp, "MoE block", false, false, false, false, true, layer_kind::moe_mlp, layer_account::moe},
 }};
 inline const layer_makeup& makeup_of(layer_kind k) { return kLayerMakeup[static_cast<std::size_t>(k)]; }
 /// Layers of each kind, indexed by layer_kind.

@@ -260,13 +260,12 @@ struct rank_holdings {
   /// Last stage: the multi-token-prediction modules (Megatron places them with the output layer, §1.8).
   layer_shard mtp;
 
-  /// One layer of kind `k` (windowed layers hold what their unwindowed kind holds).
+  /// One layer of kind `k`, from the account kLayerMakeup names for it.
   const layer_shard& of(layer_kind k) const {
-    static constexpr std::array<layer_shard rank_holdings::*, kNumLayerKinds> kOf{
-        &rank_holdings::dense_layer, &rank_holdings::moe_layer,   &rank_holdings::dense_layer,
-        &rank_holdings::moe_layer,   &rank_holdings::mamba_layer, &rank_holdings::attention_layer,
-        &rank_holdings::dense_layer, &rank_holdings::moe_layer};
-    return this->*kOf[static_cast<std::size_t>(k)];
+    static constexpr std::array<layer_shard rank_holdings::*, 4> kOf{
+        &rank_holdings::dense_layer, &rank_holdings::moe_layer, &rank_holdings::mamba_layer,
+        &rank_holdings::attention_layer};
+    return this->*kOf[static_cast<std::size_t>(makeup_of(k).account)];
   }
   /// One GPU of a stage with `kinds` layers of each kind, and the ends it holds.
   layer_shard stage(const layer_counts& kinds, bool first, bool last) const {
@@ -307,6 +306,14 @@ stage_split split_layers(std::int64_t num_layers, const parallel_config& p, fram
 /// uniform partition (deepspeed/runtime/utils.py partition_uniform, 2022: ceil-sized chunks, the last
 /// rank takes what is left; docs/formulas.md §2.2).
 std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_t rank);
+
+/// Layers of each kind over all the stages of a layout (§1.10).
+inline layer_counts layer_kinds_of(const std::vector<stage_layout>& layout) {
+  layer_counts n{};
+  for (const stage_layout& s : layout)
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) n[k] += s.kinds[k];
+  return n;
+}
 
 /// Layers per pipeline rank following Megatron's rules: even split, or first/last stage counts with
 /// the rest even; BLOOM's embedding-as-stage counts each embedding as one layer slot.
