@@ -363,6 +363,11 @@ const std::vector<flag_def>& flag_table() {
                       }));
     t.push_back(swtch("--use-distributed-optimizer", "", "training", "Megatron's distributed optimizer (ZeRO-1)",
                       SWITCH(b.job.training.distributed_optimizer = true)));
+    t.push_back(value("--num-distributed-optimizer-instances", "--data-parallel-replicate-degree", "N", "1",
+                      "training",
+                      "HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; "
+                      "torchtitan/FSDP2's replicate degree; §2.5)",
+                      INT_FIELD_MIN(b.job.training.dp_replicas, 1)));
     t.push_back(swtch("--accumulate-allreduce-grads-in-fp32", "", "training", "fp32 main gradients (forced with bf16)",
                       SWITCH(b.job.training.accumulate_allreduce_grads_in_fp32 = true)));
     t.push_back(swtch("--overlap-grad-reduce", "", "training",

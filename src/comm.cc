@@ -319,8 +319,7 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
     const bool overlapped = per_unit ? t.zero3_prefetch_bucket_elements != 0
                                      : op.count == dp_count::per_microbatch && overlap_comm_on(t);
     const comm_overlap overlap = overlapped ? comm_overlap::layer : comm_overlap::none;
-    out.row_by_class(op.kind, op.phase, expert ? op.what_expert : op.what, group, slot, overlap,
-                     [&](const stage_class& c) {
+    auto of = [&](const stage_class& c) {
       const double params = expert ? c.expert_params : c.dense_params;
       if (params <= 0) return calls_bytes{0, 0};
       if (op.count == dp_count::per_unit_per_microbatch) {
@@ -330,12 +329,23 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
       const double buckets = bucket_calls(t, params, elem);
       const double bytes = buckets == 1 ? params * elem : params * elem / buckets;
       return calls_bytes{buckets * (op.count == dp_count::per_microbatch ? m : 1.0), bytes};
-    });
+    };
+    out.row_by_class(op.kind, op.phase, expert ? op.what_expert : op.what, group, slot, overlap, of);
+    if (op.bytes == dp_bytes::grads && x.size[g_dpr] > 1 && !expert) {
+      // HSDP (§2.5): each reduce-scatter's shard is all-reduced across the replicas, as it completes
+      // (Megatron: param_and_grad_buffer.py start_grad_sync; FSDP2: _fsdp_collectives.py foreach_reduce).
+      const double shard = static_cast<double>(x.size[g_dp]);
+      out.row_by_class(ck::all_reduce, op.phase, "gradient-shard all-reduce across replicas (HSDP)", g_dpr, slot,
+                       overlap, [&](const stage_class& c) {
+        const calls_bytes e = of(c);
+        return calls_bytes{e.calls, e.bytes / shard};
+      });
+    }
   }
 }
 
 void dp_table(const comm_context& x, row_sink& out) {
-  if (x.size[g_dp] > 1) dp_rows(x, false, out);
+  if (x.size[g_dp] > 1 || x.size[g_dpr] > 1) dp_rows(x, false, out);
   if (x.job.model.is_moe() && x.size[g_edp] > 1) dp_rows(x, true, out);
 }
 
@@ -409,16 +419,26 @@ void set_up(comm_context& x) {
   const rank_generator dec = decoder_generator(job);
   x.placement[g_tp] = placement_for(dec, bit(parallel_dim::tp), gpn, "tp");
   x.placement[g_cp] = placement_for(dec, bit(parallel_dim::cp), gpn, "cp");
-  x.placement[g_dp] = placement_for(dec, bit(parallel_dim::dp) | bit(parallel_dim::cp), gpn, p.cp > 1 ? "dp-cp" : "dp");
+  if (t.dp_replicas == 1) {
+    x.placement[g_dp] = placement_for(dec, bit(parallel_dim::dp) | bit(parallel_dim::cp), gpn, p.cp > 1 ? "dp-cp" : "dp");
+  }
   x.placement[g_pp] = placement_for(dec, bit(parallel_dim::pp), gpn, "pp");
   x.placement[g_emb] = embedding_placement(dec, gpn);
   const std::int64_t etp = expert_tensor_parallel(p);
-  x.size = {p.tp, p.cp, p.ep, p.dp * p.cp, expert_data_parallel(p), p.pp, p.pp > 1 ? 2 : 1, job.num_gpus,
-            p.tp * p.pp, etp};
+  const std::int64_t replicas = t.dp_replicas;
+  const std::int64_t shard = dp_shard_size(p, t);
+  x.size = {p.tp, p.cp, p.ep, shard, expert_data_parallel(p), p.pp, p.pp > 1 ? 2 : 1, job.num_gpus,
+            p.tp * p.pp, etp, replicas};
   if (p.cp > 1) x.dp_name = "dp-cp";
   const std::int64_t edp = x.size[g_edp];
-  x.num_groups = {p.cp * p.dp * p.pp, p.tp * p.dp * p.pp, etp * p.pp * edp, p.tp * p.pp, etp * p.pp * p.ep,
-                  p.tp * p.cp * p.dp, p.tp * p.cp * p.dp, 1, p.cp * p.dp, p.ep * edp * p.pp};
+  x.num_groups = {p.cp * p.dp * p.pp, p.tp * p.dp * p.pp, etp * p.pp * edp, p.tp * p.pp * replicas,
+                  etp * p.pp * p.ep, p.tp * p.cp * p.dp, p.tp * p.cp * p.dp, 1, p.cp * p.dp, p.ep * edp * p.pp,
+                  p.tp * p.pp * shard};
+  if (replicas > 1) {  // HSDP (§2.5): the shards inside a replica, the all-reduce across replicas
+    x.dp_name = p.cp > 1 ? "dp-cp-shard" : "dp-shard";
+    x.placement[g_dp] = hsdp_placement(dec, replicas, false, gpn);
+    x.placement[g_dpr] = hsdp_placement(dec, replicas, true, gpn);
+  }
   if (p.ep > 1 || job.model.is_moe()) {
     const rank_generator exp = expert_generator(job);
     x.placement[g_ep] = placement_for(exp, bit(parallel_dim::ep), gpn, "ep");

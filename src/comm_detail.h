@@ -137,6 +137,15 @@ inline group_placement placement_for(const rank_generator& g, unsigned mask, std
   return placement_by_scan(g, mask, gpn, name, violation);
 }
 
+/// HSDP (§2.5): every DP×CP group cut into `replicas` runs of consecutive members (the groups that
+/// shard, Megatron's intra-instance groups) or, `across`, the members at one place of every run (the
+/// groups whose gradient shards are all-reduced, Megatron's inter-instance groups).
+std::vector<std::vector<std::int64_t>> hsdp_groups(const rank_generator& g, std::int64_t replicas, bool across);
+/// Their placement: closed form when DP×CP is one aligned run, else every group scanned (a group
+/// spread unevenly over nodes throws, or sets `violation`).
+group_placement hsdp_placement(const rank_generator& g, std::int64_t replicas, bool across, std::int64_t gpn,
+                               std::string* violation = nullptr);
+
 /// Placement of the embedding groups (first and last stage of every pipeline).
 inline group_placement embedding_placement(const rank_generator& g, std::int64_t gpn, std::string* violation = nullptr) {
   group_placement p;

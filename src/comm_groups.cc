@@ -138,6 +138,36 @@ group_placement embedding_placement_by_scan(const rank_generator& g, std::int64_
   return scan_placement(embedding_groups(g), gpn, "embedding", violation);
 }
 
+std::vector<std::vector<std::int64_t>> hsdp_groups(const rank_generator& g, std::int64_t replicas, bool across) {
+  std::vector<std::vector<std::int64_t>> out;
+  for (const auto& full : masked_groups(g, bit(parallel_dim::dp) | bit(parallel_dim::cp))) {
+    const auto shard = static_cast<std::int64_t>(full.size()) / replicas;
+    const std::int64_t n_groups = across ? shard : replicas;
+    const std::int64_t n_members = across ? replicas : shard;
+    for (std::int64_t i = 0; i < n_groups; ++i) {
+      std::vector<std::int64_t>& members = out.emplace_back(static_cast<std::size_t>(n_members));
+      for (std::int64_t j = 0; j < n_members; ++j) {
+        members[static_cast<std::size_t>(j)] = full[static_cast<std::size_t>(across ? j * shard + i : i * shard + j)];
+      }
+    }
+  }
+  return out;
+}
+
+group_placement hsdp_placement(const rank_generator& g, std::int64_t replicas, bool across, std::int64_t gpn,
+                               std::string* violation) {
+  std::int64_t s = 1;
+  std::int64_t n = 1;
+  group_placement p;
+  if (single_run(g, bit(parallel_dim::dp) | bit(parallel_dim::cp), s, n)) {
+    const std::int64_t shard = n / replicas;
+    if (across ? run_placement(s * shard, replicas, gpn, g.world, p) : run_placement(s, shard, gpn, g.world, p)) {
+      return p;
+    }
+  }
+  return scan_placement(hsdp_groups(g, replicas, across), gpn, across ? "dp-replicate" : "dp-shard", violation);
+}
+
 }  // namespace detail
 
 using namespace detail;  // this file's own internals
@@ -219,6 +249,11 @@ std::string device_name(std::int64_t rank, std::int64_t gpus_per_node) {
 group_placement placement_of(const job_spec& job, parallel_dim dim) {
   const std::int64_t gpn = job.cluster.gpus_per_node;
   if (dim == parallel_dim::embedding) return embedding_placement(decoder_generator(job), gpn);
+  if (dim == parallel_dim::dp && job.training.dp_replicas > 1) {
+    group_placement p = hsdp_placement(decoder_generator(job), job.training.dp_replicas, false, gpn);
+    p.group_size = dp_shard_size(job.parallel, job.training);
+    return p;
+  }
   const dim_groups dg = groups_of(job, dim);
   group_placement p = placement_for(dg.expert ? expert_generator(job) : decoder_generator(job), dg.mask, gpn, dg.name);
   p.group_size = group_size_of(job, dim);
@@ -236,6 +271,11 @@ std::string placement_violation(const job_spec& job) {
     if (!violation.empty()) return violation;
   }
   embedding_placement(dec, gpn, &violation);
+  if (violation.empty() && job.training.dp_replicas > 1) {
+    for (const bool across : {false, true}) {
+      if (violation.empty()) hsdp_placement(dec, job.training.dp_replicas, across, gpn, &violation);
+    }
+  }
   if (!violation.empty() || !experts) return violation;
   const rank_generator exp = expert_generator(job);
   placement_for(exp, bit(parallel_dim::ep), gpn, "ep", &violation);
@@ -248,7 +288,11 @@ comm_group_set process_groups(const job_spec& job, parallel_dim dim) {
   const dim_groups dg = groups_of(job, dim);
   const rank_generator g = dg.expert ? expert_generator(job) : decoder_generator(job);
   set.name = dg.name;
-  set.ranks = dim == parallel_dim::embedding ? embedding_groups(g) : masked_groups(g, dg.mask);
+  const bool hsdp = dim == parallel_dim::dp && job.training.dp_replicas > 1;
+  if (hsdp) set.name = job.parallel.cp > 1 ? "dp-cp-shard" : "dp-shard";
+  set.ranks = dim == parallel_dim::embedding ? embedding_groups(g)
+              : hsdp                         ? hsdp_groups(g, job.training.dp_replicas, false)
+                                             : masked_groups(g, dg.mask);
   set.group_size = set.ranks.empty() ? 0 : static_cast<std::int64_t>(set.ranks.front().size());
   set.num_groups = static_cast<std::int64_t>(set.ranks.size());
   set.placement = placement_of(job, dim);

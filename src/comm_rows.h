@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bitset>
 #include <new>
 #include <string>
 #include <string_view>
@@ -18,9 +19,11 @@ namespace trainplan::comm_rows {
 
 using namespace detail;  // NOLINT(google-build-using-namespace): this module's internals
 
-enum group_ref : int { g_tp, g_cp, g_ep, g_dp, g_edp, g_pp, g_emb, g_world, g_mp, g_etp, g_count };
+/// g_dp is the group that shards (all of DP×CP, or one HSDP replica's ranks); g_dpr the ranks holding
+/// the same shard in the other replicas (§2.5).
+enum group_ref : int { g_tp, g_cp, g_ep, g_dp, g_edp, g_pp, g_emb, g_world, g_mp, g_etp, g_dpr, g_count };
 constexpr std::array<std::string_view, g_count> kGroupNames = {
-    "tp", "cp", "ep", "dp", "expert-dp", "pp", "embedding", "world", "model-parallel", "expert-tp"};
+    "tp", "cp", "ep", "dp", "expert-dp", "pp", "embedding", "world", "model-parallel", "expert-tp", "dp-replicate"};
 constexpr std::size_t kNumKinds = 6;
 
 /// Everything the traffic tables need, computed once per job.
@@ -50,18 +53,17 @@ class price_cache {
     // An all-gather and a reduce-scatter cost the same on every link (§4.3): one price serves both.
     const collective_kind priced = kind == collective_kind::reduce_scatter ? collective_kind::all_gather : kind;
     const std::size_t i = static_cast<std::size_t>(group) * kNumKinds + static_cast<std::size_t>(priced);
-    if (!(known_ & (std::uint64_t{1} << i))) {
+    if (!known_[i]) {
       ::new (&slot_[i]) collective_price(price_of(links_, priced, x_.placement[static_cast<std::size_t>(group)]));
-      known_ |= std::uint64_t{1} << i;
+      known_[i] = true;
     }
     return slot_[i];
   }
 
  private:
-  static_assert(g_count * kNumKinds <= 64);
   const comm_context& x_;
   link_rates links_;
-  std::uint64_t known_ = 0;  ///< bit i: slot_[i] is set
+  std::bitset<g_count * kNumKinds> known_;  ///< bit i: slot_[i] is set
   union {
     collective_price slot_[g_count * kNumKinds];  ///< left uninitialised: only the known ones are read
   };

@@ -308,7 +308,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const double checkpoint_bytes = e * h * tokens / rep;  // a checkpointed layer's input
   const double n_recompute = static_cast<double>(tr.recompute_num_layers);
 
-  const double dp_shards = static_cast<double>(par.dp * par.cp);
+  const double dp_shards = static_cast<double>(dp_shard_size(par, tr));  // DP×CP, or one HSDP replica (§2.5)
   const double ep_shards = static_cast<double>(expert_data_parallel(par));
   const state_bytes dense_state = bytes_per_parameter(tr, dp_shards);
   const state_bytes expert_state = bytes_per_parameter(tr, ep_shards);
@@ -429,7 +429,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     s.other_bytes = s.allocated_bytes - (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes);
     // §3.8: the caching allocator's reserve, then the CUDA context and NCCL's buffers, outside PyTorch.
     const bool embedding_group = tied_copy && (st.has_embedding || st.has_output);
-    const double communicators = 1.0 + (tp > 1) + (par.dp > 1) + (par.cp > 1) + (par.ep > 1) +
+    const double communicators = 1.0 + (tp > 1) + (par.dp > 1) + 2.0 * (tr.dp_replicas > 1) + (par.cp > 1) + (par.ep > 1) +
                                  (pp > 1 ? (deepspeed ? 2.0 : 1.0) : 0.0) + (pp > 1 && tp > 1) + embedding_group;
     s.reserved_bytes = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction) +
                        static_cast<double>(gpu.cuda_context_bytes) +

@@ -614,9 +614,45 @@ std::string overlap_violation(job_spec& job) {
   return {};
 }
 
+/// Sharding over part of the data-parallel domain (HSDP, §2.5): Megatron's partial distributed
+/// optimizer (core/distributed/distributed_data_parallel.py: "Partial DistOpt cannot be used without
+/// DistOpt"; parallel_state.py: DP×CP divisible by the instances) or FSDP2 over a 2-D mesh (torchtitan:
+/// replicate × shard = DP).
+std::string sharding_violation(job_spec& job) {
+  const training_config& t = job.training;
+  const parallel_config& p = job.parallel;
+  if (t.dp_replicas == 1) return {};
+  const bool megatron = t.framework == framework_kind::megatron;
+  const std::string flag = megatron ? "--num-distributed-optimizer-instances" : "--data-parallel-replicate-degree";
+  if (t.dp_replicas < 1) return flag + " must be a positive integer, got " + to_string(t.dp_replicas);
+  if (t.framework == framework_kind::deepspeed) {
+    return "--num-distributed-optimizer-instances / --data-parallel-replicate-degree are Megatron-LM's and FSDP2's; "
+           "DeepSpeed's hierarchical partitioning (ZeRO++ hpZ, MiCS) is not modelled";
+  }
+  if (megatron && !t.distributed_optimizer) {
+    return flag + " needs --use-distributed-optimizer (Megatron-Core's check: \"Partial DistOpt cannot be used "
+                  "without DistOpt\")";
+  }
+  if (!megatron && t.zero_stage < 2) {
+    return flag + " needs ${training.zero_stage} 2 or 3 with ${training.framework} fsdp (HSDP shards within a "
+                  "replica; NO_SHARD has nothing to shard)";
+  }
+  if (job.model.is_moe()) return flag + " with an MoE model is not modelled (the expert-DP group's split)";
+  const std::int64_t domain = megatron ? p.dp * p.cp : p.dp;
+  if (domain % t.dp_replicas != 0) {
+    return flag + " (" + to_string(t.dp_replicas) + ") must divide " + (megatron ? "DP×CP (" : "DP (") +
+           to_string(domain) + ")";
+  }
+  if (dp_shard_size(p, t) < 2) {
+    return flag + " (" + to_string(t.dp_replicas) + ") leaves one rank per replica, which shards nothing: use plain "
+           "data parallelism (" + (megatron ? "without --use-distributed-optimizer)" : "${training.zero_stage} 0)");
+  }
+  return {};
+}
+
 std::string layout_violation(job_spec& job) {
-  for (auto rule : {size_violation, batch_violation, framework_violation, training_violation, fp8_violation,
-                    overlap_violation, pipeline_violation}) {
+  for (auto rule : {size_violation, batch_violation, framework_violation, training_violation, sharding_violation,
+                    fp8_violation, overlap_violation, pipeline_violation}) {
     TRAINPLAN_RETURN_VIOLATION(rule(job));
   }
   return {};

@@ -306,6 +306,7 @@ json parallel_json(const job_spec& job) {
           {"zero_stage", t.zero_stage},
           {"framework", to_string(t.framework)},
           {"distributed_optimizer", t.distributed_optimizer},
+          {"dp_replicas", t.dp_replicas},
           {"sequence_parallel", p.sequence_parallel},
           {"embedding_as_stage", p.embedding_as_stage},
           {"precision", to_string(t.precision)},
@@ -396,8 +397,10 @@ std::string render_memory_text(const run_context& ctx, const parameter_breakdown
           ? std::string(to_string(t.precision))
           : fmt::format("{} with FP8 linear layers ({}, {} scaling{})", to_string(t.precision), to_string(t.fp8),
                         to_string(t.fp8_scaling), t.fp8_param_gather ? ", FP8 parameters" : "");
-  out += fmt::format("Training: {}, {}, ZeRO stage {}{}, {}{}{}\n\n", to_string(t.framework),
-                     precision, t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "",
+  const std::string hsdp =
+      t.dp_replicas > 1 ? fmt::format(", HSDP: {} replicas of {} shards", t.dp_replicas, dp_shard_size(par, t)) : "";
+  out += fmt::format("Training: {}, {}, ZeRO stage {}{}{}, {}{}{}\n\n", to_string(t.framework),
+                     precision, t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "", hsdp,
                      t.recompute == recompute_granularity::none ? std::string("no recomputation")
                                                                 : fmt::format("{} recomputation", to_string(t.recompute)),
                      t.flash_attention ? ", flash attention" : "",

@@ -172,8 +172,11 @@ std::string render_comm_text(const run_context& ctx, const comm_report& r) {
                      par.tp, par.cp, par.ep, par.dp, par.pp, par.vpp > 1 ? fmt::format(" (VPP {})", par.vpp) : "",
                      par.sequence_parallel ? ", sequence parallel" : "", format_rank_order(r.rank_order),
                      r.num_microbatches, t.micro_batch_size);
-  out += fmt::format("Training: {}, {}, ZeRO stage {}{}, recomputation: {}\n\n", to_string(t.framework),
+  out += fmt::format("Training: {}, {}, ZeRO stage {}{}{}, recomputation: {}\n\n", to_string(t.framework),
                      to_string(t.precision), t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "",
+                     t.dp_replicas > 1 ? fmt::format(", HSDP: {} replicas of {} shards", t.dp_replicas,
+                                                     dp_shard_size(par, t))
+                                       : "",
                      to_string(t.recompute));
   const std::string row = "{:<10} {:>5} {:>7} {:<13} {:>10} {:>12} {:>12} {:>12} {:>12}\n";
   out += "Cluster summary (GiB = 2^30 bytes; per GPU = the busiest GPU; cluster = every GPU's calls summed)\n";

@@ -142,6 +142,12 @@ struct training_config {
   /// Megatron-Core --overlap-moe-expert-parallel-comm: the EP all-to-alls of one micro-batch under the
   /// compute of another (combined 1F1B, §5.5.3).
   bool overlap_moe_ep_comm = false;
+  /// Replicas of the sharded state over the data-parallel domain (HSDP, docs/formulas.md §2.5): the
+  /// DP×CP ranks split into this many groups of consecutive ranks, each sharding the optimizer state
+  /// (and with FSDP the gradients and parameters) among itself, with the gradient shards all-reduced
+  /// across the groups. Megatron --num-distributed-optimizer-instances; torchtitan's
+  /// data_parallel_replicate_degree (FSDP2 over a 2-D mesh). 1: one group, full sharding.
+  std::int64_t dp_replicas = 1;
   /// DeepSpeed's zero_optimization.overlap_comm: gradient reduction under the backward (§5.5.2).
   /// framework_default: on at ZeRO stage 3, off below (deepspeed/runtime/zero/config.py).
   enum class toggle { framework_default, on, off } overlap_comm = toggle::framework_default;
@@ -162,6 +168,11 @@ struct training_config {
   /// waits for; < 0: the framework's default (docs/formulas.md §5.9).
   double host_overhead_per_layer_pass_s = -1;
 };
+
+/// Ranks that shard the state among themselves: DP×CP / dp_replicas (all of DP×CP without HSDP, §2.5).
+inline std::int64_t dp_shard_size(const parallel_config& p, const training_config& t) {
+  return t.dp_replicas > 1 ? p.dp * p.cp / t.dp_replicas : p.dp * p.cp;
+}
 
 /// DeepSpeed's overlap_comm as resolved: the flag, else on at ZeRO stage 3 (runtime/zero/config.py).
 inline bool overlap_comm_on(const training_config& t) {
