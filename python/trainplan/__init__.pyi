@@ -120,6 +120,8 @@ class Job:
         deepspeed: Optional[bool] = ...,
         zero_stage: Optional[int] = ...,
         use_distributed_optimizer: Optional[bool] = ...,
+        num_distributed_optimizer_instances: Optional[int] = ...,
+        data_parallel_replicate_degree: Optional[int] = ...,
         accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
         overlap_grad_reduce: Optional[bool] = ...,
         overlap_param_gather: Optional[bool] = ...,
@@ -252,6 +254,7 @@ class Job:
         deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
         zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)
         use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
+        num_distributed_optimizer_instances / data_parallel_replicate_degree [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; torchtitan/FSDP2's replicate degree; §2.5) (default 1)
         accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
         overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
         overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
@@ -425,6 +428,8 @@ def search(*,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
+    num_distributed_optimizer_instances: Optional[int] = ...,
+    data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
@@ -565,6 +570,7 @@ def search(*,
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
+    num_distributed_optimizer_instances / data_parallel_replicate_degree [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; torchtitan/FSDP2's replicate degree; §2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
@@ -728,6 +734,8 @@ def shapes(*,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
+    num_distributed_optimizer_instances: Optional[int] = ...,
+    data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
@@ -875,6 +883,7 @@ def shapes(*,
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
+    num_distributed_optimizer_instances / data_parallel_replicate_degree [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; torchtitan/FSDP2's replicate degree; §2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
@@ -1032,6 +1041,8 @@ def plan(job: Optional[Job] = ..., *,
     deepspeed: Optional[bool] = ...,
     zero_stage: Optional[int] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
+    num_distributed_optimizer_instances: Optional[int] = ...,
+    data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
@@ -1179,6 +1190,7 @@ def plan(job: Optional[Job] = ..., *,
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
+    num_distributed_optimizer_instances / data_parallel_replicate_degree [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; torchtitan/FSDP2's replicate degree; §2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
