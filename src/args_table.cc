@@ -453,6 +453,10 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--zero3-prefetch-bucket-size", "", "N", "50000000 (on)", "training",
                       "ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch",
                       INT_FIELD_MIN(b.job.training.zero3_prefetch_bucket_elements, 0)));
+    t.push_back(value("--zero3-max-reuse-distance", "", "N", "1000000000", "training",
+                      "DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close "
+                      "(a recomputed layer's backward); §4.2.4",
+                      INT_FIELD_MIN(b.job.training.zero3_max_reuse_elements, 0)));
     t.push_back(value("--zero3-fetch-overhead-us", "", "US", "0", "training",
                       "ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9)",
                       [](job_builder& b, const std::string& v, const std::string& f) {

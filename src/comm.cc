@@ -331,6 +331,14 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
       return calls_bytes{buckets * (op.count == dp_count::per_microbatch ? m : 1.0), bytes};
     };
     out.row_by_class(op.kind, op.phase, expert ? op.what_expert : op.what, group, slot, overlap, of);
+    if (per_unit && op.kind == ck::all_gather && op.phase == cph::backward && !expert && x.regather > 0) {
+      // The recomputed layers' parameters released after the recomputed forward (§4.2.4).
+      out.row_by_class(op.kind, op.phase, "parameter re-gather per recomputed layer, backward (reuse distance)",
+                       group, slot, overlap, [&](const stage_class& c) {
+        const calls_bytes e = of(c);
+        return calls_bytes{c.per[static_cast<std::size_t>(per::recomputed_layer)], e.bytes * x.regather};
+      });
+    }
     if (op.bytes == dp_bytes::grads && x.size[g_dpr] > 1 && !expert) {
       // HSDP (§2.5): each reduce-scatter's shard is all-reduced across the replicas, as it completes
       // (Megatron: param_and_grad_buffer.py start_grad_sync; FSDP2: _fsdp_collectives.py foreach_reduce).
@@ -342,6 +350,36 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
       });
     }
   }
+}
+
+/// DeepSpeed ZeRO-3 under full recomputation (§4.2.4): the share of a layer's parameters released
+/// between the recomputed forward and the backward, and so gathered again. A module's next use lies
+/// 2·Σ(the parameters of the modules after it) elements ahead — the rest of the recomputed forward and
+/// the backward back to it — and it is kept when that is within stage3_max_reuse_distance
+/// (runtime/zero/partitioned_param_coordinator.py `__params_to_release`). Per-TP-rank elements of a
+/// layer's four matrices (QKV, projection, fc1, fc2); norms and biases persist (param_persistence_threshold).
+double regather_fraction(const job_spec& job) {
+  const training_config& t = job.training;
+  if (t.framework != framework_kind::deepspeed || t.zero_stage != 3 || t.recompute != recompute_granularity::full) {
+    return 0;
+  }
+  const model_spec& md = job.model;
+  const double h = static_cast<double>(md.hidden_size);
+  const double f = static_cast<double>(md.ffn_hidden_size) * (is_gated(md.activation) ? 2.0 : 1.0);
+  const std::array<double, 4> n = {h * static_cast<double>(md.q_width() + md.k_width() + md.v_width()),
+                                   h * static_cast<double>(md.attention_out_width()), h * f,
+                                   h * static_cast<double>(md.ffn_hidden_size)};
+  const double reuse = t.zero3_max_reuse_elements >= 0 ? static_cast<double>(t.zero3_max_reuse_elements) : 1e9;
+  const double tp = static_cast<double>(job.parallel.tp);
+  double after = 0;
+  double released = 0;
+  double total = 0;
+  for (std::size_t j = n.size(); j-- > 0;) {
+    if (2 * after >= reuse) released += n[j] / tp;
+    total += n[j] / tp;
+    after += n[j] / tp;
+  }
+  return total > 0 ? released / total : 0;
 }
 
 void dp_table(const comm_context& x, row_sink& out) {
@@ -415,6 +453,7 @@ void set_up(comm_context& x) {
   x.m = static_cast<double>(job.num_microbatches());
   x.tokens = static_cast<double>(size_div(job.model.seq_length, p.cp) * t.micro_batch_size);
   x.sp = p.sequence_parallel && p.tp > 1;
+  x.regather = regather_fraction(job);
 
   const rank_generator dec = decoder_generator(job);
   x.placement[g_tp] = placement_for(dec, bit(parallel_dim::tp), gpn, "tp");

@@ -37,6 +37,7 @@ struct comm_context {
   double m = 1;                ///< micro-batches per iteration
   double tokens = 0;           ///< s/c · b: tokens of one micro-batch on one CP rank
   bool sp = false;
+  double regather = 0;         ///< DeepSpeed ZeRO-3: share of a recomputed layer gathered again (§4.2.4)
   std::array<group_placement, g_count> placement;
   std::array<std::int64_t, g_count> size;
   std::array<std::int64_t, g_count> num_groups;  ///< world / size, as products of the other dimensions

@@ -430,6 +430,10 @@ std::string training_violation(job_spec& job) {
     return "--overlap-comm is DeepSpeed's (zero_optimization.overlap_comm); with " + std::string(to_string(t.framework)) +
            " use its own overlap flags";
   }
+  if (t.zero3_max_reuse_elements >= 0 && (t.framework != framework_kind::deepspeed || t.zero_stage != 3)) {
+    return "--zero3-max-reuse-distance is DeepSpeed's (stage3_max_reuse_distance): it needs ${training.framework} "
+           "deepspeed with ${training.zero_stage} 3";
+  }
   if ((t.zero3_prefetch_bucket_elements >= 0 || t.zero3_fetch_overhead_s > 0) && t.zero_stage != 3) {
     return std::string(t.zero3_fetch_overhead_s > 0 ? "--zero3-fetch-overhead-us" : "--zero3-prefetch-bucket-size") +
            " needs ${training.zero_stage} 3";

@@ -7,6 +7,7 @@
 
 #include "args_test_support.h"
 #include "trainplan/args.h"
+#include "trainplan/comm.h"
 #include "trainplan/time.h"
 
 namespace trainplan {
@@ -84,6 +85,60 @@ TEST(Zero3Seed002, ExposedCommunicationGrowsWithDataParallelSizeAtFixedBatch) {
     per_micro = m;
     share = r.breakdown.tp_comm_s / r.iteration_s;
   }
+}
+
+const comm_collective* dp_row(const comm_report& r, std::string_view what) {
+  for (const comm_collective& c : r.dimensions[static_cast<std::size_t>(parallel_dim::dp)].collectives) {
+    if (c.what == what) return &c;
+  }
+  return nullptr;
+}
+constexpr std::string_view kRegather = "parameter re-gather per recomputed layer, backward (reuse distance)";
+
+TEST(Zero3Regather, RecomputedLayersKeepTheirParametersWithinTheReuseDistance) {
+  // seeds/002's layers hold 12h² = 3.1e8 elements: QKV's next use, after the rest of the recomputed
+  // forward and the backward back to it, lies 2·9h² = 4.7e8 elements ahead, inside DeepSpeed's default
+  // stage3_max_reuse_distance (1e9): nothing is gathered twice.
+  EXPECT_EQ(dp_row(analyze_comm(parse(seed002("aws-p3dn", 16, {"--zero-stage", "3"})).job), kRegather), nullptr);
+  // At 1e8, QKV (3h², 4.7e8 ahead), the projection (h², 2·8h²) and fc1 (4h², 2·4h²) are released and
+  // gathered again; fc2 is used next at once. 8/12 of the backward gather, once per recomputed layer.
+  const comm_report r = analyze_comm(
+      parse(seed002("aws-p3dn", 16, {"--zero-stage", "3", "--zero3-max-reuse-distance", "100000000"})).job);
+  const comm_collective* again = dp_row(r, kRegather);
+  const comm_collective* backward = dp_row(r, "parameter all-gather per layer, backward");
+  ASSERT_NE(again, nullptr);
+  ASSERT_NE(backward, nullptr);
+  EXPECT_NEAR(again->bytes_per_call, backward->bytes_per_call * 8.0 / 12.0, 1e-6 * backward->bytes_per_call);
+  EXPECT_EQ(again->calls_per_iteration, 30);  // 30 recomputed layers, one micro-batch
+  // Without prefetch the extra gathers wait: the iteration grows.
+  const args_t blocking = {"--zero-stage", "3", "--zero3-prefetch-bucket-size", "0"};
+  EXPECT_GT(estimate_time(parse(seed002("aws-p3dn", 16, concat(blocking, {"--zero3-max-reuse-distance", "100000000"})))
+                              .job)
+                .iteration_s,
+            estimate_time(parse(seed002("aws-p3dn", 16, blocking)).job).iteration_s);
+  // A distance of 0 releases every module: the whole layer again.
+  const comm_report all = analyze_comm(
+      parse(seed002("aws-p3dn", 16, {"--zero-stage", "3", "--zero3-max-reuse-distance", "0"})).job);
+  EXPECT_NEAR(dp_row(all, kRegather)->bytes_per_call, dp_row(all, "parameter all-gather per layer, backward")->bytes_per_call,
+              1e-6 * dp_row(all, kRegather)->bytes_per_call);
+}
+
+TEST(Zero3Regather, Gpt3LayersExceedTheDefaultDistanceAndFsdpNeverRegathers) {
+  // GPT-3 175B at TP 1: 12h² = 1.8e9 elements a layer. QKV (2·9h² = 2.7e9 ahead), the projection
+  // (2.4e9) and fc1 (1.2e9) lie beyond 1e9: 8/12 of each recomputed layer is gathered twice.
+  const args_t gpt3 = {"--num-layers", "96", "--hidden-size", "12288", "--num-attention-heads", "96",
+                       "--vocab-size", "50257", "--seq-length", "2048", "--cluster", "dgx-a100", "--num-gpus", "1536",
+                       "--mbs", "1", "--gbs", "1536", "--bf16", "--recompute-granularity", "full", "--zero-stage", "3"};
+  const comm_report ds = analyze_comm(parse(concat(gpt3, {"--framework", "deepspeed"})).job);
+  ASSERT_NE(dp_row(ds, kRegather), nullptr);
+  EXPECT_NEAR(dp_row(ds, kRegather)->bytes_per_call,
+              dp_row(ds, "parameter all-gather per layer, backward")->bytes_per_call * 8.0 / 12.0,
+              1e-6 * dp_row(ds, kRegather)->bytes_per_call);
+  // FSDP2's forward pre-hook does nothing while the pre-backward hook holds the unit unsharded
+  // (_fully_shard/_fsdp_state.py `_pre_forward`): the recomputed forward gathers nothing of its own.
+  EXPECT_EQ(dp_row(analyze_comm(parse(concat(gpt3, {"--framework", "fsdp"})).job), kRegather), nullptr);
+  EXPECT_THAT(error_of(concat(gpt3, {"--framework", "fsdp", "--zero3-max-reuse-distance", "5"})),
+              HasSubstr("--zero3-max-reuse-distance is DeepSpeed's"));
 }
 
 TEST(Zero3Knobs, NeedTheirFrameworkAndStage) {

@@ -155,6 +155,10 @@ struct training_config {
   /// forward/backward prefetch): > 0 hides the per-layer gathers under compute, 0 exposes them; < 0 the
   /// framework's default (prefetch on).
   std::int64_t zero3_prefetch_bucket_elements = -1;
+  /// DeepSpeed's stage3_max_reuse_distance, elements: a gathered parameter whose next use lies within
+  /// this many parameter elements is kept, else released and gathered again. Under full recomputation
+  /// the recomputed forward and the backward of a layer both use it (§4.2.4); < 0: the default, 1e9.
+  std::int64_t zero3_max_reuse_elements = -1;
   /// ZeRO-3/FSDP launch and synchronisation cost per fetched module (6 per transformer layer: QKV,
   /// projection, fc1, fc2, two norms) per pass, that the GPU waits for (--zero3-fetch-overhead-us,
   /// §5.9); 0 for today's batched, asynchronous fetches.

@@ -146,6 +146,7 @@ class Job:
         grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
         overlap_comm: Union[str, os.PathLike[str], None] = ...,
         zero3_prefetch_bucket_size: Optional[int] = ...,
+        zero3_max_reuse_distance: Optional[int] = ...,
         zero3_fetch_overhead_us: Optional[float] = ...,
         host_overhead_ms: Optional[float] = ...,
         nccl_buffer_mib: Optional[float] = ...,
@@ -276,6 +277,7 @@ class Job:
         grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
         overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
         zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
+        zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
         zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
         host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
         nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
@@ -452,6 +454,7 @@ def search(*,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_comm: Union[str, os.PathLike[str], None] = ...,
     zero3_prefetch_bucket_size: Optional[int] = ...,
+    zero3_max_reuse_distance: Optional[int] = ...,
     zero3_fetch_overhead_us: Optional[float] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
@@ -591,6 +594,7 @@ def search(*,
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
     overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
+    zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
     zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
@@ -758,6 +762,7 @@ def shapes(*,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_comm: Union[str, os.PathLike[str], None] = ...,
     zero3_prefetch_bucket_size: Optional[int] = ...,
+    zero3_max_reuse_distance: Optional[int] = ...,
     zero3_fetch_overhead_us: Optional[float] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
@@ -904,6 +909,7 @@ def shapes(*,
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
     overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
+    zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
     zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
@@ -1067,6 +1073,7 @@ def plan(job: Optional[Job] = ..., *,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_comm: Union[str, os.PathLike[str], None] = ...,
     zero3_prefetch_bucket_size: Optional[int] = ...,
+    zero3_max_reuse_distance: Optional[int] = ...,
     zero3_fetch_overhead_us: Optional[float] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
@@ -1212,6 +1219,7 @@ def plan(job: Optional[Job] = ..., *,
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
     overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
+    zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
     zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
