@@ -14,6 +14,8 @@ namespace {
 
 /// DeepSpeed's default reduce_bucket_size, in elements (deepspeed/runtime/zero/config.py).
 constexpr double kDeepSpeedBucketElements = 5e8;
+/// DeepSpeed's stage3_prefetch_bucket_size default, elements (runtime/zero/config.py: 5e7).
+constexpr double kDeepSpeedPrefetchElements = 5e7;
 
 /// What one layer keeps, for one micro-batch, in the settings that matter (§3.4).
 struct activation_setting {
@@ -354,10 +356,18 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       s.buffers_bytes += bucket;
     }
     if (tr.zero_stage == 3) {
-      // Gathered layer being computed + the one prefetched (DeepSpeed: 4ψ_max bytes at 16 bit); FSDP
-      // also holds the unit's unsharded gradient before its reduce-scatter.
-      const double units = tr.framework == framework_kind::fsdp ? 3.0 : 2.0;
-      s.buffers_bytes += units * e * largest_layer;
+      // The gathered layer being computed, what is prefetched ahead of it and, FSDP, the unit's
+      // unsharded gradient before its reduce-scatter (§3.7). DeepSpeed prefetches up to
+      // stage3_prefetch_bucket_size elements ahead (5e7 by default), at most the next layer; FSDP the
+      // next unit. --zero3-prefetch-bucket-size 0: nothing ahead.
+      const bool prefetch = tr.zero3_prefetch_bucket_elements != 0;
+      const double bucket = tr.zero3_prefetch_bucket_elements > 0 ? static_cast<double>(tr.zero3_prefetch_bucket_elements)
+                                                                   : kDeepSpeedPrefetchElements;
+      const double ahead = !prefetch ? 0.0
+                           : tr.framework == framework_kind::fsdp ? largest_layer
+                                                                   : std::min(bucket, largest_layer);
+      const double gradient = tr.framework == framework_kind::fsdp ? largest_layer : 0.0;
+      s.buffers_bytes += e * (largest_layer + ahead + gradient);
     } else if (tr.zero_stage == 2 && tr.framework == framework_kind::fsdp) {
       s.buffers_bytes += e * largest_layer;
     }

@@ -8,6 +8,7 @@
 #include "args_test_support.h"
 #include "trainplan/args.h"
 #include "trainplan/comm.h"
+#include "trainplan/memory.h"
 #include "trainplan/time.h"
 
 namespace trainplan {
@@ -139,6 +140,26 @@ TEST(Zero3Regather, Gpt3LayersExceedTheDefaultDistanceAndFsdpNeverRegathers) {
   EXPECT_EQ(dp_row(analyze_comm(parse(concat(gpt3, {"--framework", "fsdp"})).job), kRegather), nullptr);
   EXPECT_THAT(error_of(concat(gpt3, {"--framework", "fsdp", "--zero3-max-reuse-distance", "5"})),
               HasSubstr("--zero3-max-reuse-distance is DeepSpeed's"));
+}
+
+TEST(Zero3Prefetch, TheBucketSetsThePrefetchedParametersHeld) {
+  // DeepSpeed keeps up to stage3_prefetch_bucket_size elements in flight ahead of the layer being
+  // computed, at most the next layer (§3.7): e·min(B, ψ_layer) more buffer, fp16 (e = 2).
+  auto buffers = [](const std::string& bucket) {
+    return estimate_memory(parse(seed002("aws-p3dn", 16, {"--zero-stage", "3", "--zero3-prefetch-bucket-size", bucket}))
+                               .job)
+        .stages.front()
+        .buffers_bytes;
+  };
+  const double none = buffers("0");
+  EXPECT_NEAR(buffers("10000000") - none, 2 * 1e7, 1.0);
+  EXPECT_NEAR(buffers("50000000") - none, 2 * 5e7, 1.0);
+  const double layer = buffers("2000000000") - none;  // one layer ahead
+  EXPECT_NEAR(layer, 2 * (12.0 * 5120 * 5120 + 13 * 5120), 1.0);  // weights 12h², biases 9h + f, norms 4h (f = 4h)
+  EXPECT_EQ(buffers("4000000000") - none, layer);
+  // The default is DeepSpeed's 5e7.
+  EXPECT_EQ(estimate_memory(parse(seed002("aws-p3dn", 16, {"--zero-stage", "3"})).job).stages.front().buffers_bytes,
+            buffers("50000000"));
 }
 
 TEST(Zero3Knobs, NeedTheirFrameworkAndStage) {
