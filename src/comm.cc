@@ -21,7 +21,8 @@ using namespace detail;  // NOLINT(google-build-using-namespace): this module's 
 constexpr std::array<std::string_view, 3> kPhaseNames = {"forward", "backward", "optimizer"};
 constexpr std::array<std::string_view, kNumCommSlots> kSlotNames = {"forward",      "backward",  "grad_reduce",
                                                                     "param_gather", "optimizer", "pipeline"};
-constexpr std::array<std::string_view, kNumCommOverlaps> kOverlapNames = {"none", "attention", "layer", "gemm"};
+constexpr std::array<std::string_view, kNumCommOverlaps> kOverlapNames = {"none", "attention", "layer", "gemm",
+                                                                           "shared_expert"};
 
 }  // namespace
 
@@ -169,17 +170,23 @@ void ep_table(const comm_context& x, row_sink& out) {
   const moe_dispatch_volume v = moe_dispatch_of(x.job, x.placement[g_ep].num_nodes, x.act_bytes);
   // §5.5.3: --overlap-moe-expert-parallel-comm runs a micro-batch's forward beside another's backward
   // (Megatron-Core's combined 1F1B), each one's dispatch and combine under the other's compute.
-  const comm_overlap under = x.job.training.overlap_moe_ep_comm ? comm_overlap::layer : comm_overlap::none;
+  // --moe-shared-expert-overlap runs the shared experts' fc1 beside the tokens' dispatch all-to-all and
+  // fc2 beside the combine, forward and backward (token_dispatcher.py MoEAlltoAllTokenDispatcher).
+  const training_config& t = x.job.training;
+  const comm_overlap under = t.overlap_moe_ep_comm ? comm_overlap::layer : comm_overlap::none;
+  const bool shared = t.moe_shared_expert_overlap && md.moe.shared_expert_ffn_hidden_size > 0;
   // Dispatch and combine in the forward, their gradients in the backward, again under recomputation.
   auto both = [&](collective_kind kind, collective_kind back, std::string_view what, std::string_view what_back,
                   int group, double bytes) {
     if (bytes <= 0) return;
-    out.row(kind, cph::forward, what, group, bytes, 1, per::moe_layer, under);
-    out.row(back, cph::forward, what_back, group, bytes, 1, per::moe_layer, under);
-    out.row(back, cph::backward, what, group, bytes, 1, per::moe_layer, under);  // the combine's gradient
-    out.row(kind, cph::backward, what_back, group, bytes, 1, per::moe_layer, under);
-    out.row(kind, cph::backward, "recomputed forward dispatch", group, bytes, 1, per::recomputed_moe_layer);
-    out.row(back, cph::backward, "recomputed forward combine", group, bytes, 1, per::recomputed_moe_layer);
+    const comm_overlap o = shared && kind == ck::all_to_all ? comm_overlap::shared_expert : under;
+    const comm_overlap re = shared && kind == ck::all_to_all ? comm_overlap::shared_expert : comm_overlap::none;
+    out.row(kind, cph::forward, what, group, bytes, 1, per::moe_layer, o);
+    out.row(back, cph::forward, what_back, group, bytes, 1, per::moe_layer, o);
+    out.row(back, cph::backward, what, group, bytes, 1, per::moe_layer, o);  // the combine's gradient
+    out.row(kind, cph::backward, what_back, group, bytes, 1, per::moe_layer, o);
+    out.row(kind, cph::backward, "recomputed forward dispatch", group, bytes, 1, per::recomputed_moe_layer, re);
+    out.row(back, cph::backward, "recomputed forward combine", group, bytes, 1, per::recomputed_moe_layer, re);
   };
   if (p.ep > 1) {
     both(ck::all_gather, ck::reduce_scatter, "token dispatch: hidden states all-gathered (allgather dispatcher)",

@@ -101,6 +101,7 @@ struct gemm_role {
   /// backward (§5.1.3); otherwise each is a cast_transpose pass of its own.
   bool input_cast_fused = false;
   bool grad_cast_fused = false;
+  bool shared_expert = false;  ///< an MoE layer's shared expert: --moe-shared-expert-overlap hides EP under it
 };
 constexpr gemm_role kPlain{};
 constexpr gemm_role kAttentionBmm{.attention_bmm = true, .fp8 = false};
@@ -110,6 +111,7 @@ constexpr gemm_role kNormedColumn{.side = userbuffer_side::column_parallel, .inp
 constexpr gemm_role kMlpUp{.side = userbuffer_side::column_parallel, .input_cast_fused = true, .grad_cast_fused = true};
 constexpr gemm_role kMlpDown{.side = userbuffer_side::row_parallel, .input_cast_fused = true};
 constexpr gemm_role kRouter{.fp8 = false};
+constexpr gemm_role kSharedExpert{.shared_expert = true};
 
 /// The attention block's GEMMs, for for_each_layer_gemm.
 template <typename F>
@@ -181,8 +183,8 @@ void for_each_layer_gemm(const job_spec& job, layer_kind kind, F&& f) {
   f(named_gemm{"expert_up", {rows, gate * fe / etp, h, local_experts}}, kPlain);
   f(named_gemm{"expert_down", {rows, h, fe / etp, local_experts}}, kPlain);
   if (const std::int64_t fs = x.shared_expert_ffn_hidden_size; fs > 0) {
-    f(named_gemm{"shared_expert_up", {tokens, gate * fs / t, h, 1}}, kPlain);
-    f(named_gemm{"shared_expert_down", {tokens, h, fs / t, 1}}, kPlain);
+    f(named_gemm{"shared_expert_up", {tokens, gate * fs / t, h, 1}}, kSharedExpert);
+    f(named_gemm{"shared_expert_down", {tokens, h, fs / t, 1}}, kSharedExpert);
   }
 }
 
@@ -371,6 +373,8 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   for_each_layer_gemm(job, kind, [&](const named_gemm& g, const gemm_role& role) {
     const double fwd_scale = ub && role.side == userbuffer_side::row_parallel ? sm_share : 1.0;
     const double bwd_scale = ub && role.side == userbuffer_side::column_parallel ? sm_share : 1.0;
+    const double gemm_fwd_before = u.forward.gemm_s;
+    const double gemm_bwd_before = u.backward.gemm_s;
     if (role.attention_bmm) {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::attention_s, bmm_scale);
     } else if (fp8 && role.fp8) {
@@ -384,6 +388,10 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
       }
     } else {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale);
+    }
+    if (role.shared_expert) {
+      u.forward.shared_expert_s += u.forward.gemm_s - gemm_fwd_before;
+      u.backward.shared_expert_s += u.backward.gemm_s - gemm_bwd_before;
     }
   });
   if (mk.attention) attention_core(job, e, mk.window, u);
@@ -571,7 +579,7 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   // Parameters each rank updates in its optimizer step (§5.5): what it holds (§2.4), sharded by ZeRO ≥ 1
   // over DP×CP, the routed experts over expert-DP = DP×CP/EP (as the memory model shards them, §3.3).
   const rank_holdings holds = holdings_of(job, params);
-  const double dense_shards = tc.zero_stage >= 1 ? static_cast<double>(p.dp * p.cp) : 1.0;
+  const double dense_shards = tc.zero_stage >= 1 ? static_cast<double>(dp_shard_size(p, tc)) : 1.0;  // §2.5
   const double expert_shards = tc.zero_stage >= 1 ? static_cast<double>(expert_data_parallel(p)) : 1.0;
   // Adam on fp32 master weights: read master, grad, m, v; write master, m, v and the 16-bit copy.
   const double opt_bytes_per_param = tc.optimizer == optimizer_kind::adam ? 4.0 * 7 + 2 : 4.0 * 3 + 2;
@@ -601,6 +609,7 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     }
     // The stage's layers by kind (§1.10); recomputation spread over them in proportion.
     double fwd = 0, bwd = 0, re = 0, fwd_flops = 0, bwd_flops = 0, wgrad = 0, fwd_gemm = 0, bwd_gemm = 0;
+    double fwd_shared = 0, bwd_shared = 0;
     for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
       const double count = static_cast<double>(sl.kinds[k]);
       if (count <= 0) continue;
@@ -615,6 +624,8 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
       wgrad += count * (u.backward.weight_gradient_s + accumulate_s[k]);
       fwd_gemm += count * u.forward.gemm_s;
       bwd_gemm += count * u.backward.gemm_s;
+      fwd_shared += count * u.forward.shared_expert_s;
+      bwd_shared += count * u.backward.shared_expert_s + share * u.forward.shared_expert_s;
     }
     fwd += layers * host_s;
     bwd += layers * host_s;
@@ -635,6 +646,8 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     sc.forward_s = fwd / vpp;
     sc.forward_gemm_s = fwd_gemm / vpp;
     sc.backward_gemm_s = bwd_gemm / vpp;
+    sc.forward_shared_expert_s = fwd_shared / vpp;
+    sc.backward_shared_expert_s = bwd_shared / vpp;
     sc.recompute_s = re / vpp;
     sc.recomputed_layers = tc.recompute == recompute_granularity::full ? recomputed / vpp : 0.0;
     sc.backward_s = (bwd + re) / vpp;

@@ -609,6 +609,22 @@ std::string overlap_violation(job_spec& job) {
                                                      : nullptr;
     if (why != nullptr) return std::string("--overlap-moe-expert-parallel-comm ") + why + " (Megatron-Core's check)";
   }
+  if (t.moe_shared_expert_overlap) {
+    // megatron/core/transformer/transformer_config.py: a ValueError for other dispatchers, an assert
+    // beside --overlap-moe-expert-parallel-comm.
+    const moe_dispatcher_kind d = job.parallel.moe_dispatcher;
+    if (t.framework != framework_kind::megatron) {
+      return "--moe-shared-expert-overlap is Megatron-Core's, not " + std::string(to_string(t.framework)) + "'s";
+    }
+    if (job.model.is_moe() && d != moe_dispatcher_kind::alltoall && d != moe_dispatcher_kind::flex) {
+      return std::string("--moe-shared-expert-overlap only works with alltoall or flex token dispatcher "
+                         "(--moe-token-dispatcher-type; Megatron-Core's check)");
+    }
+    if (t.overlap_moe_ep_comm) {
+      return std::string("--moe-shared-expert-overlap: disable it when enabling --overlap-moe-expert-parallel-comm "
+                         "(Megatron-Core's check)");
+    }
+  }
   if (!t.overlap_param_gather) return {};
   if (!t.distributed_optimizer && !(t.framework == framework_kind::megatron && t.zero_stage >= 1)) {
     return "--overlap-param-gather is only supported with --use-distributed-optimizer (Megatron-LM's argument "

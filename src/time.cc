@@ -33,16 +33,18 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
     // What each overlap can hide under, per micro-batch and chunk (§5.5).
     const double attention_fwd = layers * att_fwd.attention_s;
     const double attention_bwd = layers * att_bwd.attention_s + sc.recomputed_layers * att_fwd.attention_s;
-    auto exposed = [&](comm_slot slot, double attention, double compute, double gemm) {
+    auto exposed = [&](comm_slot slot, double attention, double compute, double gemm, double shared) {
       const double att = a.at(slot, comm_overlap::attention) * per_pass;
       const double lay = a.at(slot, comm_overlap::layer) * per_pass;
       const double under_gemm = a.at(slot, comm_overlap::gemm) * per_pass;
+      const double under_shared = a.at(slot, comm_overlap::shared_expert) * per_pass;
       return a.at(slot) * per_pass + std::max(0.0, att - attention) + std::max(0.0, lay - compute) +
-             std::max(0.0, under_gemm - gemm);
+             std::max(0.0, under_gemm - gemm) + std::max(0.0, under_shared - shared);
     };
     stage_comm& c = out[i];
-    c.forward_s = exposed(comm_slot::forward, attention_fwd, sc.forward_s, sc.forward_gemm_s);
-    c.backward_s = exposed(comm_slot::backward, attention_bwd, sc.backward_s, sc.backward_gemm_s);
+    c.forward_s = exposed(comm_slot::forward, attention_fwd, sc.forward_s, sc.forward_gemm_s, sc.forward_shared_expert_s);
+    c.backward_s =
+        exposed(comm_slot::backward, attention_bwd, sc.backward_s, sc.backward_gemm_s, sc.backward_shared_expert_s);
     c.grad_reduce_s = a.slot_s(comm_slot::grad_reduce);
     c.param_gather_s = a.slot_s(comm_slot::param_gather);
     c.optimizer_s = a.slot_s(comm_slot::optimizer);

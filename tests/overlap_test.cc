@@ -101,6 +101,39 @@ TEST(Overlap, ExpertAllToAllsHideUnderAnotherMicroBatchsCompute) {
               ::testing::HasSubstr("needs full recomputation disabled"));
 }
 
+TEST(Overlap, SharedExpertsHideTheirLayersAllToAlls) {
+  // §5.5.3: Qwen2-57B-A14B (a 20480-wide shared expert) on 4 H100 nodes, EP 8 across two nodes.
+  const args_t qwen = {"--model", "qwen2-57b-a14b", "--cluster", "dgx-h100", "--num-nodes", "4", "--tp", "2", "--ep",
+                       "8", "--mbs", "1", "--gbs", "256", "--use-distributed-optimizer", "--sequence-parallel",
+                       "--moe-token-dispatcher-type", "alltoall"};
+  const job_spec plain_job = parse(qwen).job;
+  const time_report plain = estimate_time(plain_job);
+  const time_report overlapped = estimate_time(parse(concat(qwen, {"--moe-shared-expert-overlap"})).job);
+  ASSERT_GT(plain.breakdown.tp_comm_s, 0);
+  EXPECT_LT(overlapped.breakdown.tp_comm_s, plain.breakdown.tp_comm_s);
+  EXPECT_GE(overlapped.breakdown.tp_comm_s, 0);
+  EXPECT_EQ(overlapped.breakdown.compute_s, plain.breakdown.compute_s);
+  // It hides no more than the shared experts' GEMMs of every MoE layer, forward and backward.
+  const compute_report cr = estimate_compute(plain_job);
+  const stage_compute& sc = cr.stages.front();
+  const double budget = static_cast<double>(plain_job.num_microbatches()) *
+                        (sc.forward_shared_expert_s + sc.backward_shared_expert_s);
+  ASSERT_GT(budget, 0);
+  EXPECT_LE(plain.breakdown.tp_comm_s - overlapped.breakdown.tp_comm_s, budget * (1 + 1e-9));
+  // Without shared experts the flag changes nothing (Megatron: "only effective when
+  // moe-shared-expert-intermediate-size is set").
+  const args_t mixtral = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "16", "--ep", "8",
+                          "--moe-token-dispatcher-type", "alltoall", "--use-distributed-optimizer", "--gbs", "256"};
+  EXPECT_EQ(estimate_time(parse(concat(mixtral, {"--moe-shared-expert-overlap"})).job).iteration_s,
+            estimate_time(parse(mixtral).job).iteration_s);
+  // Megatron-Core's checks (transformer_config.py).
+  args_t allgather = concat(qwen, {"--moe-shared-expert-overlap"});
+  allgather[allgather.size() - 2] = "allgather";
+  EXPECT_THAT(error_of(allgather), ::testing::HasSubstr("only works with alltoall or flex token dispatcher"));
+  EXPECT_THAT(error_of(concat(qwen, {"--moe-shared-expert-overlap", "--overlap-moe-expert-parallel-comm"})),
+              ::testing::HasSubstr("disable it when enabling --overlap-moe-expert-parallel-comm"));
+}
+
 TEST(Overlap, TpCommOverlapNeedsSequenceParallelAndMegatron) {
   EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--tp", "2",
                         "--tp-comm-overlap"}),

@@ -211,9 +211,10 @@ enum class comm_overlap : std::uint8_t {
   attention,  ///< CP's K/V exchange runs under the attention core of the same layer
   layer,      ///< ZeRO-3/FSDP per-layer gathers and reduce-scatters, prefetched under layer compute
   gemm,       ///< SP collectives under the linear GEMMs of the same pass (--tp-comm-overlap, §5.5.1)
+  shared_expert,  ///< EP all-to-alls under the shared experts' GEMMs (--moe-shared-expert-overlap, §5.5.3)
 };
 constexpr std::size_t kNumCommSlots = 6;
-constexpr std::size_t kNumCommOverlaps = 4;
+constexpr std::size_t kNumCommOverlaps = 5;
 std::string_view to_string(comm_slot s);
 std::string_view to_string(comm_overlap o);
 

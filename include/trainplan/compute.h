@@ -62,6 +62,9 @@ struct pass_time {
   /// Backward only: the weight-gradient GEMMs (dW = Xᵀ·dY), a part of gemm_s. The rest of the backward
   /// is the input gradient, which the previous stage waits for; zero-bubble schedules move this part.
   double weight_gradient_s = 0;
+  /// MoE layers: the shared experts' GEMMs, a part of gemm_s (what --moe-shared-expert-overlap hides the
+  /// EP all-to-alls under, §5.5.3).
+  double shared_expert_s = 0;
   double total_s() const { return gemm_s + attention_s + memory_s; }
 };
 
@@ -82,6 +85,8 @@ struct stage_compute {
   double backward_weight_s = 0;  ///< the weight-gradient part of backward_s (GEMMs and accumulation)
   double forward_gemm_s = 0;     ///< the layers' GEMMs in forward_s: what --tp-comm-overlap hides under (§5.5.1)
   double backward_gemm_s = 0;    ///< the same in backward_s, recomputation excluded
+  double forward_shared_expert_s = 0;   ///< the shared experts' GEMMs in forward_s (§5.5.3)
+  double backward_shared_expert_s = 0;  ///< in backward_s, their recomputed forward included
   double forward_flops = 0;      ///< counted FLOPs, per micro-batch per chunk
   double backward_flops = 0;     ///< including recomputation
   double optimizer_s = 0;        ///< optimizer step of this rank, once per iteration

@@ -142,6 +142,9 @@ struct training_config {
   /// Megatron-Core --overlap-moe-expert-parallel-comm: the EP all-to-alls of one micro-batch under the
   /// compute of another (combined 1F1B, §5.5.3).
   bool overlap_moe_ep_comm = false;
+  /// Megatron-Core --moe-shared-expert-overlap: the shared experts' fc1 and fc2 on their own stream
+  /// under the EP dispatch and combine all-to-alls of the same layer (§5.5.3).
+  bool moe_shared_expert_overlap = false;
   /// Replicas of the sharded state over the data-parallel domain (HSDP, docs/formulas.md §2.5): the
   /// DP×CP ranks split into this many groups of consecutive ranks, each sharding the optimizer state
   /// (and with FSDP the gradients and parameters) among itself, with the gradient shards all-reduced

@@ -126,6 +126,7 @@ class Job:
         overlap_grad_reduce: Optional[bool] = ...,
         overlap_param_gather: Optional[bool] = ...,
         overlap_moe_expert_parallel_comm: Optional[bool] = ...,
+        moe_shared_expert_overlap: Optional[bool] = ...,
         tp_comm_overlap: Optional[bool] = ...,
         use_flash_attn: Optional[bool] = ...,
         flash_attention: Optional[bool] = ...,
@@ -260,6 +261,7 @@ class Job:
         overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
         overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
         overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
+        moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
         tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
         use_flash_attn / flash_attention: flash attention
         attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -436,6 +438,7 @@ def search(*,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
+    moe_shared_expert_overlap: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -578,6 +581,7 @@ def search(*,
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
+    moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -744,6 +748,7 @@ def shapes(*,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
+    moe_shared_expert_overlap: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -893,6 +898,7 @@ def shapes(*,
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
+    moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -1053,6 +1059,7 @@ def plan(job: Optional[Job] = ..., *,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
+    moe_shared_expert_overlap: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -1202,6 +1209,7 @@ def plan(job: Optional[Job] = ..., *,
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
+    moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
