@@ -382,6 +382,9 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--moe-shared-expert-overlap", "", "training",
                       "shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)",
                       SWITCH(b.job.training.moe_shared_expert_overlap = true)));
+    t.push_back(swtch("--no-overlap-p2p-communication", "", "training",
+                      "interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)",
+                      SWITCH(b.job.training.overlap_p2p_comm = false)));
     t.push_back(swtch("--tp-comm-overlap", "", "training",
                       "SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)",
                       SWITCH(b.job.training.tp_comm_overlap = true)));

@@ -243,12 +243,12 @@ schedule_result simulate_schedule(const schedule_input& in) {
         const double send = o.backward ? send_bwd(in, rank, o.chunk) : send_fwd(in, rank, o.chunk, p);
         const double start = std::max(free_at[ri], ready);
         const double end = start + work + send;
-        at(rank, o.chunk, o.microbatch, o.backward) = end;
-        free_at[ri] = end;
+        at(rank, o.chunk, o.microbatch, o.backward) = end;  // when the input reaches its consumer
+        free_at[ri] = in.overlap_p2p ? start + work : end;
         stage_usage& u = r.stages[ri];
         u.busy_s += work;
-        u.send_s += send;
-        if (in.record_events) r.events.push_back({rank, o.chunk, o.microbatch, o.backward, start, end});
+        if (!in.overlap_p2p) u.send_s += send;
+        if (in.record_events) r.events.push_back({rank, o.chunk, o.microbatch, o.backward, start, free_at[ri]});
         ++next[ri];
         ++progress;
       }
@@ -322,7 +322,7 @@ void fill_usage(const schedule_input& in, const double* end, schedule_result& r)
     u.busy_s = mv * (st.forward_s + st.backward_s);
     const double fwd_sends = p > 1 ? mv - (rank == p - 1 ? m : 0.0) : 0.0;
     const double bwd_sends = p > 1 ? mv - (rank == 0 ? m : 0.0) : 0.0;
-    u.send_s = (fwd_sends + bwd_sends) * in.p2p_s;
+    u.send_s = in.overlap_p2p ? 0.0 : (fwd_sends + bwd_sends) * in.p2p_s;
     u.pipeline_end_s = end[rank];
     r.pipeline_s = std::max(r.pipeline_s, u.pipeline_end_s);
   }
@@ -512,8 +512,9 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
         if (rank > 0) ready = fe_prev[rank - 1];
         else if (chunk > 0) ready = fe_prev[p - 1];
         const double send = (rank == p - 1 && chunk == v - 1) ? 0.0 : c;
-        fe = std::max(free_at[rank], ready) + st[rank].forward_s + send;
-        free_at[rank] = fe;
+        const double done = std::max(free_at[rank], ready) + st[rank].forward_s;
+        fe = done + send;
+        free_at[rank] = in.overlap_p2p ? done : fe;
         if (++cr[0] == p) {
           cr[0] = 0;
           if (++cr[1] == v) cr[1] = 0;
@@ -529,8 +530,9 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
         else if (chunk < v - 1) ready = be_prev[0];
         else ready = fe;  // the last rank's own forward of the last chunk, this step
         const double send = (rank == 0 && chunk == 0) ? 0.0 : c;
-        be = std::max(free_at[rank], ready) + st[rank].backward_s + send;
-        free_at[rank] = be;
+        const double done = std::max(free_at[rank], ready) + st[rank].backward_s;
+        be = done + send;
+        free_at[rank] = in.overlap_p2p ? done : be;
         if (++cr[2] == p) {
           cr[2] = 0;
           if (++cr[3] == v) cr[3] = 0;
@@ -627,9 +629,9 @@ void chase_schedule(const schedule_input& in, schedule_result& r) {
         }
         const double work = o.backward ? st.backward_s : st.forward_s;
         const double send = o.backward ? send_bwd(in, rank, o.chunk) : send_fwd(in, rank, o.chunk, p);
-        const double end = std::max(s.free_at[ri], ready) + work + send;
-        done[index(rank, o.chunk, o.microbatch, o.backward)] = end;
-        s.free_at[ri] = end;
+        const double finished = std::max(s.free_at[ri], ready) + work;
+        done[index(rank, o.chunk, o.microbatch, o.backward)] = finished + send;
+        s.free_at[ri] = in.overlap_p2p ? finished : finished + send;
         ++next[ri];
         if (!waiting.empty() && done[waiting.back().second] >= 0) {
           resume = true;

@@ -100,6 +100,9 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   in.num_microbatches = job.num_microbatches();
   in.num_chunks = kind == schedule_kind::interleaved ? p.vpp : 1;
   in.p2p_s = r.p2p_s;
+  // Megatron overlaps the interleaved schedule's transfers with the next chunk (overlap_p2p_comm);
+  // arguments.py turns it off without interleaving, and DeepSpeed does not interleave (§5.4).
+  in.overlap_p2p = kind == schedule_kind::interleaved && tc.framework == framework_kind::megatron && tc.overlap_p2p_comm;
   // DeepSpeed's overlap_comm at stage 0/1 reduces the buckets under the last backward as Megatron's
   // --overlap-grad-reduce does (§5.5.2).
   in.overlap_grad_reduce = tc.overlap_grad_reduce || (overlap_comm_on(tc) && tc.zero_stage <= 1);

@@ -229,14 +229,15 @@ TEST(ScheduleFastPath, InterleavedWithTransfersAgreesWithTheEventSimulation) {
         const std::int64_t m = p * mult;
         if (m > 1024) continue;
         for (double c : {0.0, 0.004, 0.027, 0.2}) {
-          for (int pattern = 0; pattern < 4; ++pattern) {
+          for (int pattern = 0; pattern < 8; ++pattern) {
             schedule_input in;
             in.kind = schedule_kind::interleaved;
             in.num_microbatches = m;
             in.num_chunks = v;
-            in.stages = stage_pattern(pattern, p, 0.17 / static_cast<double>(v), 0.51 / static_cast<double>(v));
+            in.stages = stage_pattern(pattern % 4, p, 0.17 / static_cast<double>(v), 0.51 / static_cast<double>(v));
             in.p2p_s = c;
             in.overlap_grad_reduce = pattern % 2 == 1;
+            in.overlap_p2p = pattern >= 4;  // Megatron's overlap_p2p_comm (§5.4)
             SCOPED_TRACE("v=" + std::to_string(v) + " p=" + std::to_string(p) + " m=" + std::to_string(m) +
                          " c=" + std::to_string(c) + " pattern=" + std::to_string(pattern));
             const schedule_result sim = simulate_schedule(in);
@@ -248,7 +249,39 @@ TEST(ScheduleFastPath, InterleavedWithTransfersAgreesWithTheEventSimulation) {
       }
     }
   }
-  EXPECT_GT(cases, 400);
+  EXPECT_GT(cases, 800);
+}
+
+TEST(Schedule, OverlappedTransfersCostNoMoreThanBlockingOnesAndNoLessThanNone) {
+  // Megatron's overlap_p2p_comm (§5.4): the sender goes on with its next chunk while the transfer runs;
+  // the receiver still waits for it. The pipeline then lies between no transfers and blocking ones,
+  // and no rank is ever blocked sending.
+  for (std::int64_t p : {2, 4, 8}) {
+    for (double c : {0.01, 0.05, 0.3}) {
+      auto in = uniform(schedule_kind::interleaved, p, 4 * p, 4, 0.2, 0.45, c);
+      const double blocking = simulate_schedule(in).pipeline_s;
+      in.overlap_p2p = true;
+      const schedule_result over = simulate_schedule(in);
+      in.p2p_s = 0;
+      const double none = simulate_schedule(in).pipeline_s;
+      SCOPED_TRACE("p=" + std::to_string(p) + " c=" + std::to_string(c));
+      EXPECT_LT(over.pipeline_s, blocking);
+      EXPECT_GE(over.pipeline_s, none);
+      for (const stage_usage& u : over.stages) EXPECT_EQ(u.send_s, 0.0);
+    }
+  }
+  // Two ranks, one chunk each way: rank 1's first forward starts one transfer after rank 0's ends.
+  auto two = uniform(schedule_kind::interleaved, 2, 2, 2, 1.0, 2.0, 0.25);
+  two.overlap_p2p = true;
+  const schedule_result r = simulate_schedule([&] {
+    auto x = two;
+    x.record_events = true;
+    return x;
+  }());
+  for (const schedule_event& e : r.events) {
+    if (e.stage == 1 && e.chunk == 0 && e.microbatch == 0 && !e.backward) EXPECT_DOUBLE_EQ(e.start_s, 1.25);
+    if (e.stage == 0 && e.chunk == 0 && e.microbatch == 1 && !e.backward) EXPECT_DOUBLE_EQ(e.start_s, 1.0);
+  }
 }
 
 TEST(ScheduleFastPath, InterleavedProductionShapeManyMicrobatches) {

@@ -145,6 +145,10 @@ struct training_config {
   /// Megatron-Core --moe-shared-expert-overlap: the shared experts' fc1 and fc2 on their own stream
   /// under the EP dispatch and combine all-to-alls of the same layer (§5.5.3).
   bool moe_shared_expert_overlap = false;
+  /// Megatron's overlap_p2p_comm (on unless --no-overlap-p2p-communication): the interleaved schedule's
+  /// pipeline transfers run beside the next chunk's work; arguments.py turns it off without
+  /// interleaving (§5.4).
+  bool overlap_p2p_comm = true;
   /// Replicas of the sharded state over the data-parallel domain (HSDP, docs/formulas.md §2.5): the
   /// DP×CP ranks split into this many groups of consecutive ranks, each sharding the optimizer state
   /// (and with FSDP the gradients and parameters) among itself, with the gradient shards all-reduced

@@ -48,6 +48,10 @@ struct schedule_input {
   std::int64_t num_chunks = 1;       ///< model chunks per rank (interleaved); 1 otherwise
   std::vector<stage_times> stages;   ///< one per pipeline rank
   double p2p_s = 0;                  ///< one activation (or gradient) transfer; blocks the sender
+  /// Interleaved only: transfers run beside the next chunk's work (Megatron's overlap_p2p_comm, on by
+  /// default with interleaving): the sender is free when its work ends, the receiver waits for the
+  /// transfer's arrival (§5.4).
+  bool overlap_p2p = false;
   bool overlap_grad_reduce = false;  ///< the DP reduction runs under the last micro-batch's backward
   bool record_events = false;        ///< fill schedule_result::events (the simulation then always runs)
 };
