@@ -135,10 +135,15 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   EXPECT_LE(gen["A100 FP16"].median_abs_error, 0.08);
   EXPECT_LE(gen["A100 FP16"].max_abs_error, 0.20);
   EXPECT_EQ(gen["H100 BF16"].rows, 9);
-  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.15);
+  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.08);  // row 14 (TP 8, 4 micro-batches) is the max, 38.5%
   EXPECT_EQ(gen["H100 FP8"].rows, 15);
   EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.08);  // the rows Hopper's attention and FP8 constants were fitted on
-  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.25);
+  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.20);
+  // Rows 15-19 (PP > 1) run interleaved, 1 layer per virtual stage, as published-conditions.csv says why.
+  EXPECT_THAT(by["16"]->assumed, ::testing::HasSubstr("1 layer per virtual stage"));
+  EXPECT_NE(std::find(by["19"]->args.begin(), by["19"]->args.end(), "--num-layers-per-virtual-pipeline-stage"),
+            by["19"]->args.end());
+  for (const char* row : {"15", "16", "17", "18", "19"}) EXPECT_LE(std::fabs(by[row]->error), 0.15) << row;
   EXPECT_EQ(gen["B200 FP8"].rows, 2);                 // not fitted on: Blackwell keeps Hopper's two constants
   EXPECT_LE(gen["B200 FP8"].max_abs_error, 0.20);
 }
