@@ -63,7 +63,7 @@ struct schedule_event {
   std::int64_t microbatch = 0;
   bool backward = false;
   double start_s = 0;
-  double end_s = 0;  ///< includes the send to the next rank
+  double end_s = 0;  ///< the rank is free again: after the send when sends block, at the work's end when overlapped
 };
 
 struct stage_usage {

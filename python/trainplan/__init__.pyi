@@ -127,6 +127,7 @@ class Job:
         overlap_param_gather: Optional[bool] = ...,
         overlap_moe_expert_parallel_comm: Optional[bool] = ...,
         moe_shared_expert_overlap: Optional[bool] = ...,
+        no_overlap_p2p_communication: Optional[bool] = ...,
         tp_comm_overlap: Optional[bool] = ...,
         use_flash_attn: Optional[bool] = ...,
         flash_attention: Optional[bool] = ...,
@@ -262,6 +263,7 @@ class Job:
         overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
         overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
         moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
+        no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
         tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
         use_flash_attn / flash_attention: flash attention
         attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -439,6 +441,7 @@ def search(*,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
+    no_overlap_p2p_communication: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -582,6 +585,7 @@ def search(*,
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
+    no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -749,6 +753,7 @@ def shapes(*,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
+    no_overlap_p2p_communication: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -899,6 +904,7 @@ def shapes(*,
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
+    no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -1060,6 +1066,7 @@ def plan(job: Optional[Job] = ..., *,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
+    no_overlap_p2p_communication: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -1210,6 +1217,7 @@ def plan(job: Optional[Job] = ..., *,
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
+    no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
