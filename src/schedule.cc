@@ -136,16 +136,34 @@ void build_ops(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64
   row_of(kind).order(rank, p, m, v, out);
 }
 
+/// What of a rank's DP reduction (`reduce_s` per iteration) outlasts its last backward (§5.4). With
+/// overlap each model chunk's buckets are reduced from its last micro-batch's backward on (Megatron's
+/// interleaved schedule enables grad sync per chunk, schedules.py backward_step_helper_preprocess), one
+/// collective after another: chunk j from the end (j = 0 is chunk 0, the last to finish) has j·p chunk
+/// backwards after its own, so the reductions of chunks j..0, (j + 1)·reduce/v, have at least
+/// (j·p + 1)·B of wall time. One chunk: max(0, reduce − B).
+double exposed_reduction_s(double reduce_s, double chunk_backward_s, std::int64_t p, std::int64_t v, bool overlap) {
+  if (!overlap) return reduce_s;
+  const double per_chunk = reduce_s / static_cast<double>(v);
+  double exposed = 0;
+  for (std::int64_t j = 0; j < v; ++j) {
+    const double after = static_cast<double>(j * p + 1) * chunk_backward_s;
+    exposed = std::max(exposed, static_cast<double>(j + 1) * per_chunk - after);
+  }
+  return exposed;
+}
+
 /// The DP reduction and optimizer after the pipeline phase (§5.4): with overlap the reduction hides
-/// under the last micro-batch's backward.
+/// under the last micro-batch's backward of each model chunk.
 void finish(const schedule_input& in, schedule_result& r) {
   double end = 0;
   double opt = 0;
+  const auto p = static_cast<std::int64_t>(in.stages.size());
   for (std::size_t i = 0; i < in.stages.size(); ++i) {
     const stage_times& s = in.stages[i];
     stage_usage& u = r.stages[i];
-    const double window = in.overlap_grad_reduce ? s.backward_s : 0.0;
-    u.grad_reduce_exposed_s = std::max(0.0, s.grad_reduce_s - window);
+    u.grad_reduce_exposed_s =
+        exposed_reduction_s(s.grad_reduce_s, s.backward_s, p, in.num_chunks, in.overlap_grad_reduce);
     const double stage_end = u.pipeline_end_s + u.grad_reduce_exposed_s;
     if (stage_end > end) {
       end = stage_end;

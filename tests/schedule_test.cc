@@ -87,6 +87,26 @@ TEST(Schedule, GradReduceOverlapHidesUnderLastBackward) {
   EXPECT_LT(hidden, exposed);
 }
 
+TEST(Schedule, InterleavedChunksReduceFromTheirOwnLastBackward) {
+  // §5.4: Megatron enables each chunk's grad sync at its last micro-batch's backward; chunk j from the
+  // end has j·p chunk backwards after it. p = 2, v = 2, chunk backward B = 1, reduction 3 (1.5 a chunk):
+  // chunk 0 alone: 1.5 − 1 = 0.5; chunks 1 and 0: 3 − (2 + 1) = 0. Exposed 0.5, where one window of B
+  // would leave 2.
+  auto in = uniform(schedule_kind::interleaved, 2, 4, 2, 0.5, 1.0, 0.0);
+  for (auto& s : in.stages) s.grad_reduce_s = 3.0;
+  in.overlap_grad_reduce = true;
+  EXPECT_NEAR(run_schedule(in).grad_reduce_exposed_s, 0.5, 1e-12);
+  EXPECT_NEAR(simulate_schedule(in).grad_reduce_exposed_s, 0.5, 1e-12);
+  // Four chunks, reduction 6 (1.5 a chunk): j = 0: 0.5, j = 1: 3 − 3 = 0, j = 2: 4.5 − 5 < 0, j = 3: 6 − 7 < 0.
+  auto four = uniform(schedule_kind::interleaved, 2, 4, 4, 0.25, 1.0, 0.0);
+  for (auto& s : four.stages) s.grad_reduce_s = 6.0;
+  four.overlap_grad_reduce = true;
+  EXPECT_NEAR(run_schedule(four).grad_reduce_exposed_s, 0.5, 1e-12);
+  // Without overlap the whole reduction follows the pipeline.
+  four.overlap_grad_reduce = false;
+  EXPECT_NEAR(run_schedule(four).grad_reduce_exposed_s, 6.0, 1e-12);
+}
+
 TEST(Schedule, InterleavingNeedsMicrobatchesMultipleOfStages) {
   auto in = uniform(schedule_kind::interleaved, 4, 6, 2, 1.0, 2.0, 0.0);
   try {
