@@ -346,12 +346,15 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
         return calls_bytes{c.per[static_cast<std::size_t>(per::recomputed_layer)], e.bytes * x.regather};
       });
     }
-    if (op.bytes == dp_bytes::grads && x.size[g_dpr] > 1 && !expert) {
+    const int replica_group = expert ? g_edpr : g_dpr;
+    if (op.bytes == dp_bytes::grads && x.size[replica_group] > 1) {
       // HSDP (§2.5): each reduce-scatter's shard is all-reduced across the replicas, as it completes
       // (Megatron: param_and_grad_buffer.py start_grad_sync; FSDP2: _fsdp_collectives.py foreach_reduce).
-      const double shard = static_cast<double>(x.size[g_dp]);
-      out.row_by_class(ck::all_reduce, op.phase, "gradient-shard all-reduce across replicas (HSDP)", g_dpr, slot,
-                       overlap, [&](const stage_class& c) {
+      const double shard = static_cast<double>(x.size[group]);
+      out.row_by_class(ck::all_reduce, op.phase,
+                       expert ? "expert gradient-shard all-reduce across replicas (HSDP)"
+                              : "gradient-shard all-reduce across replicas (HSDP)",
+                       replica_group, slot, overlap, [&](const stage_class& c) {
         const calls_bytes e = of(c);
         return calls_bytes{e.calls, e.bytes / shard};
       });
@@ -473,13 +476,14 @@ void set_up(comm_context& x) {
   const std::int64_t etp = expert_tensor_parallel(p);
   const std::int64_t replicas = t.dp_replicas;
   const std::int64_t shard = dp_shard_size(p, t);
-  x.size = {p.tp, p.cp, p.ep, shard, expert_data_parallel(p), p.pp, p.pp > 1 ? 2 : 1, job.num_gpus,
-            p.tp * p.pp, etp, replicas};
+  const std::int64_t edp = expert_data_parallel(p);
+  const std::int64_t expert_shard = edp / replicas;  // Megatron: expert-DP divisible by the instances
+  x.size = {p.tp, p.cp, p.ep, shard, expert_shard, p.pp, p.pp > 1 ? 2 : 1, job.num_gpus, p.tp * p.pp, etp, replicas,
+            replicas};
   if (p.cp > 1) x.dp_name = "dp-cp";
-  const std::int64_t edp = x.size[g_edp];
   x.num_groups = {p.cp * p.dp * p.pp, p.tp * p.dp * p.pp, etp * p.pp * edp, p.tp * p.pp * replicas,
-                  etp * p.pp * p.ep, p.tp * p.cp * p.dp, p.tp * p.cp * p.dp, 1, p.cp * p.dp, p.ep * edp * p.pp,
-                  p.tp * p.pp * shard};
+                  etp * p.pp * p.ep * replicas, p.tp * p.cp * p.dp, p.tp * p.cp * p.dp, 1, p.cp * p.dp,
+                  p.ep * edp * p.pp, p.tp * p.pp * shard, etp * p.pp * p.ep * expert_shard};
   if (replicas > 1) {  // HSDP (§2.5): the shards inside a replica, the all-reduce across replicas
     x.dp_name = p.cp > 1 ? "dp-cp-shard" : "dp-shard";
     x.placement[g_dp] = hsdp_placement(dec, replicas, false, gpn);
@@ -490,6 +494,11 @@ void set_up(comm_context& x) {
     x.placement[g_ep] = placement_for(exp, bit(parallel_dim::ep), gpn, "ep");
     x.placement[g_edp] = placement_for(exp, bit(parallel_dim::dp), gpn, "expert-dp");
     x.placement[g_etp] = placement_for(exp, bit(parallel_dim::tp), gpn, "expert-tp");
+    if (replicas > 1) {  // Megatron's intra- and inter-partial expert-DP groups (§2.5)
+      x.edp_name = "expert-dp-shard";
+      x.placement[g_edp] = hsdp_placement(exp, replicas, false, gpn);
+      x.placement[g_edpr] = hsdp_placement(exp, replicas, true, gpn);
+    }
   }
   x.placement[g_world] = combined_placement(job.num_gpus, {.num_nodes = detail::ceil_div(job.num_gpus, gpn)}, {}, gpn);
   x.placement[g_mp] = combined_placement(p.tp * p.pp, x.placement[g_tp], x.placement[g_pp], gpn);
@@ -583,7 +592,9 @@ comm_report analyze_comm(const job_spec& job) {
     comm_group_set full = process_groups(job, dim.dim);
     dim.groups.ranks = std::move(full.ranks);
     if (dim.expert_groups.group_size > 0) {
-      dim.expert_groups.ranks = masked_groups(expert_generator(job), bit(parallel_dim::dp));
+      dim.expert_groups.ranks = job.training.dp_replicas > 1
+                                    ? hsdp_groups(expert_generator(job), job.training.dp_replicas, false)
+                                    : masked_groups(expert_generator(job), bit(parallel_dim::dp));
     }
   }
   return r;

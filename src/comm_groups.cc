@@ -280,6 +280,11 @@ std::string placement_violation(const job_spec& job) {
   const rank_generator exp = expert_generator(job);
   placement_for(exp, bit(parallel_dim::ep), gpn, "ep", &violation);
   if (violation.empty()) placement_for(exp, bit(parallel_dim::dp), gpn, "expert-dp", &violation);
+  if (job.training.dp_replicas > 1) {
+    for (const bool across : {false, true}) {
+      if (violation.empty()) hsdp_placement(exp, job.training.dp_replicas, across, gpn, &violation);
+    }
+  }
   return violation;
 }
 

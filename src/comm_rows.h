@@ -21,9 +21,10 @@ using namespace detail;  // NOLINT(google-build-using-namespace): this module's 
 
 /// g_dp is the group that shards (all of DP×CP, or one HSDP replica's ranks); g_dpr the ranks holding
 /// the same shard in the other replicas (§2.5).
-enum group_ref : int { g_tp, g_cp, g_ep, g_dp, g_edp, g_pp, g_emb, g_world, g_mp, g_etp, g_dpr, g_count };
+enum group_ref : int { g_tp, g_cp, g_ep, g_dp, g_edp, g_pp, g_emb, g_world, g_mp, g_etp, g_dpr, g_edpr, g_count };
 constexpr std::array<std::string_view, g_count> kGroupNames = {
-    "tp", "cp", "ep", "dp", "expert-dp", "pp", "embedding", "world", "model-parallel", "expert-tp", "dp-replicate"};
+    "tp",        "cp",           "ep",        "dp",           "expert-dp",           "pp", "embedding", "world",
+    "model-parallel", "expert-tp", "dp-replicate", "expert-dp-replicate"};
 constexpr std::size_t kNumKinds = 6;
 
 /// Everything the traffic tables need, computed once per job.
@@ -43,7 +44,11 @@ struct comm_context {
   std::array<std::int64_t, g_count> num_groups;  ///< world / size, as products of the other dimensions
   std::string_view dp_name = "dp";               ///< "dp-cp" when CP > 1: gradients are reduced over DP×CP
 
-  std::string_view name(int g) const { return g == g_dp ? dp_name : kGroupNames[static_cast<std::size_t>(g)]; }
+  std::string_view edp_name = "expert-dp";       ///< "expert-dp-shard" with HSDP (§2.5)
+
+  std::string_view name(int g) const {
+    return g == g_dp ? dp_name : g == g_edp ? edp_name : kGroupNames[static_cast<std::size_t>(g)];
+  }
 };
 
 /// The price of each (group, collective kind) the tables use, worked out on first use (§4.3, §4.4).

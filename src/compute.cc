@@ -580,7 +580,7 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   // over DP×CP, the routed experts over expert-DP = DP×CP/EP (as the memory model shards them, §3.3).
   const rank_holdings holds = holdings_of(job, params);
   const double dense_shards = tc.zero_stage >= 1 ? static_cast<double>(dp_shard_size(p, tc)) : 1.0;  // §2.5
-  const double expert_shards = tc.zero_stage >= 1 ? static_cast<double>(expert_data_parallel(p)) : 1.0;
+  const double expert_shards = tc.zero_stage >= 1 ? static_cast<double>(expert_data_parallel(p) / tc.dp_replicas) : 1.0;
   // Adam on fp32 master weights: read master, grad, m, v; write master, m, v and the 16-bit copy.
   const double opt_bytes_per_param = tc.optimizer == optimizer_kind::adam ? 4.0 * 7 + 2 : 4.0 * 3 + 2;
   const gpu_spec& gpu = job.cluster.gpu;

@@ -311,7 +311,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const double n_recompute = static_cast<double>(tr.recompute_num_layers);
 
   const double dp_shards = static_cast<double>(dp_shard_size(par, tr));  // DP×CP, or one HSDP replica (§2.5)
-  const double ep_shards = static_cast<double>(expert_data_parallel(par));
+  const double ep_shards = static_cast<double>(expert_data_parallel(par) / tr.dp_replicas);  // §2.5
   const state_bytes dense_state = bytes_per_parameter(tr, dp_shards);
   const state_bytes expert_state = bytes_per_parameter(tr, ep_shards);
 

@@ -202,11 +202,21 @@ std::string sharding_violation(job_spec& job) {
     return flag + " needs ${training.zero_stage} 2 or 3 with ${training.framework} fsdp (HSDP shards within a "
                   "replica; NO_SHARD has nothing to shard)";
   }
-  if (job.model.is_moe()) return flag + " with an MoE model is not modelled (the expert-DP group's split)";
+  if (job.model.is_moe() && !megatron) {
+    return flag + " with an MoE model is not modelled for FSDP (torchtitan's expert meshes)";
+  }
   const std::int64_t domain = megatron ? p.dp * p.cp : p.dp;
   if (domain % t.dp_replicas != 0) {
     return flag + " (" + to_string(t.dp_replicas) + ") must divide " + (megatron ? "DP×CP (" : "DP (") +
            to_string(domain) + ")";
+  }
+  if (job.model.is_moe()) {
+    // parallel_state.py: "Expert data parallel size should be divisible by partial DistOpt shard factor".
+    const std::int64_t edp = expert_data_parallel(p);
+    if (edp % t.dp_replicas != 0 || edp / t.dp_replicas < 2) {
+      return flag + " (" + to_string(t.dp_replicas) + ") must divide the expert data-parallel size (" +
+             to_string(edp) + ") and leave at least 2 ranks per replica";
+    }
   }
   if (dp_shard_size(p, t) < 2) {
     return flag + " (" + to_string(t.dp_replicas) + ") leaves one rank per replica, which shards nothing: use plain "

@@ -121,6 +121,37 @@ TEST(Hsdp, MegatronInstancesReduceScatterInsideAndAllReduceAcross) {
   EXPECT_GT(dp_of(eight).time_per_iteration_s, dp_of(one).time_per_iteration_s);
 }
 
+TEST(Hsdp, MegatronSplitsTheExpertDataParallelGroupToo) {
+  // parallel_state.py: the expert-DP group splits into intra- and inter-partial groups as the dense one
+  // does; the expert optimizer state shards over expert-DP / R. Mixtral, TP 2, EP 8, 64 GPUs: DP 32,
+  // expert-DP 4; 2 instances.
+  auto mixtral = [](const std::string& r) {
+    return args_t{"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-nodes", "8", "--tp", "2", "--ep", "8",
+                  "--mbs", "1", "--gbs", "128", "--use-distributed-optimizer", "--num-distributed-optimizer-instances",
+                  r};
+  };
+  const job_spec one = parse(mixtral("1")).job;
+  const job_spec two = parse(mixtral("2")).job;
+  const comm_report r = analyze_comm(two);
+  const comm_dimension& d = dp_of(r);
+  EXPECT_EQ(d.groups.group_size, 16);
+  EXPECT_EQ(d.expert_groups.group_size, 2);
+  ASSERT_FALSE(d.expert_groups.ranks.empty());
+  EXPECT_EQ(d.expert_groups.ranks.front().size(), 2u);
+  const comm_collective* rs = find_row(d, "expert gradient reduce-scatter");
+  const comm_collective* ar = find_row(d, "expert gradient-shard all-reduce across replicas (HSDP)");
+  ASSERT_NE(rs, nullptr);
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ(rs->group_size, 2);
+  EXPECT_EQ(ar->group, "expert-dp-replicate");
+  EXPECT_EQ(ar->group_size, 2);
+  EXPECT_DOUBLE_EQ(ar->bytes_per_call, rs->bytes_per_call / 2);
+  // Optimizer state: dense over 32 → 16, experts over 4 → 2: twice as much of each.
+  const stage_memory m1 = estimate_memory(one).stages.front();
+  const stage_memory m2 = estimate_memory(two).stages.front();
+  EXPECT_NEAR(m2.optimizer_bytes, 2 * m1.optimizer_bytes, 1e-6 * m2.optimizer_bytes);
+}
+
 TEST(Hsdp, OneReplicaIsTheFullyShardedJob) {
   const time_report a = estimate_time(parse(fsdp("1")).job);
   args_t plain = fsdp("1");
@@ -143,10 +174,14 @@ TEST(Hsdp, BadInputNamesTheFlagAndTheRule) {
                         "deepspeed", "--zero-stage", "3", "--mbs", "1", "--gbs", "64",
                         "--data-parallel-replicate-degree", "4"}),
               HasSubstr("not modelled"));
+  // Mixtral at TP 2, EP 8 on 64 GPUs: expert-DP 4, so 4 instances leave one expert rank per replica.
   EXPECT_THAT(error_of({"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-nodes", "8", "--mbs", "1", "--gbs",
-                        "128", "--tp", "2", "--use-distributed-optimizer", "--num-distributed-optimizer-instances",
-                        "4"}),
-              HasSubstr("MoE model is not modelled"));
+                        "128", "--tp", "2", "--ep", "8", "--use-distributed-optimizer",
+                        "--num-distributed-optimizer-instances", "4"}),
+              HasSubstr("must divide the expert data-parallel size (4) and leave at least 2 ranks per replica"));
+  EXPECT_THAT(error_of({"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-nodes", "8", "--framework", "fsdp",
+                        "--zero-stage", "3", "--mbs", "1", "--gbs", "128", "--data-parallel-replicate-degree", "2"}),
+              HasSubstr("MoE model is not modelled for FSDP"));
   EXPECT_THAT(error_of(megatron("0")), HasSubstr("--num-distributed-optimizer-instances"));
 }
 
