@@ -1,25 +1,21 @@
-// Pipeline schedule simulator and closed forms (docs/formulas.md §5.4).
+// Pipeline schedules: Megatron's operation orders, the event simulation and the closed forms
+// (docs/formulas.md §5.4); the fast paths are src/schedule_fast.cc.
 #include "trainplan/schedule.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <string>
 
+#include "schedule_detail.h"
 #include "trainplan/error.h"
 
 namespace trainplan {
 
+using namespace detail;  // NOLINT(google-build-using-namespace): this module's internals (src/schedule_detail.h)
 
 namespace {
-
-struct op {
-  bool backward = false;
-  std::int64_t chunk = 0;
-  std::int64_t microbatch = 0;
-};
 
 /// Megatron's interleaved order (core/pipeline_parallel/schedules.py, get_model_chunk_id): virtual
 /// micro-batch k runs chunk (k / p) % v (backward: v − 1 − that), and micro-batch (k / (p·v))·p + k % p.
@@ -101,11 +97,6 @@ double one_f_one_b_sends(double m, double p, double) {
 
 double interleaved_sends(double m, double p, double v) { return m * (2 * v - 1) + 2 * p - 3; }
 
-// The fast paths (defined below, §5.4 "Fast path").
-void one_f_one_b_fast(const schedule_input& in, schedule_result& r);
-void gpipe_fast(const schedule_input& in, schedule_result& r);
-void interleaved_fast_or_chase(const schedule_input& in, schedule_result& r);
-
 /// One row per schedule: what it is (the public traits), its order, its closed form's transfer count
 /// and its fast path. The event simulation is every schedule's fallback and reference.
 struct schedule_row {
@@ -129,12 +120,6 @@ const schedule_row& row_of(schedule_kind k) {
   return row;
 }
 
-/// Rank `rank`'s operations in its schedule's order, into `out` (cleared).
-void build_ops(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v,
-               std::vector<op>& out) {
-  out.clear();
-  row_of(kind).order(rank, p, m, v, out);
-}
 
 /// What of a rank's DP reduction (`reduce_s` per iteration) outlasts its last backward (§5.4). With
 /// overlap each model chunk's buckets are reduced from its last micro-batch's backward on (Megatron's
@@ -179,14 +164,13 @@ void finish(const schedule_input& in, schedule_result& r) {
   r.bubble_fraction = r.stages.empty() ? 0 : idle / static_cast<double>(r.stages.size());
 }
 
-double send_fwd(const schedule_input& in, std::int64_t r, std::int64_t c, std::int64_t p) {
-  return (r == p - 1 && c == in.num_chunks - 1) ? 0.0 : in.p2p_s;
-}
-double send_bwd(const schedule_input& in, std::int64_t r, std::int64_t c) {
-  return (r == 0 && c == 0) ? 0.0 : in.p2p_s;
-}
-
 }  // namespace
+
+void detail::build_ops(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v,
+                       std::vector<op>& out) {
+  out.clear();
+  row_of(kind).order(rank, p, m, v, out);
+}
 
 void check_schedule(const schedule_input& in) {
   const auto p = static_cast<std::int64_t>(in.stages.size());
@@ -262,10 +246,10 @@ schedule_result simulate_schedule(const schedule_input& in) {
         const double start = std::max(free_at[ri], ready);
         const double end = start + work + send;
         at(rank, o.chunk, o.microbatch, o.backward) = end;  // when the input reaches its consumer
-        free_at[ri] = in.overlap_p2p ? start + work : end;
+        free_at[ri] = rank_free_s(in, start + work, send);
         stage_usage& u = r.stages[ri];
         u.busy_s += work;
-        if (!in.overlap_p2p) u.send_s += send;
+        u.send_s += blocked_send_s(in, send);
         if (in.record_events) r.events.push_back({rank, o.chunk, o.microbatch, o.backward, start, free_at[ri]});
         ++next[ri];
         ++progress;
@@ -323,364 +307,6 @@ schedule_result closed_form_schedule(const schedule_input& in) {
   return r;
 }
 
-namespace {
-
-/// Usage totals the simulation accumulates op by op, in closed form: m·v forwards and backwards per
-/// rank, a send after every one but the last rank's last-chunk forwards and the first rank's
-/// first-chunk backwards.
-void fill_usage(const schedule_input& in, const double* end, schedule_result& r) {
-  const auto p = static_cast<std::int64_t>(in.stages.size());
-  const double m = static_cast<double>(in.num_microbatches);
-  const double mv = m * static_cast<double>(in.num_chunks);
-  r.stages.resize(static_cast<std::size_t>(p));
-  r.pipeline_s = 0;
-  for (std::int64_t rank = 0; rank < p; ++rank) {
-    const stage_times& st = in.stages[static_cast<std::size_t>(rank)];
-    stage_usage& u = r.stages[static_cast<std::size_t>(rank)];
-    u.busy_s = mv * (st.forward_s + st.backward_s);
-    const double fwd_sends = p > 1 ? mv - (rank == p - 1 ? m : 0.0) : 0.0;
-    const double bwd_sends = p > 1 ? mv - (rank == 0 ? m : 0.0) : 0.0;
-    u.send_s = in.overlap_p2p ? 0.0 : (fwd_sends + bwd_sends) * in.p2p_s;
-    u.pipeline_end_s = end[rank];
-    r.pipeline_s = std::max(r.pipeline_s, u.pipeline_end_s);
-  }
-  for (stage_usage& u : r.stages) u.idle_s = r.pipeline_s - u.busy_s - u.send_s;
-}
-
-/// Scratch for the fast paths, reused across calls on one thread.
-struct fast_scratch {
-  std::vector<double> free_at;   ///< end of each rank's last operation
-  std::vector<double> fwd_end;   ///< end of each rank's last two forwards, by micro-batch parity (2p)
-  std::vector<double> saved;     ///< the state after the previous steady step (2p; interleaved 4p)
-  std::vector<std::int64_t> counters;  ///< interleaved: each rank's chunk counters (4p)
-};
-
-fast_scratch& scratch() {
-  thread_local fast_scratch s;
-  return s;
-}
-
-/// 1F1B in Megatron's per-rank order (build_ops), evaluated step by step (§5.4 "Fast path"). Rank r
-/// warms up with w_r = min(p − r − 1, m) forwards; its forward of micro-batch j belongs to step
-/// j − w_r and its backward of micro-batch j to step j. Every input of a step's operations comes from
-/// an earlier step, from a lower rank's forward of the same step or a higher rank's backward of the
-/// same step, so one pass — for each step, forwards by ascending rank, then backwards by descending
-/// rank — meets every operation after its inputs and after the rank's previous operation.
-///
-/// Steady steps (every rank runs one forward and one backward) apply one and the same max-plus map to
-/// the state (each rank's last forward and last backward end). Once a step moves every component of
-/// the state by the same amount λ (to 64 ulp of the state's size), every later steady step does (the
-/// map commutes with adding a constant and does not expand differences), so the remaining steady steps
-/// are added as n·λ; the error of that is at most n × the tolerance, under 1e-10 relative for
-/// m ≤ 10⁴.
-void one_f_one_b_fast(const schedule_input& in, schedule_result& r) {
-  const auto p = static_cast<std::int64_t>(in.stages.size());
-  const std::int64_t m = in.num_microbatches;
-  const double c = in.p2p_s;
-  fast_scratch& s = scratch();
-  s.free_at.assign(static_cast<std::size_t>(p), 0.0);
-  s.fwd_end.assign(static_cast<std::size_t>(2 * p), 0.0);
-  s.saved.assign(static_cast<std::size_t>(2 * p), 0.0);
-  double* free_at = s.free_at.data();
-  double* fe = s.fwd_end.data();
-  double* saved = s.saved.data();
-  const stage_times* st = in.stages.data();
-  auto warm = [&](std::int64_t rank) { return std::min(p - rank - 1, m); };
-  const std::int64_t w0 = warm(0);
-  // Steps [0, steady_end) are steady on every rank.
-  const std::int64_t steady_end = m - w0;
-  bool have_saved = false;
-  bool jumped = false;
-  for (std::int64_t k = -w0; k < m; ++k) {
-    for (std::int64_t rank = 0; rank < p; ++rank) {  // forwards, ascending rank
-      const std::int64_t j = k + warm(rank);
-      if (j < 0 || j >= m) continue;
-      const double ready = rank > 0 ? fe[2 * (rank - 1) + (j & 1)] : 0.0;
-      const double end =
-          std::max(free_at[rank], ready) + st[rank].forward_s + (rank == p - 1 ? 0.0 : c);
-      fe[2 * rank + (j & 1)] = end;
-      free_at[rank] = end;
-    }
-    if (k >= 0) {
-      for (std::int64_t rank = p - 1; rank >= 0; --rank) {  // backwards of micro-batch k, descending rank
-        const double ready = rank < p - 1 ? free_at[rank + 1] : fe[2 * rank + (k & 1)];
-        free_at[rank] = std::max(free_at[rank], ready) + st[rank].backward_s + (rank == 0 ? 0.0 : c);
-      }
-    }
-    if (jumped || k < 0 || k >= steady_end - 1) continue;
-    // State after steady step k: rank r's forward of micro-batch k + w_r and backward of k.
-    double scale = 0;
-    for (std::int64_t rank = 0; rank < p; ++rank) scale = std::max(scale, free_at[rank]);
-    const double tol = 64 * std::numeric_limits<double>::epsilon() * scale;
-    bool periodic = have_saved;
-    double lambda = have_saved ? free_at[0] - saved[0] : 0.0;
-    for (std::int64_t rank = 0; rank < p; ++rank) {
-      const double f_now = fe[2 * rank + ((k + warm(rank)) & 1)];
-      if (periodic) {
-        periodic = std::fabs(free_at[rank] - saved[2 * rank] - lambda) <= tol &&
-                   std::fabs(f_now - saved[2 * rank + 1] - lambda) <= tol;
-      }
-      saved[2 * rank] = free_at[rank];
-      saved[2 * rank + 1] = f_now;
-    }
-    have_saved = true;
-    if (!periodic) continue;
-    // Jump to the last steady step.
-    const std::int64_t target = steady_end - 1;
-    const double shift = static_cast<double>(target - k) * lambda;
-    for (std::int64_t rank = 0; rank < p; ++rank) {
-      free_at[rank] += shift;
-      fe[2 * rank + ((target + warm(rank)) & 1)] = saved[2 * rank + 1] + shift;
-    }
-    jumped = true;
-    k = target;
-  }
-  fill_usage(in, free_at, r);
-}
-
-/// Interleaved fast path, at a steady period boundary after step `step`: compare each rank's last
-/// forward and backward ends with a period earlier (`snap`, updated); once all moved by the same λ
-/// (to 64 ulp), add the whole periods that stay inside the steady steps to every end and return the
-/// steps skipped (§5.4 "Fast path"). `jumped` is set once extrapolation is done.
-std::int64_t skip_periods(std::int64_t p, std::int64_t step, std::int64_t period, std::int64_t steady_end,
-                          double* fe_prev, double* be_prev, double* free_at, double* snap, bool& have_snap,
-                          bool& jumped) {
-  double scale = 0;
-  for (std::int64_t rank = 0; rank < p; ++rank) scale = std::max(scale, free_at[rank]);
-  const double tol = 64 * std::numeric_limits<double>::epsilon() * scale;
-  bool periodic = have_snap;
-  const double lambda = have_snap ? be_prev[0] - snap[1] : 0.0;
-  for (std::int64_t rank = 0; rank < p; ++rank) {
-    if (periodic) {
-      periodic = std::fabs(fe_prev[rank] - snap[2 * rank] - lambda) <= tol &&
-                 std::fabs(be_prev[rank] - snap[2 * rank + 1] - lambda) <= tol;
-    }
-    snap[2 * rank] = fe_prev[rank];
-    snap[2 * rank + 1] = be_prev[rank];
-  }
-  have_snap = true;
-  if (!periodic) return 0;
-  // Whole periods that stay inside the steady steps; counters repeat with the period.
-  const std::int64_t n = (steady_end - 1 - step) / period;
-  jumped = true;
-  if (n <= 0) return 0;
-  const double shift = static_cast<double>(n) * lambda;
-  for (std::int64_t rank = 0; rank < p; ++rank) {
-    fe_prev[rank] += shift;
-    be_prev[rank] += shift;
-    free_at[rank] += shift;  // a steady step ends with the rank's backward
-  }
-  return n * period;
-}
-
-/// Interleaved 1F1B in Megatron's per-rank order (build_ops), evaluated step by step (§5.4 "Fast
-/// path"). Rank r warms up with W_r = 2(p − r − 1) + (v − 1)p virtual forwards; its forward of virtual
-/// micro-batch k belongs to step k − W_r − r and its backward of virtual k to step k − r. With every
-/// warm-up uncapped (W_0 ≤ m·v), each operation's input is produced in the step just before its own
-/// (rank r − 1's forward of the same k; rank p − 1's forward k − p for rank 0's later chunks; rank
-/// r + 1's backward of the same k; rank 0's backward k − p for rank p − 1's earlier chunks), or is the
-/// rank's own forward of the same step (the last rank's last chunk): steps in order, each rank its
-/// forward then its backward, is a dependency order, and a step reads only the previous step's ends.
-///
-/// Steady steps [0, m·v − W_0) repeat their pattern (chunks, sends, inputs) every p·v steps. After
-/// each such period the state (each rank's last forward and backward end) is compared with the state a
-/// period earlier; once every component moved by the same λ (to 64 ulp), every later period does (the
-/// period's max-plus map commutes with adding a constant), and whole periods are added as n·λ, as for
-/// 1F1B. Returns false when a warm-up is capped (m = p with p > 2): the caller chases dependencies.
-bool interleaved_fast(const schedule_input& in, schedule_result& r) {
-  const auto p = static_cast<std::int64_t>(in.stages.size());
-  const std::int64_t m = in.num_microbatches;
-  const std::int64_t v = in.num_chunks;
-  const std::int64_t mv = m * v;
-  const std::int64_t w0 = 2 * (p - 1) + (v - 1) * p;
-  if (w0 > mv) return false;
-  const double c = in.p2p_s;
-  fast_scratch& s = scratch();
-  const auto pz = static_cast<std::size_t>(p);
-  s.free_at.assign(pz, 0.0);
-  // fwd_end: [0, p) the previous step's forward ends, [p, 2p) this step's; saved likewise for backward.
-  s.fwd_end.assign(2 * pz, 0.0);
-  s.saved.assign(4 * pz, 0.0);  // [0, 2p): previous/current backward ends; [2p, 4p): period snapshot
-  s.counters.resize(4 * pz);
-  double* free_at = s.free_at.data();
-  double* fe_prev = s.fwd_end.data();
-  double* fe_cur = fe_prev + p;
-  double* be_prev = s.saved.data();
-  double* be_cur = be_prev + p;
-  double* snap = be_prev + 2 * p;  // per rank: forward end, backward end
-  std::int64_t* ctr = s.counters.data();  // per rank: forward (k mod p, (k / p) mod v), backward likewise
-  const stage_times* st = in.stages.data();
-  const std::int64_t first = -w0;  // rank 0's first forward
-  // At the first step rank r's forward k is −r and its backward k is −r − W_0 ≤ 0: every rank's first
-  // operation in either direction is virtual micro-batch 0.
-  std::fill(s.counters.begin(), s.counters.end(), 0);
-  const std::int64_t steady_end = mv - w0;  // steps [0, steady_end) run a forward and a backward everywhere
-  const std::int64_t period = p * v;
-  bool have_snap = false;
-  bool jumped = false;
-  for (std::int64_t step = first; step < mv; ++step) {
-    for (std::int64_t rank = 0; rank < p; ++rank) {
-      const std::int64_t wr = 2 * (p - rank - 1) + (v - 1) * p;
-      const std::int64_t kf = step + wr + rank;
-      std::int64_t* cr = ctr + 4 * rank;
-      double fe = fe_prev[rank];
-      if (kf >= 0 && kf < mv) {
-        const std::int64_t chunk = cr[1];
-        double ready = 0;
-        if (rank > 0) ready = fe_prev[rank - 1];
-        else if (chunk > 0) ready = fe_prev[p - 1];
-        const double send = (rank == p - 1 && chunk == v - 1) ? 0.0 : c;
-        const double done = std::max(free_at[rank], ready) + st[rank].forward_s;
-        fe = done + send;
-        free_at[rank] = in.overlap_p2p ? done : fe;
-        if (++cr[0] == p) {
-          cr[0] = 0;
-          if (++cr[1] == v) cr[1] = 0;
-        }
-      }
-      fe_cur[rank] = fe;
-      const std::int64_t kb = step + rank;
-      double be = be_prev[rank];
-      if (kb >= 0 && kb < mv) {
-        const std::int64_t chunk = v - 1 - cr[3];
-        double ready;
-        if (rank < p - 1) ready = be_prev[rank + 1];
-        else if (chunk < v - 1) ready = be_prev[0];
-        else ready = fe;  // the last rank's own forward of the last chunk, this step
-        const double send = (rank == 0 && chunk == 0) ? 0.0 : c;
-        const double done = std::max(free_at[rank], ready) + st[rank].backward_s;
-        be = done + send;
-        free_at[rank] = in.overlap_p2p ? done : be;
-        if (++cr[2] == p) {
-          cr[2] = 0;
-          if (++cr[3] == v) cr[3] = 0;
-        }
-      }
-      be_cur[rank] = be;
-    }
-    std::swap(fe_prev, fe_cur);
-    std::swap(be_prev, be_cur);
-    // After step `step`, the previous-step arrays hold its ends. Period boundaries of the steady state.
-    if (jumped || step < 0 || (step + 1) % period != 0 || step >= steady_end) continue;
-    step += skip_periods(p, step, period, steady_end, fe_prev, be_prev, free_at, snap, have_snap, jumped);
-  }
-  fill_usage(in, free_at, r);
-  return true;
-}
-
-/// GPipe: every forward (micro-batch by micro-batch, ascending rank), then every backward (descending
-/// rank), a valid dependency order.
-void gpipe_fast(const schedule_input& in, schedule_result& r) {
-  const auto p = static_cast<std::int64_t>(in.stages.size());
-  const std::int64_t m = in.num_microbatches;
-  const double c = in.p2p_s;
-  fast_scratch& s = scratch();
-  s.free_at.assign(static_cast<std::size_t>(p), 0.0);
-  double* free_at = s.free_at.data();
-  const stage_times* st = in.stages.data();
-  for (std::int64_t j = 0; j < m; ++j) {
-    double ready = 0;
-    for (std::int64_t rank = 0; rank < p; ++rank) {
-      ready = std::max(free_at[rank], ready) + st[rank].forward_s + (rank == p - 1 ? 0.0 : c);
-      free_at[rank] = ready;
-    }
-  }
-  for (std::int64_t j = 0; j < m; ++j) {
-    // The last rank's backward waits for its own forward of j, done before its last forward.
-    double ready = 0;
-    for (std::int64_t rank = p - 1; rank >= 0; --rank) {
-      ready = std::max(free_at[rank], ready) + st[rank].backward_s + (rank == 0 ? 0.0 : c);
-      free_at[rank] = ready;
-    }
-  }
-  fill_usage(in, free_at, r);
-}
-
-/// Any schedule, without polling: the simulation's per-operation rule, evaluated by chasing
-/// dependencies. A rank runs its list until an input is missing, then the rank that owes the input
-/// runs until it has produced it, and so on (a stack of waiting ranks); every operation is evaluated
-/// once, after its input and its rank's previous operation, so the end times are the simulation's.
-void chase_schedule(const schedule_input& in, schedule_result& r) {
-  const auto p = static_cast<std::int64_t>(in.stages.size());
-  const std::int64_t m = in.num_microbatches;
-  const std::int64_t v = in.num_chunks;
-  thread_local std::vector<double> done;
-  thread_local std::vector<std::vector<op>> ops;
-  thread_local std::vector<std::size_t> next;
-  thread_local std::vector<std::pair<std::int64_t, std::size_t>> waiting;  // (rank, input it waits for)
-  fast_scratch& s = scratch();
-  done.assign(static_cast<std::size_t>(p * v * m * 2), -1.0);
-  if (ops.size() < static_cast<std::size_t>(p)) ops.resize(static_cast<std::size_t>(p));
-  for (std::int64_t rank = 0; rank < p; ++rank) build_ops(in.kind, rank, p, m, v, ops[static_cast<std::size_t>(rank)]);
-  next.assign(static_cast<std::size_t>(p), 0);
-  s.free_at.assign(static_cast<std::size_t>(p), 0.0);
-  waiting.clear();
-  auto index = [&](std::int64_t rank, std::int64_t c, std::int64_t j, bool bwd) {
-    return static_cast<std::size_t>(((rank * v + c) * m + j) * 2 + (bwd ? 1 : 0));
-  };
-  for (std::int64_t start = 0; start < p; ++start) {
-    std::int64_t rank = start;
-    for (;;) {
-      const auto ri = static_cast<std::size_t>(rank);
-      const std::vector<op>& list = ops[ri];
-      const stage_times& st = in.stages[ri];
-      std::size_t missing = SIZE_MAX;
-      std::int64_t owner = 0;  // rank that owes the missing input
-      bool resume = false;
-      while (next[ri] < list.size()) {
-        const op& o = list[next[ri]];
-        std::size_t dep = SIZE_MAX;
-        std::int64_t from = rank;
-        if (!o.backward) {
-          if (rank > 0) dep = index(from = rank - 1, o.chunk, o.microbatch, false);
-          else if (o.chunk > 0) dep = index(from = p - 1, o.chunk - 1, o.microbatch, false);
-        } else {
-          if (rank < p - 1) dep = index(from = rank + 1, o.chunk, o.microbatch, true);
-          else if (o.chunk < v - 1) dep = index(from = 0, o.chunk + 1, o.microbatch, true);
-          else dep = index(rank, o.chunk, o.microbatch, false);
-        }
-        const double ready = dep == SIZE_MAX ? 0.0 : done[dep];
-        if (ready < 0) {
-          missing = dep;
-          owner = from;
-          break;
-        }
-        const double work = o.backward ? st.backward_s : st.forward_s;
-        const double send = o.backward ? send_bwd(in, rank, o.chunk) : send_fwd(in, rank, o.chunk, p);
-        const double finished = std::max(s.free_at[ri], ready) + work;
-        done[index(rank, o.chunk, o.microbatch, o.backward)] = finished + send;
-        s.free_at[ri] = in.overlap_p2p ? finished : finished + send;
-        ++next[ri];
-        if (!waiting.empty() && done[waiting.back().second] >= 0) {
-          resume = true;
-          break;
-        }
-      }
-      if (missing != SIZE_MAX) {
-        TRAINPLAN_CHECK_MSG(waiting.size() < static_cast<std::size_t>(p), "pipeline schedule deadlocked");
-        waiting.emplace_back(rank, missing);
-        rank = owner;
-        continue;
-      }
-      if (resume || !waiting.empty()) {
-        // The input the top waiter needs lies on this rank: it is done once the rank's list is.
-        TRAINPLAN_CHECK_MSG(done[waiting.back().second] >= 0, "pipeline schedule deadlocked");
-        rank = waiting.back().first;
-        waiting.pop_back();
-        continue;
-      }
-      break;  // this rank is through and nobody waits
-    }
-  }
-  fill_usage(in, s.free_at.data(), r);
-}
-
-void interleaved_fast_or_chase(const schedule_input& in, schedule_result& r) {
-  if (!interleaved_fast(in, r)) chase_schedule(in, r);
-}
-
-
-}  // namespace
 
 schedule_result fast_schedule(const schedule_input& in) {
   check_schedule(in);

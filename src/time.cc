@@ -2,6 +2,7 @@
 #include "trainplan/time.h"
 
 #include <algorithm>
+#include <array>
 
 #include "trainplan/comm.h"
 #include "trainplan/memory.h"
@@ -33,18 +34,21 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
     // What each overlap can hide under, per micro-batch and chunk (§5.5).
     const double attention_fwd = layers * att_fwd.attention_s;
     const double attention_bwd = layers * att_bwd.attention_s + sc.recomputed_layers * att_fwd.attention_s;
-    auto exposed = [&](comm_slot slot, double attention, double compute, double gemm, double shared) {
-      const double att = a.at(slot, comm_overlap::attention) * per_pass;
-      const double lay = a.at(slot, comm_overlap::layer) * per_pass;
-      const double under_gemm = a.at(slot, comm_overlap::gemm) * per_pass;
-      const double under_shared = a.at(slot, comm_overlap::shared_expert) * per_pass;
-      return a.at(slot) * per_pass + std::max(0.0, att - attention) + std::max(0.0, lay - compute) +
-             std::max(0.0, under_gemm - gemm) + std::max(0.0, under_shared - shared);
+    // Each overlap's rows less the compute they run under, indexed by comm_overlap (none: no budget).
+    static_assert(kNumCommOverlaps == 5 && static_cast<int>(comm_overlap::shared_expert) == 4,
+                  "the budgets below list every comm_overlap in order");
+    auto exposed = [&](comm_slot slot, const std::array<double, kNumCommOverlaps>& budget) {
+      double s = a.at(slot) * per_pass;
+      for (std::size_t o = 1; o < kNumCommOverlaps; ++o) {
+        s += std::max(0.0, a.at(slot, static_cast<comm_overlap>(o)) * per_pass - budget[o]);
+      }
+      return s;
     };
     stage_comm& c = out[i];
-    c.forward_s = exposed(comm_slot::forward, attention_fwd, sc.forward_s, sc.forward_gemm_s, sc.forward_shared_expert_s);
-    c.backward_s =
-        exposed(comm_slot::backward, attention_bwd, sc.backward_s, sc.backward_gemm_s, sc.backward_shared_expert_s);
+    c.forward_s = exposed(comm_slot::forward, {0.0, attention_fwd, sc.forward_s, sc.forward_gemm_s,
+                                               sc.forward_shared_expert_s});
+    c.backward_s = exposed(comm_slot::backward, {0.0, attention_bwd, sc.backward_s, sc.backward_gemm_s,
+                                                 sc.backward_shared_expert_s});
     c.grad_reduce_s = a.slot_s(comm_slot::grad_reduce);
     c.param_gather_s = a.slot_s(comm_slot::param_gather);
     c.optimizer_s = a.slot_s(comm_slot::optimizer);
