@@ -18,17 +18,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "trainplan/cli.h"
-#include "trainplan/comm.h"
-#include "trainplan/error.h"
-#include "trainplan/html.h"
-#include "trainplan/memory.h"
-#include "trainplan/model.h"
-#include "trainplan/plan.h"
-#include "trainplan/report.h"
-#include "trainplan/search.h"
-#include "trainplan/time.h"
-#include "trainplan/validate.h"
+#include "trainplan/cli/cli.h"
+#include "trainplan/core/estimate/comm.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/report/html.h"
+#include "trainplan/core/estimate/memory.h"
+#include "trainplan/core/model/model.h"
+#include "trainplan/core/plan/plan.h"
+#include "trainplan/report/report.h"
+#include "trainplan/core/search/search.h"
+#include "trainplan/core/estimate/time.h"
+#include "trainplan/cli/validate.h"
 
 namespace {
 

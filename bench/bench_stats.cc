@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "trainplan/error.h"
+#include "trainplan/core/base/error.h"
 
 namespace trainplan::bench {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trainplan/comm.h"
+#include "trainplan/core/estimate/comm.h"
 
 namespace trainplan::bench {
 

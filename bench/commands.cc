@@ -21,12 +21,12 @@
 #include "launch.h"
 #include "measure.h"
 #include "report.h"
-#include "trainplan/cli.h"
-#include "trainplan/args.h"
-#include "trainplan/calibration.h"
-#include "trainplan/comm.h"
-#include "trainplan/compute.h"
-#include "trainplan/error.h"
+#include "trainplan/cli/cli.h"
+#include "trainplan/cli/args.h"
+#include "trainplan/core/hardware/calibration.h"
+#include "trainplan/core/estimate/comm.h"
+#include "trainplan/core/estimate/compute.h"
+#include "trainplan/core/base/error.h"
 
 namespace trainplan::bench {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "trainplan/compute.h"
-#include "trainplan/hardware.h"
+#include "trainplan/core/estimate/compute.h"
+#include "trainplan/core/hardware/hardware.h"
 
 namespace trainplan::bench {
 

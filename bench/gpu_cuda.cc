@@ -20,7 +20,7 @@
 
 #include "bench_stats.h"
 #include "gpu.h"
-#include "trainplan/error.h"
+#include "trainplan/core/base/error.h"
 
 namespace trainplan::bench {
 

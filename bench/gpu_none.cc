@@ -1,7 +1,7 @@
 // trainplan-bench built without CUDA: every GPU measurement is a clear error (exit 2).
 #include "backend.h"
 #include "gpu.h"
-#include "trainplan/error.h"
+#include "trainplan/core/base/error.h"
 
 namespace trainplan::bench {
 

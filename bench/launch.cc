@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "trainplan/error.h"
+#include "trainplan/core/base/error.h"
 
 namespace trainplan::bench {
 

@@ -17,8 +17,8 @@
 
 #include "commands.h"
 #include "launch.h"
-#include "trainplan/cli.h"
-#include "trainplan/error.h"
+#include "trainplan/cli/cli.h"
+#include "trainplan/core/base/error.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "backend.h"
-#include "trainplan/error.h"
+#include "trainplan/core/base/error.h"
 
 namespace trainplan::bench {
 

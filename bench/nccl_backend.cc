@@ -11,7 +11,7 @@
 
 #include "backend.h"
 #include "gpu.h"
-#include "trainplan/error.h"
+#include "trainplan/core/base/error.h"
 
 namespace trainplan::bench {
 

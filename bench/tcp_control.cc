@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "launch.h"
-#include "trainplan/error.h"
+#include "trainplan/core/base/error.h"
 
 namespace trainplan::bench {
 

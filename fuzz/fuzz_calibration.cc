@@ -1,9 +1,9 @@
 // Fuzz target: calibration profiles (trainplan-bench's JSON), applied to the catalog's H100 cluster.
 // Seeds: calibration/*.json.
 #include "fuzz_support.h"
-#include "trainplan/calibration.h"
-#include "trainplan/error.h"
-#include "trainplan/hardware.h"
+#include "trainplan/core/estimate/calibration.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/hardware/hardware.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainplan;

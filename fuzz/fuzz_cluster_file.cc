@@ -1,7 +1,7 @@
 // Fuzz target: cluster files (YAML or JSON). Seeds: examples/my-cluster.yaml, tests/data/cluster.
 #include "fuzz_support.h"
-#include "trainplan/error.h"
-#include "trainplan/hardware.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/hardware/hardware.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainplan;

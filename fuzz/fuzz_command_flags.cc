@@ -1,9 +1,9 @@
 // Fuzz target: the search, shapes and plan commands' own flag parsers (and the plan, which is cheap to
 // make); the first token picks the command. Seeds: fuzz/seeds/command_flags.
 #include "fuzz_support.h"
-#include "trainplan/cli.h"
-#include "trainplan/error.h"
-#include "trainplan/plan.h"
+#include "trainplan/cli/cli.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/plan/plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainplan;

@@ -1,11 +1,11 @@
 // Fuzz target: the job-flag parser (parse_job_args), then the models on whatever it accepts: memory,
 // communication and the full time model. Seeds: fuzz/seeds/job_flags (one token per line).
 #include "fuzz_support.h"
-#include "trainplan/args.h"
-#include "trainplan/comm.h"
-#include "trainplan/error.h"
-#include "trainplan/model.h"
-#include "trainplan/time.h"
+#include "trainplan/cli/args.h"
+#include "trainplan/core/estimate/comm.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/model/model.h"
+#include "trainplan/core/estimate/time.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainplan;

@@ -1,9 +1,9 @@
 // Fuzz target: a launch line after "--" (torchrun / deepspeed … pretrain_gpt.py <Megatron flags>), on
 // top of a model and cluster, then the models. Seeds: fuzz/seeds/launch_line (one token per line).
 #include "fuzz_support.h"
-#include "trainplan/args.h"
-#include "trainplan/error.h"
-#include "trainplan/time.h"
+#include "trainplan/cli/args.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/estimate/time.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainplan;

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "trainplan/error.h"
-#include "trainplan/logs.h"
-#include "trainplan/report.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/logs/logs.h"
+#include "trainplan/report/report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainplan;

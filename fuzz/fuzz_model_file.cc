@@ -2,8 +2,8 @@
 // same reader tells them apart), then the parameter count of what it accepts. Seeds: examples/*.yaml,
 // tests/data/hf/*.json (the hf_config corpus runs this target too).
 #include "fuzz_support.h"
-#include "trainplan/error.h"
-#include "trainplan/model.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/model/model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainplan;

@@ -1,8 +1,8 @@
 // Fuzz target: `validate --csv FILE`: the measurement CSV, then the time model over its rows. Seeds:
 // tests/data/*measurements*.csv.
 #include "fuzz_support.h"
-#include "trainplan/error.h"
-#include "trainplan/validate.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/cli/validate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainplan;

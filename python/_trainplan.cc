@@ -1,5 +1,5 @@
 // The Python module's native part, trainplan._trainplan: the CLI's parsers and each command's output
-// (include/trainplan/cli.h) as JSON strings, which trainplan/__init__.py turns into dicts. It computes
+// (include/trainplan/cli/cli.h) as JSON strings, which trainplan/__init__.py turns into dicts. It computes
 // nothing of its own: the same functions serialize the same result structs for `--json`.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "trainplan/cli.h"
-#include "trainplan/error.h"
-#include "trainplan/report.h"
+#include "trainplan/cli/cli.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/report/report.h"
 
 namespace py = pybind11;
 using namespace trainplan;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Classifies the Megatron-Core flags trainplan does not model (the unknown ones of tests/data/megatron-core-flags.txt,
 one per line in /tmp/unclassified.txt) as ignored (change no estimate) or refused (would change one), by name prefix with
-the exceptions listed; writes src/megatron_core_{ignored,refused}.inc. Review its output: the lists are the record."""
+the exceptions listed; writes src/cli/megatron_core_{ignored,refused}.inc. Review its output: the lists are the record."""
 import re
 flags=[l.strip() for l in open('/tmp/unclassified.txt') if l.strip()]
 def base(f):
@@ -75,7 +75,7 @@ print(len(final_ign), len(final_ref))
 def emit(path, names, what):
     with open(path, 'w') as o:
         o.write(f"// Megatron-Core flags that {what} (tests/data/megatron-core-flags.txt, Megatron-LM d98e8a6 of\n")
-        o.write("// 2026-08-22). Included by src/args.cc into its table; one name per line, sorted.\n")
+        o.write("// 2026-08-22). Included by src/cli/args.cc into its table; one name per line, sorted.\n")
         for n in sorted(names): o.write(f'"{n}",\n')
-emit('/work/main/src/megatron_core_ignored.inc', final_ign, 'change no estimate (data, checkpoints, logging, inference, RL,\n// tokenizer, optimizer hyper-parameters, initialization, small kernel fusions)')
-emit('/work/main/src/megatron_core_refused.inc', final_ref, 'would change an estimate but are not modelled (FP8/FP4, MoE\n// routing and dispatch, MLA, DSA, Mamba and hybrid layers, MTP, overlap, offloading, FSDP variants, CUDA graphs)')
+emit('/work/main/src/cli/megatron_core_ignored.inc', final_ign, 'change no estimate (data, checkpoints, logging, inference, RL,\n// tokenizer, optimizer hyper-parameters, initialization, small kernel fusions)')
+emit('/work/main/src/cli/megatron_core_refused.inc', final_ref, 'would change an estimate but are not modelled (FP8/FP4, MoE\n// routing and dispatch, MLA, DSA, Mamba and hybrid layers, MTP, overlap, offloading, FSDP variants, CUDA graphs)')

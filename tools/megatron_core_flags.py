@@ -83,6 +83,6 @@ for m in re.finditer(r"(\w+)\s*=\s*ArgumentGroupFactory\((\w+)(?:,\s*exclude\s*=
 commit = subprocess.check_output(["git", "--git-dir", git_dir, "rev-parse", rev], text=True).strip()
 date = subprocess.check_output(["git", "--git-dir", git_dir, "show", "-s", "--format=%cs", rev], text=True).strip()
 print(f"# Megatron-LM {commit} ({date}): every flag of megatron/training/arguments.py, with the config")
-print("# dataclasses' generated ones (tools/megatron_core_flags.py). tests/args_test.cc classifies each.")
+print("# dataclasses' generated ones (tools/megatron_core_flags.py). tests/cli/args_test.cc classifies each.")
 for f in sorted(flags):
     print(f)

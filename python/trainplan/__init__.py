@@ -43,7 +43,7 @@ class Error(ValueError):
         self.argument = argument
 
 
-# ---- the flag tables, from the C++ core (include/trainplan/cli.h: command_flags) ------------------------
+# ---- the flag tables, from the C++ core (include/trainplan/cli/cli.h: command_flags) ------------------------
 
 # Command-line outputs with no meaning for a function that returns dicts.
 _CLI_ONLY = {"explain", "csv"}

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "run_process.h"
-#include "trainplan/calibration.h"
-#include "trainplan/comm.h"
-#include "trainplan/hardware.h"
+#include "trainplan/core/estimate/calibration.h"
+#include "trainplan/core/estimate/comm.h"
+#include "trainplan/core/hardware/hardware.h"
 
 namespace {
 

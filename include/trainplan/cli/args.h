@@ -1,0 +1,55 @@
+// Job flags: trainplan's own, Megatron-LM's names (pretrain_gpt.py), and whole launch lines.
+// One table drives parsing, help text and "did you mean" (src/cli/args.cc).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trainplan/core/job/job.h"
+
+namespace trainplan {
+
+/// One accepted flag, for help text.
+struct flag_info {
+  std::string name;                  ///< "--tensor-model-parallel-size"
+  std::vector<std::string> aliases;  ///< "--tp"
+  std::string value_name;            ///< "" for switches
+  std::string default_value;         ///< as shown in help
+  std::string help;
+  std::string group;                 ///< "model", "parallel", "training", "hardware"
+};
+const std::vector<flag_info>& job_flags();
+/// Help text listing every job flag by group, with defaults.
+std::string job_flags_help();
+
+/// Named argument sets (e.g. "bloom-176b-production"), expanded in place by --preset.
+struct preset {
+  std::string name;
+  std::string description;
+  std::vector<std::string> args;
+};
+const std::vector<preset>& presets();
+
+struct parsed_job {
+  job_spec job;                              ///< finalized
+  std::vector<std::string> ignored_flags;    ///< accepted, change no estimate (launch lines)
+  bool from_launch_line = false;
+  std::string preset;                        ///< preset used, if any
+  bool seq_length_given = false;             ///< --seq-length given; else the model's own context
+  std::vector<std::string> extra_args;       ///< tokens a command claimed (see parse_job_args)
+};
+
+enum class model_need { model_only, full_job };
+
+/// How a flag of a launch line is treated: it sets the job (modelled), is accepted and listed as changing
+/// no estimate (ignored), is refused as changing one that is not modelled, or is unknown (an error).
+enum class flag_class { modelled, ignored, refused, unknown };
+flag_class classify_flag(const std::string& flag);
+
+/// Parse job flags. Tokens after "--" are a launch line (torchrun / python -m torch.distributed.run /
+/// deepspeed ... script.py <Megatron args>): the launcher gives the world size, Megatron flags that
+/// change no estimate are listed as ignored, modelled-elsewhere ones are an error naming the flag.
+/// With model_need::model_only no layout is required. Throws input_error naming the flag.
+parsed_job parse_job_args(const std::vector<std::string>& args, model_need need = model_need::full_job);
+
+}  // namespace trainplan

@@ -1,0 +1,118 @@
+// Pipeline schedules: GPipe, 1F1B and interleaved 1F1B, simulated event by event or in closed form
+// (docs/formulas.md §5.4).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace trainplan {
+
+enum class schedule_kind { gpipe, one_f_one_b, interleaved };
+std::string_view to_string(schedule_kind k);
+
+/// Activations a pipeline rank holds at its peak (§3.5): whole micro-batches, and model chunks ×
+/// micro-batches (equal without interleaving).
+struct in_flight {
+  std::int64_t microbatches = 1;
+  std::int64_t chunk_microbatches = 1;
+};
+
+/// What a schedule is: one row per schedule_kind (src/core/estimate/schedule.cc), with its operation order, the
+/// transfer count of its closed form and its fast path beside it (the event simulation is every
+/// schedule's fallback). Memory reads `held` (§3.5), the time model the rest (§5.4).
+struct schedule_traits {
+  schedule_kind kind;
+  std::string_view name;
+  bool chunks;  ///< runs v > 1 model chunks per rank
+  /// Activations rank `rank` of `p` holds at its peak with `m` micro-batches of `v` chunks.
+  in_flight (*held)(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v);
+};
+const schedule_traits& traits_of(schedule_kind k);
+
+/// One pipeline rank's work per micro-batch and model chunk. Seconds.
+struct stage_times {
+  double forward_s = 0;   ///< compute + the TP/CP/EP communication inside the forward
+  double backward_s = 0;  ///< the same for the backward, recomputation included
+  double grad_reduce_s = 0;  ///< DP gradient reduction of this rank, once per iteration
+  double optimizer_s = 0;    ///< optimizer step of this rank
+  /// The weight-gradient part of backward_s; backward_s − it is the input gradient the previous rank
+  /// waits for. The 1F1B, interleaved and GPipe schedules run the two together; it is here for the
+  /// schedules that split them (zero-bubble).
+  double backward_weight_s = 0;
+};
+
+struct schedule_input {
+  schedule_kind kind = schedule_kind::one_f_one_b;
+  std::int64_t num_microbatches = 1;
+  std::int64_t num_chunks = 1;       ///< model chunks per rank (interleaved); 1 otherwise
+  std::vector<stage_times> stages;   ///< one per pipeline rank
+  double p2p_s = 0;                  ///< one activation (or gradient) transfer; blocks the sender
+  /// Interleaved only: transfers run beside the next chunk's work (Megatron's overlap_p2p_comm, on by
+  /// default with interleaving): the sender is free when its work ends, the receiver waits for the
+  /// transfer's arrival (§5.4).
+  bool overlap_p2p = false;
+  bool overlap_grad_reduce = false;  ///< the DP reduction runs under the last micro-batch's backward
+  bool record_events = false;        ///< fill schedule_result::events (the simulation then always runs)
+};
+
+/// One forward or backward of one micro-batch on one rank, in the timeline.
+struct schedule_event {
+  std::int64_t stage = 0;
+  std::int64_t chunk = 0;
+  std::int64_t microbatch = 0;
+  bool backward = false;
+  double start_s = 0;
+  double end_s = 0;  ///< the rank is free again: after the send when sends block, at the work's end when overlapped
+};
+
+struct stage_usage {
+  double busy_s = 0;        ///< forward and backward work (sends excluded)
+  double send_s = 0;        ///< time blocked sending activations/gradients
+  double idle_s = 0;        ///< waiting inside the pipeline phase
+  double pipeline_end_s = 0;  ///< end of this rank's last backward
+  double grad_reduce_exposed_s = 0;
+};
+
+struct schedule_result {
+  double iteration_s = 0;
+  double pipeline_s = 0;          ///< from the first forward to the last backward on any rank
+  double bubble_fraction = 0;     ///< idle + send share of the pipeline phase, averaged over ranks
+  double grad_reduce_exposed_s = 0;  ///< what the DP reduction adds after the pipeline phase
+  double optimizer_s = 0;
+  std::int64_t critical_stage = 0;  ///< rank whose end sets the iteration
+  bool closed_form = false;       ///< true when the closed form gave the result
+  std::vector<stage_usage> stages;
+  std::vector<schedule_event> events;
+};
+
+/// The schedule Megatron runs for the layout: interleaved when chunks > 1, else 1F1B (GPipe on request).
+/// Throws input_error naming the flags when the layout cannot run it (micro-batches not a multiple of
+/// the pipeline size for interleaving, as Megatron requires).
+void check_schedule(const schedule_input& in);
+
+/// Event-driven simulation: each rank runs its operation list in Megatron's order (schedules.py); an
+/// operation starts when the rank is free and its input has arrived.
+schedule_result simulate_schedule(const schedule_input& in);
+
+/// Closed form for uniform stages (§5.4): (m·v + p − 1)·(F + B + sends) for 1F1B and interleaved,
+/// GPipe likewise. Precondition: every stage has the same forward and backward times.
+schedule_result closed_form_schedule(const schedule_input& in);
+
+/// True when every stage has the same forward and backward time (relative 1e-9).
+bool stages_uniform(const schedule_input& in);
+
+/// The simulation's result without events and without its polling (§5.4, "Fast path"): 1F1B and GPipe
+/// in one pass over the operations in a fixed dependency order (1F1B: step by step, each rank's forward
+/// then its backward; the steady state, once the ranks' end times advance by one common amount per
+/// micro-batch, is extrapolated instead of stepped); interleaved by the simulation's rule evaluated in
+/// dependency order (a rank that misses an input hands over to the rank that owes it). Buffers are
+/// reused per thread: no per-operation allocation. Agrees with simulate_schedule to 1e-9 relative (tests/core/estimate/schedule_test.cc).
+/// Ignores record_events.
+schedule_result fast_schedule(const schedule_input& in);
+
+/// Closed form when the stages are uniform (and, interleaved, without transfers) and no events are
+/// wanted, the simulation when events are wanted, else fast_schedule.
+schedule_result run_schedule(const schedule_input& in);
+
+}  // namespace trainplan

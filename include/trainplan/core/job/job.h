@@ -1,0 +1,346 @@
+// Parallel layout and training settings; the job a plan is made for (docs/formulas.md §2).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "trainplan/core/hardware/hardware.h"
+#include "trainplan/core/model/model.h"
+
+namespace trainplan {
+
+enum class framework_kind { megatron, deepspeed, fsdp };
+enum class recompute_granularity { none, selective, full };
+enum class recompute_method { uniform, block };
+enum class optimizer_kind { adam, sgd };
+/// How context parallelism exchanges keys and values (Megatron --cp-comm-type; docs/formulas.md §4.2.2).
+enum class cp_comm_kind { p2p, all_gather };
+/// How MoE tokens reach their experts (Megatron --moe-token-dispatcher-type; §4.2.5): all-gather the
+/// hidden states over EP×ETP and reduce-scatter back (Megatron-Core's default), all-to-all one copy per
+/// routed expert, or flex (DeepEP: one copy per destination node over the network, forwarded over NVLink).
+enum class moe_dispatcher_kind { framework_default, allgather, alltoall, flex };
+/// The names the flags take (--moe-token-dispatcher-type), one table for parsing and printing.
+inline constexpr std::array<std::pair<const char*, moe_dispatcher_kind>, 3> kMoeDispatcherNames{
+    {{"allgather", moe_dispatcher_kind::allgather},
+     {"alltoall", moe_dispatcher_kind::alltoall},
+     {"flex", moe_dispatcher_kind::flex}}};
+std::string_view to_string(moe_dispatcher_kind k);
+/// FP8 GEMMs through Transformer Engine (Megatron --fp8-format: e4m3 everywhere, or hybrid with e5m2
+/// gradients) and how tensors are scaled (--fp8-recipe; mxfp8 needs Blackwell's block-scaled tensor
+/// cores). docs/formulas.md §5.1.3.
+enum class fp8_format { none, e4m3, hybrid };
+enum class fp8_recipe { delayed, tensorwise, mxfp8, blockwise };
+/// The names --fp8-format and --fp8-recipe take, one table each for parsing and printing.
+inline constexpr std::array<std::pair<const char*, fp8_format>, 2> kFp8FormatNames{
+    {{"e4m3", fp8_format::e4m3}, {"hybrid", fp8_format::hybrid}}};
+inline constexpr std::array<std::pair<const char*, fp8_recipe>, 4> kFp8RecipeNames{
+    {{"delayed", fp8_recipe::delayed},
+     {"tensorwise", fp8_recipe::tensorwise},
+     {"mxfp8", fp8_recipe::mxfp8},
+     {"blockwise", fp8_recipe::blockwise}}};
+std::string_view to_string(fp8_format k);
+std::string_view to_string(fp8_recipe k);
+
+std::string_view to_string(framework_kind k);
+
+/// What a training framework allows and does: one row per framework (src/core/job/job.cc), read by the
+/// layout rules, the search, the pipeline split, the traffic tables and the compute model instead of
+/// switches on framework_kind. Memory's bytes per parameter by ZeRO stage (§3.1-§3.3) and the DP
+/// collectives (§4.2.4) are their own (framework, stage) tables.
+struct framework_traits {
+  framework_kind kind;
+  std::string_view name;
+  std::array<bool, 4> zero_stages;          ///< ZeRO stages it runs without pipeline parallelism
+  std::array<bool, 4> zero_stages_with_pp;  ///< with PP > 1 (DeepSpeed's pipeline engine: 0 and 1)
+  bool interleaving;                        ///< Megatron's virtual pipeline (interleaved 1F1B)
+  bool sequence_parallel;                   ///< Megatron's --sequence-parallel
+  bool uneven_pipeline_split;               ///< DeepSpeed's partition_uniform (§2.2)
+  bool tied_embedding_module;               ///< tied copy = the whole embedding module (DeepSpeed), else the word embedding
+  std::int64_t bucket_elements;             ///< default reduce/gather bucket, elements; 0: one bucket (§4.2.4)
+  double host_s_per_recomputed_layer_pass;  ///< host time per layer pass with full recomputation (§5.9)
+  bool fused_grad_accumulation;             ///< weight gradients accumulate in the GEMM (main_grad, §5.9)
+  bool fused_attention;                     ///< its default attention is a fused (flash) kernel
+};
+const framework_traits& traits_of(framework_kind k);
+std::string_view to_string(recompute_granularity k);
+std::string_view to_string(recompute_method k);
+std::string_view to_string(optimizer_kind k);
+
+/// How the model is split over the GPUs. dp is derived: world / (tp·pp·cp).
+struct parallel_config {
+  std::int64_t tp = 1;
+  std::int64_t pp = 1;
+  std::int64_t cp = 1;
+  std::int64_t ep = 1;
+  /// Expert tensor parallelism (Megatron --expert-tensor-parallel-size); 0: = tp, Megatron's default.
+  /// With "parallel folding" the experts' ETP×EP and attention's TP×CP×DP share a stage's ranks.
+  std::int64_t etp = 0;
+  std::int64_t dp = 1;
+  std::int64_t vpp = 1;  ///< model chunks per pipeline rank (interleaved 1F1B when > 1)
+  std::int64_t num_layers_per_virtual_stage = 0;  ///< Megatron's flag; 0 = not interleaved
+  std::int64_t first_stage_layers = -1;  ///< --decoder-first-pipeline-num-layers; -1 = even split
+  std::int64_t last_stage_layers = -1;   ///< --decoder-last-pipeline-num-layers
+  bool sequence_parallel = false;
+  bool embedding_as_stage = false;  ///< BLOOM: each embedding takes one layer slot of its stage
+  /// Rank order, fastest-varying first, as parallel_dim values (tp 0, cp 1, ep 2, dp 3, pp 4):
+  /// Megatron's default "tp-cp-ep-dp-pp" (--rank-order; docs/formulas.md §4.1).
+  std::array<std::int8_t, 5> rank_order = {0, 1, 2, 3, 4};
+  cp_comm_kind cp_comm = cp_comm_kind::p2p;  ///< --cp-comm-type
+  /// --moe-token-dispatcher-type; finalize_job resolves the framework default (Megatron: allgather;
+  /// DeepSpeed and FSDP/torchtitan: alltoall).
+  moe_dispatcher_kind moe_dispatcher = moe_dispatcher_kind::framework_default;
+  /// Legacy Megatron's --scatter-gather-tensors-in-pipeline: each TP rank sends 1/t of the activation
+  /// and the receiver all-gathers it (docs/formulas.md §4.2.3). Off: the full tensor (Megatron core).
+  bool pp_scatter_gather = false;
+};
+
+/// Expert tensor parallel size as resolved (etp 0 means TP).
+inline std::int64_t expert_tensor_parallel(const parallel_config& p) { return p.etp > 0 ? p.etp : p.tp; }
+/// Replicas of each expert shard, whose gradients are reduced together: TP×CP×DP / (ETP×EP)
+/// (Megatron-Core's expert data parallel group; with ETP = TP, DP×CP/EP; §2.4).
+inline std::int64_t expert_data_parallel(const parallel_config& p) {
+  const std::int64_t shard = expert_tensor_parallel(p) * p.ep;
+  return shard > 0 ? p.tp * p.cp * p.dp / shard : 1;
+}
+
+/// How the model is trained.
+struct training_config {
+  std::int64_t micro_batch_size = 1;
+  std::int64_t global_batch_size = 0;  ///< 0: micro_batch_size × dp (one micro-batch)
+  dtype precision = dtype::bf16;      ///< of weights and activations
+  framework_kind framework = framework_kind::megatron;
+  int zero_stage = 0;                 ///< DeepSpeed/ZeRO stage; Megatron distributed optimizer = 1
+  bool distributed_optimizer = false; ///< Megatron --use-distributed-optimizer
+  bool accumulate_allreduce_grads_in_fp32 = false;  ///< forced on by Megatron with bf16
+  /// The attention kernel as asked: the framework's default (Megatron-Core: Transformer Engine's fused
+  /// attention; Megatron-DeepSpeed: the unfused BLOOM-era core), fused (flash) or unfused.
+  enum class attention_backend { framework_default, fused, unfused } attention = attention_backend::framework_default;
+  bool flash_attention = false;       ///< derived by finalize_job from `attention` and the framework
+  bool bias_swiglu_fusion = false;    ///< fused bias+SwiGLU saves 2f bytes/token/layer
+  fp8_format fp8 = fp8_format::none;  ///< --fp8-format: the transformer layers' linear GEMMs in FP8
+  fp8_recipe fp8_scaling = fp8_recipe::delayed;  ///< --fp8-recipe (Megatron's default: delayed)
+  bool fp8_param_gather = false;      ///< --fp8-param-gather: parameters kept and all-gathered in FP8
+  recompute_granularity recompute = recompute_granularity::none;
+  recompute_method recompute_method_ = recompute_method::uniform;
+  std::int64_t recompute_num_layers = 0;  ///< full: layers per chunk (uniform) or per stage (block)
+  optimizer_kind optimizer = optimizer_kind::adam;
+  bool offload_optimizer = false;     ///< optimizer states (and master weights) in CPU memory
+  std::int64_t bucket_size_bytes = 0;  ///< gradient-reduction bucket; 0 = the framework's default
+  double allocator_reserve_fraction = 0.08;  ///< caching allocator's reserve above allocated (§3.8)
+  bool overlap_grad_reduce = false;   ///< DP reduction under the last backward (Megatron --overlap-grad-reduce, §5.4)
+  /// The distributed optimizer's parameter all-gather under the next iteration's first forward
+  /// (Megatron --overlap-param-gather, §5.4); needs --overlap-grad-reduce and the distributed optimizer.
+  bool overlap_param_gather = false;
+  /// Transformer Engine's userbuffers overlap of the sequence-parallel all-gathers and reduce-scatters
+  /// with the linear layers' GEMMs (Megatron --tp-comm-overlap, §5.5.1); needs --sequence-parallel.
+  bool tp_comm_overlap = false;
+  /// Megatron-Core --overlap-moe-expert-parallel-comm: the EP all-to-alls of one micro-batch under the
+  /// compute of another (combined 1F1B, §5.5.3).
+  bool overlap_moe_ep_comm = false;
+  /// Megatron-Core --moe-shared-expert-overlap: the shared experts' fc1 and fc2 on their own stream
+  /// under the EP dispatch and combine all-to-alls of the same layer (§5.5.3).
+  bool moe_shared_expert_overlap = false;
+  /// Megatron's overlap_p2p_comm (on unless --no-overlap-p2p-communication): the interleaved schedule's
+  /// pipeline transfers run beside the next chunk's work; arguments.py turns it off without
+  /// interleaving (§5.4).
+  bool overlap_p2p_comm = true;
+  /// Replicas of the sharded state over the data-parallel domain (HSDP, docs/formulas.md §2.5): the
+  /// DP×CP ranks split into this many groups of consecutive ranks, each sharding the optimizer state
+  /// (and with FSDP the gradients and parameters) among itself, with the gradient shards all-reduced
+  /// across the groups. Megatron --num-distributed-optimizer-instances; torchtitan's
+  /// data_parallel_replicate_degree (FSDP2 over a 2-D mesh). 1: one group, full sharding.
+  std::int64_t dp_replicas = 1;
+  /// DeepSpeed's zero_optimization.overlap_comm: gradient reduction under the backward (§5.5.2).
+  /// framework_default: on at ZeRO stage 3, off below (deepspeed/runtime/zero/config.py).
+  enum class toggle { framework_default, on, off } overlap_comm = toggle::framework_default;
+  /// ZeRO-3/FSDP parameter prefetch (DeepSpeed stage3_prefetch_bucket_size, elements; FSDP's
+  /// forward/backward prefetch): > 0 hides the per-layer gathers under compute, 0 exposes them; < 0 the
+  /// framework's default (prefetch on).
+  std::int64_t zero3_prefetch_bucket_elements = -1;
+  /// DeepSpeed's stage3_max_reuse_distance, elements: a gathered parameter whose next use lies within
+  /// this many parameter elements is kept, else released and gathered again. Under full recomputation
+  /// the recomputed forward and the backward of a layer both use it (§4.2.4); < 0: the default, 1e9.
+  std::int64_t zero3_max_reuse_elements = -1;
+  /// ZeRO-3/FSDP launch and synchronisation cost per fetched module (6 per transformer layer: QKV,
+  /// projection, fc1, fc2, two norms) per pass, that the GPU waits for (--zero3-fetch-overhead-us,
+  /// §5.9); 0 for today's batched, asynchronous fetches.
+  double zero3_fetch_overhead_s = 0;
+  /// NCCL buffers of one communicator on one GPU: NCCL_BUFFSIZE (4 MiB) × send/recv × channels (§3.8).
+  std::int64_t nccl_buffer_bytes_per_communicator = 192ll << 20;
+  /// DeepSpeed's data_types.grad_accum_dtype; bf16 training defaults to fp32 accumulation (BF16_Optimizer).
+  dtype grad_accum_dtype = dtype::fp32;
+  bool grad_accum_dtype_set = false;
+  /// Host time per transformer layer per pass (forward, recomputed forward, backward) that the GPU
+  /// waits for; < 0: the framework's default (docs/formulas.md §5.9).
+  double host_overhead_per_layer_pass_s = -1;
+};
+
+/// Ranks that shard the state among themselves: DP×CP / dp_replicas (all of DP×CP without HSDP, §2.5).
+inline std::int64_t dp_shard_size(const parallel_config& p, const training_config& t) {
+  return t.dp_replicas > 1 ? p.dp * p.cp / t.dp_replicas : p.dp * p.cp;
+}
+
+/// DeepSpeed's overlap_comm as resolved: the flag, else on at ZeRO stage 3 (runtime/zero/config.py).
+inline bool overlap_comm_on(const training_config& t) {
+  if (t.framework != framework_kind::deepspeed) return false;
+  if (t.overlap_comm == training_config::toggle::framework_default) return t.zero_stage == 3;
+  return t.overlap_comm == training_config::toggle::on;
+}
+
+/// The dtype of each role in training: one account that memory (§3.1-§3.4), communication (§4.2)
+/// and compute (§5.1-§5.3) read instead of each reading `precision` its own way.
+struct precision_roles {
+  dtype compute = dtype::bf16;      ///< GEMM inputs; the peak MFU is measured against
+  dtype weights = dtype::bf16;      ///< the model's weights as stored (16-bit under mixed precision)
+  dtype activations = dtype::bf16;  ///< saved activations and the tensors TP, CP, EP and PP move
+  dtype gradients = dtype::bf16;    ///< the buffer the backward accumulates into (fp32 main_grad when asked)
+  bool master_weights = true;       ///< an fp32 master copy beside 16-bit weights
+  dtype moments = dtype::fp32;      ///< optimizer state (Adam m and v, SGD momentum)
+  dtype grad_comm = dtype::bf16;    ///< gradients as the DP reduction moves them (§4.2.4)
+  dtype param_comm = dtype::bf16;   ///< parameters as ZeRO/FSDP gathers them
+  /// The transformer layers' linear GEMMs (QKV, projection, MLP, experts; not the router, the attention
+  /// core or the output layer) and the inputs they save for backward: fp8 under --fp8-format.
+  dtype linear = dtype::bf16;
+};
+/// The roles of a (finalized) training configuration. Mixed precision (bf16, fp16) keeps 16-bit
+/// weights, activations and an fp32 master; fp32 keeps everything in fp32; FP8 GEMMs keep bf16
+/// weights and activations (Transformer Engine casts at the GEMM). Gradients accumulate and travel
+/// in fp32 with accumulate_allreduce_grads_in_fp32, except DeepSpeed ZeRO-2/3, which reduce in the
+/// model dtype (communication_data_type) and keep fp32 local to the partition.
+precision_roles roles_of(const training_config& t);
+
+/// Everything one estimate needs.
+struct job_spec {
+  model_spec model;
+  cluster_spec cluster;
+  parallel_config parallel;
+  training_config training;
+  std::int64_t num_gpus = 0;  ///< world size
+
+  std::int64_t num_microbatches() const;  ///< per pipeline, per iteration: gbs / (mbs·dp)
+  std::int64_t model_parallel_size() const { return parallel.tp * parallel.pp * parallel.cp; }
+};
+
+/// Check the layout against the model and derive everything the flag parser used to: the world size
+/// (TP·PP·CP·DP when num_gpus is 0), dp, the nodes occupied (cluster.num_nodes), layers per model chunk
+/// from vpp (or vpp from layers per chunk), the padded vocabulary and the defaults the
+/// frameworks force (bf16 ⇒ fp32 grad accumulation in Megatron). Throws input_error naming the flags.
+void finalize_job(job_spec& job);
+
+/// finalize_job's layout rules and derivations without throwing, for callers that try many layouts
+/// (the search's prefilter): "" once `job` is finalized, else the first rule it breaks, worded as
+/// finalize_job throws it (the job is then left part-derived). The model and cluster are not
+/// re-validated: finalize_model and validate_cluster have run on them.
+std::string layout_violation(job_spec& job);
+/// The attention kernel the job runs: the framework's default (fused for Megatron-Core and FSDP,
+/// unfused for Megatron-DeepSpeed) unless --attention-backend or --use-flash-attn chose (§5.2).
+/// finalize_job applies it; a search's base job, which is never finalized, needs it before its bound.
+void resolve_attention(training_config& t);
+/// The rules a job without a layout still needs (`trainplan model`, a search's base job): TP in range,
+/// since it pads the vocabulary (§1.1), and the global batch at most 2^30 samples. "" when met.
+std::string model_view_violation(const job_spec& job);
+
+/// What one pipeline stage holds (one pipeline rank; with VPP, all its chunks together).
+struct stage_layout {
+  std::int64_t stage = 0;          ///< pipeline rank
+  std::int64_t num_layers = 0;     ///< transformer layers on this rank (all chunks)
+  std::int64_t first_layer = 0;    ///< index of the first layer of its first chunk
+  layer_counts kinds{};            ///< its layers by kind (model_spec::kind_of_layer; §1.10)
+  bool has_embedding = false;      ///< the word (and position) embedding
+  bool has_output = false;         ///< final norm, output layer (or tied copy), loss
+  std::int64_t of(layer_kind k) const { return kinds[static_cast<std::size_t>(k)]; }
+  /// Layers with an MoE block (transformer MoE layers, windowed or not, and hybrid E blocks).
+  std::int64_t num_moe_layers() const {
+    return of(layer_kind::moe) + of(layer_kind::moe_window) + of(layer_kind::moe_mlp);
+  }
+};
+
+// ---- what one GPU holds (§2.4): the one account memory, communication, compute and time read ------
+
+/// Parameters of one layer, or one stage, held by one GPU: column/row-parallel weights split by t,
+/// norms, row-parallel biases and the router whole; routed experts divided by EP, then by expert-TP = t.
+struct layer_shard {
+  std::int64_t dense = 0;   ///< replicated over DP×CP (their gradients are reduced there)
+  std::int64_t expert = 0;  ///< routed experts, replicated over expert-DP = DP×CP/EP
+  std::int64_t total() const { return dense + expert; }
+};
+
+/// What one GPU of a pipeline stage holds, worked out once per job from the parameter count at its TP.
+struct rank_holdings {
+  layer_shard dense_layer;      ///< a layer with a dense MLP (hybrid: the MLP block)
+  layer_shard moe_layer;        ///< a layer with routed experts (hybrid: the MoE block; zero for dense models)
+  layer_shard mamba_layer;      ///< hybrid: a Mamba-2 block (zero otherwise)
+  layer_shard attention_layer;  ///< hybrid: an attention block (zero otherwise)
+  std::int64_t embedding = 0;   ///< first stage: word-embedding shard V/t·h, positions, embedding norm
+  std::int64_t output = 0;      ///< last stage: final norm, output shard, or the tied copy when p > 1
+                                ///< (DeepSpeed ties the whole embedding module)
+  /// Last stage: the multi-token-prediction modules (Megatron places them with the output layer, §1.8).
+  layer_shard mtp;
+
+  /// One layer of kind `k`, from the account kLayerMakeup names for it.
+  const layer_shard& of(layer_kind k) const {
+    static constexpr std::array<layer_shard rank_holdings::*, 4> kOf{
+        &rank_holdings::dense_layer, &rank_holdings::moe_layer, &rank_holdings::mamba_layer,
+        &rank_holdings::attention_layer};
+    return this->*kOf[static_cast<std::size_t>(makeup_of(k).account)];
+  }
+  /// One GPU of a stage with `kinds` layers of each kind, and the ends it holds.
+  layer_shard stage(const layer_counts& kinds, bool first, bool last) const {
+    layer_shard s{(first ? embedding : 0) + (last ? output + mtp.dense : 0), last ? mtp.expert : 0};
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+      const layer_shard& l = of(static_cast<layer_kind>(k));
+      s.dense += kinds[k] * l.dense;
+      s.expert += kinds[k] * l.expert;
+    }
+    return s;
+  }
+  layer_shard stage(const stage_layout& s) const { return stage(s.kinds, s.has_embedding, s.has_output); }
+};
+
+/// The holdings of `job` from `params` = count_parameters(job.model, job.parallel.tp).
+rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params);
+
+/// Transformer layers of the first, of each middle and of the last pipeline rank (all chunks): the one
+/// account of the split (§2.2) that pipeline_layout, the communication stage classes and the search
+/// read. Every rule of Megatron (even split, --decoder-first/last-pipeline-num-layers, interleaving
+/// with `layers_per_chunk` each) and DeepSpeed (partition_uniform) gives at most these three counts.
+struct stage_split {
+  std::int64_t first = 0;
+  std::int64_t middle = 0;  ///< each of the p − 2 middle ranks
+  std::int64_t last = 0;    ///< equals first when p = 1
+  bool valid = false;       ///< every rank has at least one layer and the split adds up
+  std::int64_t most() const { return std::max(first, std::max(middle, last)); }
+  std::int64_t of(std::int64_t rank, std::int64_t pp) const {
+    return rank == 0 ? first : rank == pp - 1 ? last : middle;
+  }
+};
+/// The split of `num_layers` over `p.pp` ranks for framework `fw`; with p.vpp > 1 every rank holds
+/// p.vpp chunks of `layers_per_chunk` (0: num_layers / pp / vpp).
+stage_split split_layers(std::int64_t num_layers, const parallel_config& p, framework_kind fw,
+                         std::int64_t layers_per_chunk = 0);
+
+/// Items (layers, or layer slots with --embedding-as-stage) of pipeline rank `rank` under DeepSpeed's
+/// uniform partition (deepspeed/runtime/utils.py partition_uniform, 2022: ceil-sized chunks, the last
+/// rank takes what is left; docs/formulas.md §2.2).
+std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_t rank);
+
+/// Layers of each kind over all the stages of a layout (§1.10).
+inline layer_counts layer_kinds_of(const std::vector<stage_layout>& layout) {
+  layer_counts n{};
+  for (const stage_layout& s : layout)
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) n[k] += s.kinds[k];
+  return n;
+}
+
+/// Layers per pipeline rank following Megatron's rules: even split, or first/last stage counts with
+/// the rest even; BLOOM's embedding-as-stage counts each embedding as one layer slot.
+std::vector<stage_layout> pipeline_layout(const job_spec& job);
+/// The same into `out` (its storage reused: no allocation once it has held as many stages).
+void pipeline_layout(const job_spec& job, std::vector<stage_layout>& out);
+
+}  // namespace trainplan

@@ -1,0 +1,61 @@
+// Predicted against measured iteration times: the rows, their statistics and the rank correlation
+// (docs/formulas.md §5.8). What a row runs is the command line's (trainplan/cli/validate.h builds each
+// row's job from its flags); the statistics are the core's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainplan {
+
+/// One measured run and what the model predicts for it.
+struct validation_row {
+  std::string table;               ///< file the row comes from
+  std::string group;               ///< seed table it belongs to ("" when none)
+  std::string label;               ///< source line or source
+  std::string date;
+  std::vector<std::string> args;   ///< job flags reproducing the row
+  double measured_s = 0;
+  double measured_tflops = 0;
+  /// The source gives model TFLOPs per GPU but no time (Megatron-Core and NeMo tables): the row compares
+  /// TFLOPs, error = measured / predicted model TFLOPs − 1 (positive: predicted slower, as for times).
+  bool by_tflops = false;
+  bool hardware_tflops = false;    ///< the source's TFLOPs count recomputation (Narayanan et al. eq. 3)
+  std::string assumed;             ///< conditions the source does not state, as the row's `assumed` column gives them
+  double environment_factor = 1;   ///< documented slowdown of the row's environment (§5.8)
+  double predicted_s = 0;          ///< model × environment factor
+  double predicted_tflops = 0;     ///< as Megatron reports it at the predicted time
+  double error = 0;                ///< predicted / measured − 1
+  std::string skipped;             ///< why the row has no prediction ("" when it has one)
+};
+
+/// Rank correlation and errors of a set of rows.
+struct validation_stats {
+  std::string name;
+  std::int64_t rows = 0;
+  double median_abs_error = 0;
+  double max_abs_error = 0;
+  double spearman = 0;             ///< NaN-free: 1 for fewer than 2 distinct values
+};
+
+struct validation_report {
+  std::vector<validation_row> rows;
+  std::vector<validation_stats> tables;  ///< per file
+  std::vector<validation_stats> groups;  ///< per seed table (rows measured together, one thing varied)
+  /// Published rows per GPU generation and precision ("H100 BF16", ...): issue 9's targets are per generation.
+  std::vector<validation_stats> generations;
+  validation_stats overall;
+};
+
+/// Spearman rank correlation (average ranks for ties).
+double spearman(const std::vector<double>& a, const std::vector<double>& b);
+
+/// The median of `v` (0 when empty).
+double median_of(std::vector<double> v);
+
+/// The statistics of `rows` (skipped rows left out): rows, median and max |error|, Spearman of predicted
+/// against measured seconds.
+validation_stats stats_of(const std::string& name, const std::vector<const validation_row*>& rows);
+
+}  // namespace trainplan

@@ -1,0 +1,619 @@
+// Job flags: parsing against the flag table (src/cli/args_table.cc), launch lines, and the job the flags
+// describe (docs/formulas.md §2.1 lists the mapping).
+#include "trainplan/cli/args.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "trainplan/core/estimate/calibration.h"
+#include "trainplan/core/estimate/comm.h"
+#include "args_detail.h"
+#include "trainplan/core/base/checked.h"
+#include "local_flags.h"
+#include "parse.h"
+#include "trainplan/cli/cli.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/base/limits.h"
+
+namespace trainplan {
+
+namespace args_detail {
+
+std::int64_t to_int(const std::string& v, const std::string& flag) { return detail::parse_integer(v, flag); }
+
+/// An integer of at least `lo` (0 or 1): 0 is the internal "not given", so an explicit 0 or a negative
+/// value must not fall back silently to a default.
+std::int64_t to_int_min(const std::string& v, const std::string& flag, std::int64_t lo) {
+  return detail::parse_integer(v, flag, lo);
+}
+
+double to_double(const std::string& v, const std::string& flag) { return detail::parse_number(v, flag); }
+
+double to_positive(const std::string& v, const std::string& flag) {
+  const double d = to_double(v, flag);
+  if (d <= 0) throw input_error(flag + " must be positive, got " + v);
+  return d;
+}
+
+/// A size given in `unit` bytes (GiB, MiB) as whole bytes; absurd values are an error, never a wrapped cast.
+std::int64_t to_bytes(const std::string& v, const std::string& flag, double unit, bool allow_zero) {
+  const double d = allow_zero ? to_double(v, flag) : to_positive(v, flag);
+  if (d < 0) throw input_error(flag + " must not be negative, got " + v);
+  const double bytes = d * unit;
+  if (bytes > 0x1p62) throw input_error(flag + ": " + v + " is absurdly large (more than 2^62 bytes)");
+  const auto whole = static_cast<std::int64_t>(bytes);
+  if (!allow_zero && whole < 1) throw input_error(flag + ": " + v + " is less than one byte");
+  return whole;
+}
+
+}  // namespace args_detail
+
+namespace {
+
+using namespace args_detail;
+
+constexpr const char* kIgnoredFlags[] = {
+    "--lr", "--min-lr", "--lr-decay-style", "--lr-decay-iters", "--lr-decay-samples", "--lr-warmup-fraction",
+    "--lr-warmup-iters", "--lr-warmup-samples", "--lr-warmup-init", "--weight-decay", "--clip-grad", "--adam-beta1",
+    "--adam-beta2", "--adam-eps", "--sgd-momentum", "--init-method-std", "--train-iters", "--train-samples",
+    "--train-tokens", "--eval-iters", "--eval-interval", "--save-interval", "--log-interval", "--save", "--load",
+    "--data-path", "--split", "--vocab-file", "--merge-file", "--tokenizer-type", "--tokenizer-model",
+    "--tokenizer-name-or-path", "--distributed-backend", "--seed", "--tensorboard-dir", "--tensorboard-queue-size",
+    "--wandb-*", "--log-*", "--exit-*", "--timing-log-level", "--timing-log-option", "--attention-softmax-in-fp32",
+    "--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-dropout-fusion", "--use-mcore-models",
+    "--use-legacy-models", "--rotary-percent", "--rotary-base", "--rotary-interleaved",
+    "--norm-epsilon", "--layernorm-epsilon", "--apply-query-key-layer-scaling", "--initial-loss-scale",
+    "--loss-scale", "--loss-scale-window", "--hysteresis", "--min-loss-scale", "--data-impl", "--dataloader-type",
+    "--num-workers", "--use-checkpoint-args", "--no-load-optim", "--no-load-rng", "--finetune",
+    "--rampup-batch-size", "--kill-switch-path", "--abort-on-unmet-fused-kernel-constraints",
+    "--pad-vocab-size-to", "--deepspeed_config", "--deepspeed-config", "--deepspeed-activation-checkpointing",
+    "--partition-activations", "--no-pipeline-parallel", "--checkpoint-num-layers", "--openai-gelu", "--onnx-safe",
+    "--apply-residual-connection-post-layernorm", "--apply-layernorm-1p", "--no-persist-layer-norm",
+    "--use-fused-rmsnorm", "--no-gradient-accumulation-fusion", "--sync-tp-duplicated-parameters",
+    "--reset-position-ids", "--reset-attention-mask", "--eod-mask-loss", "--no-async-tensor-model-parallel-allreduce",
+    "--moe-grouped-gemm", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff",
+    "--moe-z-loss-coeff", "--moe-router-pre-softmax", "--untie-embeddings-and-output-weights-*",
+    "--micro-batch-size-*", "--ffn-hidden-size-*", "--valid-data-path", "--test-data-path", "--train-data-path",
+    "--data-cache-path", "--mock-data", "--no-mmap-bin-files", "--distributed-timeout-minutes", "--ckpt-format",
+    "--async-save", "--use-dist-ckpt", "--auto-detect-ckpt-format", "--manual-gc", "--manual-gc-interval",
+    "--cross-entropy-loss-fusion", "--calculate-per-token-loss", "--num-dataset-builder-threads", "--bf16-*",
+    "--curriculum-*", "--universal-checkpoint", "--load-universal-checkpoint",
+#include "megatron_core_ignored.inc"
+};
+
+/// Flags that would change an estimate but are not modelled: an error naming the flag.
+constexpr const char* kUnmodelledFlags[] = {
+    "--fp8", "--cpu-offloading",
+    "--heterogeneous-layers-config-path", "--encoder-num-layers",
+    "--encoder-pipeline-model-parallel-size",
+    "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+    "--distribute-saved-activations", "--use-cpu-initialization-*", "--num-layers-per-virtual-pipeline-stage-*",
+    "--moe-layer-recompute", "--recompute-modules", "--cpu-offloading-num-layers",
+    "--decoder-num-layers", "--first-k-dense-replace",
+#include "megatron_core_refused.inc"
+};
+
+bool matches(const char* pattern, const std::string& flag) {
+  std::string p = pattern;
+  if (p.ends_with("*")) {
+    p.pop_back();
+    return flag.starts_with(p) && flag.size() > p.size();
+  }
+  return p == flag;
+}
+
+std::string normalize(std::string flag) {
+  // Megatron and torchrun spell some flags with '_'.
+  for (std::size_t i = 2; i < flag.size(); ++i)
+    if (flag[i] == '_') flag[i] = '-';
+  // Megatron-Core's newer names for flags the table has under their long-standing ones.
+  static constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
+      {"--num-virtual-stages-per-pipeline-rank", "--virtual-pipeline-model-parallel-size"}};
+  for (const auto& [now, before] : kRenamed)
+    if (flag == now) return std::string(before);
+  return flag;
+}
+
+const flag_def* find_flag(const std::string& name);
+
+}  // namespace
+
+flag_class classify_flag(const std::string& flag_in) {
+  const std::string flag = normalize(flag_in);
+  if (find_flag(flag) != nullptr || flag == "--preset") return flag_class::modelled;
+  for (const char* p : kIgnoredFlags)
+    if (matches(p, flag)) return flag_class::ignored;
+  for (const char* p : kUnmodelledFlags)
+    if (matches(p, flag)) return flag_class::refused;
+  return flag_class::unknown;
+}
+
+namespace {
+
+const flag_def* find_flag(const std::string& name) {
+  for (const auto& d : flag_table()) {
+    if (d.info.name == name) return &d;
+    for (const auto& a : d.info.aliases)
+      if (a == name) return &d;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> all_flag_names() {
+  std::vector<std::string> names;
+  for (const auto& d : flag_table()) {
+    names.push_back(d.info.name);
+    for (const auto& a : d.info.aliases) names.push_back(a);
+  }
+  names.push_back("--preset");
+  return names;
+}
+
+struct pending {
+  const flag_def* def;
+  std::string flag;
+  std::string value;
+};
+
+/// Read flag tokens into `out`. In launch mode unknown-but-harmless flags are ignored.
+void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector<pending>& out, job_builder& b) {
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    std::string tok = tokens[i];
+    if (!tok.starts_with("--")) {
+      throw input_error("unexpected argument '" + tok + "'" + (launch ? " in the launch line" : "") +
+                        ": job settings are flags such as --model NAME");
+    }
+    std::string val;
+    bool has_inline = false;
+    if (auto eq = tok.find('='); eq != std::string::npos) {
+      val = tok.substr(eq + 1);
+      tok = tok.substr(0, eq);
+      has_inline = true;
+    }
+    const std::string flag = normalize(tok);
+    if (flag == "--preset") {
+      if (!has_inline) {
+        if (i + 1 >= tokens.size()) throw input_error("--preset needs a value");
+        val = tokens[++i];
+      }
+      const preset* found = nullptr;
+      std::vector<std::string> names;
+      for (const auto& p : presets()) {
+        names.push_back(p.name);
+        if (p.name == val) found = &p;
+      }
+      if (found == nullptr) throw input_error("--preset: unknown preset '" + val + "'" + did_you_mean(val, names));
+      b.preset = found->name;
+      read_flags(found->args, false, out, b);
+      continue;
+    }
+    const flag_def* def = find_flag(flag);
+    if (def == nullptr) {
+      // Its values: every token up to the next flag (--data-path 0.5 a 0.5 b, --rampup-batch-size 16 16 1000000).
+      auto consume_value = [&] {
+        while (!has_inline && i + 1 < tokens.size() && !tokens[i + 1].starts_with("--")) ++i;
+      };
+      // Megatron flags that change no estimate are accepted wherever they appear, so that the
+      // arguments of pretrain_gpt.py can be pasted as they are; they are listed as ignored.
+      bool ignored = false;
+      for (const char* p : kIgnoredFlags) ignored = ignored || matches(p, flag);
+      if (ignored) {
+        b.ignored.push_back(flag);
+        consume_value();
+        continue;
+      }
+      for (const char* p : kUnmodelledFlags) {
+        if (matches(p, flag)) {
+          throw input_error(flag + " would change the estimate but is not modelled by trainplan; remove it to get the "
+                            "estimate without it");
+        }
+      }
+      throw input_error("unknown flag " + flag + did_you_mean(flag, all_flag_names()) +
+                        (launch ? "; if it changes no estimate, tell us and we will list it as ignored" : "") +
+                        "; `trainplan help flags` lists them");
+    }
+    if (def->takes_value) {
+      if (!has_inline) {
+        if (i + 1 >= tokens.size() || tokens[i + 1].starts_with("--")) {
+          throw input_error(flag + " needs a value (" + def->info.value_name + ")");
+        }
+        val = tokens[++i];
+      }
+    } else if (has_inline) {
+      throw input_error(flag + " is a switch and takes no value");
+    }
+    out.push_back({def, flag, val});
+  }
+}
+
+/// Split a launch line into launcher world size and the Megatron arguments after the script.
+std::vector<std::string> read_launch_line(const std::vector<std::string>& tokens, job_builder& b) {
+  std::size_t i = 0;
+  std::int64_t nproc = 0;
+  std::int64_t nnodes = 1;
+  auto is_script = [](const std::string& s) { return s.ends_with(".py"); };
+  static const std::vector<std::string> launcher_switches = {"--standalone", "--no-python", "--module", "--use-env",
+                                                             "--no_python", "--use_env", "--module"};
+  while (i < tokens.size() && !is_script(tokens[i])) {
+    const std::string tok = tokens[i];
+    if (tok == "-m" || tok == "python" || tok == "python3" || tok == "torchrun" || tok == "deepspeed" ||
+        tok == "torch.distributed.run" || tok == "torch.distributed.launch" || tok.ends_with("/python") ||
+        tok.ends_with("/python3") || tok.ends_with("/torchrun") || tok.ends_with("/deepspeed") || tok == "-u") {
+      ++i;
+      continue;
+    }
+    if (!tok.starts_with("-")) throw input_error("launch line: expected a launcher flag or the training script, got '" + tok + "'");
+    std::string key = tok;
+    std::string val;
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      val = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    } else if (std::find(launcher_switches.begin(), launcher_switches.end(), key) == launcher_switches.end() &&
+               i + 1 < tokens.size() && !tokens[i + 1].starts_with("-") && !is_script(tokens[i + 1])) {
+      val = tokens[++i];
+    }
+    key = normalize(key);
+    if (key == "--nproc-per-node" || key == "--num-gpus") {
+      nproc = to_int_min(val, "launch line " + key, 1);  // 0 is not "not given": it is refused
+    } else if (key == "--nnodes" || key == "--num-nodes") {
+      // torchrun accepts MIN:MAX for elastic jobs; the plan is for the largest.
+      const auto colon = val.find(':');
+      nnodes = to_int_min(colon == std::string::npos ? val : val.substr(colon + 1), "launch line " + key, 1);
+    } else {
+      b.ignored.push_back(key);
+    }
+    ++i;
+  }
+  if (i == tokens.size()) throw input_error("launch line: no training script (a *.py file) after '--'");
+  if (nproc > 0) {
+    b.gpus_per_node = nproc;
+    b.num_nodes = nnodes;
+    b.num_gpus = detail::checked_mul(nproc, nnodes, "launch line --nproc-per-node × --nnodes");
+    if (b.num_gpus > limits::kMaxGpus) {
+      throw input_error("launch line: --nproc-per-node × --nnodes = " + std::to_string(b.num_gpus) + " GPUs, more than " +
+                        std::to_string(limits::kMaxGpus));
+    }
+  }
+  return {tokens.begin() + static_cast<std::ptrdiff_t>(i) + 1, tokens.end()};
+}
+
+/// With --model and Megatron model flags together: fields the base model derived (Megatron's defaults)
+/// follow the overridden sizes unless given.
+void rederive_overridden_model(job_builder& b, const model_spec& base) {
+  if (!(b.model_chosen && b.model_fields)) return;
+  model_spec& m = b.job.model;
+  if (!b.is_explicit("kv_channels") && base.kv_channels * base.num_attention_heads == base.hidden_size) m.kv_channels = 0;
+  if (!b.is_explicit("num_query_groups") && base.num_query_groups == base.num_attention_heads) m.num_query_groups = 0;
+  if (!b.is_explicit("ffn_hidden_size")) {
+    model_spec rule = base;
+    rule.ffn_hidden_size = 0;
+    rule.kv_channels = 0;
+    rule.num_query_groups = 0;
+    finalize_model(rule);
+    if (rule.ffn_hidden_size == base.ffn_hidden_size) m.ffn_hidden_size = 0;
+  }
+  if (b.is_explicit("hybrid_pattern") && !b.is_explicit("num_layers")) m.num_layers = 0;  // the pattern's length
+  if (!b.is_explicit("mamba.num_heads") && base.is_hybrid() &&
+      base.mamba.num_heads * base.mamba.head_dim == 2 * base.hidden_size) {
+    m.mamba.num_heads = 0;  // TransformerConfig's rule: 2h / head dim
+  }
+  if (!b.is_explicit("max_position_embeddings") && base.max_position_embeddings == base.seq_length &&
+      m.position_embedding != position_embedding_kind::learned) {
+    m.max_position_embeddings = 0;
+  }
+}
+
+/// --multi-latent-attention turns MLA on with Megatron's kv_lora_rank default (32); MLA's sizes without
+/// it are refused, as Megatron would silently ignore them.
+void apply_mla_switch(job_builder& b, const model_spec& base) {
+  model_spec& m = b.job.model;
+  const bool sizes = b.is_explicit("mla.q_lora_rank") || b.is_explicit("mla.kv_lora_rank") ||
+                     b.is_explicit("mla.qk_head_dim") || b.is_explicit("mla.qk_pos_emb_head_dim") ||
+                     b.is_explicit("mla.v_head_dim");
+  const bool base_mla = b.model_chosen && base.is_mla();
+  if (sizes && !b.mla_requested && !base_mla) {
+    throw input_error("--q-lora-rank, --kv-lora-rank, --qk-head-dim, --qk-pos-emb-head-dim and --v-head-dim need "
+                      "--multi-latent-attention (or an MLA --model)");
+  }
+  if (b.mla_requested && m.mla.kv_lora_rank == 0) m.mla.kv_lora_rank = 32;  // megatron/training/arguments.py
+}
+
+/// The hardware flags on top of the chosen cluster (§6), then --calibration, which is checked against
+/// the job's GPU (§6.4).
+void apply_hardware_flags(job_builder& b) {
+  cluster_spec& c = b.job.cluster;
+  if (!b.gpu_name.empty()) {
+    try {
+      c.gpu = find_gpu(b.gpu_name);
+    } catch (const input_error& e) {
+      throw e.wrapped("--gpu: ", "");
+    }
+  }
+  if (b.gpu_usable_gib) c.gpu.usable_memory_bytes = *b.gpu_usable_gib;
+  if (b.gpu_peak_tflops) c.gpu.peak_bf16_flops = *b.gpu_peak_tflops * 1e12;
+  if (b.gpu_bandwidth_gb_per_s) c.gpu.memory_bandwidth_bytes_per_s = *b.gpu_bandwidth_gb_per_s * 1e9;
+  if (b.intra_gb_per_s) c.gpu.intra_node_bandwidth_bytes_per_s = *b.intra_gb_per_s * 1e9;
+  if (b.nic_gbit_per_s) c.nic_bandwidth_bytes_per_s = *b.nic_gbit_per_s * 1e9 / 8;
+  if (b.nics_per_node != 0) c.nics_per_node = b.nics_per_node;
+  if (b.intra_latency_us) c.intra_node_latency_s = *b.intra_latency_us * 1e-6;
+  if (b.inter_latency_us) c.inter_node_latency_s = *b.inter_latency_us * 1e-6;
+  if (b.context_mib) c.gpu.cuda_context_bytes = *b.context_mib;
+  // The cluster's own rules, named by the flags that broke them (validate_cluster names fields).
+  constexpr double kGiB = 1073741824.0;
+  if (b.gpu_usable_gib && c.gpu.usable_memory_bytes > c.gpu.memory_bytes) {
+    throw input_error(fmt::format("--gpu-memory-gib {:g} is more than the {:g} GiB of the GPU ({}): give a bigger GPU with "
+                                  "--gpu NAME, or a cluster file with gpu.memory_bytes",
+                                  static_cast<double>(c.gpu.usable_memory_bytes) / kGiB,
+                                  static_cast<double>(c.gpu.memory_bytes) / kGiB, c.gpu.name));
+  }
+  if (b.context_mib && c.gpu.cuda_context_bytes >= c.gpu.usable_memory_bytes) {
+    throw input_error(fmt::format("--cuda-context-mib {:g} must be less than the GPU's usable memory ({:g} MiB)",
+                                  static_cast<double>(c.gpu.cuda_context_bytes) / 1048576.0,
+                                  static_cast<double>(c.gpu.usable_memory_bytes) / 1048576.0));
+  }
+  if (!b.calibration_path.empty()) {  // after every override: it is checked against the job's GPU (§6.4)
+    apply_calibration(c, load_calibration(b.calibration_path), b.calibration_path);
+  }
+  if (b.gpus_per_node != 0) {
+    if (b.gpus_per_node < 1) throw input_error("--gpus-per-node must be a positive integer, got " + std::to_string(b.gpus_per_node));
+    c.gpus_per_node = b.gpus_per_node;
+  }
+  if (b.num_nodes < 0) throw input_error("--num-nodes must be a positive integer, got " + std::to_string(b.num_nodes));
+  if (b.num_gpus < 0) throw input_error("--num-gpus must be a positive integer, got " + std::to_string(b.num_gpus));
+
+}
+
+/// World size (§2.1): --num-gpus, else --num-nodes × GPUs per node, else TP·PP·CP·DP when --dp is
+/// given, else the whole cluster; VPP chunks from --virtual-pipeline-model-parallel-size.
+void derive_world_size(job_builder& b) {
+  job_spec& job = b.job;
+  const cluster_spec& c = job.cluster;
+  if (b.num_gpus > 0) {
+    job.num_gpus = b.num_gpus;
+    if (b.num_nodes > 0 && b.num_gpus > b.num_nodes * c.gpus_per_node) {
+      throw input_error("--num-gpus " + std::to_string(b.num_gpus) + " exceeds --num-nodes × --gpus-per-node = " +
+                        std::to_string(b.num_nodes * c.gpus_per_node));
+    }
+  } else if (b.num_nodes > 0) {
+    job.num_gpus = b.num_nodes * c.gpus_per_node;
+  } else if (b.dp_given) {
+    job.num_gpus = 0;  // finalize_job derives it from TP·PP·CP·DP
+  } else {
+    job.num_gpus = c.num_nodes * c.gpus_per_node;
+  }
+  if (b.dp_given && job.num_gpus > 0) {
+    const std::int64_t mp = job.parallel.tp * job.parallel.pp * job.parallel.cp;
+    if (job.parallel.dp * mp != job.num_gpus) {
+      throw input_error("--dp " + std::to_string(job.parallel.dp) + " × TP×PP×CP " + std::to_string(mp) +
+                        " does not make the world size " + std::to_string(job.num_gpus) +
+                        " (--num-gpus or --num-nodes × --gpus-per-node)");
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<flag_info>& job_flags() {
+  static const std::vector<flag_info> infos = [] {
+    std::vector<flag_info> v;
+    for (const auto& d : flag_table()) v.push_back(d.info);
+    return v;
+  }();
+  return infos;
+}
+
+std::string job_flags_help() {
+  std::string out;
+  for (const char* group : {"model", "parallel", "training", "hardware"}) {
+    out += std::string("\n") + group + ":\n";
+    for (const auto& f : job_flags()) {
+      if (f.group != group) continue;
+      std::string left = "  " + f.name;
+      for (const auto& a : f.aliases) left += ", " + a;
+      if (!f.value_name.empty()) left += " " + f.value_name;
+      if (left.size() < 44) left.resize(44, ' ');
+      else left += "\n" + std::string(44, ' ');
+      out += left + f.help + " [default: " + f.default_value + "]\n";
+    }
+  }
+  out += "\n  --preset NAME                              a named job:";
+  for (const auto& p : presets()) out += " " + p.name;
+  out += "\n  -- LAUNCH LINE                             torchrun/deepspeed ... pretrain_gpt.py <Megatron flags>\n";
+  out += "\n" + limits::limits_help();
+  return out;
+}
+
+const std::vector<preset>& presets() {
+  static const std::vector<preset> list = {
+      {"bloom-176b-production",
+       "BLOOM-176B as trained: 48 nodes of 8 × A100-80GB (Jean Zay), TP 4, PP 12, DP 8, MBS 2, GBS 2048, bf16, "
+       "ZeRO-1, full recomputation, each embedding in its own pipeline slot (seeds/004)",
+       {"--model", "bloom-176b", "--cluster", "jean-zay-a100", "--num-nodes", "48", "--tp", "4", "--pp", "12",
+        "--mbs", "2", "--gbs", "2048", "--bf16", "--framework", "deepspeed", "--zero-stage", "1",
+        "--recompute-granularity", "full", "--embedding-as-stage"}},
+  };
+  return list;
+}
+
+namespace {
+
+/// Apply one flag; an error whose message does not name the flag (an unknown model or cluster name, a
+/// file that cannot be read) gets it, so that every message says which argument it is about: in front,
+/// or after a file error's "file:line: " message, which stays first.
+void apply_flag(const pending& p, job_builder& b) {
+  try {
+    p.def->apply(b, p.value, p.flag);
+  } catch (const input_error& e) {
+    const std::string what = e.what();
+    auto names = [&what](const std::string& spelling) {
+      for (std::size_t at = what.find(spelling); at != std::string::npos; at = what.find(spelling, at + 1)) {
+        const std::size_t end = at + spelling.size();
+        if (end == what.size() || !(std::isalnum(static_cast<unsigned char>(what[end])) || what[end] == '-')) return true;
+      }
+      return false;
+    };
+    if (!e.fields().empty() || names(p.flag) || names(p.def->info.name) ||
+        std::any_of(p.def->info.aliases.begin(), p.def->info.aliases.end(), names)) {
+      throw;
+    }
+    if (!p.value.empty() && what.starts_with(p.value + ":")) throw e.wrapped("", " (" + p.flag + ")");
+    throw e.wrapped(p.flag + ": ", "");
+  }
+}
+
+}  // namespace
+
+parsed_job parse_job_args(const std::vector<std::string>& args, model_need need) {
+  job_builder b;
+  b.job.cluster = find_cluster("dgx-h100");
+  std::vector<std::string> own(args.begin(), std::find(args.begin(), args.end(), std::string("--")));
+  std::vector<pending> flags;
+  parsed_job out;
+  read_flags(own, false, flags, b);
+  if (own.size() < args.size()) {
+    const std::vector<std::string> launch(args.begin() + static_cast<std::ptrdiff_t>(own.size()) + 1, args.end());
+    if (launch.empty()) throw input_error("nothing after '--': give a launch line such as torchrun ... pretrain_gpt.py <flags>");
+    read_flags(read_launch_line(launch, b), true, flags, b);
+    out.from_launch_line = true;
+  }
+  out.preset = b.preset;
+  std::stable_sort(flags.begin(), flags.end(),
+                   [](const pending& x, const pending& y) { return x.def->priority < y.def->priority; });
+  model_spec base;
+  bool base_taken = false;
+  for (const auto& p : flags) {
+    if (p.def->priority > 0 && !base_taken) {
+      base = b.job.model;
+      base_taken = true;
+    }
+    apply_flag(p, b);
+  }
+  rederive_overridden_model(b, base);
+  apply_mla_switch(b, base);
+  out.seq_length_given = b.is_explicit("seq_length");
+
+  if (!b.model_chosen && !b.model_fields) {
+    throw input_error("no model: give --model NAME|FILE (`trainplan models` lists the catalog) or Megatron's "
+                      "--num-layers, --hidden-size, --num-attention-heads, --seq-length and --vocab-size");
+  }
+  finalize_model(b.job.model);
+
+  apply_hardware_flags(b);
+
+  job_spec& job = b.job;
+  if (need == model_need::model_only) {
+    if (std::string v = model_view_violation(job); !v.empty()) throw input_error(cli_message(input_error(v)));
+    out.job = std::move(job);
+    out.ignored_flags = std::move(b.ignored);
+    return out;
+  }
+
+  derive_world_size(b);
+  try {
+    finalize_job(job);
+  } catch (const input_error& e) {
+    throw input_error(cli_message(e));  // the core names fields; the command line names its flags
+  }
+  out.job = std::move(job);
+  out.ignored_flags = std::move(b.ignored);
+  return out;
+}
+
+namespace {
+
+/// The flag of each job field the core names in its messages (${parallel.tp}).
+constexpr std::pair<std::string_view, std::string_view> kFieldFlags[] = {
+    {"parallel.vpp", "--virtual-pipeline-model-parallel-size"},
+    {"parallel.num_layers_per_virtual_stage", "--num-layers-per-virtual-pipeline-stage"},
+    {"parallel.first_stage_layers", "--decoder-first-pipeline-num-layers"},
+    {"parallel.last_stage_layers", "--decoder-last-pipeline-num-layers"},
+    {"parallel.tp", "--tensor-model-parallel-size"},
+    {"parallel.pp", "--pipeline-model-parallel-size"},
+    {"parallel.cp", "--context-parallel-size"},
+    {"parallel.ep", "--expert-model-parallel-size"},
+    {"parallel.etp", "--expert-tensor-parallel-size"},
+    {"training.micro_batch_size", "--micro-batch-size"},
+    {"training.global_batch_size", "--global-batch-size"},
+    {"model.num_attention_heads", "--num-attention-heads"},
+    {"model.num_query_groups", "--num-query-groups"},
+    {"model.ffn_hidden_size", "--ffn-hidden-size"},
+    {"model.moe.expert_ffn_hidden_size", "--moe-ffn-hidden-size"},
+    {"model.mamba.num_heads", "--mamba-num-heads"},
+    {"model.mamba.num_groups", "--mamba-num-groups"},
+    {"model.seq_length", "--seq-length"},
+    {"parallel.sequence_parallel", "--sequence-parallel"},
+    {"model.moe.num_experts", "--num-experts"},
+    {"training.zero_stage", "--zero-stage"},
+    {"training.framework", "--framework"},
+    {"training.distributed_optimizer", "--use-distributed-optimizer"},
+    {"training.offload_optimizer", "--offload-optimizer"},
+    {"training.recompute_num_layers", "--recompute-num-layers"},
+    {"training.recompute", "--recompute-granularity"},
+    {"training.nccl_buffer_bytes_per_communicator", "--nccl-buffer-mib"},
+    {"training.allocator_reserve_fraction", "--allocator-reserve-fraction"},
+    {"parallel.embedding_as_stage", "--embedding-as-stage"},
+    {"model.num_layers", "--num-layers"},
+    {"num_gpus", "--num-gpus"},
+    {"cluster.num_nodes", "--num-nodes"},
+    {"cluster.gpus_per_node", "--gpus-per-node"},
+    {"parallel.rank_order", "--rank-order"},
+    {"space.dp_multiple_of", "--dp-multiple-of"},
+    {"space.min_headroom_fraction", "--min-headroom-fraction"},
+    {"space.min_headroom_bytes", "--min-headroom-gib"},
+    {"space.max_gpus", "--max-gpus"},
+    {"space.max_nodes", "--num-nodes"},
+    {"space.nodes", "--nodes"},
+    {"space.tp", "--tp"},
+    {"space.pp", "--pp"},
+    {"space.cp", "--cp"},
+    {"space.ep", "--ep"},
+    {"space.etp", "--etp"},
+    {"space.vpp", "--vpp"},
+    {"space.mbs", "--mbs"},
+    {"parallel.dp", "--dp"},
+    {"plan.iteration_s", "--iteration-s"},
+    {"plan.model_params", "--model-params"},
+    {"plan.rampup_batch_size", "--rampup-batch-size"},
+    {"plan.start_iteration", "--start-iteration"},
+    {"plan.tflops_per_gpu", "--tflops-per-gpu"},
+    {"plan.train_iters", "--train-iters"},
+    {"plan.train_samples", "--train-samples"},
+    {"plan.train_tokens", "--train-tokens"},
+    {"model", "--model"},
+    {"shapes.ratio", "--ratio"},
+    {"shapes.target_params", "--target-params"},
+    {"shapes.tolerance", "--tolerance"},
+};
+
+}  // namespace
+
+std::string flag_of_field(std::string_view field) {
+  for (const auto& [f, flag] : kFieldFlags) {
+    if (f == field) return std::string(flag);
+  }
+  return std::string(field);  // a field without a flag keeps its path
+}
+
+std::string cli_message(const input_error& e) { return e.message(flag_of_field); }
+
+run_context context_of(const parsed_job& pj) {
+  run_context c;
+  c.job = pj.job;
+  c.has_job = true;
+  c.ignored_flags = pj.ignored_flags;
+  c.preset = pj.preset;
+  c.from_launch_line = pj.from_launch_line;
+  c.seq_length_given = pj.seq_length_given;
+  return c;
+}
+
+}  // namespace trainplan

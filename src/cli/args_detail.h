@@ -1,0 +1,63 @@
+// Job flags, internal: what the flag table's handlers fill (job_builder), the table's rows (flag_def),
+// and the value converters both the table and the parser use. src/cli/args_table.cc holds the table;
+// src/cli/args.cc parses against it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainplan/cli/args.h"
+
+namespace trainplan::args_detail {
+
+/// Accumulates what the flags say before the job is finalized.
+struct job_builder {
+  job_spec job;
+  bool model_chosen = false;   // --model
+  bool model_fields = false;   // any Megatron model flag
+  bool mla_requested = false;  // --multi-latent-attention
+  std::int64_t num_gpus = 0;
+  std::int64_t num_nodes = 0;
+  std::int64_t gpus_per_node = 0;
+  bool dp_given = false;
+  std::string gpu_name;
+  std::optional<double> gpu_memory_gib, gpu_peak_tflops, gpu_bandwidth_gb_per_s, intra_gb_per_s, nic_gbit_per_s,
+      intra_latency_us, inter_latency_us;
+  std::optional<std::int64_t> gpu_usable_gib, context_mib;  // as bytes
+  std::int64_t nics_per_node = 0;
+  std::string calibration_path;  // --calibration
+  std::vector<std::string> ignored;
+  bool launch = false;
+  std::string preset;
+  std::vector<std::string> explicit_fields;  // model fields set by a flag
+  bool is_explicit(const char* f) const {
+    return std::find(explicit_fields.begin(), explicit_fields.end(), f) != explicit_fields.end();
+  }
+};
+
+using handler = std::function<void(job_builder&, const std::string& value, const std::string& flag)>;
+
+struct flag_def {
+  flag_info info;
+  int priority = 1;     // 0: selects a base (model, cluster), applied before the rest
+  bool takes_value = true;
+  handler apply;
+};
+
+/// A whole number of `flag` (1e9 style accepted); out of range or not whole is an input_error naming it.
+std::int64_t to_int(const std::string& v, const std::string& flag);
+/// An integer of at least `lo` (0 or 1): 0 is the internal "not given", so an explicit 0 or a negative
+/// value must not fall back silently to a default.
+std::int64_t to_int_min(const std::string& v, const std::string& flag, std::int64_t lo);
+double to_double(const std::string& v, const std::string& flag);
+double to_positive(const std::string& v, const std::string& flag);
+/// A size given in `unit` bytes (GiB, MiB) as whole bytes; absurd values are an error, never a wrapped cast.
+std::int64_t to_bytes(const std::string& v, const std::string& flag, double unit, bool allow_zero);
+
+/// Every job flag, one row each (src/cli/args_table.cc).
+const std::vector<flag_def>& flag_table();
+
+}  // namespace trainplan::args_detail

@@ -1,0 +1,507 @@
+// Validation against measured runs (docs/formulas.md §5.8).
+#include "trainplan/cli/validate.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "csv.h"
+#include "parse.h"
+#include "measurements.h"
+#include "trainplan/cli/args.h"
+#include "trainplan/core/base/input_text.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/model/model.h"
+#include "trainplan/core/estimate/time.h"
+
+namespace trainplan {
+
+namespace {
+
+using row_map = std::map<std::string, std::string>;
+
+using detail::split_csv_line;
+
+std::string field(const row_map& r, const std::string& key) {
+  auto it = r.find(key);
+  return it == r.end() ? "" : it->second;
+}
+
+/// Environment of the BLOOM prequel runs (seeds/000): before the PCIe/NUMA fix of 2022-02-25 runs were
+/// 1-5% slower; we take the middle, 3%. A table so that other environments can be added.
+struct environment_note {
+  const char* before_date;
+  double slowdown;
+  const char* reason;
+};
+constexpr environment_note kEnvironmentNotes[] = {
+    {"2022-02-25", 1.03, "Jean Zay A100 PCIe/NUMA fix of 2022-02-25 raised TFLOPs 1-5%"},
+};
+
+/// Rows whose CSV value contradicts the seed's own text, corrected here with the reason.
+struct row_correction {
+  int source_line;
+  const char* column;
+  const char* value;
+  const char* reason;
+};
+constexpr row_correction kCorrections[] = {
+    {525, "gbs", "512", "seed heading 'NHIDDEN=14336 / NLAYERS=6 / GBS=512'; its table repeats 2048"},
+    {526, "gbs", "512", "seed heading 'NHIDDEN=14336 / NLAYERS=6 / GBS=512'; its table repeats 2048"},
+    {527, "gbs", "512", "seed heading 'NHIDDEN=14336 / NLAYERS=6 / GBS=512'; its table repeats 2048"},
+};
+
+/// The seed's tables (seeds/000_…): rows measured the same day with one thing varied, by source line.
+struct seed_group {
+  const char* name;
+  std::vector<int> lines;
+};
+const std::vector<seed_group>& seed_groups() {
+  static const std::vector<seed_group> g = {
+      {"02-17 fp16 scaling", {316, 321, 323}},
+      {"02-17 bf16 scaling", {340, 345, 347}},
+      {"02-20 PP sweep", {388, 389, 390, 391, 392, 393, 394, 395, 396}},
+      {"02-20 MBS at PP6", {390, 415, 416, 417}},
+      {"02-20 MBS at PP10", {394, 420, 421, 422}},
+      {"02-20 MBS at PP11", {395, 425, 426, 427}},
+      {"02-20 MBS at PP12", {396, 430, 431}},
+      {"02-20 hidden 14400 vs 13824", {464, 465, 466, 467, 468}},
+      {"02-21 14336/72 PP12 MBS", {485, 486, 487, 488}},
+      {"02-21 14336/72 PP6 MBS", {490, 491, 492}},
+      {"02-21 13824/84", {504, 505, 506, 507}},
+      {"02-21 ZeRO 0 vs 1", {534, 535}},
+      {"02-23 final round", {547, 548, 553, 554, 555, 560, 565, 566}},
+      {"02-23 heads at 14336", {576, 577, 578, 579}},
+      {"02-23 heads at 13824", {560, 588, 589}},
+      {"02-24 heads at 12288", {548, 603, 604}},
+      {"02-25 GBS", {613, 614, 615, 616, 617, 618, 619}},
+      {"02-25 lower PP", {624, 625, 626, 627, 628}},
+      {"02-25 TP", {634, 635, 636, 637, 638, 639, 642, 643, 644}},
+      {"02-26 heads at 13824 TP4", {658, 659, 660, 661, 662, 663, 664, 665, 666}},
+      {"02-26 heads at 14336", {671, 672, 673, 674, 675}},
+      {"02-26 13312", {680, 681, 682}},
+      {"02-26 GBS warm-up", {689, 690, 691, 692}},
+      {"02-27 re-do", {701, 702, 704}},
+      {"02-28 12288/106", {722, 723, 724, 725}},
+      {"02-28 13312/82", {738, 739, 740, 741, 742}},
+      {"02-28 14336/70", {752, 753, 754, 755, 756}},
+  };
+  return g;
+}
+
+/// Layers of a row that states only a size label: the multiple of PP whose parameter count (BLOOM's
+/// embedding conventions) is nearest the label.
+std::int64_t resolve_layers(std::int64_t pp, std::int64_t hidden, std::int64_t heads, double label_params) {
+  model_spec m = find_model("bloom-176b").spec;
+  m.hidden_size = hidden;
+  m.kv_channels = 0;
+  m.num_attention_heads = heads;
+  m.num_query_groups = 0;
+  m.ffn_hidden_size = 4 * hidden;
+  std::int64_t best = pp;
+  double best_gap = 1e300;
+  for (std::int64_t layers = pp; layers <= 400; layers += pp) {
+    model_spec c = m;
+    c.num_layers = layers;
+    finalize_model(c);
+    const double gap = std::fabs(static_cast<double>(count_parameters(c, 1).total) - label_params);
+    if (gap < best_gap) {
+      best_gap = gap;
+      best = layers;
+    }
+  }
+  return best;
+}
+
+std::int64_t to_i(const std::string& v, const std::string& where) { return detail::parse_integer(v, where); }
+
+/// A size label in billions of parameters, "200B" or "200".
+double billions(std::string v, const std::string& where) {
+  if (!v.empty() && (v.back() == 'B' || v.back() == 'b')) v.pop_back();
+  return detail::parse_number(v, where);
+}
+
+}  // namespace
+
+namespace {
+
+/// The measured time (or why there is none) of a row.
+void read_measured(const row_map& r, const std::string& where, validation_row& v) {
+  const std::string secs = field(r, "sec_per_iter");
+  if (secs.empty()) {
+    v.skipped = field(r, "mem_gb") == "OOM" ? "out of memory" : "no time measured";
+    return;
+  }
+  v.measured_s = detail::parse_number(secs, where + " sec_per_iter");
+  if (v.measured_s <= 0) throw input_error(where + " sec_per_iter must be positive, got " + secs);
+  const std::string tf = field(r, "tflops");
+  v.measured_tflops = tf.empty() ? 0 : detail::parse_number(tf, where + " tflops");
+}
+
+/// The job flags that reproduce a row under BLOOM's conditions (the CSV's notes): Megatron-DeepSpeed,
+/// full recomputation, ALiBi, tied embeddings with an embedding norm, on Jean Zay's A100 nodes.
+std::vector<std::string> job_args_of(const row_map& r, const std::string& where, const std::string& table,
+                                     const std::string& date) {
+  for (const char* need : {"hidden", "tp", "pp", "mbs", "gbs"}) {
+    if (field(r, need).empty()) throw input_error(where + ": column '" + need + "' is empty or missing");
+  }
+  const std::int64_t hidden = to_i(field(r, "hidden"), where + " hidden");
+  const std::int64_t pp = to_i(field(r, "pp"), where + " pp");
+  // Heads: unstated in the 02-20 rows, which used the 02-17 200B config (96 heads).
+  const std::int64_t heads = field(r, "heads").empty() ? 96 : to_i(field(r, "heads"), where + " heads");
+  std::int64_t layers = 0;
+  if (!field(r, "layers").empty()) {
+    layers = to_i(field(r, "layers"), where + " layers");
+  } else if (!field(r, "size_label").empty()) {
+    layers = resolve_layers(pp, hidden, heads, billions(field(r, "size_label"), where + " size_label") * 1e9);
+  } else {
+    throw input_error(where + ": neither 'layers' nor 'size_label' given");
+  }
+  std::string gpus = field(r, "gpus");
+  if (gpus.empty()) gpus = std::to_string(to_i(field(r, "dp"), where + " dp") * to_i(field(r, "tp"), where + " tp") * pp);
+  const std::string vocab = field(r, "vocab").empty() ? "250880" : field(r, "vocab");
+  const std::string seq = field(r, "seq").empty() ? "2048" : field(r, "seq");
+  const std::string zero = field(r, "zero_stage").empty() ? "1" : field(r, "zero_stage");
+  std::vector<std::string> args = {
+      "--cluster", "jean-zay-a100", "--framework", "deepspeed", "--zero-stage", zero,
+      "--num-layers", std::to_string(layers), "--hidden-size", std::to_string(hidden),
+      "--ffn-hidden-size", std::to_string(4 * hidden), "--num-attention-heads", std::to_string(heads),
+      "--seq-length", seq, "--max-position-embeddings", seq, "--vocab-size", vocab,
+      "--position-embedding-type", "alibi", "--embed-layernorm", "--tp", field(r, "tp"), "--pp",
+      field(r, "pp"), "--num-gpus", gpus, "--mbs", field(r, "mbs"), "--gbs", field(r, "gbs"),
+      "--recompute-granularity", "full", field(r, "precision") == "bf16" ? "--bf16" : "--fp16"};
+  // Until 2022-02-28 bf16 ran on the fp16 ZeRO-1 optimizer (16-bit gradient accumulation); BLOOM's
+  // BF16_Optimizer with fp32 accumulation arrived that day (the CSV's notes, §5.8).
+  if (field(r, "precision") == "bf16" && !date.empty() && date < "2022-02-28") {
+    args.insert(args.end(), {"--grad-accum-dtype", "bf16"});
+  }
+  // Production (bloom-final) and the 02-27/28 rows give each embedding its own pipeline slot.
+  if (field(r, "notes").find("embedding partitioned as its own pipeline slot") != std::string::npos ||
+      table.find("final") != std::string::npos) {
+    args.push_back("--embedding-as-stage");
+  }
+  return args;
+}
+
+// ---- the published-measurements schema (../shared/reference/published-measurements.csv's columns) ----
+
+/// Why a row cannot be expressed, naming the column; thrown inside published_args and caught per row.
+struct unexpressible {
+  std::string why;
+};
+
+std::string lower(std::string v) {
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v;
+}
+
+std::string required(const row_map& r, const char* column) {
+  const std::string v = field(r, column);
+  if (v.empty()) throw unexpressible{std::string("column '") + column + "' is empty"};
+  return v;
+}
+
+/// gpu_type ("H100-SXM 80GB", "A100 (DGX-A100, 2020)", "B200 (DGX-B200)") as a catalog cluster and GPU.
+std::vector<std::string> hardware_args(const row_map& r) {
+  const std::string g = lower(required(r, "gpu_type"));
+  struct known { const char* key; const char* cluster; const char* gpu; };
+  static constexpr known kKnown[] = {{"h200", "dgx-h200", "h200-sxm-141gb"}, {"h100", "dgx-h100", "h100-sxm5-80gb"},
+                                     {"h800", "dgx-h100", "h100-sxm5-80gb"}, {"b200", "dgx-b200", "b200-sxm-180gb"},
+                                     {"a100", "dgx-a100", "a100-sxm4-80gb"}};
+  for (const known& k : kKnown) {
+    if (g.find(k.key) == std::string::npos) continue;
+    std::string gpu = k.gpu;
+    if (std::string(k.key) == "a100" && g.find("40") != std::string::npos) gpu = "a100-sxm4-40gb";
+    std::vector<std::string> a = {"--cluster", k.cluster, "--gpu", gpu, "--num-gpus", required(r, "num_gpus")};
+    if (!field(r, "gpus_per_node").empty()) a.insert(a.end(), {"--gpus-per-node", field(r, "gpus_per_node")});
+    return a;
+  }
+  throw unexpressible{"column 'gpu_type': '" + field(r, "gpu_type") + "' is not in the GPU catalog (`trainplan gpus`)"};
+}
+
+std::vector<std::string> published_model_args(const row_map& r) {
+  const std::string act = lower(field(r, "activation"));
+  const std::string seq = required(r, "seq_length");
+  std::vector<std::string> a = {"--num-layers", required(r, "num_layers"), "--hidden-size", required(r, "hidden_size"),
+                                "--num-attention-heads", required(r, "num_attention_heads"), "--vocab-size",
+                                required(r, "vocab_size"), "--seq-length", seq, "--max-position-embeddings", seq};
+  if (act == "swiglu") a.push_back("--swiglu");
+  else if (act == "squared-relu" || act == "squared_relu" || act == "relu2") a.push_back("--squared-relu");
+  else if (!act.empty() && act != "gelu") throw unexpressible{"column 'activation': '" + act + "' is not modelled"};
+  if (lower(field(r, "tied_embeddings")) == "no") a.push_back("--untie-embeddings-and-output-weights");
+  if (!field(r, "ffn_hidden_size").empty()) a.insert(a.end(), {"--ffn-hidden-size", field(r, "ffn_hidden_size")});
+  else if (act == "swiglu") throw unexpressible{"column 'ffn_hidden_size' is empty (a SwiGLU model's FFN size)"};
+  const std::string groups = field(r, "num_query_groups");
+  if (!groups.empty() && groups != field(r, "num_attention_heads")) {
+    a.insert(a.end(), {"--group-query-attention", "--num-query-groups", groups});
+  }
+  if (!field(r, "moe_experts").empty()) {
+    a.insert(a.end(), {"--num-experts", field(r, "moe_experts"), "--moe-router-topk", required(r, "moe_topk")});
+  }
+  return a;
+}
+
+std::vector<std::string> published_layout_args(const row_map& r) {
+  std::vector<std::string> a = {"--tp", required(r, "tp"), "--pp", required(r, "pp"), "--mbs",
+                                required(r, "micro_batch_size"), "--gbs", required(r, "global_batch_size")};
+  for (const auto& [column, flag] : {std::pair{"cp", "--cp"}, {"ep", "--ep"}, {"vpp", "--vpp"}}) {
+    if (!field(r, column).empty() && field(r, column) != "1") a.insert(a.end(), {flag, field(r, column)});
+  }
+  const std::string sp = lower(field(r, "sequence_parallel"));
+  if (sp == "yes" || sp == "true" || sp == "1" || sp == "on") a.push_back("--sequence-parallel");
+  const std::string rc = lower(field(r, "activation_recompute"));
+  if (rc.find("full") != std::string::npos) a.insert(a.end(), {"--recompute-granularity", "full"});
+  else if (rc.find("selective") != std::string::npos) a.insert(a.end(), {"--recompute-granularity", "selective"});
+  else if (!rc.empty() && rc != "none" && rc != "no") throw unexpressible{"column 'activation_recompute': '" + rc + "' is not none, selective or full"};
+  const std::string z = lower(field(r, "zero_or_dist_opt"));
+  if (z.find("distributed optimizer") != std::string::npos) a.push_back("--use-distributed-optimizer");
+  // Columns of our own, optional: the framework and attention kernel when not today's Megatron-Core.
+  if (!field(r, "framework").empty()) a.insert(a.end(), {"--framework", lower(field(r, "framework"))});
+  if (!field(r, "attention_backend").empty()) a.insert(a.end(), {"--attention-backend", lower(field(r, "attention_backend"))});
+  if (!field(r, "zero_stage").empty()) a.insert(a.end(), {"--zero-stage", field(r, "zero_stage")});
+  const std::string prec = lower(required(r, "precision"));
+  // FP8 through Transformer Engine as NeMo and Megatron-Core run it: bf16 weights, --fp8-format hybrid.
+  if (prec.find("fp8") != std::string::npos) a.insert(a.end(), {"--bf16", "--fp8-format", "hybrid"});
+  else if (prec.find("bf16") != std::string::npos) a.push_back("--bf16");
+  else if (prec.find("fp16") != std::string::npos) a.push_back("--fp16");
+  else throw unexpressible{"column 'precision': '" + prec + "' is not bf16 or fp16"};
+  return a;
+}
+
+/// The GPU generation and precision a published row belongs to, for the per-generation statistics
+/// (issue 9's targets are per generation): "A100", "H100 BF16", "H100 FP8", "B200 FP8".
+std::string generation_of(const std::string& gpu_type, const std::string& precision) {
+  const std::string g = lower(gpu_type), p = lower(precision);
+  for (const char* family : {"a100", "h100", "h200", "b200", "v100"}) {
+    if (g.find(family) == std::string::npos) continue;
+    std::string name(family);
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return name + (p.find("fp8") != std::string::npos ? " FP8" : p.find("bf16") != std::string::npos ? " BF16" : " FP16");
+  }
+  return "";
+}
+
+/// A row of the published schema: Megatron-Core (the framework the tables measured) at the row's model,
+/// GPU, layout and precision; measured time, or model TFLOPs when the source gives no time.
+validation_row published_row(row_map r, const std::string& table, int line_no) {
+  const std::string where = table + ":" + std::to_string(line_no);
+  // Columns of our own (tests/data/published-conditions.csv for the shipped table): `fills` sets columns
+  // the source leaves empty ("micro_batch_size=1;..."), `extra_flags` adds the flags the source names
+  // in its text, `assumed` says which of these are assumptions.
+  const std::string fills_text = field(r, "fills");
+  for (std::string_view fills = fills_text; !fills.empty();) {
+    const std::size_t end = std::min(fills.find(';'), fills.size());
+    const std::string_view item = fills.substr(0, end);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) throw input_error(where + " fills: '" + std::string(item) + "' is not column=value");
+    const std::string column(item.substr(0, eq));
+    if (field(r, column).empty()) r[column] = std::string(item.substr(eq + 1));
+    fills = end < fills.size() ? fills.substr(end + 1) : std::string_view{};
+  }
+  validation_row v;
+  v.assumed = field(r, "assumed");
+  v.table = table;
+  v.label = field(r, "row").empty() ? "line " + std::to_string(line_no) : field(r, "row");
+  v.date = field(r, "model");
+  try {
+    if (!field(r, "iteration_time_s").empty()) {
+      v.measured_s = detail::parse_number(field(r, "iteration_time_s"), where + " iteration_time_s");
+      if (v.measured_s <= 0) throw input_error(where + " iteration_time_s must be positive");
+    } else if (!field(r, "tflops_per_gpu").empty()) {
+      v.by_tflops = true;
+      // Narayanan et al.'s eq. 3 counts the recomputed forward (hardware FLOPs); NeMo and Megatron-Core
+      // report model FLOPs.
+      const std::string convention = lower(field(r, "flops_convention"));
+      v.hardware_tflops = convention.find("eq.3") != std::string::npos || convention.find("eq. 3") != std::string::npos;
+      v.measured_tflops = detail::parse_number(field(r, "tflops_per_gpu"), where + " tflops_per_gpu");
+      if (v.measured_tflops <= 0) throw input_error(where + " tflops_per_gpu must be positive");
+    } else {
+      throw unexpressible{"columns 'iteration_time_s' and 'tflops_per_gpu' are both empty"};
+    }
+    v.args = hardware_args(r);
+    for (auto&& part : {published_model_args(r), published_layout_args(r)}) v.args.insert(v.args.end(), part.begin(), part.end());
+    std::istringstream extra(field(r, "extra_flags"));
+    for (std::string flag; extra >> flag;) v.args.push_back(flag);
+    v.group = generation_of(field(r, "gpu_type"), field(r, "precision"));
+  } catch (const unexpressible& u) {
+    v.skipped = u.why;
+  }
+  return v;
+}
+
+/// Published-measurements columns (model, GPU, layout, precision per row) rather than BLOOM's.
+bool published_schema(const std::vector<std::string>& header) {
+  auto has = [&](const char* c) { return std::find(header.begin(), header.end(), c) != header.end(); };
+  return has("num_layers") && has("hidden_size") && has("gpu_type");
+}
+
+/// One CSV row (after the prequel's corrections) as a validation row.
+validation_row row_of(const row_map& r, const std::string& table, int line_no) {
+  const std::string where = table + ":" + std::to_string(line_no);
+  validation_row v;
+  v.table = table;
+  v.date = field(r, "date");
+  v.label = !field(r, "source_line").empty() ? field(r, "source_line") : "line " + std::to_string(line_no);
+  read_measured(r, where, v);
+  v.args = job_args_of(r, where, table, v.date);
+  for (const environment_note& e : kEnvironmentNotes) {
+    if (!v.date.empty() && v.date < e.before_date) v.environment_factor *= e.slowdown;
+  }
+  if (!field(r, "source_line").empty()) {
+    const int src = static_cast<int>(to_i(field(r, "source_line"), where + " source_line"));
+    for (const seed_group& g : seed_groups()) {
+      if (std::find(g.lines.begin(), g.lines.end(), src) != g.lines.end()) {
+        v.group = g.name;
+        break;
+      }
+    }
+  }
+  return v;
+}
+
+/// Calls f(header, row, line_no) for every non-empty line after the header, the row as column → value;
+/// returns the header (empty for an empty text).
+template <typename F>
+std::vector<std::string> for_each_csv_row(const std::string& text, F&& f) {
+  std::istringstream in(text);
+  std::vector<std::string> header;
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty() || line == "\r") continue;
+    const std::vector<std::string> fields = split_csv_line(line);
+    if (header.empty()) {
+      header = fields;
+      continue;
+    }
+    row_map r;
+    for (std::size_t i = 0; i < header.size(); ++i) r[header[i]] = i < fields.size() ? fields[i] : "";
+    f(header, r, line_no);
+  }
+  return header;
+}
+
+/// The shipped published table's conditions (tests/data/published-conditions.csv), by row.
+const std::map<std::string, row_map>& published_conditions() {
+  static const std::map<std::string, row_map> conditions = [] {
+    std::map<std::string, row_map> by_row;
+    for_each_csv_row(embedded::kPublishedConditionsCsv,
+                     [&](const std::vector<std::string>&, row_map& r, int) { by_row[field(r, "row")] = std::move(r); });
+    return by_row;
+  }();
+  return conditions;
+}
+
+/// read_measurements, with per-row conditions merged into published-schema rows by their `row`.
+std::vector<validation_row> read_rows(const std::string& csv_text, const std::string& table,
+                                      const std::map<std::string, row_map>* conditions) {
+  detail::require_utf8(csv_text, table);
+  std::vector<validation_row> out;
+  const std::vector<std::string> header =
+      for_each_csv_row(csv_text, [&](const std::vector<std::string>& columns, row_map& r, int line_no) {
+        if (published_schema(columns)) {
+          if (conditions != nullptr) {
+            if (const auto it = conditions->find(field(r, "row")); it != conditions->end()) {
+              for (const auto& [column, value] : it->second) {
+                if (column != "row") r[column] = value;
+              }
+            }
+          }
+          out.push_back(published_row(r, table, line_no));
+          return;
+        }
+        if (table.find("prequel") != std::string::npos && !field(r, "source_line").empty()) {
+          for (const row_correction& c : kCorrections) {
+            if (field(r, "source_line") == std::to_string(c.source_line)) r[c.column] = c.value;
+          }
+        }
+        out.push_back(row_of(r, table, line_no));
+      });
+  if (out.empty()) {
+    throw input_error(table + (header.empty() ? ": empty file: expected a header line and measurement rows"
+                                              : ": a header line but no measurement rows"));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<validation_row> read_measurements(const std::string& csv_text, const std::string& table) {
+  return read_rows(csv_text, table, nullptr);
+}
+
+validation_report run_validation(std::vector<validation_row> rows) {
+  validation_report rep;
+  for (validation_row& v : rows) {
+    if (!v.skipped.empty()) continue;
+    try {
+      const parsed_job pj = parse_job_args(v.args);
+      const time_report t = estimate_time(pj.job);
+      v.predicted_s = t.iteration_s * v.environment_factor;
+      if (v.by_tflops) {
+        v.predicted_tflops = (v.hardware_tflops ? t.tflops_per_gpu : t.model_tflops_per_gpu) / v.environment_factor;
+        v.error = v.measured_tflops / v.predicted_tflops - 1;
+      } else {
+        v.predicted_tflops = t.tflops_per_gpu / v.environment_factor;
+        v.error = v.predicted_s / v.measured_s - 1;
+      }
+    } catch (const input_error& e) {
+      v.skipped = e.what();
+    }
+  }
+  rep.rows = std::move(rows);
+  std::vector<std::string> tables, groups;
+  for (const validation_row& v : rep.rows) {
+    if (std::find(tables.begin(), tables.end(), v.table) == tables.end()) tables.push_back(v.table);
+  }
+  for (const seed_group& g : seed_groups()) groups.push_back(g.name);
+  std::vector<const validation_row*> all;
+  for (const validation_row& v : rep.rows) all.push_back(&v);
+  for (const std::string& t : tables) {
+    std::vector<const validation_row*> sel;
+    for (const validation_row* v : all) {
+      if (v->table == t) sel.push_back(v);
+    }
+    rep.tables.push_back(stats_of(t, sel));
+  }
+  // A row may sit in several seed tables (the seed repeats rows); membership is by source line.
+  for (const seed_group& g : seed_groups()) {
+    std::vector<const validation_row*> sel;
+    for (const validation_row* v : all) {
+      if (v->table.find("prequel") == std::string::npos) continue;
+      for (const int line : g.lines) {
+        if (v->label == std::to_string(line)) sel.push_back(v);  // labels without a source line never match
+      }
+    }
+    if (!sel.empty()) rep.groups.push_back(stats_of(g.name, sel));
+  }
+  // Published rows by GPU generation and precision (issue 9's targets are per generation).
+  std::vector<std::string> generations;
+  for (const validation_row* v : all) {
+    if (v->table.find("prequel") != std::string::npos || v->group.empty()) continue;
+    if (std::find(generations.begin(), generations.end(), v->group) == generations.end()) generations.push_back(v->group);
+  }
+  for (const std::string& gen : generations) {
+    std::vector<const validation_row*> sel;
+    for (const validation_row* v : all) {
+      if (v->group == gen && v->table.find("prequel") == std::string::npos) sel.push_back(v);
+    }
+    rep.generations.push_back(stats_of(gen, sel));
+  }
+  rep.overall = stats_of("overall", all);
+  return rep;
+}
+
+validation_report validate_shipped() {
+  std::vector<validation_row> rows = read_measurements(embedded::kBloomPrequelCsv, "bloom-prequel-measurements.csv");
+  std::vector<validation_row> fin = read_measurements(embedded::kBloomFinalCsv, "bloom-final-measurements.csv");
+  rows.insert(rows.end(), fin.begin(), fin.end());
+  std::vector<validation_row> published =
+      read_rows(embedded::kPublishedCsv, "published-measurements.csv", &published_conditions());
+  rows.insert(rows.end(), published.begin(), published.end());
+  return run_validation(std::move(rows));
+}
+
+}  // namespace trainplan

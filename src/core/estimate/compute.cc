@@ -1,0 +1,678 @@
+// Compute time per kernel, layer and pipeline stage (docs/formulas.md §5.1-§5.3).
+#include "trainplan/core/estimate/compute.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <string_view>
+#include <utility>
+
+#include "trainplan/core/model/model.h"
+
+namespace trainplan {
+
+namespace {
+
+double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+/// Elements a 16-bit (8-bit, 32-bit) operand needs per dimension for vectorised tensor-core loads: 16 bytes.
+std::int64_t alignment_elements(dtype d) { return std::max(1, 16 / bytes_of(d)); }
+
+/// Alignment factor of one dimension (§5.2): multiples of 128 are free.
+double alignment_factor(std::int64_t dim, std::int64_t elems, const compute_efficiency& e) {
+  // elems is a power of two (16 bytes / element size): a mask, not an integer division (hot path).
+  const bool aligned = std::has_single_bit(static_cast<std::uint64_t>(elems)) ? (dim & (elems - 1)) == 0
+                                                                               : dim % elems == 0;
+  if (!aligned) return e.unaligned_factor;
+  if (dim % 128 == 0) return 1.0;
+  if (dim % 64 == 0) return e.align64_factor;
+  return e.align8_factor;
+}
+
+/// Memory-bound work: bytes ÷ (bandwidth × fraction) + per-kernel overhead.
+double memory_time_s(const gpu_spec& gpu, const compute_efficiency& e, double bytes, int kernels) {
+  return bytes / (gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction) + kernels * e.kernel_overhead_s;
+}
+
+/// Adds one GEMM (forward shape) to the forward pass and its two backward GEMMs (data and weight
+/// gradients, each with the forward's FLOPs) to the backward pass (§5.1). `weight_grad` false for
+/// products of two activations (attention), whose backward is two data-gradient GEMMs. `time_scale`
+/// slows a GEMM family down (batched attention GEMMs) without changing its FLOPs.
+void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& f, unit_time& u,
+              double pass_time::*bucket, double time_scale = 1.0, double backward_scale = -1) {
+  if (backward_scale < 0) backward_scale = time_scale;
+  const gemm_estimate fw = estimate_gemm(gpu, e, d, f);
+  // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n].
+  const gemm_estimate dx = estimate_gemm(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch});
+  const gemm_estimate dw = estimate_gemm(gpu, e, d, gemm_shape{f.k, f.n, f.m, f.batch});
+  u.forward.*bucket += fw.time_s * time_scale;
+  u.forward.flops += fw.flops;
+  u.backward.*bucket += (dx.time_s + dw.time_s) * backward_scale;
+  u.backward.flops += dx.flops + dw.flops;
+  // The attention core's batched GEMMs have no weights: both of their backward GEMMs are input gradients.
+  if (bucket == &pass_time::gemm_s) u.backward.weight_gradient_s += dw.time_s * backward_scale;
+}
+
+/// Memory-bound kernels: forward bytes, backward = `backward_factor` × forward (reads the saved input
+/// and the output gradient, writes the input gradient; §5.3).
+void add_memory(const gpu_spec& gpu, const compute_efficiency& e, double bytes, int kernels, unit_time& u,
+                double pass_time::*bucket = &pass_time::memory_s) {
+  constexpr double kBackwardFactor = 2.0;
+  u.forward.*bucket += memory_time_s(gpu, e, bytes, kernels);
+  u.backward.*bucket += memory_time_s(gpu, e, bytes * kBackwardFactor, kernels);
+}
+
+/// Megatron's fused scale-mask-softmax applies (megatron/model/fused_softmax.py, is_kernel_available,
+/// 2022): 16 < sk ≤ 2048 (4096 from 2023), sq % 4 == 0, b·np % 4 == 0 (§5.3).
+bool fused_softmax_applies(std::int64_t sq, std::int64_t sk, std::int64_t b, std::int64_t np) {
+  return sk > 16 && sk <= 4096 && sq % 4 == 0 && (b * np) % 4 == 0;
+}
+
+/// Rows each local expert's GEMMs run on the busiest rank for one micro-batch (§5.1): the stage's
+/// tokens × top-k spread over the experts and their expert-DP replicas, ETP ranks each taking every
+/// row of theirs, times the load of the busiest expert (capacity factor, or dropless imbalance). With
+/// ETP = TP: ep·tokens·k/E.
+std::int64_t expert_rows(const job_spec& job) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const moe_spec& x = m.moe;
+  const double tokens = static_cast<double>(job.training.micro_batch_size) * static_cast<double>(m.seq_length / p.cp);
+  const double load = x.capacity_factor > 0 ? x.capacity_factor : x.load_imbalance;
+  const double rows = tokens * static_cast<double>(x.router_topk) * static_cast<double>(p.ep) *
+                      static_cast<double>(expert_tensor_parallel(p)) /
+                      (static_cast<double>(x.num_experts) * static_cast<double>(p.tp)) * load;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(rows)));
+}
+
+/// Which side of a TP block a layer GEMM is: its input all-gathered (column-parallel: QKV, fc1, MLA's
+/// up-projections, Mamba's in_proj) or its output reduce-scattered (row-parallel: projection, fc2,
+/// Mamba's out_proj); --tp-comm-overlap's userbuffers run beside them (§5.5.1).
+enum class userbuffer_side : std::uint8_t { none, column_parallel, row_parallel };
+
+/// What the time model needs of a layer GEMM beside its shape, said where the GEMM is listed.
+struct gemm_role {
+  bool attention_bmm = false;  ///< a product of two activations (the attention core's batched GEMMs)
+  userbuffer_side side = userbuffer_side::none;
+  bool fp8 = true;             ///< runs at the FP8 rate under --fp8-format (the router does not)
+  /// Transformer Engine fuses the FP8 cast of its input into the kernel that produces it (a norm,
+  /// LayerNormLinear/LayerNormMLP, or the activation), and of its output gradient into the activation's
+  /// backward (§5.1.3); otherwise each is a cast_transpose pass of its own.
+  bool input_cast_fused = false;
+  bool grad_cast_fused = false;
+  bool shared_expert = false;  ///< an MoE layer's shared expert: --moe-shared-expert-overlap hides EP under it
+};
+constexpr gemm_role kPlain{};
+constexpr gemm_role kAttentionBmm{.attention_bmm = true, .fp8 = false};
+constexpr gemm_role kColumn{.side = userbuffer_side::column_parallel};
+constexpr gemm_role kRow{.side = userbuffer_side::row_parallel};
+constexpr gemm_role kNormedColumn{.side = userbuffer_side::column_parallel, .input_cast_fused = true};
+constexpr gemm_role kMlpUp{.side = userbuffer_side::column_parallel, .input_cast_fused = true, .grad_cast_fused = true};
+constexpr gemm_role kMlpDown{.side = userbuffer_side::row_parallel, .input_cast_fused = true};
+constexpr gemm_role kRouter{.fp8 = false};
+constexpr gemm_role kSharedExpert{.shared_expert = true};
+
+/// The attention block's GEMMs, for for_each_layer_gemm.
+template <typename F>
+void attention_gemms(const job_spec& job, F&& f) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const std::int64_t t = p.tp;
+  const std::int64_t b = job.training.micro_batch_size;
+  const std::int64_t s = m.seq_length;
+  const std::int64_t sq = s / p.cp;
+  const std::int64_t tokens = b * sq;
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t np = m.num_attention_heads / t;
+  const std::int64_t dh = m.kv_channels;
+  if (m.is_mla()) {
+    // §5.1: MLA's down-projections are duplicated over TP (every token, whole width); the
+    // up-projections are column-parallel.
+    const mla_spec& a = m.mla;
+    if (a.q_lora_rank > 0) {
+      f(named_gemm{"q_down", {tokens, a.q_lora_rank, h, 1}}, kPlain);
+      f(named_gemm{"q_up", {tokens, m.q_width() / t, a.q_lora_rank, 1}}, kColumn);
+    } else {
+      f(named_gemm{"q_proj", {tokens, m.q_width() / t, h, 1}}, kColumn);
+    }
+    f(named_gemm{"kv_down", {tokens, a.kv_lora_rank + a.qk_pos_emb_head_dim, h, 1}}, kPlain);
+    f(named_gemm{"kv_up", {tokens, np * (a.qk_head_dim + a.v_head_dim), a.kv_lora_rank, 1}}, kColumn);
+  } else {
+    f(named_gemm{"qkv", {tokens, (m.q_width() + m.k_width() + m.v_width()) / t, h, 1}}, kNormedColumn);
+  }
+  if (!job.training.flash_attention) {
+    const std::int64_t dv = m.attention_out_width() / m.num_attention_heads;
+    f(named_gemm{"attention_scores", {sq, s, dh, b * np}}, kAttentionBmm);   // Q·Kᵀ
+    f(named_gemm{"attention_context", {sq, dv, s, b * np}}, kAttentionBmm);  // P·V
+  }
+  f(named_gemm{"attention_out", {tokens, h, m.attention_out_width() / t, 1}}, kRow);
+}
+
+/// Calls f(gemm, role) for every GEMM of one layer's forward pass for one micro-batch on
+/// one GPU, in the order the layer runs them (§5.1): a Mamba block's in_proj and out_proj (§5.1.4);
+/// QKV, the attention core's two batched GEMMs (not with flash attention), the output projection;
+/// then the MLP, or the router, the local experts (balanced routing) and the shared experts.
+template <typename F>
+void for_each_layer_gemm(const job_spec& job, layer_kind kind, F&& f) {
+  const layer_makeup& mk = makeup_of(kind);
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const std::int64_t t = p.tp;
+  const std::int64_t tokens = job.training.micro_batch_size * (m.seq_length / p.cp);
+  const std::int64_t h = m.hidden_size;
+  if (mk.mamba) {
+    const mamba_spec& x = m.mamba;
+    f(named_gemm{"mamba_in_proj", {tokens, (2 * x.d_inner() + 2 * x.num_groups * x.state_dim + x.num_heads) / t, h, 1}},
+      kNormedColumn);
+    f(named_gemm{"mamba_out_proj", {tokens, h, x.d_inner() / t, 1}}, kRow);
+  }
+  if (mk.attention) attention_gemms(job, f);
+  const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
+  if (mk.dense_mlp) {
+    f(named_gemm{"mlp_up", {tokens, gate * m.ffn_hidden_size / t, h, 1}}, kMlpUp);
+    f(named_gemm{"mlp_down", {tokens, h, m.ffn_hidden_size / t, 1}}, kMlpDown);
+  }
+  if (!mk.moe) return;
+  const moe_spec& x = m.moe;
+  f(named_gemm{"router", {tokens, x.num_experts, h, 1}}, kRouter);
+  const std::int64_t local_experts = x.num_experts / p.ep;
+  const std::int64_t rows = expert_rows(job);
+  const std::int64_t fe = x.expert_ffn_hidden_size;
+  const std::int64_t etp = expert_tensor_parallel(p);
+  f(named_gemm{"expert_up", {rows, gate * fe / etp, h, local_experts}}, kPlain);
+  f(named_gemm{"expert_down", {rows, h, fe / etp, local_experts}}, kPlain);
+  if (const std::int64_t fs = x.shared_expert_ffn_hidden_size; fs > 0) {
+    f(named_gemm{"shared_expert_up", {tokens, gate * fs / t, h, 1}}, kSharedExpert);
+    f(named_gemm{"shared_expert_down", {tokens, h, fs / t, 1}}, kSharedExpert);
+  }
+}
+
+}  // namespace
+
+compute_efficiency effective_compute_efficiency(const gpu_spec& gpu) {
+  compute_efficiency e;
+  effective_compute_efficiency(gpu, e);
+  return e;
+}
+
+void effective_compute_efficiency(const gpu_spec& gpu, compute_efficiency& e) {
+  e = default_compute_efficiency_ref(gpu);  // copy-assignment reuses e.tiles' storage
+  const compute_efficiency& o = gpu.compute;
+  if (!o.tiles.empty()) e.tiles = o.tiles;
+  auto take = [](double& into, double v) {
+    if (v > 0) into = v;
+  };
+  take(e.tiles_per_sm, o.tiles_per_sm);
+  take(e.align8_factor, o.align8_factor);
+  take(e.align64_factor, o.align64_factor);
+  take(e.unaligned_factor, o.unaligned_factor);
+  take(e.k_half, o.k_half);
+  take(e.ramp_flops, o.ramp_flops);
+  take(e.attention_bmm_factor, o.attention_bmm_factor);
+  take(e.flash_attention_fraction, o.flash_attention_fraction);
+  take(e.memory_bandwidth_fraction, o.memory_bandwidth_fraction);
+  take(e.kernel_overhead_s, o.kernel_overhead_s);
+  take(e.unfused_softmax_factor, o.unfused_softmax_factor);
+  take(e.fp8_tile_factor, o.fp8_tile_factor);
+  if (o.measured) e.measured = o.measured;
+}
+
+gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& s) {
+  gemm_estimate out;
+  const double m = static_cast<double>(s.m), n = static_cast<double>(s.n), k = static_cast<double>(s.k),
+               b = static_cast<double>(s.batch);
+  out.flops = 2.0 * m * n * k * b;
+  if (out.flops <= 0) return out;
+  // Tile and wave quantization (§5.2): the best tile the library offers.
+  const double slots = static_cast<double>(gpu.sm_count) * e.tiles_per_sm;
+  double best = 0;
+  for (const gemm_tile& t : e.tiles) {
+    const double tm = static_cast<double>(t.m), tn = static_cast<double>(t.n);
+    const double tiles = ceil_div(m, tm) * ceil_div(n, tn) * b;
+    const double waves = ceil_div(tiles, slots);
+    const double util = (m * n * b) / (waves * slots * tm * tn);
+    best = std::max(best, t.peak_fraction * util);
+  }
+  if (d == dtype::fp8 && e.fp8_tile_factor > 0) best = std::min(1.0, best * e.fp8_tile_factor);
+  const std::int64_t elems = alignment_elements(d);
+  const double align = std::min({alignment_factor(s.m, elems, e), alignment_factor(s.n, elems, e),
+                                 alignment_factor(s.k, elems, e)});
+  const double prologue = k / (k + e.k_half);
+  const double ramp = out.flops / (out.flops + e.ramp_flops);
+  out.efficiency = best * align * prologue * ramp;
+  // A calibration profile's measurements correct the model where they were taken (§6.4).
+  if (e.measured) out.efficiency *= e.measured->correction(d, s.m, s.n, s.k, s.batch);
+  out.time_s = out.flops / (gpu.peak_flops(d) * out.efficiency) + e.kernel_overhead_s;
+  return out;
+}
+
+std::vector<named_gemm> layer_gemm_shapes(const job_spec& job, bool moe_layer) {
+  std::vector<named_gemm> out;
+  for_each_layer_gemm(job, moe_layer ? layer_kind::moe : layer_kind::dense,
+                      [&](const named_gemm& g, const gemm_role&) { out.push_back(g); });
+  const model_spec& m = job.model;
+  const std::int64_t tokens = job.training.micro_batch_size * m.seq_length / job.parallel.cp;
+  out.push_back({"logits", {tokens, padded_vocab(m, job.parallel.tp) / job.parallel.tp, m.hidden_size, 1}});
+  return out;
+}
+
+double causal_pairs_fraction(const model_spec& m, bool windowed) {
+  const double s = static_cast<double>(m.seq_length);
+  const double w = static_cast<double>(m.sliding_window);
+  if (!windowed || w <= 0 || w >= s) return 1.0;
+  // §5.1.2: (query, key) pairs a causal kernel executes, over the s²/2 of full causal attention.
+  // Sliding: query i sees min(i + 1, w) keys, Σ = w·s − w(w − 1)/2. Chunked: s/w causal chunks of
+  // w(w + 1)/2 pairs.
+  const double pairs = m.window == window_kind::sliding ? w * s - w * (w - 1) / 2 : s * (w + 1) / 2;
+  return std::min(1.0, pairs / (s * s / 2));
+}
+
+namespace {
+
+/// SMs a pipelined or bulk userbuffers overlap takes (transformer_engine/pytorch/module/base.py
+/// initialize_ub, get_default_config: num_sm 16; ring exchange: 1 SM and the copy engines).
+constexpr int kUserbufferSms = 16;
+
+/// A fused attention-like kernel of `flops` forward (flash attention, Mamba's SSD scan): at the GPU's
+/// fused-attention rate, backward 2× the FLOPs in 2.5× the time (it recomputes; Dao 2023), into `bucket`.
+void add_fused_kernel(const job_spec& job, const compute_efficiency& e, double flops, unit_time& u,
+                      double pass_time::*bucket) {
+  const double rate = job.cluster.gpu.peak_flops(job.training.precision) * e.flash_attention_fraction;
+  u.forward.*bucket += flops / rate + e.kernel_overhead_s;
+  u.forward.flops += flops;
+  u.backward.*bucket += 2.5 * flops / rate + e.kernel_overhead_s;
+  u.backward.flops += 2 * flops;
+}
+
+/// The attention core (§5.1, §5.3): one flash kernel, or the unfused softmax and dropout passes (the
+/// batched score and context GEMMs are for_each_layer_gemm's).
+void attention_core(const job_spec& job, const compute_efficiency& e, bool windowed, unit_time& u) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const gpu_spec& gpu = job.cluster.gpu;
+  const double eb = bytes_of(roles_of(job.training).activations);
+  const std::int64_t b = job.training.micro_batch_size;
+  const std::int64_t s = m.seq_length;
+  const std::int64_t sq = s / p.cp;
+  const std::int64_t np = m.num_attention_heads / p.tp;
+  if (job.training.flash_attention) {
+    // Flash attention: one fused kernel; causal masking skips the masked half of the tiles, so the
+    // kernel executes half the s² square, and that half is what is counted and timed (§5.1, one
+    // convention: Megatron-Core's num_floating_point_operations counts seq_length/2, "causal mask").
+    // Backward ≈ 2.5× forward in time (it recomputes the scores; Dao 2023), 2× in FLOPs.
+    // Windowed layers execute only the pairs inside the window (causal_pairs_fraction). Q·Kᵀ runs over
+    // the query/key head dim, P·V over the value head dim (MLA: 192 and 128).
+    const double dv = static_cast<double>(m.attention_out_width() / m.num_attention_heads);
+    const double flops = 0.5 * 2.0 * b * np * static_cast<double>(sq) * s *
+                         (static_cast<double>(m.kv_channels) + dv) * causal_pairs_fraction(m, windowed);
+    add_fused_kernel(job, e, flops, u, &pass_time::attention_s);
+    return;
+  }
+  // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the
+  // probabilities and a 1-byte mask (§5.3).
+  const double scores = static_cast<double>(b) * np * sq * s;
+  const bool fused = fused_softmax_applies(sq, s, b, np);
+  double softmax_bytes = 2 * eb * scores;
+  if (!fused) softmax_bytes *= e.unfused_softmax_factor;
+  if (m.position_embedding == position_embedding_kind::alibi) softmax_bytes += eb * scores;
+  add_memory(gpu, e, softmax_bytes, fused ? 1 : 3, u, &pass_time::attention_s);
+  if (m.attention_dropout > 0) add_memory(gpu, e, (2 * eb + 1) * scores, 1, u, &pass_time::attention_s);
+}
+
+/// A Mamba-2 block's work besides its two projections (§5.1.4): the depthwise causal convolution
+/// with its SiLU, the chunked SSD scan and the gated RMSNorm, on this GPU's heads.
+void mamba_mixer(const job_spec& job, const compute_efficiency& e, unit_time& u) {
+  const model_spec& m = job.model;
+  const mamba_spec& x = m.mamba;
+  const gpu_spec& gpu = job.cluster.gpu;
+  const double eb = bytes_of(roles_of(job.training).activations);
+  const double t = static_cast<double>(job.parallel.tp);
+  const double tokens = static_cast<double>(job.training.micro_batch_size * (m.seq_length / job.parallel.cp));
+  const double d_local = static_cast<double>(x.d_inner()) / t;
+  const double groups_local = static_cast<double>(x.num_groups) / t;
+  const double n = static_cast<double>(x.state_dim);
+  const double q = static_cast<double>(std::min(x.chunk_size, m.seq_length));
+  // SSD (Dao & Gu 2024, §6): per token, C·Bᵀ inside its chunk per group (2·Q·N·G), the masked scores
+  // times X (2·Q·d), the chunk states Bᵀ·X (2·N·d) and their contribution to the outputs C·h (2·N·d).
+  // Timed as the flash kernel is (the fused-attention efficiency, backward 2× the FLOPs, 2.5× the time):
+  // no SSD measurement is at hand to fit its own.
+  add_fused_kernel(job, e, tokens * (2 * q * n * groups_local + 2 * q * d_local + 4 * n * d_local), u, &pass_time::gemm_s);
+  // The convolution reads and writes [x, B, C]; the gated norm reads y and z and writes its output.
+  const double conv = static_cast<double>(x.conv_width()) / t;
+  add_memory(gpu, e, 2 * eb * tokens * conv, 1, u);
+  add_memory(gpu, e, 3 * eb * tokens * d_local, 1, u);
+}
+
+}  // namespace
+
+unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_kind kind) {
+  const layer_makeup& mk = makeup_of(kind);
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const gpu_spec& gpu = job.cluster.gpu;
+  const dtype d = job.training.precision;                      // GEMM inputs (precision_roles::compute)
+  const double eb = bytes_of(roles_of(job.training).activations);  // memory-bound kernels' elements
+  const std::int64_t t = p.tp;
+  const std::int64_t tokens = job.training.micro_batch_size * (m.seq_length / p.cp);  // rows of every dense GEMM
+  const std::int64_t h = m.hidden_size;
+  unit_time u;
+
+  // Every GEMM of the layer (§5.1), in one account with the bench's shapes (layer_gemm_shapes). The
+  // batched attention GEMMs run slower than dense ones of the same FLOPs (attention_bmm_factor).
+  const double bmm_scale = 1.0 / e.attention_bmm_factor;
+  // FP8 (§5.1.3): the linear GEMMs run at the FP8 rate; the router and the attention core stay in
+  // bf16. Each FP8 GEMM's input is cast (and transposed for the weight gradient) in the forward, its
+  // output gradient in the backward: memory-bound passes that read e and write 2 bytes per element.
+  const dtype linear = roles_of(job.training).linear;
+  const bool fp8 = linear == dtype::fp8;
+  // §5.5.1: with --tp-comm-overlap the pipelined and bulk userbuffers kernels take 16 SMs from the GEMMs
+  // they run beside: the row-parallel GEMMs' forward, the column-parallel GEMMs' backward.
+  const bool ub = job.training.tp_comm_overlap && p.sequence_parallel && p.tp > 1;
+  const double sm_share = ub ? static_cast<double>(gpu.sm_count) / static_cast<double>(gpu.sm_count - kUserbufferSms) : 1.0;
+  for_each_layer_gemm(job, kind, [&](const named_gemm& g, const gemm_role& role) {
+    const double fwd_scale = ub && role.side == userbuffer_side::row_parallel ? sm_share : 1.0;
+    const double bwd_scale = ub && role.side == userbuffer_side::column_parallel ? sm_share : 1.0;
+    const double gemm_fwd_before = u.forward.gemm_s;
+    const double gemm_bwd_before = u.backward.gemm_s;
+    if (role.attention_bmm) {
+      add_gemm(gpu, e, d, g.shape, u, &pass_time::attention_s, bmm_scale);
+    } else if (fp8 && role.fp8) {
+      add_gemm(gpu, e, linear, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale);
+      const double rows = static_cast<double>(g.shape.m) * static_cast<double>(g.shape.batch);
+      if (!role.input_cast_fused) {
+        u.forward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.k) * (eb + 2), 1);
+      }
+      if (!role.grad_cast_fused) {
+        u.backward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.n) * (eb + 2), 1);
+      }
+    } else {
+      add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale);
+    }
+    if (role.shared_expert) {
+      u.forward.shared_expert_s += u.forward.gemm_s - gemm_fwd_before;
+      u.backward.shared_expert_s += u.backward.gemm_s - gemm_bwd_before;
+    }
+  });
+  if (mk.attention) attention_core(job, e, mk.window, u);
+  if (mk.mamba) mamba_mixer(job, e, u);
+
+  // Activation-function inputs (elements) of the MLP or experts, and the routed tokens' permutation.
+  const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
+  double act_elems = 0;
+  auto dense_mlp_elems = [&](std::int64_t ffn) { act_elems += static_cast<double>(tokens) * gate * ffn / t; };
+  if (mk.moe) {
+    const moe_spec& x = m.moe;
+    const std::int64_t local_experts = x.num_experts / p.ep;
+    act_elems += static_cast<double>(expert_rows(job)) * local_experts * gate * x.expert_ffn_hidden_size /
+                 expert_tensor_parallel(p);
+    // Permute and un-permute the routed tokens.
+    add_memory(gpu, e, 4 * eb * static_cast<double>(tokens) * x.router_topk * h, 2, u);
+    if (x.shared_expert_ffn_hidden_size > 0) dense_mlp_elems(x.shared_expert_ffn_hidden_size);
+  } else if (mk.dense_mlp) {
+    dense_mlp_elems(m.ffn_hidden_size);
+  }
+  // Activation function (fused with its bias): read the input, write the output (gated: half as wide).
+  if (mk.moe || mk.dense_mlp) add_memory(gpu, e, eb * act_elems * (gate == 2 ? 1.5 : 2.0), 1, u);
+
+  // Norms and bias-dropout-residual (§5.3), one of each per block. Without sequence parallelism every
+  // TP rank does them on the whole hidden vector.
+  const double blocks = static_cast<double>(mk.blocks());
+  const int kernels = mk.blocks();
+  const double hidden_elems = static_cast<double>(tokens) * h / (p.sequence_parallel ? t : 1);
+  add_memory(gpu, e, blocks * 2 * eb * hidden_elems, kernels, u);  // norms: read + write
+  const double dropout_mask = m.hidden_dropout > 0 ? 1.0 : 0.0;
+  add_memory(gpu, e, blocks * (3 * eb + dropout_mask) * hidden_elems, kernels, u);  // bias-dropout-adds
+  if (!mk.attention) return u;
+  if (m.position_embedding == position_embedding_kind::rope) {
+    add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.q_width() + m.k_width()) / t, 2, u);
+  }
+  if (m.is_mla()) {
+    // The latent norms, over every token on every TP rank (the down-projections are duplicated).
+    add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.mla.q_lora_rank + m.mla.kv_lora_rank), 2, u);
+  } else if (m.qk_norm) {
+    add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.q_width() + m.k_width()) / t, 2, u);
+  }
+  if (m.sandwich_norm) add_memory(gpu, e, 2 * 2 * eb * hidden_elems, 2, u);
+  return u;
+}
+
+namespace {
+
+/// into += times × u, pass by pass.
+void add_units(unit_time& into, const unit_time& u, double times) {
+  for (auto [to, from] : {std::pair{&into.forward, &u.forward}, std::pair{&into.backward, &u.backward}}) {
+    to->gemm_s += times * from->gemm_s;
+    to->attention_s += times * from->attention_s;
+    to->memory_s += times * from->memory_s;
+    to->flops += times * from->flops;
+    to->weight_gradient_s += times * from->weight_gradient_s;
+  }
+}
+
+/// Word (and position) embedding lookup, its norm, and the backward scatter into the gradient.
+unit_time embedding_compute(const job_spec& job, const compute_efficiency& e) {
+  const model_spec& m = job.model;
+  const double eb = bytes_of(roles_of(job.training).activations);
+  const double elems = static_cast<double>(job.training.micro_batch_size) * m.seq_length / job.parallel.cp *
+                       m.hidden_size;
+  unit_time u;
+  double bytes = 2 * eb * elems;                      // gather rows, write output
+  if (m.position_embedding == position_embedding_kind::learned) bytes += 2 * eb * elems;
+  if (m.embedding_norm) bytes += 2 * eb * elems;
+  if (m.hidden_dropout > 0) bytes += (2 * eb + 1) * elems;
+  add_memory(job.cluster.gpu, e, bytes, 4, u);
+  return u;
+}
+
+/// Final norm, logits GEMM over the vocabulary shard, vocab-parallel cross-entropy in fp32.
+unit_time output_compute(const job_spec& job, const compute_efficiency& e) {
+  const model_spec& m = job.model;
+  const gpu_spec& gpu = job.cluster.gpu;
+  const dtype d = job.training.precision;                      // GEMM inputs (precision_roles::compute)
+  const double eb = bytes_of(roles_of(job.training).activations);  // memory-bound kernels' elements
+  const std::int64_t tokens = job.training.micro_batch_size * m.seq_length / job.parallel.cp;
+  const std::int64_t vocab = padded_vocab(m, job.parallel.tp) / job.parallel.tp;
+  unit_time u;
+  if (m.final_norm) add_memory(gpu, e, 2 * 2 * eb * static_cast<double>(tokens) * m.hidden_size, 1, u);
+  add_gemm(gpu, e, d, {tokens, vocab, m.hidden_size}, u, &pass_time::gemm_s);
+  // Cross-entropy: cast to fp32, max, exp-sum, loss; backward writes the logits' gradient (§5.3).
+  add_memory(gpu, e, static_cast<double>(tokens) * vocab * (eb + 3 * 4.0), 4, u);
+  return u;
+}
+
+}  // namespace
+
+namespace {
+
+/// The framework's own host time per layer pass, without ZeRO-3's fetches (§5.9).
+double host_default_per_layer_pass_s(const training_config& t) {
+  // Megatron-DeepSpeed's activation checkpointing saves and restores CUDA RNG states around every
+  // layer (deepspeed/runtime/activation_checkpointing), a host synchronisation per layer pass that
+  // exposes the Python/launch time of the layer's ops: ≈ 2.5 ms per pass on BLOOM's nodes, fitted to
+  // the MBS sweeps of seeds/000 (§5.9). Megatron-LM and FSDP launch asynchronously: hidden.
+  return t.recompute == recompute_granularity::full ? traits_of(t.framework).host_s_per_recomputed_layer_pass : 0.0;
+}
+
+}  // namespace
+
+double host_overhead_per_layer_pass_s(const training_config& t) {
+  // §5.9: ZeRO-3/FSDP fetch each of a layer's 6 parametered modules before every pass (forward, the
+  // recomputed forward, backward); --zero3-fetch-overhead-us is what each fetch costs the GPU.
+  constexpr double kModulesPerLayer = 6;
+  const double fetch_s = t.zero_stage == 3 ? kModulesPerLayer * t.zero3_fetch_overhead_s : 0.0;
+  if (t.host_overhead_per_layer_pass_s >= 0) return t.host_overhead_per_layer_pass_s + fetch_s;
+  return fetch_s + host_default_per_layer_pass_s(t);
+}
+
+double accumulation_bytes_per_parameter(const training_config& t) {
+  // Memory traffic per parameter per micro-batch beyond the weight-gradient GEMM (§5.9).
+  if (traits_of(t.framework).fused_grad_accumulation) return 0;  // Megatron: into main_grad in the GEMM
+  const double e = bytes_of(roles_of(t).weights);
+  double bytes = 3 * e;  // autograd's AccumulateGrad: read old, read new, write (16-bit .grad)
+  if (t.framework == framework_kind::deepspeed && t.accumulate_allreduce_grads_in_fp32 && e < 4) {
+    bytes += e + 8;  // BF16_Optimizer.update_hp_grads after every micro-batch: read 16-bit, read+write fp32
+  }
+  return bytes;
+}
+
+double allocator_slowdown(double reserved_fraction) {
+  // PyTorch's caching allocator, when a request finds no free cached block and cudaMalloc fails, frees
+  // every cached block (cudaFree synchronises the device) and retries; near capacity this happens
+  // within every micro-batch. Onset at 90% of usable memory reserved (the allocator's rounding and
+  // fragmentation leave ~10% unusable), growing quadratically to +40% of the rank's compute at 100%,
+  // fitted to BLOOM's MBS 8 rows at 73-76 GB of 80 (seeds/000, 2022-02-20: +10% end to end over MBS 4,
+  // the first rank being the one near capacity; §5.9). Beyond 100% the job does not fit (§3); the
+  // factor stays at its cap.
+  constexpr double kOnset = 0.90, kAtCapacity = 0.40;
+  const double x = std::clamp((reserved_fraction - kOnset) / (1.0 - kOnset), 0.0, 1.0);
+  return 1.0 + kAtCapacity * x * x;
+}
+
+compute_report estimate_compute(const job_spec& job) {
+  compute_report r;
+  estimate_compute(job, count_parameters(job.model, job.parallel.tp), pipeline_layout(job), r);
+  return r;
+}
+
+void estimate_compute(const job_spec& job, const parameter_breakdown& params, const std::vector<stage_layout>& layout,
+                      compute_report& r) {
+  thread_local compute_efficiency e;
+  effective_compute_efficiency(job.cluster.gpu, e);
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const training_config& tc = job.training;
+  // One layer of each kind on some stage (§1.10); the dense layer always, for the overlap budgets.
+  const layer_counts present = layer_kinds_of(layout);
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    const auto kind = static_cast<layer_kind>(k);
+    r.layers[k] = present[k] > 0 || kind == layer_kind::dense ? layer_compute(job, e, kind) : unit_time{};
+  }
+  r.embedding = embedding_compute(job, e);
+  r.output = output_compute(job, e);
+  if (m.mtp_num_layers > 0) {
+    // §1.8, §5.1: each MTP module runs a layer like the last one, its 2h → h projection (column-
+    // parallel), and its own logits and loss through the shared output layer, on the last stage.
+    unit_time module = r.of(m.kind_of_layer(m.num_layers - 1));
+    const std::int64_t tokens = tc.micro_batch_size * m.seq_length / p.cp;
+    add_gemm(job.cluster.gpu, e, tc.precision, {tokens, m.hidden_size / p.tp, 2 * m.hidden_size}, module, &pass_time::gemm_s);
+    add_units(module, output_compute(job, e), 1.0);
+    add_units(r.output, module, static_cast<double>(m.mtp_num_layers));
+  }
+  {
+    const std::int64_t np = m.num_attention_heads / p.tp;
+    const std::int64_t sq = m.seq_length / p.cp;
+    r.fused_softmax = tc.flash_attention || fused_softmax_applies(sq, m.seq_length, tc.micro_batch_size, np);
+  }
+
+  // Recomputation (§5.4): full redoes the layer's forward in backward; selective redoes the attention core.
+  auto recompute_of = [&](const unit_time& u) {
+    switch (tc.recompute) {
+      case recompute_granularity::full: return std::pair{u.forward.total_s(), u.forward.flops};
+      case recompute_granularity::selective: return std::pair{u.forward.attention_s, 0.0};
+      case recompute_granularity::none: break;
+    }
+    return std::pair{0.0, 0.0};
+  };
+  r.layer_recompute_fraction = tc.recompute == recompute_granularity::full ? 1.0 : 0.0;
+
+  // Parameters each rank updates in its optimizer step (§5.5): what it holds (§2.4), sharded by ZeRO ≥ 1
+  // over DP×CP, the routed experts over expert-DP = DP×CP/EP (as the memory model shards them, §3.3).
+  const rank_holdings holds = holdings_of(job, params);
+  const double dense_shards = tc.zero_stage >= 1 ? static_cast<double>(dp_shard_size(p, tc)) : 1.0;  // §2.5
+  const double expert_shards = tc.zero_stage >= 1 ? static_cast<double>(expert_data_parallel(p) / tc.dp_replicas) : 1.0;
+  // Adam on fp32 master weights: read master, grad, m, v; write master, m, v and the 16-bit copy.
+  const double opt_bytes_per_param = tc.optimizer == optimizer_kind::adam ? 4.0 * 7 + 2 : 4.0 * 3 + 2;
+  const gpu_spec& gpu = job.cluster.gpu;
+
+  // §5.9: host time per layer pass, and the gradient accumulation traffic of every micro-batch.
+  const double host_s = host_overhead_per_layer_pass_s(tc);
+  const double accumulate_bytes = accumulation_bytes_per_parameter(tc);
+  std::array<double, kNumLayerKinds> accumulate_s{};
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    const double layer_params = static_cast<double>(holds.of(static_cast<layer_kind>(k)).total());
+    accumulate_s[k] = memory_time_s(gpu, e, accumulate_bytes * layer_params, accumulate_bytes > 0 ? 1 : 0);
+  }
+
+  r.stages.clear();
+  r.stages.reserve(layout.size());
+  const double vpp = static_cast<double>(p.vpp);
+  for (const stage_layout& sl : layout) {
+    stage_compute sc;
+    sc.stage = sl.stage;
+    const double layers = static_cast<double>(sl.num_layers);
+    // Layers whose forward is recomputed: all with the uniform method; with block the first N of each
+    // model chunk (Megatron applies --recompute-num-layers per chunk; §3.4, §4.2.1).
+    double recomputed = layers;
+    if (tc.recompute == recompute_granularity::full && tc.recompute_method_ == recompute_method::block) {
+      recomputed = vpp * std::min(recomputed / vpp, static_cast<double>(tc.recompute_num_layers));
+    }
+    // The stage's layers by kind (§1.10); recomputation spread over them in proportion.
+    double fwd = 0, bwd = 0, re = 0, fwd_flops = 0, bwd_flops = 0, wgrad = 0, fwd_gemm = 0, bwd_gemm = 0;
+    double fwd_shared = 0, bwd_shared = 0;
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+      const double count = static_cast<double>(sl.kinds[k]);
+      if (count <= 0) continue;
+      const unit_time& u = r.layers[k];
+      const auto [re_s, re_flops] = recompute_of(u);
+      const double share = recomputed * count / std::max(1.0, layers);
+      fwd += count * u.forward.total_s();
+      bwd += count * (u.backward.total_s() + accumulate_s[k]);
+      re += share * re_s;
+      fwd_flops += count * u.forward.flops;
+      bwd_flops += count * u.backward.flops + share * re_flops;
+      wgrad += count * (u.backward.weight_gradient_s + accumulate_s[k]);
+      fwd_gemm += count * u.forward.gemm_s;
+      bwd_gemm += count * u.backward.gemm_s;
+      fwd_shared += count * u.forward.shared_expert_s;
+      bwd_shared += count * u.backward.shared_expert_s + share * u.forward.shared_expert_s;
+    }
+    fwd += layers * host_s;
+    bwd += layers * host_s;
+    if (tc.recompute == recompute_granularity::full) re += recomputed * host_s;
+    // With VPP the rank runs vpp chunks per micro-batch: times are per chunk (the embedding and output
+    // sit on the first and last chunk; spread over chunks here, §5.4).
+    if (sl.has_embedding) {
+      fwd += r.embedding.forward.total_s();
+      bwd += r.embedding.backward.total_s();
+    }
+    if (sl.has_output) {
+      fwd += r.output.forward.total_s();
+      bwd += r.output.backward.total_s();
+      fwd_flops += r.output.forward.flops;
+      bwd_flops += r.output.backward.flops;
+    }
+    sc.num_layers = static_cast<std::int64_t>(std::llround(layers / vpp));
+    sc.forward_s = fwd / vpp;
+    sc.forward_gemm_s = fwd_gemm / vpp;
+    sc.backward_gemm_s = bwd_gemm / vpp;
+    sc.forward_shared_expert_s = fwd_shared / vpp;
+    sc.backward_shared_expert_s = bwd_shared / vpp;
+    sc.recompute_s = re / vpp;
+    sc.recomputed_layers = tc.recompute == recompute_granularity::full ? recomputed / vpp : 0.0;
+    sc.backward_s = (bwd + re) / vpp;
+    if (sl.has_output) wgrad += r.output.backward.weight_gradient_s;
+    sc.backward_weight_s = wgrad / vpp;
+    sc.forward_flops = fwd_flops / vpp;
+    sc.backward_flops = bwd_flops / vpp;
+    // Optimizer step of this rank's parameter shard (memory-bound; §5.5).
+    const layer_shard held = holds.stage(sl);
+    const double updated = static_cast<double>(held.dense) / dense_shards + static_cast<double>(held.expert) / expert_shards;
+    sc.optimizer_s = memory_time_s(gpu, e, updated * opt_bytes_per_param, 8);
+    r.stages.push_back(sc);
+  }
+
+  // Whole-job FLOPs per iteration: every micro-batch of every pipeline, each DP replica (§5.7).
+  const double microbatches = static_cast<double>(job.num_microbatches()) * p.dp * p.cp;
+  double fwd_all = 0, bwd_all = 0;
+  for (const stage_compute& sc : r.stages) {
+    fwd_all += sc.forward_flops * vpp;
+    bwd_all += sc.backward_flops * vpp;
+  }
+  // FLOPs above are per GPU (one TP shard); the job's total multiplies by TP.
+  const double tp = static_cast<double>(p.tp);
+  r.hardware_flops = (fwd_all + bwd_all) * microbatches * tp;
+  // Model FLOPs: forward + backward (2 × forward), no recomputation.
+  r.model_flops = 3.0 * fwd_all * microbatches * tp;
+}
+
+}  // namespace trainplan

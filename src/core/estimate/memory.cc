@@ -1,0 +1,533 @@
+// Per-GPU memory of every pipeline stage (docs/formulas.md §3).
+#include "trainplan/core/estimate/memory.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "trainplan/core/base/checked.h"
+#include "trainplan/core/estimate/schedule.h"
+
+namespace trainplan {
+
+namespace {
+
+/// DeepSpeed's default reduce_bucket_size, in elements (deepspeed/runtime/zero/config.py).
+constexpr double kDeepSpeedBucketElements = 5e8;
+/// DeepSpeed's stage3_prefetch_bucket_size default, elements (runtime/zero/config.py: 5e7).
+constexpr double kDeepSpeedPrefetchElements = 5e7;
+
+/// What one layer keeps, for one micro-batch, in the settings that matter (§3.4).
+struct activation_setting {
+  double tokens = 0;         ///< s·b/c tokens of one micro-batch on one GPU
+  double seq_kv = 0;         ///< keys each query attends to (s)
+  double t = 1;              ///< tensor-parallel size
+  bool sp = false;           ///< sequence parallel: replicated parts split by t too
+  bool flash = false;
+  bool selective = false;    ///< attention core recomputed
+  double e = 2;              ///< bytes per activation element
+  double lin = 2;            ///< bytes of a linear layer's saved input (1 under FP8: TE keeps the cast copy)
+};
+
+/// §3.4: the attention block's saved tensors per token.
+double attention_bytes(const model_spec& m, const activation_setting& a) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.q_width());
+  const double k = static_cast<double>(m.k_width());
+  const double v = static_cast<double>(m.v_width());
+  const double o = static_cast<double>(m.attention_out_width());
+  const double heads = static_cast<double>(m.num_attention_heads);
+  const double t = a.t;
+  const double rep = a.sp ? t : 1.0;
+  const double e = a.e;
+  const double lin = a.lin;
+  const bool attn_dropout = m.attention_dropout > 0;
+  double attn = lin * h / rep;                                // QKV (or MLA down-projection) input
+  attn += e * (q + k + v) / t;                                // Q, K, V
+  if (m.is_mla()) {
+    // §3.4.5: the latent norms' inputs and outputs (the up-projections' inputs), whole on every TP
+    // rank: the down-projections are duplicated, their outputs cover every token of the micro-batch.
+    const double ql = static_cast<double>(m.mla.q_lora_rank), kvl = static_cast<double>(m.mla.kv_lora_rank);
+    attn += (e + lin) * (ql + kvl);  // norm inputs, and their outputs the up-projections read
+  } else if (m.qk_norm) {
+    attn += e * (q + k) / t;                                  // QK-norm inputs
+  }
+  if (a.flash) {
+    if (!a.selective) attn += e * o / t + 4 * heads / t;      // output O and fp32 log-sum-exp
+  } else if (!a.selective) {
+    // softmax output, its dropout mask and dropout output (Korthikanti et al. 2022, §4.1: 5as²b)
+    attn += (attn_dropout ? 2 * e + 1 : e) * heads * a.seq_kv / t;
+  }
+  attn += lin * o / t;                                        // projection input
+  return attn;
+}
+
+/// §3.4, §3.4.3: the MLP (or MoE) block's saved tensors per token.
+double mlp_bytes(const model_spec& m, const activation_setting& a, bool moe_layer, bool swiglu_fusion) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double t = a.t;
+  const double rep = a.sp ? t : 1.0;
+  const double e = a.e;
+  const double lin = a.lin;
+  auto mlp_bytes = [&](double ffn, double tp) {
+    // activation input(s) and output, and fc2's input: 2f (plain), 4f (gated), 3f (fused bias-SwiGLU)
+    const double units = is_gated(m.activation) ? (swiglu_fusion ? 3.0 : 4.0) : 2.0;
+    return ((units - 1) * e + lin) * ffn / tp;  // the last unit is fc2's input
+  };
+  double mlp = (moe_layer ? e : lin) * h / rep;              // fc1 (or router) input
+  if (!moe_layer) {
+    mlp += mlp_bytes(static_cast<double>(m.ffn_hidden_size), t);
+  } else {
+    const double topk = static_cast<double>(m.moe.router_topk);
+    const double experts = static_cast<double>(m.moe.num_experts);
+    mlp += (4 + 1) * experts / rep;                           // fp32 router probabilities, 1-byte routing map
+    // §3.4.3: each token reaches k experts; expert inputs and the combine's inputs are k copies, as
+    // many more on the busiest rank as the capacity factor (or, dropless, the load imbalance) allows.
+    const double load = m.moe.capacity_factor > 0 ? m.moe.capacity_factor : m.moe.load_imbalance;
+    mlp += topk * load * ((e + lin) * h / rep + mlp_bytes(static_cast<double>(m.moe.expert_ffn_hidden_size), t));
+    if (m.moe.shared_expert_ffn_hidden_size > 0) {
+      mlp += mlp_bytes(static_cast<double>(m.moe.shared_expert_ffn_hidden_size), t);
+    }
+  }
+  return mlp;
+}
+
+/// §3.4.7: a Mamba-2 block's saved tensors per token (Megatron's MambaMixer on mamba_ssm's
+/// mamba_split_conv1d_scan_combined, which recomputes the convolution and the chunk states in
+/// backward): in_proj's input, its output [z, x, B, C, dt], the gated norm's input and fp32 rstd per
+/// group, and out_proj's input.
+double mamba_bytes(const model_spec& m, const activation_setting& a) {
+  const mamba_spec& x = m.mamba;
+  const double h = static_cast<double>(m.hidden_size);
+  const double t = a.t;
+  const double rep = a.sp ? t : 1.0;
+  const double d = static_cast<double>(x.d_inner());
+  const double in_width = 2 * d + 2 * static_cast<double>(x.num_groups * x.state_dim) + static_cast<double>(x.num_heads);
+  return a.lin * h / rep + a.e * in_width / t + a.e * d / t + 4 * static_cast<double>(x.num_groups) / t + a.lin * d / t;
+}
+
+/// §3.4: bytes one layer stores for its backward pass, block by block (§1.10).
+layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting& a, layer_kind kind,
+                                   bool swiglu_fusion) {
+  const layer_makeup& mk = makeup_of(kind);
+  const double h = static_cast<double>(m.hidden_size);
+  const double rep = a.sp ? a.t : 1.0;  // divisor of the parts TP alone does not split
+  layer_activation_bytes l;
+  const double blocks = static_cast<double>(mk.blocks());
+  l.norms = blocks * a.e * h / rep;                                  // inputs of the blocks' norms
+  l.dropout_masks = m.hidden_dropout > 0 ? blocks * h / rep : 0;     // 1-byte masks after each block
+  if (mk.mamba) l.mamba = mamba_bytes(m, a);
+  if (mk.attention) l.attention = attention_bytes(m, a);
+  if (mk.dense_mlp || mk.moe) l.mlp = mlp_bytes(m, a, mk.moe, swiglu_fusion);
+  l.norms *= a.tokens;
+  l.dropout_masks *= a.tokens;
+  l.attention *= a.tokens;
+  l.mlp *= a.tokens;
+  l.mamba *= a.tokens;
+  return l;
+}
+
+activation_setting setting_for(const job_spec& job) {
+  const model_spec& m = job.model;
+  activation_setting a;
+  a.tokens = static_cast<double>(m.seq_length) * static_cast<double>(job.training.micro_batch_size) /
+             static_cast<double>(job.parallel.cp);
+  a.seq_kv = static_cast<double>(m.seq_length);
+  a.t = static_cast<double>(job.parallel.tp);
+  a.sp = job.parallel.sequence_parallel;
+  a.flash = job.training.flash_attention;
+  a.selective = job.training.recompute == recompute_granularity::selective;
+  a.e = bytes_of(roles_of(job.training).activations);
+  a.lin = std::min(a.e, static_cast<double>(bytes_of(roles_of(job.training).linear)));
+  return a;
+}
+
+/// §3.1–3.3: bytes per parameter held by a GPU, for a shard count D.
+struct state_bytes {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double offloaded = 0;
+  double step_transient = 0;  ///< extra bytes per parameter while the optimizer steps
+};
+
+/// What one parameter's state costs, in units the precision roles give (§3.1-§3.3).
+enum class unit : std::uint8_t {
+  none,
+  weight,           ///< the stored weight dtype (2 bytes mixed, 4 in fp32)
+  grad_buffer,      ///< the gradient buffer's dtype (fp32 with fp32 accumulation)
+  fp32,             ///< 4 bytes
+  fp32_if_mixed,    ///< 4 bytes under mixed precision, else nothing
+  weight_if_mixed,  ///< a 16-bit copy under mixed precision, else nothing
+  optimizer,        ///< master (mixed precision) + moments
+  moments,          ///< Adam m and v, or SGD momentum
+};
+/// coef × unit, divided by the D shards when sharded.
+struct term {
+  double coef = 0;
+  unit of = unit::none;
+  bool sharded = false;
+};
+using terms = std::array<term, 2>;
+
+/// One (framework, ZeRO stage) row of the memory model: the state a GPU keeps per parameter it holds.
+struct state_row {
+  framework_kind framework;
+  int zero_stage;
+  int bf16_optimizer;  ///< DeepSpeed's BF16_Optimizer (fp32 accumulation, mixed precision): 1, not: 0, either: -1
+  terms weights, gradients, optimizer, step_transient;
+  bool offload_gradients;  ///< with --offload-optimizer the gradients stream to CPU too
+};
+
+// Sources: Megatron megatron/core/distributed, optimizer/distrib_optimizer.py; DeepSpeed
+// runtime/bf16_optimizer.py (16-bit grads + a full fp32 accumulation buffer, not sharded),
+// zero/stage_1_and_2.py (16-bit grads + the fp32 gradient of the rank's partition),
+// fp16/fused_optimizer.py (step: per-parameter fp32 copies and their concatenation, 8 bytes),
+// estimate_zero2_model_states_mem_needs (2Ψ + 18Ψ/N), estimate_zero3 (18Ψ/N; live parameters are
+// buffers); PyTorch FSDP (the fp32 sharded FlatParameter is the master; SHARD_GRAD_OP keeps the 16-bit
+// unsharded parameters between forward and backward).
+constexpr std::array<state_row, 11> kStateRows = {{
+    {framework_kind::megatron, 0, -1, {{{1, unit::weight}}}, {{{1, unit::grad_buffer}}}, {{{1, unit::optimizer}}},
+     {}, false},
+    {framework_kind::megatron, 1, -1, {{{1, unit::weight}}}, {{{1, unit::grad_buffer}}},
+     {{{1, unit::optimizer, true}}}, {}, false},
+    {framework_kind::deepspeed, 0, 1, {{{1, unit::weight}}}, {{{1, unit::weight}, {1, unit::fp32}}},
+     {{{1, unit::optimizer}}}, {}, false},
+    {framework_kind::deepspeed, 1, 1, {{{1, unit::weight}}}, {{{1, unit::weight}, {1, unit::fp32}}},
+     {{{1, unit::optimizer, true}}}, {}, false},
+    {framework_kind::deepspeed, 0, 0, {{{1, unit::weight}}}, {{{1, unit::weight}}}, {{{1, unit::optimizer}}},
+     {{{2, unit::fp32_if_mixed}}}, false},
+    {framework_kind::deepspeed, 1, 0, {{{1, unit::weight}}}, {{{1, unit::weight}, {1, unit::fp32_if_mixed, true}}},
+     {{{1, unit::optimizer, true}}}, {}, false},
+    {framework_kind::deepspeed, 2, -1, {{{1, unit::weight}}}, {{{1, unit::weight, true}, {1, unit::fp32, true}}},
+     {{{1, unit::optimizer, true}}}, {}, true},
+    {framework_kind::deepspeed, 3, -1, {{{1, unit::weight, true}}}, {{{1, unit::fp32, true}}},
+     {{{1, unit::optimizer, true}}}, {}, true},
+    {framework_kind::fsdp, 0, -1, {{{1, unit::fp32}, {1, unit::weight_if_mixed}}}, {{{1, unit::fp32}}},
+     {{{1, unit::moments}}}, {}, false},
+    {framework_kind::fsdp, 2, -1, {{{1, unit::fp32, true}, {1, unit::weight_if_mixed}}}, {{{1, unit::fp32, true}}},
+     {{{1, unit::moments, true}}}, {}, false},
+    {framework_kind::fsdp, 3, -1, {{{1, unit::fp32, true}}}, {{{1, unit::fp32, true}}}, {{{1, unit::moments, true}}},
+     {}, false},
+}};
+
+const state_row& state_row_of(const training_config& t, bool bf16_optimizer) {
+  for (const state_row& r : kStateRows) {
+    if (r.framework == t.framework && r.zero_stage == t.zero_stage &&
+        (r.bf16_optimizer < 0 || r.bf16_optimizer == (bf16_optimizer ? 1 : 0))) {
+      return r;
+    }
+  }
+  TRAINPLAN_CHECK_MSG(false, "no memory row for the framework and ZeRO stage (finalize_job allows only these)");
+  return kStateRows.front();
+}
+
+state_bytes bytes_per_parameter(const training_config& t, double shards) {
+  const precision_roles roles = roles_of(t);
+  const double e = bytes_of(roles.weights);
+  const bool mixed = roles.master_weights;
+  const double moments = (t.optimizer == optimizer_kind::adam ? 2.0 : 1.0) * bytes_of(roles.moments);  // m, v / momentum
+  const std::array<double, 8> bytes = {0.0,
+                                       e,
+                                       static_cast<double>(bytes_of(roles.gradients)),
+                                       4.0,
+                                       mixed ? 4.0 : 0.0,
+                                       mixed ? e : 0.0,
+                                       (mixed ? 4.0 : 0.0) + moments,
+                                       moments};
+  auto sum = [&](const terms& ts) {
+    double b = 0;
+    for (const term& x : ts) b += x.coef * bytes[static_cast<std::size_t>(x.of)] / (x.sharded ? shards : 1.0);
+    return b;
+  };
+  const bool bf16_optimizer = t.framework == framework_kind::deepspeed && t.accumulate_allreduce_grads_in_fp32 && mixed;
+  const state_row& row = state_row_of(t, bf16_optimizer);
+  state_bytes b{sum(row.weights), sum(row.gradients), sum(row.optimizer), 0.0, sum(row.step_transient)};
+  if (t.offload_optimizer) {
+    b.offloaded = b.optimizer;
+    b.optimizer = 0;
+    b.step_transient = 0;
+    if (row.offload_gradients) {
+      b.offloaded += b.gradients;  // gradients stream to CPU (estimate_zero2: 2Ψ with offload)
+      b.gradients = 0;
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+layer_activation_bytes layer_activations(const job_spec& job, bool moe_layer) {
+  return layer_activations(job, moe_layer ? layer_kind::moe : layer_kind::dense);
+}
+
+layer_activation_bytes layer_activations(const job_spec& job, layer_kind kind) {
+  return layer_bytes(job.model, setting_for(job), kind, job.training.bias_swiglu_fusion);
+}
+
+memory_report estimate_memory(const job_spec& job) {
+  memory_report r;
+  estimate_memory(job, count_parameters(job.model, job.parallel.tp), pipeline_layout(job), r);
+  return r;
+}
+
+void estimate_memory(const job_spec& job, const parameter_breakdown& params, const std::vector<stage_layout>& layout,
+                     memory_report& r) {
+  const model_spec& m = job.model;
+  const parallel_config& par = job.parallel;
+  const training_config& tr = job.training;
+  const gpu_spec& gpu = job.cluster.gpu;
+  const std::int64_t tp = par.tp;
+  const std::int64_t pp = par.pp;
+  {
+    std::vector<stage_memory> keep = std::move(r.stages);  // reuse its storage
+    r = memory_report{};
+    keep.clear();
+    r.stages = std::move(keep);
+  }
+  r.capacity_bytes = static_cast<double>(gpu.usable_memory_bytes);
+  const activation_setting act = setting_for(job);
+  const double e = act.e;
+  const double tokens = act.tokens;
+  const double h = static_cast<double>(m.hidden_size);
+  const double rep = act.sp ? act.t : 1.0;
+  const double vocab_shard = static_cast<double>(params.padded_vocab_size) / act.t;
+
+  // One layer of each kind the stages hold, and the last layer's (MTP, §3.4.6); the report shows a dense
+  // one (a hybrid model's first layer).
+  const layer_counts present = layer_kinds_of(layout);
+  const auto last_kind = static_cast<std::size_t>(m.kind_of_layer(m.num_layers - 1));
+  std::array<double, kNumLayerKinds> kind_act{};
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    if (present[k] > 0 || k == last_kind) {
+      kind_act[k] = layer_bytes(m, act, static_cast<layer_kind>(k), tr.bias_swiglu_fusion).total();
+    }
+  }
+  r.layer_activations = layer_bytes(m, act, m.is_hybrid() ? m.kind_of_layer(0) : layer_kind::dense, tr.bias_swiglu_fusion);
+
+  // Recomputation (§3.4.4): what a layer keeps when checkpointed, and the working set rebuilt.
+  const bool full = tr.recompute == recompute_granularity::full;
+  const double checkpoint_bytes = e * h * tokens / rep;  // a checkpointed layer's input
+  const double n_recompute = static_cast<double>(tr.recompute_num_layers);
+
+  const double dp_shards = static_cast<double>(dp_shard_size(par, tr));  // DP×CP, or one HSDP replica (§2.5)
+  const double ep_shards = static_cast<double>(expert_data_parallel(par) / tr.dp_replicas);  // §2.5
+  const state_bytes dense_state = bytes_per_parameter(tr, dp_shards);
+  const state_bytes expert_state = bytes_per_parameter(tr, ep_shards);
+
+  const rank_holdings holds = holdings_of(job, params);
+  double largest_layer = 0;
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    largest_layer = std::max(largest_layer, static_cast<double>(holds.of(static_cast<layer_kind>(k)).total()));
+  }
+
+  const std::int64_t m_micro = job.num_microbatches();
+  const bool deepspeed = tr.framework == framework_kind::deepspeed;
+  const bool tied_copy = m.tie_embeddings && pp > 1;
+  const bool fp8_copies = tr.fp8 != fp8_format::none && !tr.fp8_param_gather;
+
+  double peak_reserved = -1;
+  r.stages.reserve(layout.size());
+  for (const stage_layout& st : layout) {
+    stage_memory s;
+    s.stage = st.stage;
+    s.num_layers = st.num_layers;
+    // §2.4: parameters held by this GPU.
+    const layer_shard held = holds.stage(st);
+    const std::int64_t dense = held.dense;
+    const std::int64_t expert = held.expert;
+    s.parameters = held.total();
+    const double dn = static_cast<double>(dense);
+    const double ex = static_cast<double>(expert);
+    s.weights_bytes = dn * dense_state.weights + ex * expert_state.weights;
+    // §5.1.3: Transformer Engine keeps each FP8 linear weight and its transpose beside the 16-bit one
+    // (with --fp8-param-gather the FP8 parameter replaces the 16-bit copy instead).
+    if (fp8_copies) s.weights_bytes += 2.0 * static_cast<double>(holds.stage(st.kinds, false, false).total());
+    s.gradients_bytes = dn * dense_state.gradients + ex * expert_state.gradients;
+    s.optimizer_bytes = dn * dense_state.optimizer + ex * expert_state.optimizer;
+    s.offloaded_bytes = dn * dense_state.offloaded + ex * expert_state.offloaded;
+    const double step_transient = dn * dense_state.step_transient + ex * expert_state.step_transient;
+
+    // §3.7: communication buckets and gathered parameters.
+    const double params_here = static_cast<double>(s.parameters);
+    if (deepspeed && tr.zero_stage >= 1 && tr.zero_stage <= 2) {
+      const double bucket = tr.bucket_size_bytes > 0 ? static_cast<double>(tr.bucket_size_bytes)
+                                                     : e * std::min(kDeepSpeedBucketElements, params_here);
+      s.buffers_bytes += bucket;
+    }
+    if (tr.zero_stage == 3) {
+      // The gathered layer being computed, what is prefetched ahead of it and, FSDP, the unit's
+      // unsharded gradient before its reduce-scatter (§3.7). DeepSpeed prefetches up to
+      // stage3_prefetch_bucket_size elements ahead (5e7 by default), at most the next layer; FSDP the
+      // next unit. --zero3-prefetch-bucket-size 0: nothing ahead.
+      const bool prefetch = tr.zero3_prefetch_bucket_elements != 0;
+      const double bucket = tr.zero3_prefetch_bucket_elements > 0 ? static_cast<double>(tr.zero3_prefetch_bucket_elements)
+                                                                   : kDeepSpeedPrefetchElements;
+      const double ahead = !prefetch ? 0.0
+                           : tr.framework == framework_kind::fsdp ? largest_layer
+                                                                   : std::min(bucket, largest_layer);
+      const double gradient = tr.framework == framework_kind::fsdp ? largest_layer : 0.0;
+      s.buffers_bytes += e * (largest_layer + ahead + gradient);
+    } else if (tr.zero_stage == 2 && tr.framework == framework_kind::fsdp) {
+      s.buffers_bytes += e * largest_layer;
+    }
+
+    // §3.5: micro-batches whose activations are held at once, as Megatron's schedule runs them
+    // (interleaved with model chunks, else 1F1B; the schedule's own `held`).
+    const schedule_kind kind = par.vpp > 1 ? schedule_kind::interleaved : schedule_kind::one_f_one_b;
+    const in_flight peak = traits_of(kind).held(st.stage, pp, m_micro, par.vpp);
+    const std::int64_t in_flight = peak.microbatches;
+    // layer-micro-batches stored
+    const double layers_in_flight =
+        static_cast<double>(peak.chunk_microbatches) * static_cast<double>(st.num_layers / par.vpp);
+    s.microbatches_in_flight = in_flight;
+    double stage_act = 0;
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) stage_act += static_cast<double>(st.kinds[k]) * kind_act[k];
+    const double per_layer = st.num_layers > 0 ? stage_act / static_cast<double>(st.num_layers) : 0.0;
+
+    // Stored per layer-micro-batch, and the working set rebuilt during backward (§3.4.4).
+    double stored_per_layer = per_layer;
+    double working = 0;
+    if (full) {
+      const double chunk_layers = static_cast<double>(st.num_layers / par.vpp);
+      if (tr.recompute_method_ == recompute_method::uniform) {
+        const double chunks = std::ceil(chunk_layers / n_recompute);
+        stored_per_layer = chunk_layers > 0 ? chunks * checkpoint_bytes / chunk_layers : 0.0;
+        working = std::min(n_recompute, chunk_layers) * per_layer;
+      } else {
+        const double recomputed = std::min(n_recompute, chunk_layers);
+        stored_per_layer = chunk_layers > 0
+                               ? (recomputed * checkpoint_bytes + (chunk_layers - recomputed) * per_layer) / chunk_layers
+                               : 0.0;
+        working = recomputed > 0 ? per_layer : 0.0;
+      }
+    }
+    double per_microbatch_extra = 0;  // embedding and output-layer tensors, per micro-batch
+    if (st.has_embedding) {
+      per_microbatch_extra += (m.hidden_dropout > 0 ? h * tokens / rep : 0.0);   // embedding dropout mask
+      per_microbatch_extra += m.embedding_norm ? e * h * tokens : 0.0;           // embedding norm input
+    }
+    // DeepSpeed's pipeline engine keeps each sent stage output for backward, partitioned over the TP
+    // group when TP > 1 (runtime/pipe/engine.py, is_pipe_partitioned).
+    if (deepspeed && !st.has_output) per_microbatch_extra += e * h * tokens / act.t;
+    double output_stored = 0;
+    double loss_transient = 0;
+    if (st.has_output) {
+      output_stored = 2 * e * h * tokens / rep;  // final norm input, output layer input
+      // §3.4.6: each MTP module keeps a layer like the last one, its two input norms' and projection's
+      // inputs (2h wide), its final norm's and the shared output layer's inputs, per micro-batch.
+      per_microbatch_extra += static_cast<double>(m.mtp_num_layers) *
+                              (kind_act[last_kind] + (2 + 2 + 2) * e * h * tokens / rep);
+      // §3.6: logits (e·V/t), their fp32 copy and the max-shifted fp32 copy inside the loss.
+      loss_transient = (e + 8.0) * vocab_shard * tokens;
+    }
+    // Backward working tensors: the activation gradient in and out of a layer, and the largest
+    // intermediate gradient (the gated fc1 output).
+    const double grad_working =
+        e * tokens * (2 * h / rep + (is_gated(m.activation) ? 2.0 : 1.0) * static_cast<double>(m.ffn_hidden_size) / act.t);
+
+    s.activations_per_microbatch_bytes = stored_per_layer * static_cast<double>(st.num_layers) + per_microbatch_extra;
+    s.activations_bytes = stored_per_layer * layers_in_flight + per_microbatch_extra * static_cast<double>(in_flight) +
+                          output_stored;
+    // Under full recomputation the rebuilt layer's activations are freed as its gradients appear, so
+    // the gradient tensors do not add to the rebuilt working set.
+    s.transient_bytes = std::max(full ? working : working + grad_working, loss_transient);
+    const double static_bytes = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.buffers_bytes;
+    const double train_peak = static_bytes + s.activations_bytes + s.transient_bytes;
+    const double step_peak = static_bytes + step_transient;
+    s.allocated_bytes = std::max(train_peak, step_peak);
+    s.other_bytes = s.allocated_bytes - (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes);
+    // §3.8: the caching allocator's reserve, then the CUDA context and NCCL's buffers, outside PyTorch.
+    const bool embedding_group = tied_copy && (st.has_embedding || st.has_output);
+    const double communicators = 1.0 + (tp > 1) + (par.dp > 1) + 2.0 * (tr.dp_replicas > 1) + (par.cp > 1) + (par.ep > 1) +
+                                 (pp > 1 ? (deepspeed ? 2.0 : 1.0) : 0.0) + (pp > 1 && tp > 1) + embedding_group;
+    s.reserved_bytes = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction) +
+                       static_cast<double>(gpu.cuda_context_bytes) +
+                       communicators * static_cast<double>(tr.nccl_buffer_bytes_per_communicator);
+    s.headroom_bytes = r.capacity_bytes - s.reserved_bytes;
+    s.fits = s.headroom_bytes >= 0;
+    if (s.reserved_bytes > peak_reserved) {
+      peak_reserved = s.reserved_bytes;
+      r.peak_stage = s.stage;
+    }
+    r.peak_allocated_bytes = std::max(r.peak_allocated_bytes, s.allocated_bytes);
+    r.stages.push_back(s);
+  }
+  r.peak_reserved_bytes = peak_reserved;
+  r.fits = r.peak_reserved_bytes <= r.capacity_bytes;
+
+  // Whole model on one GPU, one micro-batch, no parallelism or recomputation (seeds/003's first table).
+  const state_bytes single = bytes_per_parameter(tr, 1.0);
+  const double total = static_cast<double>(params.total);
+  r.full_weights_bytes = total * single.weights;
+  r.full_gradients_bytes = total * single.gradients;
+  r.full_optimizer_bytes = total * (single.optimizer + single.offloaded);
+  activation_setting whole = act;
+  whole.t = 1;
+  whole.sp = false;
+  whole.selective = false;
+  whole.tokens = static_cast<double>(m.seq_length) * static_cast<double>(tr.micro_batch_size);
+  const layer_counts all = m.count_layer_kinds(0, m.num_layers);
+  r.full_activations_bytes = 0;
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    if (all[k] == 0) continue;
+    r.full_activations_bytes +=
+        static_cast<double>(all[k]) * layer_bytes(m, whole, static_cast<layer_kind>(k), tr.bias_swiglu_fusion).total();
+  }
+}
+
+bool megatron_theoretical_applies(const job_spec& job) {
+  const training_config& t = job.training;
+  return t.framework == framework_kind::megatron && t.recompute != recompute_granularity::full &&
+         job.parallel.cp == 1 && !job.model.is_moe() && !job.model.is_hybrid() && !t.offload_optimizer;
+}
+
+megatron_theoretical_memory megatron_theoretical(const job_spec& job) {
+  // megatron/training/theoretical_memory_usage.py, as quoted in docs/formulas.md §3.9.
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const double h = static_cast<double>(m.hidden_size);
+  const double L = static_cast<double>(m.num_layers);
+  const double a = static_cast<double>(m.num_attention_heads);
+  const double g = static_cast<double>(m.num_query_groups);
+  const double f = static_cast<double>(m.ffn_hidden_size);
+  const double V = static_cast<double>(padded_vocab(m, p.tp));
+  const double s = static_cast<double>(m.seq_length);
+  const double b = static_cast<double>(job.training.micro_batch_size);
+  const double t = static_cast<double>(p.tp);
+  const double pp = static_cast<double>(p.pp);
+  const double experts = m.is_moe() ? static_cast<double>(m.moe.num_experts) : 1.0;
+  const double gated = is_gated(m.activation) ? 1.5 : 1.0;
+  const double q_ratio = static_cast<double>(m.q_width()) / h;
+  const double layer_params =
+      2 * L * h * h * ((1 + g / a) * q_ratio + (f / h) * experts * gated + 2 / h + 1 / (L * h));
+  const double embedding = h * V;
+  double most_loaded = (layer_params / pp + embedding) / t;
+  if (!m.tie_embeddings && p.pp == 1) most_loaded += embedding / t;
+  const double bytes_per_param =
+      job.training.distributed_optimizer ? 6 + 12 / static_cast<double>(p.dp) : 18;
+  megatron_theoretical_memory r;
+  r.weight_and_optimizer_bytes = most_loaded * bytes_per_param;
+
+  const double m_micro = static_cast<double>(job.num_microbatches());
+  const double v = static_cast<double>(p.vpp);
+  double phi = 1;
+  if (p.vpp > 1) {
+    phi = 1 + (pp - 1) / (pp * v);
+  } else if (p.pp > 1) {
+    phi = std::min(1.0, m_micro / pp);
+  }
+  const bool sp_selective = p.sequence_parallel && job.training.recompute == recompute_granularity::selective;
+  double act = 0;
+  if (sp_selective) {
+    act = (s * b * h * (18 + 4 * f / h) * L + 8 * s * b * pp + s * b * h * pp) * phi;
+    if (p.pp == 1) act += s * b * h * 4 * (1 + V / h);
+    act /= t;
+  } else {
+    act = 1.05 * (s * b * h * (10 + 24 / t) * L + 8 * s * b * pp + s * b * h * pp) * phi;
+  }
+  r.activation_bytes = act;
+  return r;
+}
+
+}  // namespace trainplan

@@ -1,0 +1,240 @@
+// Iteration time: compute + communication placed in the pipeline schedule (docs/formulas.md §5.4-§5.7).
+#include "trainplan/core/estimate/time.h"
+
+#include <algorithm>
+#include <array>
+
+#include "trainplan/core/estimate/comm.h"
+#include "trainplan/core/estimate/memory.h"
+#include "trainplan/core/model/model.h"
+
+namespace trainplan {
+
+namespace {
+
+/// The communication account (summarize_comm's per-stage seconds by slot and overlap) placed on each
+/// rank (§5.5): rows inside the passes per micro-batch and chunk, CP's exchange less the attention it
+/// runs under, ZeRO-3/FSDP's per-layer traffic less the compute it is prefetched under; the gradient
+/// reduction, parameter gather and the step's collectives once per iteration. PP transfers are the
+/// schedule's (p2p_s).
+void place_communication(const job_spec& job, const compute_report& cr, const std::vector<stage_comm_account>& account,
+                         std::vector<stage_comm>& out) {
+  const double m = static_cast<double>(job.num_microbatches());
+  const double v = static_cast<double>(job.parallel.vpp);
+  const double per_pass = 1.0 / (m * v);
+  const pass_time& att_fwd = cr.of(layer_kind::dense).forward;
+  const pass_time& att_bwd = cr.of(layer_kind::dense).backward;
+  out.assign(cr.stages.size(), stage_comm{});
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < cr.stages.size(); ++i) {
+    while (k + 1 < account.size() && static_cast<std::int64_t>(i) >= account[k].first_stage + account[k].num_stages) ++k;
+    const stage_comm_account& a = account[k];
+    const stage_compute& sc = cr.stages[i];
+    const double layers = static_cast<double>(sc.num_layers);  // per chunk
+    // What each overlap can hide under, per micro-batch and chunk (§5.5).
+    const double attention_fwd = layers * att_fwd.attention_s;
+    const double attention_bwd = layers * att_bwd.attention_s + sc.recomputed_layers * att_fwd.attention_s;
+    // Each overlap's rows less the compute they run under, indexed by comm_overlap (none: no budget).
+    static_assert(kNumCommOverlaps == 5 && static_cast<int>(comm_overlap::shared_expert) == 4,
+                  "the budgets below list every comm_overlap in order");
+    auto exposed = [&](comm_slot slot, const std::array<double, kNumCommOverlaps>& budget) {
+      double s = a.at(slot) * per_pass;
+      for (std::size_t o = 1; o < kNumCommOverlaps; ++o) {
+        s += std::max(0.0, a.at(slot, static_cast<comm_overlap>(o)) * per_pass - budget[o]);
+      }
+      return s;
+    };
+    stage_comm& c = out[i];
+    c.forward_s = exposed(comm_slot::forward, {0.0, attention_fwd, sc.forward_s, sc.forward_gemm_s,
+                                               sc.forward_shared_expert_s});
+    c.backward_s = exposed(comm_slot::backward, {0.0, attention_bwd, sc.backward_s, sc.backward_gemm_s,
+                                                 sc.backward_shared_expert_s});
+    c.grad_reduce_s = a.slot_s(comm_slot::grad_reduce);
+    c.param_gather_s = a.slot_s(comm_slot::param_gather);
+    c.optimizer_s = a.slot_s(comm_slot::optimizer);
+    c.hidden_s = a.slot_s(comm_slot::forward) + a.slot_s(comm_slot::backward) - (c.forward_s + c.backward_s) / per_pass;
+  }
+}
+
+/// Shared pieces of one layout's evaluation, computed once: the parameter count at the job's TP and
+/// the pipeline layout (buffers reused per thread).
+struct shared_pieces {
+  parameter_breakdown params;
+  std::vector<stage_layout> layout;
+};
+
+shared_pieces& pieces_of(const job_spec& job) {
+  thread_local shared_pieces s;
+  s.params = count_parameters(job.model, job.parallel.tp);
+  pipeline_layout(job, s.layout);
+  return s;
+}
+
+/// The time model (§5.4-§5.7) from the shared pieces and the layout's memory (for the allocator
+/// slowdown, §5.9). Fills `r`, reusing its vectors.
+void time_from(const job_spec& job, const parameter_breakdown& params, const std::vector<stage_layout>& layout,
+               const memory_report& mem, schedule_kind kind, bool record_events, time_report& r) {
+  r.schedule = kind;
+  r.fits = mem.fits;
+  r.peak_reserved_bytes = mem.peak_reserved_bytes;
+  r.capacity_bytes = mem.capacity_bytes;
+  r.peak_stage = mem.peak_stage;
+  estimate_compute(job, params, layout, r.compute);
+  // §5.9: a rank whose reserved memory nears capacity runs its micro-batches slower (allocator retries).
+  for (std::size_t i = 0; i < r.compute.stages.size() && i < mem.stages.size(); ++i) {
+    stage_compute& sc = r.compute.stages[i];
+    const double f = allocator_slowdown(mem.stages[i].reserved_bytes / mem.capacity_bytes);
+    sc.allocator_slowdown = f;
+    sc.forward_s *= f;
+    sc.backward_s *= f;
+    sc.recompute_s *= f;
+    sc.backward_weight_s *= f;
+  }
+  // One account of the traffic (§4.2), placed by slot (§5.5); the transfer between pipeline ranks is
+  // the schedule's.
+  thread_local std::vector<stage_comm_account> account;
+  r.p2p_s = summarize_comm(job, account).pp_transfer_s;
+  place_communication(job, r.compute, account, r.comm);
+  const parallel_config& p = job.parallel;
+  const training_config& tc = job.training;
+  const model_spec& m = job.model;
+
+  thread_local schedule_input in;
+  in.kind = kind;
+  in.num_microbatches = job.num_microbatches();
+  in.num_chunks = kind == schedule_kind::interleaved ? p.vpp : 1;
+  in.p2p_s = r.p2p_s;
+  // Megatron overlaps the interleaved schedule's transfers with the next chunk (overlap_p2p_comm);
+  // arguments.py turns it off without interleaving, and DeepSpeed does not interleave (§5.4).
+  in.overlap_p2p = kind == schedule_kind::interleaved && tc.framework == framework_kind::megatron && tc.overlap_p2p_comm;
+  // DeepSpeed's overlap_comm at stage 0/1 reduces the buckets under the last backward as Megatron's
+  // --overlap-grad-reduce does (§5.5.2).
+  in.overlap_grad_reduce = tc.overlap_grad_reduce || (overlap_comm_on(tc) && tc.zero_stage <= 1);
+  in.record_events = record_events;
+  // Each rank's passes (compute + exposed communication, per micro-batch and chunk), then as the
+  // schedule runs them: GPipe on a VPP layout runs a rank's chunks as one.
+  const double chunks = static_cast<double>(p.vpp) / static_cast<double>(in.num_chunks);
+  r.passes.resize(r.compute.stages.size());
+  in.stages.resize(r.compute.stages.size());
+  for (std::size_t i = 0; i < r.passes.size(); ++i) {
+    const stage_compute& sc = r.compute.stages[i];
+    const stage_comm& c = r.comm[i];
+    stage_times& pass = r.passes[i];
+    // §5.4: with --overlap-param-gather the all-gather of the updated parameters runs bucket by bucket
+    // under the next iteration's first forward of this rank (every chunk of it); what does not fit
+    // stays exposed.
+    const double first_forward_s = (sc.forward_s + c.forward_s) * static_cast<double>(p.vpp);
+    const double gather_s = tc.overlap_param_gather ? std::max(0.0, c.param_gather_s - first_forward_s) : c.param_gather_s;
+    pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
+                       sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s};
+    in.stages[i] = stage_times{pass.forward_s * chunks, pass.backward_s * chunks, pass.grad_reduce_s,
+                               pass.optimizer_s, pass.backward_weight_s * chunks};
+  }
+  r.pipeline = run_schedule(in);
+
+  // Totals (§5.7).
+  const double gpus = static_cast<double>(job.num_gpus);
+  const double samples = static_cast<double>(tc.global_batch_size);
+  r.iteration_s = r.pipeline.iteration_s;
+  r.samples_per_s = samples / r.iteration_s;
+  r.tokens_per_s = r.samples_per_s * static_cast<double>(m.seq_length);
+  r.tflops_per_gpu = r.compute.hardware_flops / (r.iteration_s * gpus * 1e12);
+  r.model_tflops_per_gpu = r.compute.model_flops / (r.iteration_s * gpus * 1e12);
+  const double peak = job.cluster.gpu.peak_flops(tc.precision) / 1e12;
+  r.mfu = r.model_tflops_per_gpu / peak;
+  r.hfu = r.tflops_per_gpu / peak;
+  r.bubble_fraction = r.pipeline.bubble_fraction;
+
+  // Breakdown (§5.7): the busiest rank's micro-batch work split into compute and communication.
+  // The busiest rank: the pipeline phase is its work plus bubble and transfers.
+  std::size_t crit = 0;
+  for (std::size_t i = 1; i < in.stages.size(); ++i) {
+    if (in.stages[i].forward_s + in.stages[i].backward_s >
+        in.stages[crit].forward_s + in.stages[crit].backward_s) {
+      crit = i;
+    }
+  }
+  const stage_compute& sc = r.compute.stages[crit];
+  const stage_comm& c = r.comm[crit];
+  const double work = static_cast<double>(in.num_microbatches) * static_cast<double>(p.vpp);
+  time_breakdown& b = r.breakdown;
+  b.compute_s = work * (sc.forward_s + sc.backward_s);
+  b.tp_comm_s = work * (c.forward_s + c.backward_s);
+  // What remains of the pipeline phase: bubble and transfers (never below zero: without a pipeline it
+  // is only the rounding of the sum).
+  b.pipeline_s = std::max(0.0, r.pipeline.pipeline_s - b.compute_s - b.tp_comm_s);
+  b.dp_comm_s = r.pipeline.grad_reduce_exposed_s;
+  b.optimizer_s = r.pipeline.optimizer_s;
+}
+
+}  // namespace
+
+schedule_kind default_schedule(const job_spec& job) {
+  return job.parallel.vpp > 1 ? schedule_kind::interleaved : schedule_kind::one_f_one_b;
+}
+
+time_report estimate_time(const job_spec& job, bool record_events) {
+  return estimate_time(job, default_schedule(job), record_events);
+}
+
+time_report estimate_time(const job_spec& job, schedule_kind kind, bool record_events) {
+  const shared_pieces& sp = pieces_of(job);
+  thread_local memory_report mem;
+  estimate_memory(job, sp.params, sp.layout, mem);
+  time_report r;
+  time_from(job, sp.params, sp.layout, mem, kind, record_events, r);
+  return r;
+}
+
+time_report estimate_time(const job_spec& job, const memory_report& memory, bool record_events) {
+  return estimate_time(job, memory, default_schedule(job), record_events);
+}
+
+time_report estimate_time(const job_spec& job, const memory_report& memory, schedule_kind kind, bool record_events) {
+  const shared_pieces& sp = pieces_of(job);
+  time_report r;
+  time_from(job, sp.params, sp.layout, memory, kind, record_events, r);
+  return r;
+}
+
+void estimate_time(const job_spec& job, const memory_report& memory, time_report& out) {
+  const shared_pieces& sp = pieces_of(job);
+  time_from(job, sp.params, sp.layout, memory, default_schedule(job), false, out);
+}
+
+time_report schedule_timeline(const job_spec& job, schedule_kind kind) {
+  const std::int64_t m = job.num_microbatches();
+  if (m <= kMaxTimelineMicrobatches) {
+    time_report r = estimate_time(job, kind, true);
+    r.timeline_microbatches = m;
+    r.timeline_s = r.pipeline.pipeline_s;
+    return r;
+  }
+  // The same stages with fewer micro-batches: a multiple of PP keeps interleaving valid (§5.4).
+  const std::int64_t pp = job.parallel.pp;
+  job_spec shown = job;
+  const std::int64_t shown_m = std::max(pp, kMaxTimelineMicrobatches / pp * pp);
+  shown.training.global_batch_size = shown_m * job.training.micro_batch_size * job.parallel.dp;
+  time_report r = estimate_time(job, kind, false);
+  time_report events = estimate_time(shown, kind, true);
+  r.pipeline.events = std::move(events.pipeline.events);
+  r.timeline_microbatches = shown_m;
+  r.timeline_s = events.pipeline.pipeline_s;
+  return r;
+}
+
+void evaluate_layout(const job_spec& job, layout_evaluation& out) { evaluate_layout(job, default_schedule(job), out); }
+
+void evaluate_layout(const job_spec& job, schedule_kind kind, layout_evaluation& out) {
+  const shared_pieces& sp = pieces_of(job);
+  estimate_memory(job, sp.params, sp.layout, out.memory);
+  time_from(job, sp.params, sp.layout, out.memory, kind, false, out.time);
+}
+
+layout_evaluation evaluate_layout(const job_spec& job) {
+  layout_evaluation e;
+  evaluate_layout(job, e);
+  return e;
+}
+
+}  // namespace trainplan

@@ -1,0 +1,342 @@
+// GPU and cluster catalogs (docs/formulas.md §6.1, §6.2). Cluster files: src/core/hardware/cluster_io.cc.
+#include "trainplan/core/hardware/hardware.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "hardware/hardware_units.h"
+#include "trainplan/core/base/error.h"
+
+namespace trainplan {
+
+namespace {
+
+using detail::kGiB;
+using detail::kGiga;
+using detail::kMiB;
+using detail::kTera;
+
+/// Names of the dtypes, indexed by the enum value.
+constexpr std::array<std::string_view, 5> kDtypeNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+/// Bytes per element, indexed by the enum value (tf32 is stored as fp32).
+constexpr std::array<int, 5> kDtypeBytes = {4, 4, 2, 2, 1};
+
+/// CUDA context + NCCL/cuBLAS workspaces measured on A100 (BLOOM notes, nvidia-smi with no tensors):
+/// 1,573 MiB. Other NVIDIA GPUs scale it by SM count, rounded to whole MiB (§6.1).
+constexpr std::int64_t kA100ContextBytes = 1573 * kMiB;
+constexpr std::int64_t kVoltaContextBytes = 1165 * kMiB;      ///< 1,573 x 80/108 = 1,165.2 MiB
+constexpr std::int64_t kHopperContextBytes = 1923 * kMiB;     ///< 1,573 x 132/108 = 1,922.6 MiB
+constexpr std::int64_t kBlackwellContextBytes = 2156 * kMiB;  ///< 1,573 x 148/108 = 2,155.6 MiB
+
+// The catalog tables name only the datasheet fields; later fields of the structs (e.g. gpu_spec::compute)
+// keep their defaults on purpose.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+std::vector<gpu_spec> make_gpu_catalog() {
+  return {
+      gpu_spec{
+          .name = "a100-sxm4-40gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 19.5 * kTera,
+          .peak_tf32_flops = 156 * kTera,
+          .peak_bf16_flops = 312 * kTera,
+          .peak_fp8_flops = 0,
+          .memory_bytes = 40 * kGiB,
+          .usable_memory_bytes = 40536 * kMiB,  // torch total_memory=40536MB ("39.59 GiB total capacity")
+          .memory_bandwidth_bytes_per_s = 1.555e12,
+          .sm_count = 108,
+          .intra_node_bandwidth_bytes_per_s = 300 * kGiga,  // NVLink3: 600 GB/s bidirectional
+          .cuda_context_bytes = kA100ContextBytes,
+          .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 40GB SXM column",
+      },
+      gpu_spec{
+          .name = "a100-sxm4-80gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 19.5 * kTera,
+          .peak_tf32_flops = 156 * kTera,
+          .peak_bf16_flops = 312 * kTera,
+          .peak_fp8_flops = 0,
+          .memory_bytes = 80 * kGiB,
+          .usable_memory_bytes = 85'198'045'184,  // torch total_memory: 81,251 MiB of nvidia-smi's 81,920
+          .memory_bandwidth_bytes_per_s = 2.039e12,
+          .sm_count = 108,
+          .intra_node_bandwidth_bytes_per_s = 300 * kGiga,
+          .cuda_context_bytes = kA100ContextBytes,
+          .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 80GB SXM column",
+      },
+      gpu_spec{
+          .name = "h100-sxm5-80gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 67 * kTera,
+          .peak_tf32_flops = 494.7 * kTera,   // datasheet 989 TF is with 2:4 sparsity
+          .peak_bf16_flops = 989.4 * kTera,   // 132 SMs x 4096 FLOP/clk x 1.83 GHz
+          .peak_fp8_flops = 1978.9 * kTera,
+          .memory_bytes = 80 * kGiB,          // 5 active HBM3 stacks x 16 GiB
+          .usable_memory_bytes = 81008 * kMiB,  // torch "total capacity of 79.11 GiB"
+          .memory_bandwidth_bytes_per_s = 3.35e12,
+          .sm_count = 132,
+          .intra_node_bandwidth_bytes_per_s = 450 * kGiga,  // NVLink4: 900 GB/s bidirectional
+          .cuda_context_bytes = kHopperContextBytes,
+          .source = "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (sparse figures halved)",
+      },
+      gpu_spec{
+          .name = "h200-sxm-141gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 67 * kTera,
+          .peak_tf32_flops = 494.7 * kTera,
+          .peak_bf16_flops = 989.4 * kTera,
+          .peak_fp8_flops = 1978.9 * kTera,
+          .memory_bytes = 141 * kGiB,  // 6 HBM3e stacks x 24 GiB = 144 GiB, 141 GiB enabled
+          .usable_memory_bytes = (143771 - 551) * kMiB,  // nvidia-smi 143,771 MiB less H100's reserve
+          .memory_bandwidth_bytes_per_s = 4.8e12,
+          .sm_count = 132,
+          .intra_node_bandwidth_bytes_per_s = 450 * kGiga,
+          .cuda_context_bytes = kHopperContextBytes,
+          .source = "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column (sparse figures halved)",
+      },
+      gpu_spec{
+          .name = "b200-sxm-180gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 80 * kTera,
+          .peak_tf32_flops = 1100 * kTera,  // datasheet 2.2 PF is with 2:4 sparsity
+          .peak_bf16_flops = 2250 * kTera,  // 4.5 PF sparse
+          .peak_fp8_flops = 4500 * kTera,   // 9 PF sparse
+          .mx_block_scaling = true,
+          .memory_bytes = 180 * kGiB,       // 8 HBM3e stacks x 24 GiB = 192 GiB, 180 GiB on DGX B200
+          .usable_memory_bytes = (183359 - 551) * kMiB,  // nvidia-smi 183,359 MiB less H100's reserve
+          .memory_bandwidth_bytes_per_s = 8e12,
+          .sm_count = 148,
+          .intra_node_bandwidth_bytes_per_s = 900 * kGiga,  // NVLink5: 1.8 TB/s bidirectional
+          .cuda_context_bytes = kBlackwellContextBytes,
+          .source = "NVIDIA DGX B200 datasheet and Blackwell architecture technical brief (HGX B200, "
+                    "sparse figures halved)",
+      },
+      {
+          // The Blackwell GPU of a GB200 superchip, as GB200 NVL72 racks carry it: the rack's datasheet
+          // totals over its 72 GPUs, sparse figures halved.
+          .name = "gb200",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 80 * kTera,     // 5,760 TF per rack
+          .peak_tf32_flops = 1250 * kTera,   // 180 PF sparse per rack
+          .peak_bf16_flops = 2500 * kTera,   // 360 PF sparse per rack
+          .peak_fp8_flops = 5000 * kTera,    // 720 PF sparse per rack
+          .mx_block_scaling = true,
+          .memory_bytes = std::int64_t{186} * 1000000000,  // up to 13.4 TB HBM3e per rack
+          .usable_memory_bytes = std::int64_t{186} * 1000000000 - 551 * kMiB,  // assumed: H100's driver reserve (not measured)
+          .memory_bandwidth_bytes_per_s = 8e12,  // 576 TB/s per rack
+          .sm_count = 148,
+          .intra_node_bandwidth_bytes_per_s = 900 * kGiga,  // NVLink5: 1.8 TB/s bidirectional per GPU
+          .cuda_context_bytes = kBlackwellContextBytes,
+          .source = "NVIDIA GB200 NVL72 datasheet (rack totals / 72 GPUs, sparse figures halved); usable memory "
+                    "assumes H100's 551 MiB reserve",
+      },
+      gpu_spec{
+          .name = "mi300x",
+          .vendor = "AMD",
+          .peak_fp32_flops = 163.4 * kTera,
+          .peak_tf32_flops = 653.7 * kTera,
+          .peak_bf16_flops = 1307.4 * kTera,
+          .peak_fp8_flops = 2614.9 * kTera,
+          .memory_bytes = 192 * kGiB,  // 8 HBM3 stacks x 24 GiB
+          .usable_memory_bytes = 205'822'885'888,  // rocm-smi "VRAM Total Memory (B)"
+          .memory_bandwidth_bytes_per_s = 5.3e12,
+          .sm_count = 304,
+          .intra_node_bandwidth_bytes_per_s = 448 * kGiga,  // 7 xGMI links x 64 GB/s one direction
+          .cuda_context_bytes = kA100ContextBytes,
+          .source = "AMD Instinct MI300X accelerator data sheet (dense figures)",
+      },
+      gpu_spec{
+          .name = "v100-sxm2-32gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 15.7 * kTera,
+          .peak_tf32_flops = 15.7 * kTera,  // no TF32: fp32 on CUDA cores
+          .peak_bf16_flops = 125 * kTera,   // the fp16 tensor-core rate; no bf16 (bf16 = false)
+          .peak_fp8_flops = 0,
+          .bf16 = false,
+          .memory_bytes = 32 * kGiB,
+          .usable_memory_bytes = 34'089'730'048,  // torch total_memory ("31.75 GiB total capacity")
+          .memory_bandwidth_bytes_per_s = 900e9,
+          .sm_count = 80,
+          .intra_node_bandwidth_bytes_per_s = 150 * kGiga,  // NVLink2: 6 links x 25 GB/s per direction
+          .cuda_context_bytes = kVoltaContextBytes,
+          .source = "NVIDIA Tesla V100 GPU datasheet (2020), V100 SXM2 32GB column",
+      },
+  };
+}
+
+std::vector<cluster_spec> make_cluster_catalog() {
+  const std::string dgx_source = "NVIDIA DGX datasheet (";
+  return {
+      cluster_spec{
+          .name = "jean-zay-a100",
+          .gpu = find_gpu("a100-sxm4-80gb"),
+          .gpus_per_node = 8,
+          .num_nodes = 48,
+          .nics_per_node = 4,
+          .nic_bandwidth_bytes_per_s = 100e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 15e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.70},
+          .interconnect = "8 x A100 on NVLink3/NVSwitch; 4 x 100 Gb/s Omni-Path per node",
+          .source = "BLOOM model card 'Hardware' (bigscience/bloom): 48 nodes x 8 A100 80GB, "
+                    "4 Omni-Path links; IDRIS Jean Zay documentation",
+      },
+      cluster_spec{
+          .name = "dgx-a100",
+          .gpu = find_gpu("a100-sxm4-80gb"),
+          .gpus_per_node = 8,
+          .num_nodes = 1,
+          .nics_per_node = 8,
+          .nic_bandwidth_bytes_per_s = 200e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 10e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
+          .interconnect = "8 x A100 on NVLink3/NVSwitch; 8 x 200 Gb/s HDR InfiniBand per node",
+          .source = dgx_source + "DGX A100 640GB)",
+      },
+      cluster_spec{
+          .name = "dgx-h100",
+          .gpu = find_gpu("h100-sxm5-80gb"),
+          .gpus_per_node = 8,
+          .num_nodes = 1,
+          .nics_per_node = 8,
+          .nic_bandwidth_bytes_per_s = 400e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 10e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
+          .interconnect = "8 x H100 on NVLink4/NVSwitch; 8 x 400 Gb/s NDR InfiniBand per node",
+          .source = dgx_source + "DGX H100)",
+      },
+      cluster_spec{
+          .name = "dgx-h200",
+          .gpu = find_gpu("h200-sxm-141gb"),
+          .gpus_per_node = 8,
+          .num_nodes = 1,
+          .nics_per_node = 8,
+          .nic_bandwidth_bytes_per_s = 400e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 10e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
+          .interconnect = "8 x H200 on NVLink4/NVSwitch; 8 x 400 Gb/s NDR InfiniBand per node",
+          .source = dgx_source + "DGX H200)",
+      },
+      cluster_spec{
+          .name = "dgx-b200",
+          .gpu = find_gpu("b200-sxm-180gb"),
+          .gpus_per_node = 8,
+          .num_nodes = 1,
+          .nics_per_node = 8,
+          .nic_bandwidth_bytes_per_s = 400e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 10e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
+          .interconnect = "8 x B200 on NVLink5/NVSwitch; 8 x 400 Gb/s NDR InfiniBand per node",
+          .source = dgx_source + "DGX B200)",
+      },
+      {
+          // One NVLink domain of 72 GPUs is the "node" of the communication model: TP, EP and CP groups
+          // up to 72 GPUs stay on NVLink (§6.2); each GPU has its own ConnectX-7 NIC for the scale-out fabric.
+          .name = "gb200-nvl72",
+          .gpu = find_gpu("gb200"),
+          .gpus_per_node = 72,
+          .num_nodes = 1,
+          .nics_per_node = 72,
+          .nic_bandwidth_bytes_per_s = 400e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 10e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
+          .interconnect = "72 x GB200 GPUs in one NVLink5 domain (NVLink Switch trays); 72 x 400 Gb/s ConnectX-7 per rack",
+          .source = "NVIDIA GB200 NVL72 datasheet and reference architecture",
+      },
+      cluster_spec{
+          .name = "aws-p3dn",
+          .gpu = find_gpu("v100-sxm2-32gb"),
+          .gpus_per_node = 8,
+          .num_nodes = 1,
+          .nics_per_node = 1,
+          .nic_bandwidth_bytes_per_s = 100e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 15e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.70},
+          .interconnect = "8 x V100 32GB on NVLink2 (hybrid cube mesh); 1 x 100 Gb/s EFA per node",
+          .source = "AWS EC2 p3dn.24xlarge instance specifications (seeds/002 ran on it)",
+      },
+      cluster_spec{
+          .name = "aws-p4d",
+          .gpu = find_gpu("a100-sxm4-40gb"),
+          .gpus_per_node = 8,
+          .num_nodes = 1,
+          .nics_per_node = 4,
+          .nic_bandwidth_bytes_per_s = 100e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 15e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.70},
+          .interconnect = "8 x A100 40GB on NVLink3/NVSwitch; 4 x 100 Gb/s EFA per node",
+          .source = "AWS EC2 p4d.24xlarge instance specifications (seeds/002's p4dn rows)",
+      },
+  };
+}
+
+#pragma GCC diagnostic pop
+
+// ---- Field tables: one row per file key; validation uses the rows whose key is the field itself. ----
+
+/// What a field's value must satisfy.
+}  // namespace
+
+std::string_view to_string(dtype d) { return kDtypeNames.at(static_cast<std::size_t>(d)); }
+
+int bytes_of(dtype d) { return kDtypeBytes.at(static_cast<std::size_t>(d)); }
+
+double gpu_spec::peak_flops(dtype d) const {
+  switch (d) {
+    case dtype::fp32: return peak_fp32_flops;
+    case dtype::tf32: return peak_tf32_flops;
+    case dtype::bf16:
+    case dtype::fp16: return peak_bf16_flops;
+    case dtype::fp8: return peak_fp8_flops;
+  }
+  return 0;
+}
+
+const std::vector<gpu_spec>& gpu_catalog() {
+  static const std::vector<gpu_spec> catalog = make_gpu_catalog();
+  return catalog;
+}
+
+const std::vector<cluster_spec>& cluster_catalog() {
+  static const std::vector<cluster_spec> catalog = make_cluster_catalog();
+  return catalog;
+}
+
+std::vector<std::string> gpu_names() {
+  std::vector<std::string> names;
+  for (const auto& g : gpu_catalog()) names.push_back(g.name);
+  return names;
+}
+
+std::vector<std::string> cluster_names() {
+  std::vector<std::string> names;
+  for (const auto& c : cluster_catalog()) names.push_back(c.name);
+  return names;
+}
+
+const gpu_spec& find_gpu(std::string_view name) {
+  for (const auto& g : gpu_catalog()) {
+    if (g.name == name) return g;
+  }
+  throw input_error(fmt::format("unknown GPU '{}'{}", name, did_you_mean(name, gpu_names())));
+}
+
+const cluster_spec& find_cluster(std::string_view name) {
+  for (const auto& c : cluster_catalog()) {
+    if (c.name == name) return c;
+  }
+  throw input_error(fmt::format("unknown cluster '{}'{}", name, did_you_mean(name, cluster_names())));
+}
+
+}  // namespace trainplan

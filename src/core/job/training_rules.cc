@@ -1,0 +1,228 @@
+// The training knobs' layout rules (src/core/job/job_rules.h): what each framework allows, recomputation
+// and memory knobs, FP8, the overlap flags and HSDP, with the frameworks' own argument checks.
+#include <string>
+
+#include "job/job_rules.h"
+#include "trainplan/core/job/job.h"
+
+namespace trainplan::detail {
+
+using std::to_string;
+using trainplan::to_string;
+
+/// What the framework allows and forces: ZeRO stages, distributed optimizer, gradient accumulation dtype (§3.1).
+std::string framework_violation(job_spec& job) {
+  [[maybe_unused]] model_spec& m = job.model;
+  [[maybe_unused]] parallel_config& p = job.parallel;
+  [[maybe_unused]] training_config& t = job.training;
+  resolve_attention(t);
+  // Framework and optimizer sharding (§3.1).
+  if (t.zero_stage < 0 || t.zero_stage > 3) {
+    return std::string("${training.zero_stage} must be 0, 1, 2 or 3, got " + to_string(t.zero_stage));
+  }
+  switch (t.framework) {
+    case framework_kind::megatron:
+      if (t.zero_stage >= 2) {
+        return std::string("${training.zero_stage} " + to_string(t.zero_stage) +
+                          " needs ${training.framework} deepspeed or fsdp (Megatron-LM shards only the optimizer: "
+                          "${training.distributed_optimizer}, i.e. stage 1)");
+      }
+      if (t.zero_stage == 1) t.distributed_optimizer = true;
+      t.zero_stage = t.distributed_optimizer ? 1 : 0;
+      if (t.precision == dtype::bf16) t.accumulate_allreduce_grads_in_fp32 = true;  // arguments.py
+      break;
+    case framework_kind::deepspeed:
+      if (t.distributed_optimizer) {
+        return std::string("${training.distributed_optimizer} is Megatron-LM's; with ${training.framework} deepspeed use ${training.zero_stage}");
+      }
+      if (p.pp > 1 && t.zero_stage >= 2) {
+        return std::string("DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: ${training.zero_stage} " +
+                          to_string(t.zero_stage) + " with ${parallel.pp} " + to_string(p.pp));
+      }
+      // DeepSpeed's BF16_Optimizer accumulates gradients in fp32 (BLOOM's "fp32 grad accumulation")
+      // unless data_types.grad_accum_dtype says otherwise.
+      if (t.grad_accum_dtype_set) {
+        t.accumulate_allreduce_grads_in_fp32 = t.grad_accum_dtype == dtype::fp32 && t.precision != dtype::fp32;
+      } else if (t.precision == dtype::bf16) {
+        t.accumulate_allreduce_grads_in_fp32 = true;
+      }
+      break;
+    case framework_kind::fsdp:
+      if (t.distributed_optimizer) {
+        return std::string("${training.distributed_optimizer} is Megatron-LM's; with ${training.framework} fsdp use ${training.zero_stage}");
+      }
+      if (p.pp > 1) return std::string("${training.framework} fsdp with ${parallel.pp} > 1 is not modelled");
+      if (t.zero_stage == 1) {
+        return std::string("${training.framework} fsdp has no ZeRO stage 1: use ${training.zero_stage} 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
+      }
+      t.accumulate_allreduce_grads_in_fp32 = true;  // FSDP keeps fp32 sharded parameters and gradients
+      break;
+  }
+  if (t.offload_optimizer && t.zero_stage == 0 && t.framework != framework_kind::megatron) {
+    return std::string("${training.offload_optimizer} needs ${training.zero_stage} 1 or more with ${training.framework} " + std::string(to_string(t.framework)));
+  }
+
+  return {};
+}
+
+/// Recomputation and the memory knobs (§3.4, §3.8).
+std::string training_violation(job_spec& job) {
+  [[maybe_unused]] model_spec& m = job.model;
+  [[maybe_unused]] parallel_config& p = job.parallel;
+  [[maybe_unused]] training_config& t = job.training;
+  // Recomputation (§3.4).
+  if (t.recompute == recompute_granularity::full) {
+    if (t.recompute_num_layers == 0) t.recompute_num_layers = 1;
+    TRAINPLAN_RETURN_VIOLATION(positive(t.recompute_num_layers, "${training.recompute_num_layers}", m.num_layers));
+  } else if (t.recompute_num_layers != 0) {
+    return std::string("${training.recompute_num_layers} needs ${training.recompute} full");
+  }
+  if (t.nccl_buffer_bytes_per_communicator < 0) {
+    return std::string("${training.nccl_buffer_bytes_per_communicator} must not be negative");
+  }
+  if (!(t.allocator_reserve_fraction >= 0 && t.allocator_reserve_fraction < 4)) {
+    return std::string("${training.allocator_reserve_fraction} must be in [0, 4), got " + std::to_string(t.allocator_reserve_fraction));
+  }
+  // DeepSpeed's and ZeRO-3's own knobs (§5.5.2, §5.9).
+  if (t.overlap_comm != training_config::toggle::framework_default && t.framework != framework_kind::deepspeed) {
+    return "--overlap-comm is DeepSpeed's (zero_optimization.overlap_comm); with " + std::string(to_string(t.framework)) +
+           " use its own overlap flags";
+  }
+  if (t.zero3_max_reuse_elements >= 0 && (t.framework != framework_kind::deepspeed || t.zero_stage != 3)) {
+    return "--zero3-max-reuse-distance is DeepSpeed's (stage3_max_reuse_distance): it needs ${training.framework} "
+           "deepspeed with ${training.zero_stage} 3";
+  }
+  if ((t.zero3_prefetch_bucket_elements >= 0 || t.zero3_fetch_overhead_s > 0) && t.zero_stage != 3) {
+    return std::string(t.zero3_fetch_overhead_s > 0 ? "--zero3-fetch-overhead-us" : "--zero3-prefetch-bucket-size") +
+           " needs ${training.zero_stage} 3";
+  }
+
+  return {};
+}
+
+/// FP8 (§5.1.3): the GPU has FP8 tensor cores (MX block scaling for mxfp8), and Megatron's argument
+/// checks on --fp8-param-gather (megatron/training/arguments.py).
+std::string fp8_violation(job_spec& job) {
+  const training_config& t = job.training;
+  const gpu_spec& gpu = job.cluster.gpu;
+  if (t.precision == dtype::bf16 && !gpu.bf16) {
+    return "--bf16 needs bf16 tensor cores; " + gpu.name + " has fp16 only (use --fp16)";
+  }
+  if (t.fp8 == fp8_format::none) {
+    if (t.fp8_param_gather) return "--fp8-param-gather needs --fp8-format (e4m3 or hybrid)";
+    return {};
+  }
+  if (!(gpu.peak_fp8_flops > 0)) {
+    return "--fp8-format " + std::string(to_string(t.fp8)) + " needs FP8 tensor cores; " + gpu.name +
+           " has none (Hopper and later do: --gpu h100-sxm5-80gb, h200-sxm-141gb, b200-sxm-180gb)";
+  }
+  if (t.fp8_scaling == fp8_recipe::mxfp8 && !gpu.mx_block_scaling) {
+    return "--fp8-recipe mxfp8 needs Blackwell's block-scaled tensor cores; " + gpu.name +
+           " has none (use delayed, tensorwise or blockwise)";
+  }
+  if (t.fp8_param_gather && !t.distributed_optimizer && t.zero_stage == 0 && t.framework != framework_kind::fsdp) {
+    return "--fp8-param-gather is only supported with --use-distributed-optimizer (or FSDP), as Megatron-LM's "
+           "argument check says";
+  }
+  return {};
+}
+
+/// Megatron's argument checks on --overlap-param-gather (megatron/training/arguments.py).
+std::string overlap_violation(job_spec& job) {
+  const training_config& t = job.training;
+  if (t.tp_comm_overlap) {
+    if (t.framework != framework_kind::megatron) {
+      return "--tp-comm-overlap is Megatron-Core's (Transformer Engine userbuffers), not " +
+             std::string(to_string(t.framework)) + "'s";
+    }
+    // megatron/training/arguments.py; SP is turned off at TP 1, so TP 1 fails here too.
+    if (!job.parallel.sequence_parallel) {
+      return "--tp-comm-overlap needs --sequence-parallel with TP > 1 (Megatron-LM's argument check: \"Tensor "
+             "parallel communication/GEMM overlap can happen only when sequence parallelism is enabled\")";
+    }
+  }
+  if (t.overlap_moe_ep_comm) {
+    // megatron/core/transformer/transformer_config.py, __post_init__'s checks for the flag.
+    const parallel_config& p = job.parallel;
+    const char* why = p.ep <= 1 ? "is only supported with expert model parallelism (--expert-model-parallel-size > 1)"
+                      : p.moe_dispatcher != moe_dispatcher_kind::alltoall && p.moe_dispatcher != moe_dispatcher_kind::flex
+                          ? "is supported with the alltoall/flex token dispatcher (--moe-token-dispatcher-type)"
+                      : t.recompute == recompute_granularity::full ? "needs full recomputation disabled (--recompute-granularity)"
+                      : p.pp > 1 && p.vpp <= 1 ? "needs --virtual-pipeline-model-parallel-size when PP > 1"
+                      : t.precision != dtype::bf16 && t.precision != dtype::fp16 ? "is only supported with bf16 or fp16"
+                      : job.model.mtp_num_layers > 1 ? "supports at most one MTP layer (--mtp-num-layers)"
+                                                     : nullptr;
+    if (why != nullptr) return std::string("--overlap-moe-expert-parallel-comm ") + why + " (Megatron-Core's check)";
+  }
+  if (t.moe_shared_expert_overlap) {
+    // megatron/core/transformer/transformer_config.py: a ValueError for other dispatchers, an assert
+    // beside --overlap-moe-expert-parallel-comm.
+    const moe_dispatcher_kind d = job.parallel.moe_dispatcher;
+    if (t.framework != framework_kind::megatron) {
+      return "--moe-shared-expert-overlap is Megatron-Core's, not " + std::string(to_string(t.framework)) + "'s";
+    }
+    if (job.model.is_moe() && d != moe_dispatcher_kind::alltoall && d != moe_dispatcher_kind::flex) {
+      return std::string("--moe-shared-expert-overlap only works with alltoall or flex token dispatcher "
+                         "(--moe-token-dispatcher-type; Megatron-Core's check)");
+    }
+    if (t.overlap_moe_ep_comm) {
+      return std::string("--moe-shared-expert-overlap: disable it when enabling --overlap-moe-expert-parallel-comm "
+                         "(Megatron-Core's check)");
+    }
+  }
+  if (!t.overlap_param_gather) return {};
+  if (!t.distributed_optimizer && !(t.framework == framework_kind::megatron && t.zero_stage >= 1)) {
+    return "--overlap-param-gather is only supported with --use-distributed-optimizer (Megatron-LM's argument "
+           "check)";
+  }
+  if (!t.overlap_grad_reduce) return "--overlap-param-gather must be used with --overlap-grad-reduce (Megatron-LM's argument check)";
+  return {};
+}
+
+/// Sharding over part of the data-parallel domain (HSDP, §2.5): Megatron's partial distributed
+/// optimizer (core/distributed/distributed_data_parallel.py: "Partial DistOpt cannot be used without
+/// DistOpt"; parallel_state.py: DP×CP divisible by the instances) or FSDP2 over a 2-D mesh (torchtitan:
+/// replicate × shard = DP).
+std::string sharding_violation(job_spec& job) {
+  const training_config& t = job.training;
+  const parallel_config& p = job.parallel;
+  if (t.dp_replicas == 1) return {};
+  const bool megatron = t.framework == framework_kind::megatron;
+  const std::string flag = megatron ? "--num-distributed-optimizer-instances" : "--data-parallel-replicate-degree";
+  if (t.dp_replicas < 1) return flag + " must be a positive integer, got " + to_string(t.dp_replicas);
+  if (t.framework == framework_kind::deepspeed) {
+    return "--num-distributed-optimizer-instances / --data-parallel-replicate-degree are Megatron-LM's and FSDP2's; "
+           "DeepSpeed's hierarchical partitioning (ZeRO++ hpZ, MiCS) is not modelled";
+  }
+  if (megatron && !t.distributed_optimizer) {
+    return flag + " needs --use-distributed-optimizer (Megatron-Core's check: \"Partial DistOpt cannot be used "
+                  "without DistOpt\")";
+  }
+  if (!megatron && t.zero_stage < 2) {
+    return flag + " needs ${training.zero_stage} 2 or 3 with ${training.framework} fsdp (HSDP shards within a "
+                  "replica; NO_SHARD has nothing to shard)";
+  }
+  if (job.model.is_moe() && !megatron) {
+    return flag + " with an MoE model is not modelled for FSDP (torchtitan's expert meshes)";
+  }
+  const std::int64_t domain = megatron ? p.dp * p.cp : p.dp;
+  if (domain % t.dp_replicas != 0) {
+    return flag + " (" + to_string(t.dp_replicas) + ") must divide " + (megatron ? "DP×CP (" : "DP (") +
+           to_string(domain) + ")";
+  }
+  if (job.model.is_moe()) {
+    // parallel_state.py: "Expert data parallel size should be divisible by partial DistOpt shard factor".
+    const std::int64_t edp = expert_data_parallel(p);
+    if (edp % t.dp_replicas != 0 || edp / t.dp_replicas < 2) {
+      return flag + " (" + to_string(t.dp_replicas) + ") must divide the expert data-parallel size (" +
+             to_string(edp) + ") and leave at least 2 ranks per replica";
+    }
+  }
+  if (dp_shard_size(p, t) < 2) {
+    return flag + " (" + to_string(t.dp_replicas) + ") leaves one rank per replica, which shards nothing: use plain "
+           "data parallelism (" + (megatron ? "without --use-distributed-optimizer)" : "${training.zero_stage} 0)");
+  }
+  return {};
+}
+
+}  // namespace trainplan::detail

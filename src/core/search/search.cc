@@ -1,0 +1,684 @@
+// Layout search and architecture shapes (docs/formulas.md §7.1-§7.4): enumerate, prune by divisibility
+// and memory, bound by compute, time the rest with the full model on every core, rank.
+#include "trainplan/core/search/search.h"
+
+#include "search/search_splits.h"
+#include "search/search_workers.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <tuple>
+
+#include "trainplan/core/base/checked.h"
+#include "trainplan/core/estimate/comm.h"
+#include "trainplan/core/estimate/compute.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/base/limits.h"
+#include "trainplan/core/estimate/memory.h"
+#include "trainplan/core/model/model.h"
+#include "trainplan/core/estimate/time.h"
+
+namespace trainplan {
+
+using detail::pipeline_splits;
+using detail::split_choice;
+using detail::uneven_splits;
+
+std::string_view to_string(rank_kind k) {
+  switch (k) {
+    case rank_kind::iteration_time: return "iteration";
+    case rank_kind::train_time: return "train-time";
+    case rank_kind::cost: return "cost";
+  }
+  return "?";
+}
+
+std::string_view to_string(recompute_choice k) {
+  switch (k) {
+    case recompute_choice::none: return "none";
+    case recompute_choice::selective: return "selective";
+    case recompute_choice::full: return "full";
+    case recompute_choice::block: return "block";
+  }
+  return "?";
+}
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The divisors of n ≥ 1, ascending, in O(√n) (a per-replica batch of 10^9 has 100).
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> low, high;
+  for (std::int64_t d = 1; d <= n / d; ++d) {
+    if (n % d != 0) continue;
+    low.push_back(d);
+    if (d != n / d) high.push_back(n / d);
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+std::vector<std::int64_t> range(std::int64_t lo, std::int64_t hi) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t x = lo; x <= hi; ++x) v.push_back(x);
+  return v;
+}
+
+/// Does TP (and TP×CP) split the model, and sit evenly on the nodes (§7.1)?
+bool tp_divides(const model_spec& m, std::int64_t tp) {
+  if (m.num_attention_heads % tp != 0 || m.num_query_groups % tp != 0 || m.ffn_hidden_size % tp != 0) return false;
+  return !m.is_moe() || m.moe.expert_ffn_hidden_size % tp == 0;
+}
+bool even_on_nodes(std::int64_t group, std::int64_t gpus_per_node) {
+  return gpus_per_node % group == 0 || group % gpus_per_node == 0;
+}
+
+std::vector<int> zero_stages_for(framework_kind fw, std::int64_t pp) {
+  const framework_traits& f = traits_of(fw);
+  std::vector<int> out;
+  for (int z = 0; z < 4; ++z) {
+    if ((pp > 1 ? f.zero_stages_with_pp : f.zero_stages)[static_cast<std::size_t>(z)]) out.push_back(z);
+  }
+  return out;
+}
+
+/// A layout before memory and time: the integers of a candidate.
+struct proto {
+  search_candidate c;
+  std::int64_t stage_layers = 0;  ///< transformer layers on the busiest rank
+};
+
+/// Per-(TP, CP, EP, MBS, SP) dense-layer compute, shared by every layout that differs only in PP, DP,
+/// recomputation or ZeRO (§7.2).
+struct layer_key {
+  std::int64_t tp, cp, ep, etp, mbs;
+  bool sp;
+  auto operator<=>(const layer_key&) const = default;
+};
+
+/// The job of a candidate, without finalizing (the caller finalizes).
+void apply_candidate(job_spec& j, const job_spec& base, const search_candidate& c) {
+  j.parallel = base.parallel;
+  j.training = base.training;
+  parallel_config& p = j.parallel;
+  training_config& t = j.training;
+  p.tp = c.tp;
+  p.pp = c.pp;
+  p.cp = c.cp;
+  p.ep = c.ep;
+  p.etp = c.etp == c.tp ? 0 : c.etp;
+  if (c.dispatcher != moe_dispatcher_kind::framework_default) p.moe_dispatcher = c.dispatcher;
+  p.dp = 1;
+  p.vpp = c.vpp;  // finalize_job derives the layers per chunk (uniform) or checks each rank's (uneven)
+  p.num_layers_per_virtual_stage = 0;
+  p.first_stage_layers = c.first_stage_layers;
+  p.last_stage_layers = c.last_stage_layers;
+  p.sequence_parallel = c.sequence_parallel;
+  p.embedding_as_stage = c.embedding_as_stage;
+  t.micro_batch_size = c.mbs;
+  t.zero_stage = c.zero_stage;
+  t.distributed_optimizer = t.framework == framework_kind::megatron && c.zero_stage == 1;  // its name for ZeRO-1
+  t.recompute_num_layers = 0;
+  t.recompute_method_ = recompute_method::uniform;
+  switch (c.recompute) {
+    case recompute_choice::none: t.recompute = recompute_granularity::none; break;
+    case recompute_choice::selective: t.recompute = recompute_granularity::selective; break;
+    case recompute_choice::full: t.recompute = recompute_granularity::full; t.recompute_num_layers = 1; break;
+    case recompute_choice::block:
+      t.recompute = recompute_granularity::full;
+      t.recompute_method_ = recompute_method::block;
+      t.recompute_num_layers = c.recompute_num_layers;
+      break;
+  }
+  j.num_gpus = c.num_gpus;
+  j.cluster.num_nodes = c.num_nodes;
+}
+
+
+double score_of(const search_space& s, double iteration_s, std::int64_t gpus) {
+  return s.rank == rank_kind::cost ? iteration_s * static_cast<double>(gpus) : iteration_s;
+}
+
+/// Orders candidates best first; ties broken by fewer GPUs, then the layout integers (deterministic).
+bool better(const search_candidate& a, const search_candidate& b) {
+  if (a.score != b.score) return a.score < b.score;
+  return std::tie(a.num_gpus, a.tp, a.pp, a.cp, a.ep, a.vpp, a.mbs, a.sequence_parallel, a.recompute,
+                  a.recompute_num_layers, a.zero_stage, a.embedding_as_stage) <
+         std::tie(b.num_gpus, b.tp, b.pp, b.cp, b.ep, b.vpp, b.mbs, b.sequence_parallel, b.recompute,
+                  b.recompute_num_layers, b.zero_stage, b.embedding_as_stage);
+}
+
+std::string fmt_gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", bytes / 1073741824.0);
+  return buf;
+}
+
+std::string join(const std::vector<std::int64_t>& v) {
+  std::string s;
+  for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+/// Keep the user's values that the model allows; an empty result names the rule (contradictory input).
+std::vector<std::int64_t> filter_given(const std::vector<std::int64_t>& given, const std::vector<std::int64_t>& all,
+                                       const std::function<bool(std::int64_t)>& ok, const std::string& flag,
+                                       const std::string& rule) {
+  if (given.empty()) {
+    std::vector<std::int64_t> out;
+    for (auto x : all)
+      if (ok(x)) out.push_back(x);
+    return out;
+  }
+  std::vector<std::int64_t> out;
+  for (auto x : given)
+    if (ok(x)) out.push_back(x);
+  if (out.empty()) throw input_error(flag + " " + join(given) + ": no value is valid: " + rule);
+  return out;
+}
+
+/// The values of each dimension the search tries (§7.1), after the user's lists and the model's rules.
+struct search_axes {
+  std::vector<std::int64_t> nodes, tps, pps, cps, eps;
+  std::vector<std::int64_t> etps;  ///< 0 stands for "the layout's TP"
+  std::vector<recompute_choice> recomputes;
+  std::vector<bool> sps, embs;
+};
+
+using limits::kMaxGpus;
+constexpr std::int64_t kMaxNodeCounts = limits::kMaxSearchNodeCounts;
+
+/// The node counts searched: --nodes, else 1..--max-nodes (the cluster's size), within --max-gpus.
+std::vector<std::int64_t> nodes_of(const cluster_spec& cl, const search_space& s) {
+  const std::int64_t gpn = cl.gpus_per_node;
+  // The most nodes: --num-nodes, else as many as --max-gpus (--num-gpus) needs, else the cluster's.
+  const std::int64_t most = s.max_nodes > 0 ? s.max_nodes
+                            : s.max_gpus > 0 ? detail::ceil_div(s.max_gpus, gpn)
+                                             : cl.num_nodes;
+  // Bounded work: each node count is a search of its own (§7.2).
+  const char* field = s.max_nodes > 0 ? "${space.max_nodes}" : s.max_gpus > 0 ? "${space.max_gpus}" : "${cluster.num_nodes}";
+  if (s.nodes.empty() && most > kMaxNodeCounts) {
+    throw input_error(fmt::format("{} {}: a search tries every node count from 1, at most {}; give the counts to try "
+                                  "with ${{space.nodes}} (e.g. 1024,2048,4096)",
+                                  field, most, kMaxNodeCounts));
+  }
+  std::vector<std::int64_t> nodes = s.nodes.empty() ? range(1, most) : s.nodes;
+  if (nodes.size() > static_cast<std::size_t>(kMaxNodeCounts)) {
+    throw input_error(fmt::format("${{space.nodes}} lists {} node counts, more than the {} a search tries", nodes.size(),
+                                  kMaxNodeCounts));
+  }
+  for (std::int64_t n : nodes) {
+    if (n > kMaxGpus / gpn) {
+      throw input_error(fmt::format("{} nodes of {} GPUs are more than {} GPUs, more than any cluster", n, gpn, kMaxGpus));
+    }
+  }
+  if (s.max_gpus <= 0) return nodes;
+  std::vector<std::int64_t> kept;
+  for (auto n : nodes)
+    if (n * gpn <= s.max_gpus) kept.push_back(n);
+  if (kept.empty()) {
+    throw input_error("${space.max_gpus} " + std::to_string(s.max_gpus) + " is below one node (" + std::to_string(gpn) +
+                      " GPUs): nothing to search");
+  }
+  return kept;
+}
+
+/// Every dimension's values (§7.1); throws input_error when the user's values leave none.
+search_axes axes_of(const job_spec& base, const search_space& s) {
+  const model_spec& m = base.model;
+  const std::int64_t gpn = base.cluster.gpus_per_node;
+  const framework_kind fw = base.training.framework;
+  search_axes x;
+  x.nodes = nodes_of(base.cluster, s);
+  x.tps = filter_given(
+      s.tp, range(1, gpn), [&](std::int64_t t) { return tp_divides(m, t) && even_on_nodes(t, gpn); }, "${space.tp}",
+      "TP must divide ${model.num_attention_heads} (" + std::to_string(m.num_attention_heads) + "), the query groups (" +
+          std::to_string(m.num_query_groups) + ") and ${model.ffn_hidden_size} (" + std::to_string(m.ffn_hidden_size) +
+          "), and sit evenly on nodes of " + std::to_string(gpn) + " GPUs");
+  x.pps = filter_given(
+      s.pp, range(1, m.num_layers), [&](std::int64_t p) { return p <= m.num_layers; }, "${space.pp}",
+      "PP cannot exceed ${model.num_layers} (" + std::to_string(m.num_layers) + ")");
+  std::vector<std::int64_t> cp_default = {1};
+  if (m.seq_length >= 8192)
+    for (std::int64_t c = 2; c <= 16; c *= 2) cp_default.push_back(c);
+  x.cps = filter_given(
+      s.cp, s.cp.empty() ? cp_default : s.cp, [&](std::int64_t c) { return c == 1 || m.seq_length % (2 * c) == 0; },
+      "${space.cp}", "CP > 1 needs ${model.seq_length} (" + std::to_string(m.seq_length) + ") divisible by 2 × CP");
+  x.eps = filter_given(
+      s.ep, m.is_moe() ? range(1, m.moe.num_experts) : std::vector<std::int64_t>{1},
+      [&](std::int64_t e) { return e == 1 || (m.is_moe() && m.moe.num_experts % e == 0); }, "${space.ep}",
+      m.is_moe() ? "EP must divide ${model.moe.num_experts} (" + std::to_string(m.moe.num_experts) + ")"
+                 : "EP > 1 needs an MoE model (${model.moe.num_experts})");
+  // ETP: the layout's TP (Megatron's default) and 1 (parallel folding), or the sizes given.
+  for (std::int64_t v : s.etp) {
+    if (v < 1) throw input_error("${space.etp}: sizes must be positive, got " + std::to_string(v));
+  }
+  x.etps = !m.is_moe() ? std::vector<std::int64_t>{0} : s.etp.empty() ? std::vector<std::int64_t>{0, 1} : s.etp;
+  x.recomputes = s.recompute.empty() ? std::vector<recompute_choice>{recompute_choice::none, recompute_choice::selective,
+                                                                     recompute_choice::full, recompute_choice::block}
+                                     : s.recompute;
+  x.sps = s.sequence_parallel.empty()
+              ? (traits_of(fw).sequence_parallel ? std::vector<bool>{false, true} : std::vector<bool>{false})
+              : s.sequence_parallel;
+  x.embs = s.embedding_as_stage.empty() ? std::vector<bool>{base.parallel.embedding_as_stage} : s.embedding_as_stage;
+  if (!s.vpp.empty() && !traits_of(fw).interleaving && s.vpp != std::vector<std::int64_t>{1}) {
+    throw input_error("${space.vpp} " + join(s.vpp) + ": interleaving is Megatron-LM's (${training.framework} megatron)");
+  }
+  for (int z : s.zero_stage) {
+    bool ok = false;
+    for (std::int64_t p : x.pps)
+      for (int v : zero_stages_for(fw, p)) ok = ok || v == z;
+    if (!ok) {
+      throw input_error("${training.zero_stage} " + std::to_string(z) + " is not available with ${training.framework} " +
+                        std::string(to_string(fw)) + " and the pipeline sizes searched");
+    }
+  }
+  return x;
+}
+
+/// The layouts to evaluate, and what the enumeration rejected on the way (for the empty-space message).
+struct enumeration {
+  std::vector<proto> protos;
+  std::int64_t had_world = 0, had_batch = 0, had_dp_multiple = 0;
+  std::int64_t bad_split_pp = 0, bad_mbs = 0, bad_vpp_pp = 0, bad_zero_pp = 0;
+  bool bad_sp = false;
+};
+
+/// The user's values that `all` allows, or all of them when none given.
+template <typename T>
+std::vector<T> kept_of(const std::vector<T>& all, const std::vector<T>& given, bool keep_one = false) {
+  if (given.empty()) return all;
+  std::vector<T> kept;
+  for (const T& v : given)
+    if ((keep_one && v == T{1}) || std::find(all.begin(), all.end(), v) != all.end()) kept.push_back(v);
+  return kept;
+}
+
+/// Micro-batch, chunk, SP, recomputation and ZeRO combinations of one (nodes, TP, CP, PP, EP, DP).
+void enumerate_inner(const job_spec& base, const search_space& s, const search_axes& x, search_candidate c,
+                     enumeration& e, search_result& res) {
+  const model_spec& m = base.model;
+  const framework_kind fw = base.training.framework;
+  const std::int64_t gbs = base.training.global_batch_size;
+  std::vector<std::int64_t> mbss = s.mbs;
+  if (mbss.empty()) mbss = divisors(gbs / c.dp);  // every micro-batch that divides the per-replica batch
+  std::vector<int> zeros = zero_stages_for(fw, c.pp);
+  if (!s.zero_stage.empty()) zeros = kept_of(zero_stages_for(fw, c.pp), s.zero_stage);
+  std::vector<std::int64_t> vpps = {1};
+  if (traits_of(fw).interleaving && c.pp > 1 && m.num_layers % c.pp == 0) {
+    for (std::int64_t v = 2; v <= m.num_layers / c.pp; ++v)
+      if ((m.num_layers / c.pp) % v == 0) vpps.push_back(v);
+  } else if (traits_of(fw).interleaving) {
+    // Interleaving with an uneven split, as Megatron-Core allows it: every rank's layers divisible by
+    // the chunks (§7.1; Llama 3 405B's 8, 8 × 14, 6 takes VPP 2).
+    const std::int64_t middle = detail::ceil_div(m.num_layers, c.pp);
+    for (std::int64_t v = 2; v <= middle; ++v) {
+      for (const auto& [f, l] : uneven_splits(m, c.pp)) {
+        if (f % v == 0 && l % v == 0 && middle % v == 0) {
+          vpps.push_back(v);
+          break;
+        }
+      }
+    }
+  }
+  vpps = kept_of(vpps, s.vpp, true);
+  if (zeros.empty()) e.bad_zero_pp = c.pp;
+  // The splits at each (embedding slots, VPP), which do not depend on the micro-batch.
+  std::vector<std::vector<split_choice>> splits;
+  std::size_t split_count = 0;
+  for (bool emb : x.embs) {
+    for (std::int64_t vpp : vpps) {
+      splits.push_back(pipeline_splits(m, fw, c.pp, emb, vpp));
+      split_count += splits.back().size();
+    }
+  }
+  const auto per_mbs = static_cast<std::int64_t>(zeros.size() * split_count * x.recomputes.size() * x.sps.size());
+  for (std::int64_t mbs : mbss) {
+    if (gbs % (mbs * c.dp) != 0) {
+      e.bad_mbs = mbs;
+      res.enumerated += std::max<std::int64_t>(per_mbs, 1);
+      res.pruned_divisibility += std::max<std::int64_t>(per_mbs, 1);
+      continue;
+    }
+    c.mbs = mbs;
+    const std::int64_t micro = gbs / (mbs * c.dp);
+    std::size_t k = 0;
+    for (bool emb : x.embs) {
+      for (std::int64_t vpp : vpps) {
+        for (const split_choice& split : splits[k]) {
+          c.first_stage_layers = split.first;
+          c.last_stage_layers = split.last;
+          const std::int64_t stage_layers = split.stage_layers;
+          const bool vpp_ok = vpp == 1 || micro % c.pp == 0;
+          for (bool sp : x.sps) {
+            const bool sp_ok = !sp || (c.tp > 1 && (m.seq_length / c.cp) % c.tp == 0);
+            for (recompute_choice rc : x.recomputes) {
+              for (int z : zeros) {
+                ++res.enumerated;
+                if (stage_layers == 0 || !vpp_ok || !sp_ok) {
+                  if (stage_layers == 0) e.bad_split_pp = c.pp;
+                  if (!vpp_ok) e.bad_vpp_pp = c.pp;
+                  e.bad_sp = e.bad_sp || !sp_ok;
+                  ++res.pruned_divisibility;
+                  continue;
+                }
+                c.embedding_as_stage = emb;
+                c.vpp = vpp;
+                c.sequence_parallel = sp;
+                c.recompute = rc;
+                c.zero_stage = z;
+                e.protos.push_back(proto{c, stage_layers});
+              }
+            }
+          }
+        }
+        ++k;
+      }
+    }
+  }
+}
+
+/// Every layout of the axes that divides (§7.1), with the counts of what did not.
+enumeration enumerate_layouts(const job_spec& base, const search_space& s, const search_axes& x, search_result& res) {
+  const model_spec& m = base.model;
+  const std::int64_t gbs = base.training.global_batch_size;
+  const std::int64_t gpn = base.cluster.gpus_per_node;
+  const auto inner = static_cast<std::int64_t>(x.recomputes.size() * x.sps.size() * x.embs.size());
+  enumeration e;
+  auto reject = [&](std::int64_t& counter) {
+    res.enumerated += inner;
+    counter += inner;
+  };
+  for (std::int64_t n : x.nodes) {
+    for (std::int64_t tp : x.tps) {
+      for (std::int64_t cp : x.cps) {
+        for (std::int64_t pp : x.pps) {
+          for (std::int64_t ep : x.eps) {
+           for (std::int64_t etp_given : x.etps) {
+            const std::int64_t etp = etp_given == 0 ? tp : etp_given;  // 0: the TP of this layout
+            if (etp_given == 1 && tp == 1 && x.etps.size() > 1 && x.etps.front() == 0) continue;  // = TP, counted once
+            const std::int64_t gpus = n * gpn;
+            const std::int64_t mp = tp * pp * cp;
+            if (gpus % mp != 0 || !even_on_nodes(tp * cp, gpn)) {
+              reject(res.pruned_divisibility);
+              continue;
+            }
+            ++e.had_world;
+            const std::int64_t dp = gpus / mp;
+            // Parallel folding: ETP×EP must divide a stage's TP×CP×DP ranks (§2.1).
+            const bool experts_fit = !m.is_moe() || ((tp * cp * dp) % (etp * ep) == 0 &&
+                                                     m.moe.expert_ffn_hidden_size % etp == 0);
+            if (gbs % dp != 0 || !experts_fit || (cp > 1 && m.seq_length % (2 * cp) != 0)) {
+              reject(res.pruned_divisibility);
+              continue;
+            }
+            ++e.had_batch;
+            if (dp % s.dp_multiple_of != 0) {
+              reject(res.pruned_constraint);
+              continue;
+            }
+            ++e.had_dp_multiple;
+            search_candidate c;
+            c.num_gpus = gpus;
+            c.num_nodes = n;
+            c.tp = tp;
+            c.pp = pp;
+            c.cp = cp;
+            c.ep = ep;
+            c.etp = m.is_moe() ? etp : tp;
+            c.dispatcher = m.is_moe() && ep > 1 && base.training.framework == framework_kind::megatron &&
+                                   base.parallel.moe_dispatcher == moe_dispatcher_kind::framework_default
+                               ? moe_dispatcher_kind::alltoall
+                               : moe_dispatcher_kind::framework_default;
+            c.dp = dp;
+            enumerate_inner(base, s, x, c, e, res);
+           }
+          }
+        }
+      }
+    }
+  }
+  return e;
+}
+
+/// Why nothing divides: the first filter that rejected everything, or the rules that did.
+std::string empty_space_reason(const job_spec& base, const search_space& s, const search_axes& x,
+                               const enumeration& e) {
+  const std::int64_t gpn = base.cluster.gpus_per_node;
+  if (e.had_world == 0) {
+    return "no TP×PP×CP of the values searched divides the GPU counts (" + std::to_string(x.nodes.front() * gpn) +
+           "..." + std::to_string(x.nodes.back() * gpn) + " GPUs)";
+  }
+  if (e.had_batch == 0) {
+    return "${training.global_batch_size} " + std::to_string(base.training.global_batch_size) +
+           " is not a multiple of any data-parallel size the layouts give";
+  }
+  if (e.had_dp_multiple == 0) return "${space.dp_multiple_of} " + std::to_string(s.dp_multiple_of) + " leaves no data-parallel size";
+  std::vector<std::string> rules;  // only the rules that rejected something
+  if (e.bad_split_pp > 0) {
+    rules.push_back("${space.pp} " + std::to_string(e.bad_split_pp) + " does not split the " +
+                    std::to_string(base.model.num_layers) +
+                    " layers (pick a divisor, or ${parallel.embedding_as_stage} / ${training.framework} deepspeed for uneven splits)");
+  }
+  if (e.bad_mbs > 0) rules.push_back("${space.mbs} " + std::to_string(e.bad_mbs) + " does not divide GBS/DP");
+  if (e.bad_vpp_pp > 0) {
+    rules.push_back("${space.vpp} needs the micro-batches to be a multiple of PP (" + std::to_string(e.bad_vpp_pp) + ")");
+  }
+  if (e.bad_sp) rules.push_back("${parallel.sequence_parallel} needs TP > 1 dividing the sequence");
+  if (e.bad_zero_pp > 0) {
+    rules.push_back("${space.zero_stage} keeps none of the ZeRO stages " + std::string(to_string(base.training.framework)) +
+                    " allows at PP " + std::to_string(e.bad_zero_pp));
+  }
+  if (rules.empty()) rules.push_back("no combination of the values searched passes them (try fewer restrictions)");
+  std::string why = "every combination breaks a layout rule: ";
+  for (std::size_t i = 0; i < rules.size(); ++i) why += (i ? "; " : "") + rules[i];
+  return why;
+}
+
+/// The search's workers, each with its own job buffer and per-(TP, CP, EP, MBS, SP) layer cache.
+using worker_pool = detail::search_workers<std::map<layer_key, unit_time>>;
+using detail::top_k_threshold;
+
+/// Each layout's compute lower bound (§7.2): the busiest rank's layers, every micro-batch, no bubble,
+/// communication, embedding or optimizer. Block recomputation is bounded with one recomputed layer.
+/// The dense-layer compute is shared per (TP, CP, EP, MBS, SP).
+void bound_layouts(const job_spec& base, std::vector<proto>& protos, worker_pool& pool) {
+  const compute_efficiency eff = effective_compute_efficiency(base.cluster.gpu);
+  const layer_counts kinds = base.model.count_layer_kinds(0, base.model.num_layers);
+  const std::int64_t gbs = base.training.global_batch_size;
+  pool.run(protos.size(), [&](std::size_t i, job_spec& j, std::map<layer_key, unit_time>& layers) {
+    search_candidate& c = protos[i].c;
+    const layer_key key{c.tp, c.cp, c.ep, c.etp, c.mbs, c.sequence_parallel};
+    auto it = layers.find(key);
+    if (it == layers.end()) {
+      apply_candidate(j, base, c);
+      // The cheapest layer of each kind the model has (§1.10), field by field, so that the bound stays
+      // below every stage's real sum (§7.2): held as forward.gemm_s (all of the forward),
+      // backward.gemm_s and forward.attention_s (what selective recomputation redoes).
+      unit_time u;
+      bool first = true;
+      for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+        if (kinds[k] == 0) continue;
+        const unit_time l = layer_compute(j, eff, static_cast<layer_kind>(k));
+        const double f = l.forward.total_s(), b = l.backward.total_s(), a = l.forward.attention_s;
+        u.forward.gemm_s = first ? f : std::min(u.forward.gemm_s, f);
+        u.backward.gemm_s = first ? b : std::min(u.backward.gemm_s, b);
+        u.forward.attention_s = first ? a : std::min(u.forward.attention_s, a);
+        first = false;
+      }
+      it = layers.emplace(key, u).first;
+    }
+    const unit_time& u = it->second;
+    const double f = u.forward.gemm_s;
+    const double b = u.backward.gemm_s;
+    const double layers_on_rank = static_cast<double>(protos[i].stage_layers);
+    double extra = 0;
+    switch (c.recompute) {
+      case recompute_choice::none: break;
+      case recompute_choice::selective: extra = layers_on_rank * u.forward.attention_s; break;
+      case recompute_choice::full: extra = layers_on_rank * f; break;
+      case recompute_choice::block: extra = f; break;
+    }
+    const double micro = static_cast<double>(gbs / (c.mbs * c.dp));
+    c.lower_bound_s = micro * (layers_on_rank * (f + b) + extra);
+  });
+}
+
+enum class fate : char { bounded, invalid, no_fit, evaluated };
+
+/// Memory and time of one layout into `c` (§7.3), or why it was dropped. Block recomputation takes the
+/// fewest recomputed layers per chunk that fit (fewer is faster; §7.1), by bisection.
+fate evaluate_one(const job_spec& base, const search_space& s, proto& pr, job_spec& j, double capacity,
+                  double need_headroom) {
+  search_candidate& c = pr.c;
+  // One evaluation's buffers per worker thread, reused from layout to layout; the memory report of the
+  // last fit check is the one the time model uses (§7.3).
+  thread_local layout_evaluation ev;
+  thread_local std::vector<stage_layout> layout;
+  parameter_breakdown params;
+  auto fits_now = [&]() {
+    memory_report& mr = ev.memory;
+    estimate_memory(j, params, layout, mr);
+    c.peak_reserved_bytes = mr.peak_reserved_bytes;
+    c.headroom_bytes = capacity - mr.peak_reserved_bytes;
+    return mr.fits && c.headroom_bytes >= need_headroom;
+  };
+  const bool block = c.recompute == recompute_choice::block;
+  const std::int64_t chunk_layers = pr.stage_layers / std::max<std::int64_t>(1, c.vpp);
+  if (block) {
+    if (chunk_layers < 2) return fate::invalid;  // one layer per chunk: block is full recomputation
+    c.recompute_num_layers = chunk_layers - 1;
+  }
+  apply_candidate(j, base, c);
+  if (!layout_violation(j).empty() || !placement_violation(j).empty()) return fate::invalid;
+  params = count_parameters(j.model, j.parallel.tp);
+  pipeline_layout(j, layout);
+  bool fits = fits_now();
+  if (block && fits) {
+    std::int64_t lo = 1, hi = c.recompute_num_layers;
+    while (lo < hi) {
+      const std::int64_t mid = (lo + hi) / 2;
+      j.training.recompute_num_layers = mid;
+      if (fits_now()) hi = mid;
+      else lo = mid + 1;
+    }
+    c.recompute_num_layers = hi;
+    j.training.recompute_num_layers = hi;
+    fits = fits_now();
+  }
+  if (!fits) return fate::no_fit;
+  time_report& t = ev.time;
+  estimate_time(j, ev.memory, t);
+  c.iteration_s = t.iteration_s;
+  c.tflops_per_gpu = t.tflops_per_gpu;
+  c.mfu = t.mfu;
+  c.samples_per_s = t.samples_per_s;
+  c.bubble_fraction = t.bubble_fraction;
+  c.gpu_hours_per_iteration = c.iteration_s * static_cast<double>(c.num_gpus) / 3600;
+  const double samples = static_cast<double>(base.training.global_batch_size);
+  if (s.train_tokens > 0) c.train_days = s.train_tokens / (samples * base.model.seq_length) * c.iteration_s / 86400;
+  c.score = score_of(s, c.iteration_s, c.num_gpus);
+  return fate::evaluated;
+}
+
+/// Memory, then the full time model (§7.3), best bound first, skipping layouts the bound rules out.
+std::vector<fate> evaluate_bounded(const job_spec& base, const search_space& s, std::vector<proto>& protos,
+                                   const std::vector<std::size_t>& order, worker_pool& pool) {
+  const double capacity = static_cast<double>(base.cluster.gpu.usable_memory_bytes);
+  const double need_headroom = std::max(s.min_headroom_bytes, s.min_headroom_fraction * capacity);
+  std::vector<fate> fates(order.size(), fate::bounded);
+  top_k_threshold best(static_cast<std::size_t>(std::max<std::int64_t>(1, s.top_k)));
+  pool.run(order.size(), [&](std::size_t oi, job_spec& j, std::map<layer_key, unit_time>&) {
+    proto& pr = protos[order[oi]];
+    if (!s.exhaustive && score_of(s, pr.c.lower_bound_s, pr.c.num_gpus) > best.threshold()) return;
+    fates[oi] = evaluate_one(base, s, pr, j, capacity, need_headroom);
+    if (fates[oi] == fate::evaluated) best.offer(pr.c.score);
+  });
+  return fates;
+}
+
+/// The evaluated layouts best first, and the counts of the others (§7.3).
+void rank_results(const job_spec& base, const search_space& s, const std::vector<proto>& protos,
+                  const std::vector<std::size_t>& order, const std::vector<fate>& fates, search_result& res) {
+  for (std::size_t oi = 0; oi < order.size(); ++oi) {
+    switch (fates[oi]) {
+      case fate::evaluated: res.candidates.push_back(protos[order[oi]].c); break;
+      case fate::bounded: ++res.pruned_bound; break;
+      case fate::invalid: ++res.pruned_divisibility; break;
+      case fate::no_fit: ++res.pruned_memory; break;
+    }
+  }
+  if (res.candidates.empty()) {
+    const double capacity = static_cast<double>(base.cluster.gpu.usable_memory_bytes);
+    const double need_headroom = std::max(s.min_headroom_bytes, s.min_headroom_fraction * capacity);
+    throw input_error("nothing fits: all " + std::to_string(protos.size()) + " layouts that divide need more memory than " +
+                      (need_headroom > 0 ? "the GPU has after the headroom asked (${space.min_headroom_bytes} / ${space.min_headroom_fraction})"
+                                         : fmt_gib(capacity) + " GiB usable per GPU"));
+  }
+  res.evaluated = static_cast<std::int64_t>(res.candidates.size());
+  std::sort(res.candidates.begin(), res.candidates.end(), better);
+  res.pruned = res.pruned_divisibility + res.pruned_constraint + res.pruned_memory + res.pruned_bound;
+}
+
+}  // namespace
+
+job_spec candidate_job(const job_spec& base, const search_candidate& c) {
+  job_spec j = base;
+  apply_candidate(j, base, c);
+  finalize_job(j);
+  return j;
+}
+
+search_result run_search(const job_spec& base_in, const search_space& s, const search_progress& progress) {
+  const auto t0 = clock_type::now();
+  job_spec base = base_in;
+  finalize_model(base.model);
+  resolve_attention(base.training);  // the bound must price the attention kernel the layouts run (§7.2)
+  validate_cluster(base.cluster, "cluster");
+  if (base.training.global_batch_size <= 0) throw input_error("search needs the global batch: ${training.global_batch_size}");
+  search_result res;
+  res.model_params = static_cast<double>(count_parameters(base.model).total);
+  res.usable_bytes = static_cast<double>(base.cluster.gpu.usable_memory_bytes);
+
+  const search_axes axes = axes_of(base, s);
+  enumeration e = enumerate_layouts(base, s, axes, res);
+  if (e.protos.empty()) throw input_error("nothing to search: " + empty_space_reason(base, s, axes, e));
+  std::vector<proto>& protos = e.protos;
+
+  const unsigned threads = s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
+  res.threads = threads;
+  const auto total_work = static_cast<std::int64_t>(protos.size()) * 2;
+  worker_pool pool(base, threads, total_work, progress);
+  bound_layouts(base, protos, pool);
+  // Best bound first: once a layout's bound exceeds the K-th best score, it cannot enter the top K.
+  std::vector<std::size_t> order(protos.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const double sa = score_of(s, protos[a].c.lower_bound_s, protos[a].c.num_gpus);
+    const double sb = score_of(s, protos[b].c.lower_bound_s, protos[b].c.num_gpus);
+    return sa != sb ? sa < sb : a < b;
+  });
+  const std::vector<fate> fates = evaluate_bounded(base, s, protos, order, pool);
+  rank_results(base, s, protos, order, fates, res);
+  res.elapsed_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  if (progress) progress(total_work, total_work);
+  return res;
+}
+
+
+}  // namespace trainplan

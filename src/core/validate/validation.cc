@@ -1,0 +1,69 @@
+// The statistics of predicted against measured (docs/formulas.md §5.8): median and maximum |error|,
+// Spearman's rank correlation.
+#include "trainplan/core/validate/validation.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trainplan {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+validation_stats stats_of(const std::string& name, const std::vector<const validation_row*>& rows) {
+  validation_stats s;
+  s.name = name;
+  std::vector<double> errs, pred, meas;
+  for (const validation_row* r : rows) {
+    if (!r->skipped.empty()) continue;
+    errs.push_back(std::fabs(r->error));
+    pred.push_back(r->predicted_s);
+    meas.push_back(r->measured_s);
+  }
+  s.rows = static_cast<std::int64_t>(errs.size());
+  s.median_abs_error = median_of(errs);
+  s.max_abs_error = errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end());
+  s.spearman = spearman(pred, meas);
+  return s;
+}
+
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::size_t n = a.size();
+  if (n < 2 || b.size() != n) return 1.0;
+  auto ranks = [n](const std::vector<double>& v) {
+    std::vector<std::size_t> idx(n);
+    for (std::size_t i = 0; i < n; ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](std::size_t x, std::size_t y) { return v[x] < v[y]; });
+    std::vector<double> r(n);
+    for (std::size_t i = 0; i < n;) {
+      std::size_t j = i;
+      while (j + 1 < n && v[idx[j + 1]] == v[idx[i]]) ++j;
+      for (std::size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * static_cast<double>(i + j) + 1;
+      i = j + 1;
+    }
+    return r;
+  };
+  const std::vector<double> ra = ranks(a), rb = ranks(b);
+  double ma = 0, mb = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ma += ra[i];
+    mb += rb[i];
+  }
+  ma /= static_cast<double>(n);
+  mb /= static_cast<double>(n);
+  double cov = 0, va = 0, vb = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    cov += (ra[i] - ma) * (rb[i] - mb);
+    va += (ra[i] - ma) * (ra[i] - ma);
+    vb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  if (va == 0 || vb == 0) return 1.0;
+  return cov / std::sqrt(va * vb);
+}
+
+}  // namespace trainplan

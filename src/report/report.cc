@@ -1,0 +1,454 @@
+// Text and JSON renderers. They format result structs; every number is computed elsewhere.
+#include "trainplan/report/report.h"
+
+#include "report_detail.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace trainplan {
+
+using detail::append_ignored_flags;
+using detail::context_json;
+using detail::json;
+using detail::kGiB;
+using detail::parallel_json;
+using detail::whole_bytes;
+
+namespace {
+
+std::string shape(std::initializer_list<std::int64_t> dims) { return fmt::format("[{}]", fmt::join(dims, ",")); }
+
+json model_fields(const model_spec& m) {
+  json j;
+  j["name"] = m.name;
+  j["num_layers"] = m.num_layers;
+  j["hidden_size"] = m.hidden_size;
+  j["ffn_hidden_size"] = m.ffn_hidden_size;
+  j["num_attention_heads"] = m.num_attention_heads;
+  j["num_query_groups"] = m.num_query_groups;
+  j["kv_channels"] = m.kv_channels;
+  j["vocab_size"] = m.vocab_size;
+  j["seq_length"] = m.seq_length;
+  j["max_position_embeddings"] = m.max_position_embeddings;
+  j["position_embedding"] = to_string(m.position_embedding);
+  j["activation"] = to_string(m.activation);
+  j["norm"] = to_string(m.norm);
+  j["add_bias_linear"] = m.add_bias_linear;
+  j["add_qkv_bias"] = m.add_qkv_bias;
+  j["tie_embeddings"] = m.tie_embeddings;
+  j["embedding_norm"] = m.embedding_norm;
+  if (m.is_moe()) {
+    j["moe"] = {{"num_experts", m.moe.num_experts},
+                {"router_topk", m.moe.router_topk},
+                {"expert_ffn_hidden_size", m.moe.expert_ffn_hidden_size},
+                {"shared_expert_ffn_hidden_size", m.moe.shared_expert_ffn_hidden_size},
+                {"layer_freq", m.moe.layer_freq},
+                {"first_dense_layers", m.moe.first_dense_layers},
+                {"num_moe_layers", m.num_moe_layers()},
+                {"shared_expert_gate", m.moe.shared_expert_gate},
+                {"router_bias", m.moe.router_bias},
+                {"expert_score_bias", m.moe.expert_score_bias},
+                {"router_num_groups", m.moe.router_num_groups},
+                {"router_group_topk", m.moe.router_group_topk},
+                {"capacity_factor", m.moe.capacity_factor},
+                {"load_imbalance", m.moe.load_imbalance}};
+  }
+  if (m.is_mla()) {
+    j["mla"] = {{"q_lora_rank", m.mla.q_lora_rank},
+                {"kv_lora_rank", m.mla.kv_lora_rank},
+                {"qk_head_dim", m.mla.qk_head_dim},
+                {"qk_pos_emb_head_dim", m.mla.qk_pos_emb_head_dim},
+                {"v_head_dim", m.mla.v_head_dim}};
+  }
+  j["qk_norm"] = m.qk_norm;
+  j["sandwich_norm"] = m.sandwich_norm;
+  j["attention_sinks"] = m.attention_sinks;
+  j["mtp_num_layers"] = m.mtp_num_layers;
+  if (m.is_hybrid()) {
+    const mamba_spec& x = m.mamba;
+    j["hybrid_pattern"] = m.hybrid_pattern;
+    j["mamba"] = {{"state_dim", x.state_dim},   {"head_dim", x.head_dim},       {"num_heads", x.num_heads},
+                  {"num_groups", x.num_groups}, {"conv_kernel", x.conv_kernel}, {"chunk_size", x.chunk_size}};
+  }
+  if (m.sliding_window > 0) {
+    std::int64_t windowed = 0;
+    for (std::int64_t i = 0; i < m.num_layers; ++i) windowed += m.is_window_layer(i);
+    j["window"] = {{"size", m.sliding_window},
+                   {"kind", std::string(to_string(m.window))},
+                   {"skip_freq", m.window_skip_freq},
+                   {"num_windowed_layers", windowed}};
+  }
+  return j;
+}
+
+/// Which layers attend through a window, and how, in one line ("" without windows).
+std::string attention_summary(const model_spec& m) {
+  if (m.sliding_window <= 0) return "";
+  std::int64_t windowed = 0;
+  for (std::int64_t i = 0; i < m.num_layers; ++i) windowed += m.is_window_layer(i);
+  if (windowed == 0) {
+    return fmt::format("Attention: {} window of {} not shorter than the sequence {}: every layer attends fully\n",
+                       to_string(m.window), m.sliding_window, m.seq_length);
+  }
+  return fmt::format("Attention: {} of {} layers through a {} window of {} tokens, the rest fully\n", windowed,
+                     m.num_layers, to_string(m.window), m.sliding_window);
+}
+
+json layer_json(const layer_parameters& l) {
+  json j = {{"input_norm", l.input_norm},   {"qkv_weight", l.qkv_weight},
+          {"qkv_bias", l.qkv_bias},       {"proj_weight", l.proj_weight},
+          {"proj_bias", l.proj_bias},     {"post_attention_norm", l.post_attention_norm},
+          {"fc1_weight", l.fc1_weight},   {"fc1_bias", l.fc1_bias},
+          {"fc2_weight", l.fc2_weight},   {"fc2_bias", l.fc2_bias},
+          {"router", l.router},           {"experts", l.experts},
+          {"qkv_down_weight", l.qkv_down_weight}, {"attention_norms", l.attention_norms},
+          {"sinks", l.sinks},             {"sandwich_norms", l.sandwich_norms},
+          {"shared_expert_gate", l.shared_expert_gate}, {"expert_each", l.expert_each},
+          {"total", l.total()}};
+  if (l.mamba() > 0) {
+    j["mamba"] = {{"in_proj", l.mamba_in_proj}, {"conv", l.mamba_conv}, {"ssm", l.mamba_ssm},
+                  {"norm", l.mamba_norm},       {"out_proj", l.mamba_out_proj}};
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string format_gib(double bytes, int digits) { return fmt::format("{:.{}f}", bytes / kGiB, digits); }
+
+std::string format_count(std::int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+std::string render_models_text() {
+  std::string out = fmt::format("{:<15} {:<8} {:>7} {:>7} {:>6} {:>5} {:>8} {:>7} {:>19}  {}\n", "NAME", "FAMILY",
+                                "LAYERS", "HIDDEN", "HEADS", "KV", "VOCAB", "SEQ", "PARAMETERS", "SOURCE");
+  for (const auto& c : model_catalog()) {
+    const auto& m = c.spec;
+    out += fmt::format("{:<15} {:<8} {:>7} {:>7} {:>6} {:>5} {:>8} {:>7} {:>19}  {}\n", m.name, c.family, m.num_layers,
+                       m.hidden_size, m.num_attention_heads, m.num_query_groups, m.vocab_size, m.seq_length,
+                       format_count(count_parameters(m, 1).total), c.source);
+  }
+  return out;
+}
+
+std::string render_models_json() {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json();
+  j["models"] = json::array();
+  for (const auto& c : model_catalog()) {
+    json m = model_fields(c.spec);
+    m["family"] = c.family;
+    m["parameters"] = count_parameters(c.spec, 1).total;
+    m["source"] = c.source;
+    j["models"].push_back(m);
+  }
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string render_model_text(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) {
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
+  std::string out = fmt::format("Model {}: {} layers, hidden {}, FFN {}, {} heads ({} query groups, head dim {}), "
+                                "vocabulary {} (padded to {} for TP {}), sequence {}\n",
+                                m.name, m.num_layers, h, m.ffn_hidden_size, m.num_attention_heads, m.num_query_groups,
+                                m.kv_channels, m.vocab_size, p.padded_vocab_size, tp, m.seq_length);
+  out += fmt::format("{} positions, {} MLP, {}, {} biases, {} embeddings{}\n\n", to_string(m.position_embedding),
+                     to_string(m.activation), to_string(m.norm), m.add_bias_linear ? "linear" : (m.add_qkv_bias ? "QKV-only" : "no"),
+                     m.tie_embeddings ? "tied" : "untied", m.embedding_norm ? ", embedding norm" : "");
+  const std::string row = "{:<46} {:<26} {:>19} {:>12}\n";
+  out += fmt::format(fmt::runtime(row), "MODULE", "SHAPE", "PARAMETERS", "BF16 (GiB)");
+  auto line = [&](const std::string& name, const std::string& sh, std::int64_t n) {
+    out += fmt::format(fmt::runtime(row), name, sh, format_count(n), format_gib(2.0 * static_cast<double>(n), 3));
+  };
+  line("embedding.word_embeddings", shape({p.padded_vocab_size, h}), p.word_embeddings);
+  if (p.position_embeddings > 0) line("embedding.position_embeddings", shape({m.max_position_embeddings, h}), p.position_embeddings);
+  if (p.embedding_norm > 0) line("embedding.norm", shape({p.embedding_norm}), p.embedding_norm);
+  auto layer_lines = [&](const char* title, const layer_parameters& l, std::int64_t count, std::int64_t ffn) {
+    line(fmt::format("{} × {}", title, count), "", l.total() * count);
+    line("  input_norm", shape({l.input_norm}), l.input_norm);
+    if (l.mamba() > 0) {
+      const mamba_spec& x = m.mamba;
+      const std::int64_t in_width = 2 * x.d_inner() + 2 * x.num_groups * x.state_dim + x.num_heads;
+      line("  mamba.in_proj (z, x, B, C, dt)", shape({in_width, h}), l.mamba_in_proj);
+      line("  mamba.conv1d +b", shape({x.conv_width(), x.conv_kernel}), l.mamba_conv);
+      line("  mamba.dt_bias, A_log, D", shape({3, x.num_heads}), l.mamba_ssm);
+      line("  mamba.norm (gated)", shape({l.mamba_norm}), l.mamba_norm);
+      line("  mamba.out_proj", shape({h, x.d_inner()}), l.mamba_out_proj);
+    }
+    if (l.attention() == 0) {
+      // a hybrid model's Mamba, MLP or MoE block: no attention
+    } else if (m.is_mla()) {
+      const mla_spec& a = m.mla;
+      const std::int64_t heads = m.num_attention_heads;
+      if (a.q_lora_rank > 0) {
+        line("  attention.q_down (whole on every TP rank)", shape({a.q_lora_rank, h}), h * a.q_lora_rank);
+        line("  attention.q_up", shape({m.q_width(), a.q_lora_rank}), a.q_lora_rank * m.q_width());
+      } else {
+        line("  attention.q_proj", shape({m.q_width(), h}), h * m.q_width());
+      }
+      line("  attention.kv_down (whole on every TP rank)", shape({a.kv_lora_rank + a.qk_pos_emb_head_dim, h}),
+           h * (a.kv_lora_rank + a.qk_pos_emb_head_dim));
+      line("  attention.kv_up", shape({heads * (a.qk_head_dim + a.v_head_dim), a.kv_lora_rank}),
+           a.kv_lora_rank * heads * (a.qk_head_dim + a.v_head_dim));
+      line("  attention.latent_norms", shape({l.attention_norms}), l.attention_norms);
+    } else {
+      line("  attention.qkv", shape({m.q_width() + m.k_width() + m.v_width(), h}) + (l.qkv_bias ? " +b" : ""),
+           l.qkv_weight + l.qkv_bias);
+      if (l.attention_norms > 0) line("  attention.qk_norm", shape({l.attention_norms}), l.attention_norms);
+    }
+    if (l.sinks > 0) line("  attention.sinks", shape({l.sinks}), l.sinks);
+    if (l.attention() > 0) {
+      line("  attention.proj", shape({h, m.attention_out_width()}) + (l.proj_bias ? " +b" : ""), l.proj_weight + l.proj_bias);
+    }
+    if (l.post_attention_norm > 0) line("  post_attention_norm", shape({l.post_attention_norm}), l.post_attention_norm);
+    if (l.sandwich_norms > 0) line("  output_norms (attention, MLP)", shape({2, h}), l.sandwich_norms);
+    const char* fc = l.router > 0 ? "  mlp.shared_experts" : "  mlp";
+    if (l.fc1_weight > 0) {
+      line(fmt::format("{}.fc1", fc), shape({gate * ffn, h}) + (l.fc1_bias ? " +b" : ""), l.fc1_weight + l.fc1_bias);
+      line(fmt::format("{}.fc2", fc), shape({h, ffn}) + (l.fc2_bias ? " +b" : ""), l.fc2_weight + l.fc2_bias);
+    }
+    if (l.shared_expert_gate > 0) line("  mlp.shared_expert_gate", shape({1, h}), l.shared_expert_gate);
+    if (l.router > 0) {
+      line(fmt::format("  mlp.router{}{}", m.moe.router_bias ? " +b" : "", m.moe.expert_score_bias ? " +score bias" : ""),
+           shape({m.moe.num_experts, h}), l.router);
+      line(fmt::format("  mlp.experts × {}", m.moe.num_experts),
+           shape({gate * m.moe.expert_ffn_hidden_size, h}) + "+" + shape({h, m.moe.expert_ffn_hidden_size}), l.experts);
+    }
+  };
+  // A hybrid model's blocks (§1.10), each kind once with its count.
+  if (p.num_mamba_layers > 0) layer_lines("layers (Mamba-2)", p.mamba_layer, p.num_mamba_layers, 0);
+  if (p.num_attention_layers > 0) layer_lines("layers (attention)", p.attention_layer, p.num_attention_layers, 0);
+  if (p.num_dense_layers > 0) {
+    layer_lines(m.is_hybrid() ? "layers (MLP)" : "layers (dense)", p.dense_layer, p.num_dense_layers, m.ffn_hidden_size);
+  }
+  if (p.num_moe_layers > 0) layer_lines("layers (MoE)", p.moe_layer, p.num_moe_layers, m.moe.shared_expert_ffn_hidden_size);
+  if (p.final_norm > 0) line("final_norm", shape({p.final_norm}), p.final_norm);
+  if (p.num_mtp_layers > 0) {
+    line(fmt::format("mtp × {} (shares embedding, output)", p.num_mtp_layers),
+         shape({h, 2 * h}), p.mtp());
+  }
+  if (p.output_layer > 0) line("output_layer", shape({p.padded_vocab_size, h}), p.output_layer);
+  else out += fmt::format(fmt::runtime(row), "output_layer", "tied to word_embeddings", "0", "0.000");
+  out += "\n";
+  out += fmt::format("Total parameters: {}\n", format_count(p.total));
+  if (p.num_mtp_layers > 0) out += fmt::format("Without MTP: {}\n", format_count(p.main_model()));
+  if (m.is_moe()) {
+    out += fmt::format("Active per token: {} ({} without the input embedding)\n", format_count(p.active_per_token),
+                       format_count(p.active_per_token - p.word_embeddings - p.position_embeddings));
+  }
+  out += attention_summary(m);
+  if (m.is_hybrid()) {
+    out += fmt::format("Hybrid: {} Mamba-2, {} attention, {} MLP, {} MoE layers ({}); Mamba-2 {} heads × {}, state {}, "
+                       "{} groups\n",
+                       p.num_mamba_layers, p.num_attention_layers, p.num_dense_layers, p.num_moe_layers,
+                       m.hybrid_pattern.size() <= 60 ? m.hybrid_pattern : m.hybrid_pattern.substr(0, 57) + "...",
+                       m.mamba.num_heads, m.mamba.head_dim, m.mamba.state_dim, m.mamba.num_groups);
+  }
+  return out;
+}
+
+std::string render_model_json(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json();
+  json mj = model_fields(m);
+  mj["parameters"] = p.total;
+  mj["active_parameters_per_token"] = p.active_per_token;
+  mj["mtp_parameters"] = p.mtp();
+  mj["padded_vocab_size"] = p.padded_vocab_size;
+  mj["tensor_parallel_for_padding"] = tp;
+  mj["breakdown"] = {{"word_embeddings", p.word_embeddings},
+                     {"position_embeddings", p.position_embeddings},
+                     {"embedding_norm", p.embedding_norm},
+                     {"dense_layer", layer_json(p.dense_layer)},
+                     {"num_dense_layers", p.num_dense_layers},
+                     {"moe_layer", layer_json(p.moe_layer)},
+                     {"num_moe_layers", p.num_moe_layers},
+                     {"mamba_layer", layer_json(p.mamba_layer)},
+                     {"num_mamba_layers", p.num_mamba_layers},
+                     {"attention_layer", layer_json(p.attention_layer)},
+                     {"num_attention_layers", p.num_attention_layers},
+                     {"final_norm", p.final_norm},
+                     {"output_layer", p.output_layer}};
+  j["model"] = mj;
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+namespace detail {
+
+json parallel_json(const job_spec& job) {
+  const auto& p = job.parallel;
+  const auto& t = job.training;
+  return {{"num_gpus", job.num_gpus},
+          {"num_nodes", job.cluster.num_nodes},
+          {"gpus_per_node", job.cluster.gpus_per_node},
+          {"dp", p.dp},
+          {"tp", p.tp},
+          {"pp", p.pp},
+          {"cp", p.cp},
+          {"ep", p.ep},
+          {"vpp", p.vpp},
+          {"mbs", t.micro_batch_size},
+          {"gbs", t.global_batch_size},
+          {"num_microbatches", job.num_microbatches()},
+          {"zero_stage", t.zero_stage},
+          {"framework", to_string(t.framework)},
+          {"distributed_optimizer", t.distributed_optimizer},
+          {"dp_replicas", t.dp_replicas},
+          {"sequence_parallel", p.sequence_parallel},
+          {"embedding_as_stage", p.embedding_as_stage},
+          {"precision", to_string(t.precision)},
+          {"fp8_format", to_string(t.fp8)},
+          {"fp8_recipe", to_string(t.fp8_scaling)},
+          {"fp8_param_gather", t.fp8_param_gather},
+          {"overlap_grad_reduce", t.overlap_grad_reduce},
+          {"overlap_param_gather", t.overlap_param_gather},
+          {"tp_comm_overlap", t.tp_comm_overlap},
+          {"recompute", to_string(t.recompute)},
+          {"recompute_method", to_string(t.recompute_method_)},
+          {"recompute_num_layers", t.recompute_num_layers},
+          {"flash_attention", t.flash_attention},
+          {"optimizer", to_string(t.optimizer)},
+          {"offload_optimizer", t.offload_optimizer}};
+}
+
+}  // namespace detail
+
+std::string render_memory_json(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
+                               const megatron_theoretical_memory* megatron) {
+  const job_spec& job = ctx.job;
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json(&ctx);
+  j["model"] = {{"name", job.model.name}, {"parameters", p.total}};
+  j["cluster"] = {{"name", job.cluster.name}, {"gpu", job.cluster.gpu.name}};
+  j["parallel"] = parallel_json(job);
+  json stages = json::array();
+  for (const auto& s : r.stages) {
+    stages.push_back({{"stage", s.stage},
+                      {"num_layers", s.num_layers},
+                      {"parameters", s.parameters},
+                      {"weights_bytes", whole_bytes(s.weights_bytes)},
+                      {"gradients_bytes", whole_bytes(s.gradients_bytes)},
+                      {"optimizer_bytes", whole_bytes(s.optimizer_bytes)},
+                      {"activations_bytes", whole_bytes(s.activations_bytes)},
+                      {"other_bytes", whole_bytes(s.other_bytes)},
+                      {"buffers_bytes", whole_bytes(s.buffers_bytes)},
+                      {"transient_bytes", whole_bytes(s.transient_bytes)},
+                      {"offloaded_bytes", whole_bytes(s.offloaded_bytes)},
+                      {"microbatches_in_flight", s.microbatches_in_flight},
+                      {"allocated_bytes", whole_bytes(s.allocated_bytes)},
+                      {"reserved_bytes", whole_bytes(s.reserved_bytes)},
+                      {"headroom_bytes", whole_bytes(s.headroom_bytes)},
+                      {"fits", s.fits}});
+  }
+  j["memory"] = {{"stages", stages},
+                 {"peak_allocated_bytes", whole_bytes(r.peak_allocated_bytes)},
+                 {"peak_reserved_bytes", whole_bytes(r.peak_reserved_bytes)},
+                 {"peak_stage", r.peak_stage},
+                 {"capacity_bytes", whole_bytes(r.capacity_bytes)},
+                 {"fits", r.fits},
+                 {"full_model", {{"weights_bytes", whole_bytes(r.full_weights_bytes)},
+                                 {"gradients_bytes", whole_bytes(r.full_gradients_bytes)},
+                                 {"optimizer_bytes", whole_bytes(r.full_optimizer_bytes)},
+                                 {"activations_bytes", whole_bytes(r.full_activations_bytes)}}}};
+  if (megatron != nullptr) {
+    j["memory"]["megatron_theoretical"] = {
+        {"weight_and_optimizer_bytes", whole_bytes(megatron->weight_and_optimizer_bytes)},
+        {"activation_bytes", whole_bytes(megatron->activation_bytes)},
+        {"total_bytes", whole_bytes(megatron->total())}};
+  }
+  j["ignored_flags"] = ctx.ignored_flags;
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string render_memory_text(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
+                               const megatron_theoretical_memory* megatron) {
+  const job_spec& job = ctx.job;
+  const auto& par = job.parallel;
+  const auto& t = job.training;
+  std::string out;
+  out += fmt::format("Model {} ({} parameters) on {}: {} = {} × {} {}\n", job.model.name, format_count(p.total),
+                     job.cluster.name, detail::counted(job.num_gpus, "GPU"), detail::counted(job.cluster.num_nodes, "node"),
+                     job.cluster.gpus_per_node, job.cluster.gpu.name);
+  out += fmt::format("Layout: DP {} × TP {} × PP {} × CP {}{}{}{}; MBS {}, GBS {} ({} per pipeline), sequence {}\n",
+                     par.dp, par.tp, par.pp, par.cp, par.ep > 1 ? fmt::format(", EP {}", par.ep) : "",
+                     par.vpp > 1 ? fmt::format(", VPP {}", par.vpp) : "", par.sequence_parallel ? ", sequence parallel" : "",
+                     t.micro_batch_size, t.global_batch_size, detail::counted(job.num_microbatches(), "micro-batch", "micro-batches"),
+                     job.model.seq_length);
+  if (!ctx.seq_length_given) {
+    out.pop_back();
+    out += fmt::format(" (the model's context; --seq-length to plan another)\n");
+  }
+  const std::string precision =
+      t.fp8 == fp8_format::none
+          ? std::string(to_string(t.precision))
+          : fmt::format("{} with FP8 linear layers ({}, {} scaling{})", to_string(t.precision), to_string(t.fp8),
+                        to_string(t.fp8_scaling), t.fp8_param_gather ? ", FP8 parameters" : "");
+  const std::string hsdp =
+      t.dp_replicas > 1 ? fmt::format(", HSDP: {} replicas of {} shards", t.dp_replicas, dp_shard_size(par, t)) : "";
+  out += fmt::format("Training: {}, {}, ZeRO stage {}{}{}, {}{}{}\n\n", to_string(t.framework),
+                     precision, t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "", hsdp,
+                     t.recompute == recompute_granularity::none ? std::string("no recomputation")
+                                                                : fmt::format("{} recomputation", to_string(t.recompute)),
+                     t.flash_attention ? ", flash attention" : "",
+                     par.embedding_as_stage ? ", embeddings as pipeline slots" : "");
+  out += "Full model without parallelism (one micro-batch, no recomputation):\n";
+  out += fmt::format("  weights {} GiB, gradients {} GiB, optimizer states {} GiB, activations {} GiB\n\n",
+                     format_gib(r.full_weights_bytes), format_gib(r.full_gradients_bytes),
+                     format_gib(r.full_optimizer_bytes), format_gib(r.full_activations_bytes));
+  const std::string row = "{:>5} {:>6} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n";
+  out += "Per GPU, by pipeline stage:\n";
+  out += fmt::format(fmt::runtime(row), "STAGE", "LAYERS", "PARAMETERS", "WEIGHTS", "GRADS", "OPTIM", "ACTIV", "OTHER",
+                     "ALLOC", "RESERVED", "HEADROOM", "FITS");
+  out += fmt::format(fmt::runtime(row), "", "", "", "(GiB)", "(GiB)", "(GiB)", "(GiB)", "(GiB)", "(GiB)", "(GiB)", "(GiB)", "");
+  std::size_t shown = 0;
+  for (const auto& s : r.stages) {
+    // Long pipelines: first three, the peak and the last three.
+    const bool edge = shown < 3 || s.stage >= static_cast<std::int64_t>(r.stages.size()) - 3 || s.stage == r.peak_stage;
+    ++shown;
+    if (!edge) {
+      if (s.stage == 3) out += "  ...\n";
+      continue;
+    }
+    out += fmt::format(fmt::runtime(row), s.stage, s.num_layers, format_count(s.parameters), format_gib(s.weights_bytes),
+                       format_gib(s.gradients_bytes), format_gib(s.optimizer_bytes), format_gib(s.activations_bytes),
+                       format_gib(s.other_bytes), format_gib(s.allocated_bytes), format_gib(s.reserved_bytes),
+                       format_gib(s.headroom_bytes), s.fits ? "yes" : "NO");
+  }
+  const auto& peak = r.stages[static_cast<std::size_t>(r.peak_stage)];
+  out += fmt::format("\nPeak: stage {} — {} GiB allocated (torch.cuda.max_memory_allocated), {} GiB reserved "
+                     "(nvidia-smi) of {} GiB usable: {} ({} GiB headroom, {:.1f}%)\n",
+                     r.peak_stage, format_gib(r.peak_allocated_bytes), format_gib(r.peak_reserved_bytes),
+                     format_gib(r.capacity_bytes), r.fits ? "fits" : "DOES NOT FIT", format_gib(peak.headroom_bytes),
+                     100.0 * peak.headroom_bytes / r.capacity_bytes);
+  out += fmt::format("  micro-batches in flight on stage {}: {}; activations per micro-batch {} GiB\n", peak.stage,
+                     peak.microbatches_in_flight, format_gib(peak.activations_per_microbatch_bytes));
+  if (megatron != nullptr) {
+    // Say which way it differs: it omits the logits, buffers and allocator (lower), but its activation
+    // term prices a GELU layer without flash attention (higher where flash or recomputation apply).
+    const bool higher = megatron->total() > r.peak_allocated_bytes;
+    out += fmt::format("  Megatron-LM's theoretical_memory_usage.py for comparison: {} GiB, {} than our {} GiB allocated "
+                       "(weights and optimizer {} GiB, activations {} GiB; {}; docs/formulas.md §3.9)\n",
+                       format_gib(megatron->total()), higher ? "higher" : "lower", format_gib(r.peak_allocated_bytes),
+                       format_gib(megatron->weight_and_optimizer_bytes), format_gib(megatron->activation_bytes),
+                       higher ? "its activation term prices a GELU layer without flash attention or recomputation"
+                              : "it omits the logits, buffers and allocator");
+  }
+  append_ignored_flags(out, ctx);
+  return out;
+}
+
+}  // namespace trainplan

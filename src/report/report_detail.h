@@ -1,0 +1,42 @@
+// Helpers shared by the renderers (src/report*.cc): the JSON type, byte units, the parallel block.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "trainplan/report/report.h"
+
+namespace trainplan::detail {
+
+using json = nlohmann::ordered_json;
+
+constexpr double kGiB = 1073741824.0;
+constexpr double kMiB = 1048576.0;
+
+/// Bytes as a whole number for JSON.
+inline std::int64_t whole_bytes(double b) { return static_cast<std::int64_t>(std::llround(b)); }
+
+/// "1 node", "2 nodes": a count with its noun, singular or plural (`plural`: when not noun + "s").
+inline std::string counted(std::int64_t n, std::string_view noun, std::string_view plural = {}) {
+  if (n == 1) return "1 " + std::string(noun);
+  return std::to_string(n) + " " + (plural.empty() ? std::string(noun) + "s" : std::string(plural));
+}
+
+/// The flags a launch line or pasted arguments carried that change no estimate.
+inline void append_ignored_flags(std::string& out, const run_context& ctx) {
+  if (ctx.ignored_flags.empty()) return;
+  out += "\nIgnored (they change no estimate):";
+  for (const auto& f : ctx.ignored_flags) out += " " + f;
+  out += "\n";
+}
+
+/// The job's layout and training settings, as every JSON report gives them.
+json parallel_json(const job_spec& job);
+
+/// The "context" block of every JSON output: tool, version, schema and, with a job, what it describes.
+json context_json(const run_context* ctx = nullptr);
+
+}  // namespace trainplan::detail

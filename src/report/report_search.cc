@@ -1,0 +1,302 @@
+// Renderers of search, shapes and plan (text, JSON, CSV). They format; they never compute.
+#include "trainplan/report/report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "report_detail.h"
+
+// ---- search, shapes, plan (docs/formulas.md §7) ------------------------------------------------------
+
+namespace trainplan {
+
+using detail::append_ignored_flags;
+using detail::context_json;
+using detail::json;
+using detail::kGiB;
+using detail::parallel_json;
+using detail::whole_bytes;
+
+namespace {
+
+std::string layout_recompute(const search_candidate& c) {
+  return c.recompute == recompute_choice::block ? fmt::format("block {}", c.recompute_num_layers)
+                                                : std::string(to_string(c.recompute));
+}
+
+json candidate_json(const search_candidate& c) {
+  return {{"num_gpus", c.num_gpus},
+          {"num_nodes", c.num_nodes},
+          {"dp", c.dp},
+          {"tp", c.tp},
+          {"pp", c.pp},
+          {"cp", c.cp},
+          {"ep", c.ep},
+          {"etp", c.etp},
+          {"vpp", c.vpp},
+          {"first_stage_layers", c.first_stage_layers},
+          {"last_stage_layers", c.last_stage_layers},
+          {"mbs", c.mbs},
+          {"sequence_parallel", c.sequence_parallel},
+          {"embedding_as_stage", c.embedding_as_stage},
+          {"recompute", to_string(c.recompute)},
+          {"recompute_num_layers", c.recompute_num_layers},
+          {"zero_stage", c.zero_stage},
+          {"iteration_s", c.iteration_s},
+          {"tflops_per_gpu", c.tflops_per_gpu},
+          {"mfu", c.mfu},
+          {"samples_per_s", c.samples_per_s},
+          {"bubble_fraction", c.bubble_fraction},
+          {"peak_reserved_bytes", whole_bytes(c.peak_reserved_bytes)},
+          {"headroom_bytes", whole_bytes(c.headroom_bytes)},
+          {"lower_bound_s", c.lower_bound_s},
+          {"gpu_hours_per_iteration", c.gpu_hours_per_iteration},
+          {"train_days", c.train_days},
+          {"score", c.score}};
+}
+
+/// A token as a POSIX shell reads it back: quoted when it holds anything but [A-Za-z0-9_./=:,+-].
+std::string shell_word(const std::string& t) {
+  const bool plain = !t.empty() && t.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-") ==
+                                       std::string::npos;
+  if (plain) return t;
+  std::string q = "'";
+  for (char ch : t) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+/// `trainplan time` with the search's job flags and the row's layout; "" when the base came from a
+/// launch line.
+std::string reproduce_command(const run_context& ctx, const search_candidate& c) {
+  if (ctx.from_launch_line || ctx.job_args.empty()) return "";
+  std::string cmd = "trainplan time";
+  for (const std::string& a : ctx.job_args) cmd += " " + shell_word(a);
+  for (const std::string& a : candidate_flags(c, ctx.job.training.framework)) cmd += " " + shell_word(a);
+  return cmd;
+}
+
+}  // namespace
+
+std::string render_search_counts(const search_result& r) {
+  return fmt::format(
+      "{} layouts enumerated, {} pruned ({} do not divide, {} outside the constraints, {} do not fit, {} bounded out "
+      "by compute), {} evaluated with the full time model, in {:.3f} s on {} threads\n",
+      r.enumerated, r.pruned, r.pruned_divisibility, r.pruned_constraint, r.pruned_memory, r.pruned_bound, r.evaluated,
+      r.elapsed_s, r.threads);
+}
+
+std::string render_search_text(const run_context& ctx, const search_space& s, const search_result& r) {
+  const job_spec& job = ctx.job;
+  std::string o = fmt::format("Search: {} ({:.1f}B parameters) on {} (up to {} × {} {}), GBS {}, {} {}, ranked by {}\n\n",
+                              job.model.name, r.model_params / 1e9, job.cluster.name,
+                              detail::counted(job.cluster.num_nodes, "node"),
+                              job.cluster.gpus_per_node, job.cluster.gpu.name, job.training.global_batch_size,
+                              to_string(job.training.framework), to_string(job.training.precision), to_string(s.rank));
+  const bool days = s.train_tokens > 0;
+  o += fmt::format("{:>4} {:>5} {:>6} {:>3} {:>3} {:>3} {:>4} {:>5} {:>8} {:>9} {:>8} {:>6} {:>10} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3}{}\n",
+                   "#", "Nodes", "Size", "DP", "TP", "PP", "MBS", "GBS", "Mem GiB", "Sec/it s", "TFLOPs", "MFU %",
+                   "Headroom", "CP", "EP", "VPP", "SP", "Recompute", "ZeRO", "Emb", days ? "   Days" : "");
+  const std::size_t rows = std::min<std::size_t>(r.candidates.size(), static_cast<std::size_t>(s.top_k));
+  for (std::size_t i = 0; i < rows; ++i) {
+    const search_candidate& c = r.candidates[i];
+    // EP/ETP where expert TP differs from TP (parallel folding).
+    const std::string ep = c.etp != c.tp ? fmt::format("{}/{}", c.ep, c.etp) : std::to_string(c.ep);
+    o += fmt::format("{:>4} {:>5} {:>5.0f}B {:>3} {:>3} {:>3} {:>4} {:>5} {:>8.1f} {:>9.2f} {:>8.1f} {:>6.1f} {:>6.1f} GiB {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3}{}\n",
+                     i + 1, c.num_nodes, r.model_params / 1e9, c.dp, c.tp, c.pp, c.mbs, job.training.global_batch_size,
+                     c.peak_reserved_bytes / kGiB, c.iteration_s, c.tflops_per_gpu, 100 * c.mfu, c.headroom_bytes / kGiB,
+                     c.cp, ep, c.vpp, c.sequence_parallel ? "on" : "off", layout_recompute(c), c.zero_stage,
+                     c.embedding_as_stage ? "yes" : "no", days ? fmt::format(" {:>6.1f}", c.train_days) : std::string());
+  }
+  o += "\nMem: peak reserved per GPU (nvidia-smi); TFLOPs per GPU as Megatron reports them (recomputation counted).\n";
+  if (job.model.is_moe()) o += "EP: expert parallel size, /ETP where the experts' tensor parallel size differs from TP.\n";
+  o += render_search_counts(r);
+  o += "`--explain N` shows row N in full; `--json`/`--csv` give every evaluated layout (JSON with each row's command).\n";
+  if (!r.candidates.empty()) {
+    if (const std::string cmd = reproduce_command(ctx, r.candidates.front()); !cmd.empty()) o += "Row 1 alone: " + cmd + "\n";
+  }
+  append_ignored_flags(o, ctx);
+  return o;
+}
+
+std::string render_search_json(const run_context& ctx, const search_space& s, const search_result& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json(&ctx);
+  json& sj = j["search"];
+  sj["model"] = ctx.job.model.name;
+  sj["cluster"] = ctx.job.cluster.name;
+  sj["global_batch_size"] = ctx.job.training.global_batch_size;
+  sj["rank_by"] = to_string(s.rank);
+  sj["enumerated"] = r.enumerated;
+  sj["pruned"] = r.pruned;
+  sj["evaluated"] = r.evaluated;
+  sj["pruned_divisibility"] = r.pruned_divisibility;
+  sj["pruned_constraint"] = r.pruned_constraint;
+  sj["pruned_memory"] = r.pruned_memory;
+  sj["pruned_bound"] = r.pruned_bound;
+  sj["elapsed_s"] = r.elapsed_s;
+  sj["threads"] = r.threads;
+  sj["model_params"] = r.model_params;
+  json cands = json::array();
+  for (const search_candidate& c : r.candidates) {
+    json cj = candidate_json(c);
+    const std::string cmd = reproduce_command(ctx, c);
+    cj["command"] = cmd.empty() ? json(nullptr) : json(cmd);
+    cands.push_back(std::move(cj));
+  }
+  sj["candidates"] = std::move(cands);
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string render_search_csv(const search_result& r) {
+  std::string o =
+      "rank,num_gpus,num_nodes,dp,tp,pp,cp,ep,etp,vpp,mbs,sequence_parallel,embedding_as_stage,recompute,recompute_num_layers,"
+      "zero_stage,iteration_s,tflops_per_gpu,mfu,samples_per_s,bubble_fraction,peak_reserved_bytes,headroom_bytes,"
+      "lower_bound_s,gpu_hours_per_iteration,train_days\n";
+  std::size_t rank = 0;
+  for (const search_candidate& c : r.candidates) {
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{}\n",
+                     ++rank, c.num_gpus, c.num_nodes, c.dp, c.tp, c.pp, c.cp, c.ep, c.etp, c.vpp, c.mbs,
+                     c.sequence_parallel ? 1 : 0, c.embedding_as_stage ? 1 : 0, to_string(c.recompute),
+                     c.recompute_num_layers, c.zero_stage, c.iteration_s, c.tflops_per_gpu, c.mfu, c.samples_per_s,
+                     c.bubble_fraction, whole_bytes(c.peak_reserved_bytes), whole_bytes(c.headroom_bytes),
+                     c.lower_bound_s, c.gpu_hours_per_iteration,
+                     c.train_days > 0 ? fmt::format("{:.6g}", c.train_days) : std::string());  // empty: no budget
+  }
+  return o;
+}
+
+std::string render_shapes_text(const shape_rules& rules, const shapes_result& r) {
+  std::string o = fmt::format("Shapes near {:.1f}B parameters (±{:.0f}%, hidden/layers {:.0f}-{:.0f}), each with its fastest layout\n\n",
+                              rules.target_params / 1e9, 100 * rules.tolerance, rules.min_ratio, rules.max_ratio);
+  o += fmt::format("{:>3} {:>7} {:>6} {:>5} {:>8} {:>6} {:>7} {:>5} {:>3} {:>3} {:>3} {:>4} {:>9} {:>8} {:>6} {:>9}\n", "#",
+                   "Hidden", "Layers", "Heads", "Size", "Ratio", "GEMM %", "Nodes", "DP", "TP", "PP", "MBS", "Sec/it s",
+                   "TFLOPs", "MFU %", "Recompute");
+  std::size_t i = 0;
+  for (const shape_candidate& s : r.shapes) {
+    o += fmt::format("{:>3} {:>7} {:>6} {:>5} {:>7.1f}B {:>6.0f} {:>7.1f}", ++i, s.hidden, s.layers, s.heads,
+                     s.params / 1e9, s.ratio, 100 * s.gemm_efficiency);
+    if (s.has_layout) {
+      const search_candidate& c = s.best;
+      o += fmt::format(" {:>5} {:>3} {:>3} {:>3} {:>4} {:>9.2f} {:>8.1f} {:>6.1f} {:>9}\n", c.num_nodes, c.dp, c.tp, c.pp,
+                       c.mbs, c.iteration_s, c.tflops_per_gpu, 100 * c.mfu, layout_recompute(c));
+    } else {
+      o += "   (no layout fits)\n";
+    }
+  }
+  o += fmt::format("\n{} shapes considered, {} searched for a layout, in {:.2f} s. Ranked by tokens/s × parameters "
+                   "of the best layout; GEMM %: the layer GEMMs' efficiency at the largest TP as the time model prices it (§5.2).\n",
+                   r.considered, r.shapes.size(), r.elapsed_s);
+  return o;
+}
+
+std::string render_shapes_json(const shape_rules& rules, const shapes_result& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json();
+  json& sj = j["shapes"];
+  sj["target_params"] = rules.target_params;
+  sj["considered"] = r.considered;
+  sj["elapsed_s"] = r.elapsed_s;
+  json arr = json::array();
+  for (const shape_candidate& s : r.shapes) {
+    json e = {{"hidden_size", s.hidden}, {"num_layers", s.layers}, {"num_attention_heads", s.heads},
+              {"params", s.params}, {"ratio", s.ratio}, {"gemm_efficiency", s.gemm_efficiency},
+              {"param_tokens_per_s", s.param_tokens_per_s}};
+    e["best"] = s.has_layout ? candidate_json(s.best) : json(nullptr);
+    arr.push_back(std::move(e));
+  }
+  sj["candidates"] = std::move(arr);
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string render_plan_text(const plan_report& r, std::int64_t num_gpus) {
+  std::string o = "Training plan";
+  o += r.from_job ? " (iteration times from the time model)\n" : " (from the given speed)\n";
+  if (!r.layout_fits) {
+    o += fmt::format("WARNING: the job's layout does not fit: it reserves {} GiB of {} GiB usable per GPU "
+                     "(`trainplan memory` with the same flags shows where); this plan is for a layout that cannot run\n",
+                     format_gib(r.peak_reserved_bytes, 1), format_gib(r.capacity_bytes, 1));
+  }
+  o += "\n";
+  if (r.phases.size() > 1 || r.phases.front().iterations > 0) {
+    o += fmt::format("{:>6} {:>7} {:>11} {:>14} {:>11} {:>10}\n", "phase", "batch", "iterations", "samples", "s/iter",
+                     "hours");
+    std::size_t i = 0;
+    for (const plan_phase& p : r.phases) {
+      ++i;
+      if (r.phases.size() > 12 && i > 3 && i + 3 <= r.phases.size()) {
+        if (i == 4) o += fmt::format("{:>6}\n", "...");
+        continue;
+      }
+      o += fmt::format("{:>6} {:>7} {:>11} {:>14} {:>11.2f} {:>10.1f}\n", i, p.global_batch_size, p.iterations, p.samples,
+                       p.iteration_s, p.time_s / 3600);
+    }
+    o += "\n";
+  }
+  if (r.total_iterations > 0) {  // unknown without a batch and sequence (a plan by tokens alone)
+    o += fmt::format("  iterations           {:>14}\n", r.total_iterations);
+  } else {
+    o += "  iterations                    -   (give --global-batch-size and --seq-length to count them)\n";
+  }
+  o += fmt::format("  tokens               {:>14.4g}\n", r.total_tokens);
+  o += fmt::format("  compute time         {:>14.2f} days  ({:.0f} GPU-hours on {} GPUs)\n", r.train_s / 86400,
+                   r.compute_gpu_hours, num_gpus);
+  o += fmt::format("  checkpoint           {:>14.3f} TiB  ({:.2f} TB), saved in {:.1f} s\n", r.checkpoint_bytes / std::pow(2.0, 40),
+                   r.checkpoint_bytes / 1e12, r.checkpoint_save_s);
+  if (r.job_mtbf_s > 0) {
+    o += fmt::format("  job MTBF             {:>14.1f} hours\n", r.job_mtbf_s / 3600);
+    o += fmt::format("  checkpoint interval  {:>14.0f} s     (Young/Daly sqrt(2·C·MTBF){})\n", r.checkpoint_interval_s,
+                     r.checkpoint_interval_iters > 0 ? fmt::format("; every {} iterations", r.checkpoint_interval_iters)
+                                                     : std::string());
+    o += fmt::format("  checkpoint overhead  {:>14.1f} hours\n", r.checkpoint_overhead_s / 3600);
+    o += fmt::format("  expected failures    {:>14.1f}\n", r.expected_failures);
+    o += fmt::format("  expected lost work   {:>14.1f} hours\n", r.expected_lost_hours);
+  }
+  if (r.eval_s > 0) o += fmt::format("  evaluation           {:>14.1f} hours\n", r.eval_s / 3600);
+  o += fmt::format("  wall clock           {:>14.2f} days\n", r.train_days);
+  o += fmt::format("  GPU-hours            {:>14.0f}\n", r.gpu_hours);
+  o += fmt::format("  goodput              {:>13.1f}%\n", 100 * r.goodput);
+  if (r.allocation_gpu_hours > 0) {
+    o += fmt::format("  allocation           {:>14.0f} GPU-hours: {} ({:.2f}× the plan)\n", r.allocation_gpu_hours,
+                     r.allocation_sufficient ? "sufficient" : "NOT sufficient", r.allocation_margin);
+  }
+  return o;
+}
+
+std::string render_plan_json(const plan_report& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json();
+  json& p = j["plan"];
+  p["layout_fits"] = r.layout_fits;
+  p["train_days"] = r.train_days;
+  p["compute_days"] = r.train_s / 86400;
+  p["gpu_hours"] = r.gpu_hours;
+  p["compute_gpu_hours"] = r.compute_gpu_hours;
+  p["checkpoint_bytes"] = r.checkpoint_bytes;
+  p["checkpoint_save_s"] = r.checkpoint_save_s;
+  p["checkpoint_interval_s"] = r.checkpoint_interval_s;
+  p["checkpoint_interval_iterations"] = r.checkpoint_interval_iters;
+  p["checkpoint_overhead_s"] = r.checkpoint_overhead_s;
+  p["job_mtbf_s"] = r.job_mtbf_s;
+  p["expected_failures"] = r.expected_failures;
+  p["expected_lost_hours"] = r.expected_lost_hours;
+  p["eval_s"] = r.eval_s;
+  p["goodput"] = r.goodput;
+  p["total_iterations"] = r.total_iterations;
+  p["total_tokens"] = r.total_tokens;
+  p["tflops_per_gpu"] = r.tflops_per_gpu;
+  p["allocation_gpu_hours"] = r.allocation_gpu_hours;
+  p["allocation_sufficient"] = r.allocation_sufficient;
+  json phases = json::array();
+  for (const plan_phase& ph : r.phases) {
+    phases.push_back({{"global_batch_size", ph.global_batch_size}, {"iterations", ph.iterations}, {"samples", ph.samples},
+                      {"iteration_s", ph.iteration_s}, {"time_s", ph.time_s}});
+  }
+  p["phases"] = std::move(phases);
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace trainplan

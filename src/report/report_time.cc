@@ -1,0 +1,268 @@
+// Renderers of time, schedule and validation (text, JSON). They format; they never compute.
+#include "trainplan/report/report.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "report_detail.h"
+
+// ---- time, schedule, validation (docs/formulas.md §5) --------------------------------------------
+
+namespace trainplan {
+
+using detail::append_ignored_flags;
+using detail::context_json;
+using detail::json;
+using detail::kGiB;
+using detail::parallel_json;
+using detail::whole_bytes;
+
+namespace {
+
+json time_json(const time_report& r) {
+  json t;
+  t["iteration_s"] = r.iteration_s;
+  t["samples_per_s"] = r.samples_per_s;
+  t["tokens_per_s"] = r.tokens_per_s;
+  t["tflops_per_gpu"] = r.tflops_per_gpu;
+  t["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+  t["mfu"] = r.mfu;
+  t["hfu"] = r.hfu;
+  t["bubble_fraction"] = r.bubble_fraction;
+  t["schedule"] = to_string(r.schedule);
+  t["p2p_s"] = r.p2p_s;
+  t["fits"] = r.fits;
+  t["peak_reserved_bytes"] = whole_bytes(r.peak_reserved_bytes);
+  t["capacity_bytes"] = whole_bytes(r.capacity_bytes);
+  const time_breakdown& b = r.breakdown;
+  t["breakdown_s"] = {{"compute", b.compute_s},     {"tp_cp_ep_comm", b.tp_comm_s}, {"pipeline_bubble_and_p2p", b.pipeline_s},
+                      {"dp_comm", b.dp_comm_s},     {"optimizer", b.optimizer_s}};
+  json stages = json::array();
+  for (std::size_t i = 0; i < r.compute.stages.size(); ++i) {
+    const stage_compute& s = r.compute.stages[i];
+    const stage_usage& u = r.pipeline.stages[i];
+    stages.push_back({{"stage", s.stage},
+                      {"layers", s.num_layers},
+                      {"forward_s", r.passes[i].forward_s},
+                      {"backward_s", r.passes[i].backward_s},
+                      {"busy_s", u.busy_s},
+                      {"send_s", u.send_s},
+                      {"idle_s", u.idle_s},
+                      {"grad_reduce_exposed_s", u.grad_reduce_exposed_s}});
+  }
+  t["stages"] = stages;
+  return t;
+}
+
+}  // namespace
+
+std::string render_time_json(const run_context& ctx, const time_report& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json(&ctx);
+  j["time"] = time_json(r);
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string render_time_text(const run_context& ctx, const time_report& r) {
+  const job_spec& job = ctx.job;
+  const parallel_config& p = job.parallel;
+  auto dim = [](const char* name, std::int64_t n) { return n > 1 ? fmt::format(" {} {}", name, n) : std::string(); };
+  std::string o = fmt::format("{} on {} × {} ({}), TP {} PP {}{}{} DP {}{}, MBS {}, GBS {}, seq {}{}, {}, {}\n",
+                              job.model.name, job.num_gpus, job.cluster.gpu.name, job.cluster.name, p.tp, p.pp,
+                              dim("CP", p.cp), dim("EP", p.ep), p.dp, dim("VPP", p.vpp), job.training.micro_batch_size,
+                              job.training.global_batch_size, job.model.seq_length,
+                              ctx.seq_length_given ? "" : " (the model's context; --seq-length to plan another)",
+                              detail::counted(job.num_microbatches(), "micro-batch", "micro-batches"), to_string(r.schedule));
+  if (!r.fits) {
+    o += fmt::format("WARNING: this layout does not fit: stage {} reserves {} GiB of {} GiB usable per GPU "
+                     "(`trainplan memory` with the same flags shows where); the times below are for a layout that "
+                     "cannot run\n",
+                     r.peak_stage, format_gib(r.peak_reserved_bytes, 1), format_gib(r.capacity_bytes, 1));
+  }
+  o += "\n";
+  o += fmt::format("  iteration            {:10.2f} s\n", r.iteration_s);
+  o += fmt::format("  samples/s            {:10.2f}\n", r.samples_per_s);
+  o += fmt::format("  tokens/s             {:10.0f}\n", r.tokens_per_s);
+  o += fmt::format("  TFLOPs per GPU       {:10.2f}   (Megatron's report: Narayanan et al. eq. 3, recomputation counted)\n",
+                   r.tflops_per_gpu);
+  o += fmt::format("  model TFLOPs per GPU {:10.2f}\n", r.model_tflops_per_gpu);
+  o += fmt::format("  MFU / HFU            {:9.1f}% / {:.1f}%\n", 100 * r.mfu, 100 * r.hfu);
+  o += fmt::format("  bubble fraction      {:9.1f}%\n\n", 100 * r.bubble_fraction);
+  const time_breakdown& b = r.breakdown;
+  o += "Where the time goes (busiest pipeline rank):\n";
+  auto line = [&](const char* name, double s) {
+    o += fmt::format("  {:<28} {:9.2f} s {:6.1f}%\n", name, s, 100 * s / r.iteration_s);
+  };
+  line("compute", b.compute_s);
+  line("exposed TP/CP/EP comm", b.tp_comm_s);
+  line("pipeline bubble + p2p", b.pipeline_s);
+  line("exposed DP comm", b.dp_comm_s);
+  line("optimizer (+ param gather)", b.optimizer_s);
+  o += "\nPer pipeline rank (one micro-batch; busy/idle over the iteration):\n";
+  o += "  stage layers  forward_s backward_s     busy_s     send_s     idle_s\n";
+  for (std::size_t i = 0; i < r.compute.stages.size(); ++i) {
+    const stage_compute& s = r.compute.stages[i];
+    const stage_usage& u = r.pipeline.stages[i];
+    o += fmt::format("  {:5} {:6} {:10.4f} {:10.4f} {:10.2f} {:10.2f} {:10.2f}\n", s.stage, s.num_layers,
+                     r.passes[i].forward_s, r.passes[i].backward_s, u.busy_s, u.send_s,
+                     u.idle_s);
+  }
+  append_ignored_flags(o, ctx);
+  return o;
+}
+
+std::string render_schedule_json(const run_context& ctx, const time_report& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json(&ctx);
+  json s;
+  s["kind"] = to_string(r.schedule);
+  s["iteration_s"] = r.iteration_s;
+  s["pipeline_s"] = r.pipeline.pipeline_s;
+  s["bubble_fraction"] = r.bubble_fraction;
+  s["microbatches"] = ctx.job.num_microbatches();
+  s["timeline_microbatches"] = r.timeline_microbatches;  // fewer than microbatches: a shortened timeline
+  s["timeline_s"] = r.timeline_s;
+  json ev = json::array();
+  for (const schedule_event& e : r.pipeline.events) {
+    ev.push_back({{"stage", e.stage},
+                  {"chunk", e.chunk},
+                  {"microbatch", e.microbatch},
+                  {"pass", e.backward ? "backward" : "forward"},
+                  {"start_s", e.start_s},
+                  {"end_s", e.end_s}});
+  }
+  s["events"] = ev;
+  j["schedule"] = s;
+  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
+/// One text panel of the timeline over [t0, t1] in `cols` columns: a row per rank.
+std::vector<std::string> schedule_panel(const time_report& r, double t0, double t1, std::size_t cols) {
+  std::vector<std::string> rows(r.pipeline.stages.size(), std::string(cols, '.'));
+  const double span = std::max(t1 - t0, 1e-12);
+  auto col = [&](double t) {
+    const double c = (std::clamp(t, t0, t1) - t0) / span * static_cast<double>(cols);
+    return std::min(cols - 1, static_cast<std::size_t>(c));
+  };
+  for (const schedule_event& e : r.pipeline.events) {
+    if (e.end_s <= t0 || e.start_s >= t1) continue;
+    const char mark = e.chunk > 0 ? (e.backward ? 'b' : 'f') : (e.backward ? 'B' : 'F');
+    for (std::size_t c = col(e.start_s); c <= col(std::max(e.start_s, e.end_s - 1e-12)); ++c) {
+      rows[static_cast<std::size_t>(e.stage)][c] = mark;
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::string render_schedule_text(const run_context& ctx, const time_report& r, int width) {
+  const double total = r.timeline_s > 0 ? r.timeline_s : r.pipeline.pipeline_s;
+  const std::size_t ranks = r.pipeline.stages.size();
+  std::string o = fmt::format("{} schedule, {} micro-batches, {} ranks: pipeline {:.2f} s, iteration {:.2f} s, bubble {:.1f}%\n",
+                              to_string(r.schedule), ctx.job.num_microbatches(), ranks, r.pipeline.pipeline_s, r.iteration_s,
+                              100 * r.bubble_fraction);
+  if (r.timeline_microbatches < ctx.job.num_microbatches()) {
+    o += fmt::format("(too many micro-batches to draw: the timeline shows the same stages with {}, {:.2f} s; the "
+                     "totals above are the full schedule's)\n",
+                     r.timeline_microbatches, total);
+  }
+  o += "F/B forward/backward (f/b: later model chunks), '.' idle or sending; ";
+  // Passes per rank: past a third of the columns they blur into one another, so the start and the end of
+  // the iteration are drawn side by side at their own scales, 16 passes each (the HTML report does the same).
+  const double passes = ranks > 0 ? static_cast<double>(r.pipeline.events.size()) / static_cast<double>(ranks) : 0;
+  const auto cols = static_cast<std::size_t>(std::max(width, 8));
+  if (passes <= static_cast<double>(cols) / 3) {
+    o += fmt::format("one column = {:.3f} s\n", total / static_cast<double>(cols));
+    const std::vector<std::string> rows = schedule_panel(r, 0, total, cols);
+    for (std::size_t i = 0; i < ranks; ++i) o += fmt::format("  rank {:3} |{}|\n", i, rows[i]);
+    return o;
+  }
+  const double window = total * 16 / passes;
+  const std::size_t half = cols / 2 - 2;
+  o += fmt::format("the first and the last 16 passes per rank; one column = {:.3f} s\n", window / static_cast<double>(half));
+  const std::vector<std::string> first = schedule_panel(r, 0, window, half);
+  const std::vector<std::string> last = schedule_panel(r, total - window, total, half);
+  o += fmt::format("  {:8} |{:<{}}| … |{:>{}}|\n", "", fmt::format("0 s"), half, fmt::format("{:.2f} s", total), half);
+  for (std::size_t i = 0; i < ranks; ++i) o += fmt::format("  rank {:3} |{}| … |{}|\n", i, first[i], last[i]);
+  return o;
+}
+
+std::string render_validation_json(const validation_report& r) {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json();
+  json rows = json::array();
+  for (const validation_row& v : r.rows) {
+    json x = {{"table", v.table}, {"row", v.label}, {"date", v.date}, {"group", v.group}};
+    if (!v.assumed.empty()) x["assumed"] = v.assumed;
+    if (v.skipped.empty()) {
+      x["measured_s"] = v.measured_s;
+      x["predicted_s"] = v.predicted_s;
+      x["error"] = v.error;
+      x["measured_tflops"] = v.measured_tflops;
+      x["predicted_tflops"] = v.predicted_tflops;
+    } else {
+      x["skipped"] = v.skipped;
+    }
+    rows.push_back(x);
+  }
+  auto stats = [](const validation_stats& s) {
+    return json{{"name", s.name}, {"rows", s.rows}, {"median_abs_error", s.median_abs_error},
+                {"max_abs_error", s.max_abs_error}, {"spearman", s.spearman}};
+  };
+  json tables = json::array(), groups = json::array(), generations = json::array();
+  for (const auto& s : r.tables) tables.push_back(stats(s));
+  for (const auto& s : r.groups) groups.push_back(stats(s));
+  for (const auto& s : r.generations) generations.push_back(stats(s));
+  j["validation"] = {{"rows", rows},     {"tables", tables},           {"groups", groups},
+                     {"generations", generations}, {"overall", stats(r.overall)}};
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string render_validation_text(const validation_report& r) {
+  std::string o;
+  std::string table;
+  for (const validation_row& v : r.rows) {
+    if (v.table != table) {
+      table = v.table;
+      o += "\n" + table + "\n  row        date        measured_s predicted_s   error  group\n";
+    }
+    if (!v.skipped.empty()) {
+      o += fmt::format("  {:<10} {:<11} skipped: {}\n", v.label, v.date, v.skipped);
+    } else {
+      if (v.by_tflops) {  // the source gives model TFLOPs per GPU, not a time
+        o += fmt::format("  {:<10} {:<11} {:7.1f} TF {:8.1f} TF {:+6.1f}%  {}\n", v.label, v.date.substr(0, 11),
+                         v.measured_tflops, v.predicted_tflops, 100 * v.error, v.group);
+      } else {
+        o += fmt::format("  {:<10} {:<11} {:10.2f} {:11.2f} {:+6.1f}%  {}\n", v.label, v.date.substr(0, 11), v.measured_s,
+                         v.predicted_s, 100 * v.error, v.group);
+      }
+    }
+  }
+  auto stats = [&](const validation_stats& s) {
+    o += fmt::format("  {:<32} {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  Spearman {:+.2f}\n", s.name, s.rows,
+                     100 * s.median_abs_error, 100 * s.max_abs_error, s.spearman);
+  };
+  o += "\nPer table:\n";
+  for (const auto& s : r.tables) stats(s);
+  if (!r.groups.empty()) {
+    o += "\nPer seed table (rows measured together, one thing varied):\n";
+    for (const auto& s : r.groups) stats(s);
+  }
+  if (!r.generations.empty()) {
+    o += "\nPer GPU generation (published rows; targets: median ≤ 8%, max ≤ 20%):\n";
+    for (const auto& s : r.generations) stats(s);
+  }
+  o += "\nOverall:\n";
+  stats(r.overall);
+  return o;
+}
+
+}  // namespace trainplan

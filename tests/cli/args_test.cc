@@ -1,0 +1,428 @@
+// Job flags (issue 2 §4 "Parallel and training configuration" and "Bad input"): Megatron-LM's names and
+// short aliases, --flag=value, --model with overrides, whole launch lines (torchrun, python -m
+// torch.distributed.run, deepspeed) and presets. Every bad-input rule with its message is in
+// tests/cli/args_bad_input_test.cc.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "trainplan/cli/cli.h"
+#include "trainplan/cli/args.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/estimate/memory.h"
+#include "trainplan/core/model/model.h"
+#include "args_test_support.h"
+
+namespace trainplan {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using namespace args_testing;  // NOLINT(google-build-using-namespace): the shared helpers
+
+/// Every field of two memory estimates is identical (same inputs must give bit-identical doubles).
+void expect_same_memory(const memory_report& a, const memory_report& b) {
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (std::size_t i = 0; i < a.stages.size(); ++i) {
+    const stage_memory& x = a.stages[i];
+    const stage_memory& y = b.stages[i];
+    SCOPED_TRACE("stage " + std::to_string(i));
+    EXPECT_EQ(x.stage, y.stage);
+    EXPECT_EQ(x.num_layers, y.num_layers);
+    EXPECT_EQ(x.parameters, y.parameters);
+    EXPECT_EQ(x.weights_bytes, y.weights_bytes);
+    EXPECT_EQ(x.gradients_bytes, y.gradients_bytes);
+    EXPECT_EQ(x.optimizer_bytes, y.optimizer_bytes);
+    EXPECT_EQ(x.activations_bytes, y.activations_bytes);
+    EXPECT_EQ(x.other_bytes, y.other_bytes);
+    EXPECT_EQ(x.allocated_bytes, y.allocated_bytes);
+    EXPECT_EQ(x.reserved_bytes, y.reserved_bytes);
+    EXPECT_EQ(x.headroom_bytes, y.headroom_bytes);
+    EXPECT_EQ(x.fits, y.fits);
+    EXPECT_EQ(x.microbatches_in_flight, y.microbatches_in_flight);
+    EXPECT_EQ(x.buffers_bytes, y.buffers_bytes);
+    EXPECT_EQ(x.transient_bytes, y.transient_bytes);
+    EXPECT_EQ(x.offloaded_bytes, y.offloaded_bytes);
+  }
+  EXPECT_EQ(a.peak_allocated_bytes, b.peak_allocated_bytes);
+  EXPECT_EQ(a.peak_reserved_bytes, b.peak_reserved_bytes);
+  EXPECT_EQ(a.peak_stage, b.peak_stage);
+  EXPECT_EQ(a.capacity_bytes, b.capacity_bytes);
+  EXPECT_EQ(a.fits, b.fits);
+  EXPECT_EQ(a.full_activations_bytes, b.full_activations_bytes);
+}
+
+void expect_same_layout(const job_spec& a, const job_spec& b) {
+  EXPECT_EQ(a.num_gpus, b.num_gpus);
+  EXPECT_EQ(a.parallel.tp, b.parallel.tp);
+  EXPECT_EQ(a.parallel.pp, b.parallel.pp);
+  EXPECT_EQ(a.parallel.cp, b.parallel.cp);
+  EXPECT_EQ(a.parallel.ep, b.parallel.ep);
+  EXPECT_EQ(a.parallel.dp, b.parallel.dp);
+  EXPECT_EQ(a.parallel.vpp, b.parallel.vpp);
+  EXPECT_EQ(a.parallel.num_layers_per_virtual_stage, b.parallel.num_layers_per_virtual_stage);
+  EXPECT_EQ(a.parallel.sequence_parallel, b.parallel.sequence_parallel);
+  EXPECT_EQ(a.training.micro_batch_size, b.training.micro_batch_size);
+  EXPECT_EQ(a.training.global_batch_size, b.training.global_batch_size);
+  EXPECT_EQ(a.training.zero_stage, b.training.zero_stage);
+  EXPECT_EQ(a.training.distributed_optimizer, b.training.distributed_optimizer);
+  EXPECT_EQ(a.training.recompute, b.training.recompute);
+  EXPECT_EQ(a.training.flash_attention, b.training.flash_attention);
+  EXPECT_EQ(a.cluster.gpus_per_node, b.cluster.gpus_per_node);
+  EXPECT_EQ(a.cluster.num_nodes, b.cluster.num_nodes);
+  EXPECT_EQ(count_parameters(a.model, a.parallel.tp).total, count_parameters(b.model, b.parallel.tp).total);
+}
+
+// A Megatron model and layout as pretrain_gpt.py takes it: Llama-2-7B-like, 16 GPUs.
+const args_t kMegatronModel = {"--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size", "11008",
+                               "--num-attention-heads", "32", "--seq-length", "4096",
+                               "--max-position-embeddings", "4096", "--vocab-size", "32000", "--swiglu",
+                               "--untie-embeddings-and-output-weights", "--position-embedding-type", "rope",
+                               "--normalization", "RMSNorm", "--disable-bias-linear"};
+const args_t kLongLayout = {"--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "4",
+                            "--num-layers-per-virtual-pipeline-stage", "4", "--micro-batch-size", "1",
+                            "--global-batch-size", "64", "--sequence-parallel", "--bf16", "--use-flash-attn",
+                            "--use-distributed-optimizer", "--recompute-granularity", "selective"};
+const args_t kShortLayout = {"--tp", "2", "--pp", "4", "--vpp", "2", "--mbs", "1", "--gbs", "64", "--sp", "--bf16",
+                             "--use-flash-attn", "--use-distributed-optimizer", "--recompute-granularity",
+                             "selective"};
+const args_t kSixteenGpus = {"--num-gpus", "16", "--gpus-per-node", "8"};
+
+// ---- names, aliases, forms ---------------------------------------------------------------------------
+
+TEST(ArgsFlags, ShortAliasesGiveTheSameJob) {
+  const parsed_job a = parse(concat(concat(kMegatronModel, kLongLayout), kSixteenGpus));
+  const parsed_job b = parse(concat(concat(kMegatronModel, kShortLayout), kSixteenGpus));
+  expect_same_layout(a.job, b.job);
+  EXPECT_EQ(a.job.parallel.tp, 2);
+  EXPECT_EQ(a.job.parallel.pp, 4);
+  EXPECT_EQ(a.job.parallel.dp, 2);
+  EXPECT_EQ(a.job.parallel.vpp, 2);
+  EXPECT_EQ(b.job.parallel.num_layers_per_virtual_stage, 4);  // --vpp 2 sets 32 / 4 / 2 layers per chunk
+  expect_same_memory(estimate_memory(a.job), estimate_memory(b.job));
+}
+
+TEST(ArgsFlags, ContextAndExpertAliases) {
+  const args_t base = {"--model", "mixtral-8x7b", "--num-gpus", "64", "--mbs", "1", "--bf16"};
+  const parsed_job a = parse(concat(base, {"--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size",
+                                           "2", "--context-parallel-size", "2", "--expert-model-parallel-size", "4"}));
+  const parsed_job b = parse(concat(base, {"--tp", "2", "--pp", "2", "--cp", "2", "--ep", "4"}));
+  expect_same_layout(a.job, b.job);
+  EXPECT_EQ(b.job.parallel.cp, 2);
+  EXPECT_EQ(b.job.parallel.ep, 4);
+  EXPECT_EQ(b.job.parallel.dp, 8);
+  expect_same_memory(estimate_memory(a.job), estimate_memory(b.job));
+}
+
+TEST(ArgsFlags, EqualsFormMatchesSeparateValue) {
+  const parsed_job a = parse({"--model", "llama2-13b", "--tp", "4", "--pp", "2", "--mbs", "2", "--gbs", "128",
+                              "--num-gpus", "32", "--recompute-granularity", "full"});
+  const parsed_job b = parse({"--model=llama2-13b", "--tp=4", "--pipeline-model-parallel-size=2",
+                              "--micro-batch-size=2", "--gbs=128", "--num-gpus=32", "--recompute-granularity=full"});
+  expect_same_layout(a.job, b.job);
+  EXPECT_EQ(b.job.parallel.dp, 4);
+  expect_same_memory(estimate_memory(a.job), estimate_memory(b.job));
+}
+
+TEST(ArgsFlags, UnderscoreSpellingIsAccepted) {
+  const parsed_job a = parse({"--model", "llama2-7b", "--tensor_model_parallel_size", "2", "--num_gpus", "8"});
+  EXPECT_EQ(a.job.parallel.tp, 2);
+  EXPECT_EQ(a.job.parallel.dp, 4);
+}
+
+TEST(ArgsFlags, MegatronModelFlagsBuildTheModel) {
+  const parsed_job pj = parse(concat(kMegatronModel, {"--num-gpus", "8"}));
+  const model_spec& m = pj.job.model;
+  EXPECT_EQ(m.name, "custom");
+  EXPECT_EQ(m.num_layers, 32);
+  EXPECT_EQ(m.kv_channels, 128);
+  EXPECT_EQ(m.num_query_groups, 32);
+  // Llama-2-7B's published count: vocabulary 32000 stays unpadded at TP 1 (32000 = 250 × 128).
+  EXPECT_EQ(count_parameters(m, 1).total, 6'738'415'616);
+}
+
+TEST(ArgsFlags, GroupQueryAttention) {
+  const parsed_job pj = parse(concat(kMegatronModel, {"--group-query-attention", "--num-query-groups", "8",
+                                                      "--num-gpus", "8"}));
+  EXPECT_EQ(pj.job.model.num_query_groups, 8);
+  EXPECT_EQ(pj.job.model.k_width(), 8 * 128);
+}
+
+TEST(ArgsFlags, DefaultsWhenOnlyAModelIsGiven) {
+  const parsed_job pj = parse({"--model", "llama2-7b"});
+  // Cluster dgx-h100, whole cluster as world; TP = PP = CP = 1.
+  EXPECT_EQ(pj.job.cluster.name, "dgx-h100");
+  EXPECT_EQ(pj.job.parallel.tp, 1);
+  EXPECT_EQ(pj.job.parallel.pp, 1);
+  EXPECT_EQ(pj.job.parallel.dp, pj.job.num_gpus);
+  EXPECT_EQ(pj.job.training.micro_batch_size, 1);
+  EXPECT_EQ(pj.job.training.global_batch_size, pj.job.parallel.dp);
+  EXPECT_TRUE(pj.ignored_flags.empty());
+  EXPECT_FALSE(pj.from_launch_line);
+}
+
+TEST(ArgsFlags, DpSetsTheWorldSize) {
+  const parsed_job pj = parse({"--model", "llama2-7b", "--tp", "2", "--pp", "2", "--dp", "3"});
+  EXPECT_EQ(pj.job.num_gpus, 12);
+  EXPECT_EQ(pj.job.parallel.dp, 3);
+}
+
+TEST(ArgsFlags, NumNodesTimesGpusPerNode) {
+  const parsed_job pj = parse({"--model", "llama2-7b", "--cluster", "dgx-a100", "--num-nodes", "3", "--tp", "8"});
+  EXPECT_EQ(pj.job.num_gpus, 24);
+  EXPECT_EQ(pj.job.parallel.dp, 3);
+  EXPECT_EQ(pj.job.cluster.num_nodes, 3);
+}
+
+// ---- --model with overrides ------------------------------------------------------------------------
+
+TEST(ArgsModelOverrides, HiddenSizeReDerivesFfnAndHeadDim) {
+  const parsed_job pj = parse({"--model", "gpt3-175b", "--hidden-size", "4096", "--num-attention-heads", "32",
+                               "--num-gpus", "8"});
+  const model_spec& m = pj.job.model;
+  EXPECT_EQ(m.hidden_size, 4096);
+  EXPECT_EQ(m.ffn_hidden_size, 16384);  // 4h, re-derived from the new h
+  EXPECT_EQ(m.kv_channels, 128);        // h / a, re-derived
+  EXPECT_EQ(m.num_query_groups, 32);    // MHA follows the new head count
+  EXPECT_EQ(m.num_layers, 96);          // untouched fields stay
+}
+
+TEST(ArgsModelOverrides, HiddenSizeAloneKeepsTheHeadsAndMustDivide) {
+  // gpt3-175b has 96 heads; 4096 / 96 is not whole, so Megatron's h/a rule fails, with the flags named.
+  EXPECT_THAT(error_of({"--model", "gpt3-175b", "--hidden-size", "4096", "--num-gpus", "8"}),
+              AllOf(HasSubstr("--hidden-size (4096)"), HasSubstr("--num-attention-heads (96)"),
+                    HasSubstr("--kv-channels")));
+  const parsed_job pj = parse({"--model", "gpt3-175b", "--hidden-size", "6144", "--num-gpus", "8"});
+  EXPECT_EQ(pj.job.model.ffn_hidden_size, 4 * 6144);
+  EXPECT_EQ(pj.job.model.kv_channels, 64);
+}
+
+TEST(ArgsModelOverrides, SwigluRuleAndNonRuleFfn) {
+  // Megatron's SwiGLU rule int(8h/3/64)·64: h 4096 gives 10880.
+  const parsed_job a = parse({"--num-layers", "2", "--hidden-size", "4096", "--num-attention-heads", "32",
+                              "--seq-length", "1024", "--vocab-size", "1000", "--swiglu", "--num-gpus", "8"});
+  EXPECT_EQ(a.job.model.ffn_hidden_size, 10880);
+  // llama2-7b's 11008 is not that rule (Meta's multiple-of-256 rule): it is a given size and stays.
+  const parsed_job b = parse({"--model", "llama2-7b", "--hidden-size", "2048", "--num-gpus", "8"});
+  EXPECT_EQ(b.job.model.ffn_hidden_size, 11008);
+  EXPECT_EQ(b.job.model.kv_channels, 64);
+}
+
+TEST(ArgsModelOverrides, ExplicitFieldsWinAndNonRuleFieldsStay) {
+  const parsed_job a =
+      parse({"--model", "gpt3-175b", "--hidden-size", "4096", "--num-attention-heads", "32", "--ffn-hidden-size",
+             "10000", "--num-gpus", "8"});
+  EXPECT_EQ(a.job.model.ffn_hidden_size, 10000);
+  // llama3-70b's 28672 is not the SwiGLU rule for 8192 and is kept; GQA's 8 groups are kept.
+  const parsed_job b = parse({"--model", "llama3-70b", "--num-layers", "40", "--num-gpus", "8"});
+  EXPECT_EQ(b.job.model.ffn_hidden_size, 28672);
+  EXPECT_EQ(b.job.model.num_query_groups, 8);
+  EXPECT_EQ(b.job.model.num_layers, 40);
+  // Flag order does not matter: --model is applied first.
+  const parsed_job c = parse({"--num-layers", "40", "--num-gpus", "8", "--model", "llama3-70b"});
+  EXPECT_EQ(c.job.model.num_layers, 40);
+  EXPECT_EQ(count_parameters(b.job.model).total, count_parameters(c.job.model).total);
+}
+
+TEST(ArgsModelOverrides, ModelOnlyNeedsNoLayout) {
+  const parsed_job pj = parse_job_args({"--model", "bloom-176b"}, model_need::model_only);
+  EXPECT_EQ(count_parameters(pj.job.model, 1).total, 176'247'271'424);
+}
+
+// ---- launch lines ------------------------------------------------------------------------------------
+
+const args_t kMegatronArgs = concat(kMegatronModel, kLongLayout);
+
+TEST(ArgsLaunchLine, TorchrunEqualsFlags) {
+  const parsed_job flags = parse(concat(kMegatronArgs, kSixteenGpus));
+  const parsed_job launch =
+      parse(concat({"--", "torchrun", "--nproc_per_node", "8", "--nnodes", "2", "pretrain_gpt.py"}, kMegatronArgs));
+  EXPECT_TRUE(launch.from_launch_line);
+  EXPECT_EQ(launch.job.num_gpus, 16);
+  EXPECT_EQ(launch.job.cluster.gpus_per_node, 8);
+  EXPECT_EQ(launch.job.cluster.num_nodes, 2);
+  expect_same_layout(flags.job, launch.job);
+  expect_same_memory(estimate_memory(flags.job), estimate_memory(launch.job));
+}
+
+TEST(ArgsLaunchLine, TorchrunWithRendezvousAndEqualsForms) {
+  const parsed_job flags = parse(concat(kMegatronArgs, kSixteenGpus));
+  const parsed_job launch = parse(concat({"--", "torchrun", "--nproc-per-node=8", "--nnodes=1:2", "--node_rank",
+                                          "0", "--rdzv_backend", "c10d", "--rdzv_endpoint", "host:29500",
+                                          "/path/to/Megatron-LM/pretrain_gpt.py"},
+                                         kMegatronArgs));
+  EXPECT_EQ(launch.job.num_gpus, 16);
+  expect_same_memory(estimate_memory(flags.job), estimate_memory(launch.job));
+  // Launcher flags are listed as ignored.
+  EXPECT_THAT(launch.ignored_flags, ::testing::Contains("--node-rank"));
+}
+
+TEST(ArgsLaunchLine, PythonDashMTorchDistributedRun) {
+  const parsed_job flags = parse(concat(kMegatronArgs, kSixteenGpus));
+  const parsed_job launch = parse(concat({"--", "python", "-m", "torch.distributed.run", "--nproc_per_node", "8",
+                                          "--nnodes", "2", "--master_addr", "10.0.0.1", "--master_port", "6000",
+                                          "pretrain_gpt.py"},
+                                         kMegatronArgs));
+  expect_same_layout(flags.job, launch.job);
+  expect_same_memory(estimate_memory(flags.job), estimate_memory(launch.job));
+}
+
+TEST(ArgsLaunchLine, DeepSpeedLauncher) {
+  const args_t ds = {"--model", "bloom-176b", "--tp", "4", "--pp", "4", "--mbs", "1", "--gbs", "64", "--bf16",
+                     "--deepspeed", "--zero-stage", "1", "--checkpoint-activations"};
+  const parsed_job flags = parse(concat(ds, kSixteenGpus));
+  const parsed_job launch =
+      parse(concat({"--", "deepspeed", "--num_gpus", "8", "--num_nodes", "2", "pretrain_gpt.py"}, ds));
+  EXPECT_EQ(launch.job.training.framework, framework_kind::deepspeed);
+  EXPECT_EQ(launch.job.num_gpus, 16);
+  expect_same_layout(flags.job, launch.job);
+  expect_same_memory(estimate_memory(flags.job), estimate_memory(launch.job));
+}
+
+TEST(ArgsLaunchLine, OwnFlagsBeforeTheLaunchLine) {
+  const parsed_job pj = parse(concat({"--cluster", "dgx-a100", "--", "torchrun", "--nproc_per_node", "8",
+                                      "--nnodes", "2", "pretrain_gpt.py"},
+                                     kMegatronArgs));
+  EXPECT_EQ(pj.job.cluster.gpu.name, find_cluster("dgx-a100").gpu.name);
+  EXPECT_EQ(pj.job.num_gpus, 16);
+}
+
+TEST(ArgsLaunchLine, HarmlessFlagsAreIgnoredAndListed) {
+  const parsed_job flags = parse(concat(kMegatronArgs, kSixteenGpus));
+  const parsed_job launch = parse(concat(
+      concat({"--", "torchrun", "--nproc_per_node", "8", "--nnodes", "2", "pretrain_gpt.py"}, kMegatronArgs),
+      {"--lr", "3e-4", "--min-lr", "3e-5", "--train-iters", "500000", "--save", "/ckpt", "--load", "/ckpt",
+       "--data-path", "/data/a_text_document", "--weight-decay", "0.1", "--clip-grad", "1.0", "--log-interval",
+       "10", "--seed", "1234", "--adam-beta2", "0.95", "--tokenizer-type", "GPT2BPETokenizer", "--split",
+       "949,50,1", "--wandb-project", "x", "--no-masked-softmax-fusion", "--lr-warmup-fraction", "0.01"}));
+  for (const char* f : {"--lr", "--min-lr", "--train-iters", "--save", "--load", "--data-path", "--weight-decay",
+                        "--clip-grad", "--log-interval", "--seed", "--adam-beta2", "--tokenizer-type", "--split",
+                        "--wandb-project", "--no-masked-softmax-fusion", "--lr-warmup-fraction"}) {
+    EXPECT_THAT(launch.ignored_flags, ::testing::Contains(std::string(f)));
+  }
+  expect_same_memory(estimate_memory(flags.job), estimate_memory(launch.job));
+}
+
+TEST(ArgsLaunchLine, HarmlessFlagsOutsideALaunchLineAreIgnoredToo) {
+  // The arguments of pretrain_gpt.py can be pasted as flags: harmless ones are listed as ignored.
+  const parsed_job pj = parse({"--model", "llama2-7b", "--lr", "3e-4", "--train-iters", "1000"});
+  EXPECT_THAT(pj.ignored_flags, ::testing::ElementsAre("--lr", "--train-iters"));
+  // A real typo is still an error with a suggestion.
+  EXPECT_THAT(error_of({"--model", "llama2-7b", "--micro-batch-sise", "2"}), StartsWith("unknown flag --micro-batch-sise"));
+}
+
+TEST(ArgsLaunchLine, UnmodelledFlagIsAnErrorNamingIt) {
+  const args_t line = {"--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", "--model", "llama2-7b"};
+  EXPECT_THAT(error_of(concat(line, {"--moe-layer-recompute"})),
+              AllOf(StartsWith("--moe-layer-recompute "), HasSubstr("not modelled")));
+  EXPECT_THAT(error_of(concat(line, {"--moe-latent-size", "128"})),
+              StartsWith("--moe-latent-size would change the estimate but is not modelled"));
+  EXPECT_THAT(error_of(concat(line, {"--expert-tensor-parallel-size", "2"})),
+              StartsWith("--expert-tensor-parallel-size 2 needs an MoE model (--num-experts)"));
+  // The same outside a launch line.
+  EXPECT_THAT(error_of({"--model", "llama2-7b", "--moe-layer-recompute"}), StartsWith("--moe-layer-recompute "));
+}
+
+TEST(ArgsLaunchLine, UnknownFlagInLaunchLineSuggests) {
+  EXPECT_THAT(error_of({"--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", "--model", "llama2-7b",
+                        "--tensor-model-parallel-sise", "2"}),
+              AllOf(StartsWith("unknown flag --tensor-model-parallel-sise"),
+                    HasSubstr("did you mean '--tensor-model-parallel-size'?")));
+}
+
+TEST(ArgsLaunchLine, Malformed) {
+  EXPECT_THAT(error_of({"--model", "llama2-7b", "--"}), HasSubstr("nothing after '--'"));
+  EXPECT_THAT(error_of({"--", "torchrun", "--nproc_per_node", "8", "--model", "llama2-7b"}),
+              HasSubstr("no training script"));
+  EXPECT_THAT(error_of({"--", "torchrun", "--nproc_per_node", "eight", "pretrain_gpt.py", "--model", "llama2-7b"}),
+              HasSubstr("--nproc-per-node expects an integer, got 'eight'"));
+  EXPECT_THAT(error_of({"--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", "llama2-7b"}),
+              HasSubstr("unexpected argument 'llama2-7b' in the launch line"));
+}
+
+// ---- presets -----------------------------------------------------------------------------------------
+
+TEST(ArgsPreset, BloomProduction) {
+  const parsed_job pj = parse({"--preset", "bloom-176b-production"});
+  EXPECT_EQ(pj.preset, "bloom-176b-production");
+  const job_spec& j = pj.job;
+  EXPECT_EQ(j.model.name, "bloom-176b");
+  EXPECT_EQ(count_parameters(j.model, j.parallel.tp).total, 176'247'271'424);
+  EXPECT_EQ(j.cluster.name, "jean-zay-a100");
+  EXPECT_EQ(j.num_gpus, 384);
+  EXPECT_EQ(j.cluster.num_nodes, 48);
+  EXPECT_EQ(j.parallel.tp, 4);
+  EXPECT_EQ(j.parallel.pp, 12);
+  EXPECT_EQ(j.parallel.dp, 8);
+  EXPECT_EQ(j.training.micro_batch_size, 2);
+  EXPECT_EQ(j.training.global_batch_size, 2048);
+  EXPECT_EQ(j.num_microbatches(), 128);
+  EXPECT_EQ(j.training.precision, dtype::bf16);
+  EXPECT_EQ(j.training.framework, framework_kind::deepspeed);
+  EXPECT_EQ(j.training.zero_stage, 1);
+  EXPECT_EQ(j.training.recompute, recompute_granularity::full);
+  EXPECT_TRUE(j.parallel.embedding_as_stage);
+  const memory_report r = estimate_memory(j);
+  EXPECT_EQ(r.stages.size(), 12u);
+  EXPECT_TRUE(r.fits);
+}
+
+TEST(ArgsPreset, LaterFlagsOverrideThePreset) {
+  const parsed_job pj = parse({"--preset=bloom-176b-production", "--gbs", "1024"});
+  EXPECT_EQ(pj.job.training.global_batch_size, 1024);
+  EXPECT_EQ(pj.job.parallel.tp, 4);
+}
+
+TEST(ArgsPreset, UnknownPresetSuggests) {
+  EXPECT_EQ(error_of({"--preset", "bloom-176b-prodution"}),
+            "--preset: unknown preset 'bloom-176b-prodution' (did you mean 'bloom-176b-production'?)");
+  EXPECT_EQ(error_of({"--preset", "gpt"}), "--preset: unknown preset 'gpt'");  // nothing close: no suggestion
+  EXPECT_EQ(error_of({"--preset"}), "--preset needs a value");
+}
+
+TEST(ArgsPreset, HelpListsPresetsAndDefaults) {
+  const std::string help = job_flags_help();
+  EXPECT_THAT(help, HasSubstr("bloom-176b-production"));
+  EXPECT_THAT(help, HasSubstr("--tensor-model-parallel-size, --tp N"));
+  EXPECT_THAT(help, HasSubstr("[default: 1]"));
+  EXPECT_THAT(help, HasSubstr("[default: dgx-h100]"));
+}
+
+}  // namespace
+}  // namespace trainplan
+
+// ---- every Megatron-Core flag classified (issue 16, finding 7) -------------------------------------------
+
+TEST(ArgsMegatronCore, EveryFlagOfTheCurrentReleaseIsClassified) {
+  // tests/data/megatron-core-flags.txt: every flag of Megatron-LM's pretrain scripts at the commit its
+  // header names (tools/megatron_core_flags.py). Each is modelled (sets the job), ignored (changes no
+  // estimate; listed as such) or refused (would change one, not modelled): none is unknown.
+  std::ifstream in(std::string(TRAINPLAN_TEST_DATA_DIR) + "/megatron-core-flags.txt");
+  ASSERT_TRUE(in) << "tests/data/megatron-core-flags.txt";
+  std::vector<std::string> unknown;
+  int flags = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    ++flags;
+    if (trainplan::classify_flag(line) == trainplan::flag_class::unknown) unknown.push_back(line);
+  }
+  EXPECT_GT(flags, 800);
+  std::string list;
+  for (const auto& f : unknown) list += f + "\n";
+  EXPECT_TRUE(unknown.empty()) << unknown.size() << " unclassified:\n" << list;
+  using trainplan::flag_class;
+  EXPECT_EQ(trainplan::classify_flag("--num-virtual-stages-per-pipeline-rank"), flag_class::modelled);  // = --vpp
+  EXPECT_EQ(trainplan::classify_flag("--tensor_model_parallel_size"), flag_class::modelled);
+  EXPECT_EQ(trainplan::classify_flag("--wandb-project"), flag_class::ignored);
+  EXPECT_EQ(trainplan::classify_flag("--fp8-recipe"), flag_class::modelled);  // issue 9, FP8
+  EXPECT_EQ(trainplan::classify_flag("--fp4-format"), flag_class::refused);
+  EXPECT_EQ(trainplan::classify_flag("--moe-router-group-topk"), flag_class::modelled);  // issue 11
+  EXPECT_EQ(trainplan::classify_flag("--moe-latent-size"), flag_class::refused);
+  EXPECT_EQ(trainplan::classify_flag("--cuda-graph-impl"), flag_class::refused);
+  EXPECT_EQ(trainplan::classify_flag("--no-such-flag"), flag_class::unknown);
+}

@@ -1,0 +1,149 @@
+// `trainplan validate` on measurement tables (docs/formulas.md §5.8): reading rows, the statistics, and
+// every bad row named by file:line and column.
+#include "trainplan/cli/validate.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "trainplan/core/base/error.h"
+
+namespace trainplan {
+namespace {
+
+const std::string kHeader = "hidden,layers,heads,tp,pp,dp,mbs,gbs,zero_stage,precision,sec_per_iter,tflops\n";
+
+std::string error_of(const std::string& csv) {
+  try {
+    read_measurements(csv, "mine.csv");
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Validate, ReadsRowsAndPredictsThem) {
+  // Two BLOOM-like rows (14336 × 70, 112 heads) on 48 nodes: TP 4 PP 12 DP 8 at MBS 2 and 1.
+  const std::string csv = kHeader + "14336,70,112,4,12,8,2,2048,1,bf16,105.22,149\n" +
+                          "14336,70,112,4,12,8,1,2048,1,bf16,,\n";
+  std::vector<validation_row> rows = read_measurements(csv, "mine.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].table, "mine.csv");
+  EXPECT_DOUBLE_EQ(rows[0].measured_s, 105.22);
+  EXPECT_DOUBLE_EQ(rows[0].measured_tflops, 149);
+  EXPECT_EQ(rows[1].skipped, "no time measured");
+  const validation_report r = run_validation(rows);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_GT(r.rows[0].predicted_s, 0);
+  EXPECT_NEAR(r.rows[0].error, r.rows[0].predicted_s / 105.22 - 1, 1e-12);
+  EXPECT_EQ(r.overall.rows, 1);  // the skipped row is not counted
+  EXPECT_NEAR(r.overall.median_abs_error, std::fabs(r.rows[0].error), 1e-12);
+}
+
+TEST(Validate, BadRowsNameFileLineAndColumn) {
+  EXPECT_EQ(error_of(kHeader + "14336,70,112,4,12,8,2,2048,1,bf16,abc,149\n"),
+            "mine.csv:2 sec_per_iter expects a number, got 'abc'");
+  EXPECT_EQ(error_of(kHeader + "14336,70,112,4,12,8,2,2048,1,bf16,-3,149\n"),
+            "mine.csv:2 sec_per_iter must be positive, got -3");
+  EXPECT_EQ(error_of(kHeader + "14336,70,112,four,12,8,2,2048,1,bf16,100,149\n"),
+            "mine.csv:2 tp expects an integer, got 'four'");
+  EXPECT_EQ(error_of("hidden,layers,pp,mbs,gbs,sec_per_iter\n14336,70,12,2,2048,100\n"),
+            "mine.csv:2: column 'tp' is empty or missing");
+}
+
+TEST(Validate, SpearmanOfRanks) {
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {40, 30, 20, 10}), -1.0);
+  EXPECT_DOUBLE_EQ(spearman({1, 2}, {5, 5}), 1.0);  // fewer than 2 distinct values: defined as 1
+}
+
+}  // namespace
+}  // namespace trainplan
+
+// ---- `validate --csv` with published-measurements.csv's columns (issue 16, finding 8) ------------------------
+
+TEST(ValidatePublishedSchema, EachRowIsItsOwnModelGpuLayoutAndPrecision) {
+  // Before: every row of a user's CSV was taken as BLOOM on A100 (an H100 Llama row came out +453%).
+  std::ifstream in(std::string(TRAINPLAN_TEST_DATA_DIR) + "/published-schema-sample.csv");
+  std::stringstream text;
+  text << in.rdbuf();
+  const trainplan::validation_report r = trainplan::run_validation(trainplan::read_measurements(text.str(), "p.csv"));
+  ASSERT_EQ(r.rows.size(), 8u);
+  std::map<std::string, const trainplan::validation_row*> by;
+  for (const auto& v : r.rows) by[v.label] = &v;
+  EXPECT_EQ(by["11"]->skipped, "column 'micro_batch_size' is empty");
+  EXPECT_EQ(by["22"]->skipped, "column 'gpu_type': 'V100 (DGX-2)' is not in the GPU catalog (`trainplan gpus`)");
+  // FP8 rows run the linear layers in FP8 as NeMo does (--fp8-format hybrid); squared ReLU and untied
+  // embeddings are read (issue 9).
+  for (const char* row : {"38", "43"}) {
+    ASSERT_TRUE(by[row]->skipped.empty()) << by[row]->skipped;
+    EXPECT_NE(std::find(by[row]->args.begin(), by[row]->args.end(), "hybrid"), by[row]->args.end()) << row;
+  }
+  EXPECT_NE(std::find(by["43"]->args.begin(), by["43"]->args.end(), "--squared-relu"), by["43"]->args.end());
+  EXPECT_NE(std::find(by["43"]->args.begin(), by["43"]->args.end(), "--untie-embeddings-and-output-weights"),
+            by["43"]->args.end());
+  const trainplan::validation_row& a = *by["26"];
+  ASSERT_TRUE(a.skipped.empty()) << a.skipped;
+  const std::vector<std::string> want = {"--cluster", "dgx-a100", "--gpu", "a100-sxm4-80gb", "--num-gpus", "1"};
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), a.args.begin()));
+  for (const char* flag : {"--num-layers", "--hidden-size", "--ffn-hidden-size", "--seq-length", "--mbs", "--gbs", "--fp16"}) {
+    EXPECT_NE(std::find(a.args.begin(), a.args.end(), flag), a.args.end()) << flag;
+  }
+  EXPECT_DOUBLE_EQ(a.measured_s, 1.076);
+  // The same run with recomputation and the unfused kernel of 2020 is slower, as it must be.
+  EXPECT_GT(by["26-full-unfused"]->predicted_s, 1.4 * a.predicted_s);
+  // A row with TFLOPs and no time compares model TFLOPs.
+  const trainplan::validation_row& t = *by["own-tflops"];
+  ASSERT_TRUE(t.skipped.empty()) << t.skipped;
+  EXPECT_TRUE(t.by_tflops);
+  EXPECT_DOUBLE_EQ(t.error, 400.0 / t.predicted_tflops - 1);
+  EXPECT_EQ(r.overall.rows, 6);
+}
+
+TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
+  // `trainplan validate` runs the published table (tests/data/published-measurements.csv) with the
+  // conditions each source states in its text or that are assumed (published-conditions.csv).
+  const trainplan::validation_report r = trainplan::validate_shipped();
+  std::map<std::string, const trainplan::validation_row*> by;
+  for (const auto& v : r.rows) {
+    if (v.table == "published-measurements.csv") by[v.label] = &v;
+  }
+  ASSERT_EQ(by.size(), 58u);
+  // Row 14 (Megatron-Core, H100, TP 8): the README's overlap flags, SP as --tp-comm-overlap needs it, MBS
+  // 1 assumed and said so.
+  const trainplan::validation_row& mc = *by["14"];
+  ASSERT_TRUE(mc.skipped.empty()) << mc.skipped;
+  for (const char* flag : {"--tp-comm-overlap", "--sequence-parallel", "--overlap-param-gather"}) {
+    EXPECT_NE(std::find(mc.args.begin(), mc.args.end(), flag), mc.args.end()) << flag;
+  }
+  EXPECT_THAT(mc.assumed, ::testing::HasSubstr("MBS not stated: 1"));
+  EXPECT_FALSE(mc.hardware_tflops);  // model TFLOPs (989 TFLOPs MFU convention)
+  EXPECT_TRUE(by["3"]->hardware_tflops);  // Narayanan et al. eq. 3 counts the recomputed forward
+  // Per generation: A100 meets issue 9's targets (median ≤ 8%, max ≤ 20%); the others are reported,
+  // with a floor at today's values so that a regression shows (docs/formulas.md §5.8 says why they miss).
+  std::map<std::string, trainplan::validation_stats> gen;
+  for (const auto& s : r.generations) gen[s.name] = s;
+  ASSERT_EQ(gen.count("A100 FP16"), 1u);
+  EXPECT_GE(gen["A100 FP16"].rows, 18);
+  EXPECT_LE(gen["A100 FP16"].median_abs_error, 0.08);
+  EXPECT_LE(gen["A100 FP16"].max_abs_error, 0.20);
+  EXPECT_EQ(gen["H100 BF16"].rows, 9);
+  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.08);  // row 14 (TP 8, 4 micro-batches) is the max, 38.5%
+  EXPECT_EQ(gen["H100 FP8"].rows, 15);
+  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.08);  // the rows Hopper's attention and FP8 constants were fitted on
+  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.20);
+  // Rows 15-19 (PP > 1) run interleaved, 1 layer per virtual stage, as published-conditions.csv says why.
+  EXPECT_THAT(by["16"]->assumed, ::testing::HasSubstr("1 layer per virtual stage"));
+  EXPECT_NE(std::find(by["19"]->args.begin(), by["19"]->args.end(), "--num-layers-per-virtual-pipeline-stage"),
+            by["19"]->args.end());
+  for (const char* row : {"15", "16", "17", "18", "19"}) EXPECT_LE(std::fabs(by[row]->error), 0.15) << row;
+  EXPECT_EQ(gen["B200 FP8"].rows, 2);                 // not fitted on: Blackwell keeps Hopper's two constants
+  EXPECT_LE(gen["B200 FP8"].max_abs_error, 0.20);
+}

@@ -1,0 +1,148 @@
+// Compute model: GEMM efficiency factors, pass ratios, FLOP counting (docs/formulas.md §5.1-§5.3).
+#include "trainplan/cli/cli.h"
+#include "trainplan/core/estimate/compute.h"
+
+#include <gtest/gtest.h>
+
+#include "trainplan/cli/args.h"
+#include "trainplan/core/estimate/time.h"
+
+namespace trainplan {
+namespace {
+
+const gpu_spec& a100() { return find_gpu("a100-sxm4-80gb"); }
+
+TEST(Compute, WaveQuantization) {
+  // 108 SMs, 256×128 tiles: 108 tiles fill one wave; 109 need a second, nearly empty one.
+  const compute_efficiency e = effective_compute_efficiency(a100());
+  const auto full = estimate_gemm(a100(), e, dtype::bf16, {256 * 12, 128 * 9, 8192, 1});
+  const auto spill = estimate_gemm(a100(), e, dtype::bf16, {256 * 12 + 256, 128 * 9, 8192, 1});
+  EXPECT_GT(full.efficiency, spill.efficiency * 1.3);
+}
+
+TEST(Compute, TileQuantizationAndAlignment) {
+  const compute_efficiency e = effective_compute_efficiency(a100());
+  const auto aligned = estimate_gemm(a100(), e, dtype::fp16, {4096, 4096, 4096, 1});
+  const auto ragged = estimate_gemm(a100(), e, dtype::fp16, {4096, 4100, 4096, 1});   // multiple of 4 only
+  const auto odd8 = estimate_gemm(a100(), e, dtype::fp16, {4096, 4104, 4096, 1});     // multiple of 8 only
+  EXPECT_LT(ragged.efficiency, 0.2 * aligned.efficiency);
+  EXPECT_LT(odd8.efficiency, aligned.efficiency);
+  EXPECT_GT(odd8.efficiency, 0.8 * aligned.efficiency);
+}
+
+TEST(Compute, SmallGemmsRampDown) {
+  const compute_efficiency e = effective_compute_efficiency(a100());
+  EXPECT_LT(estimate_gemm(a100(), e, dtype::bf16, {64, 64, 64, 1}).efficiency, 0.05);
+}
+
+TEST(Compute, EveryCatalogGpuHasDefaults) {
+  for (const gpu_spec& g : gpu_catalog()) {
+    const compute_efficiency e = effective_compute_efficiency(g);
+    SCOPED_TRACE(g.name);
+    // An entry of its own: a GPU added to the catalog without one would silently take the nearest's.
+    EXPECT_TRUE(has_own_compute_defaults(g.name));
+    EXPECT_FALSE(e.tiles.empty());
+    EXPECT_GT(e.memory_bandwidth_fraction, 0);
+    EXPECT_GT(e.unaligned_factor, 0);
+    EXPECT_GT(e.kernel_overhead_s, 0);
+  }
+}
+
+TEST(Compute, AGpuFromAFileHasNoEntryOfItsOwn) {
+  EXPECT_FALSE(has_own_compute_defaults("my-gpu"));  // it gets the nearest peak's entry
+}
+
+TEST(Compute, OverrideWinsOverDefault) {
+  gpu_spec g = a100();
+  g.compute.memory_bandwidth_fraction = 0.5;
+  EXPECT_DOUBLE_EQ(effective_compute_efficiency(g).memory_bandwidth_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(effective_compute_efficiency(g).unaligned_factor,
+                   effective_compute_efficiency(a100()).unaligned_factor);
+}
+
+TEST(Compute, BackwardIsTwiceForwardAndRecomputeAddsAForward) {
+  parsed_job pj = parse_job_args({"--preset", "bloom-176b-production"});
+  const compute_report r = estimate_compute(pj.job);
+  EXPECT_DOUBLE_EQ(r.of(layer_kind::dense).backward.flops, 2 * r.of(layer_kind::dense).forward.flops);
+  const double ratio = r.of(layer_kind::dense).backward.gemm_s / r.of(layer_kind::dense).forward.gemm_s;
+  EXPECT_GT(ratio, 1.8);
+  EXPECT_LT(ratio, 2.3);
+  // The recomputed forward of each of the rank's 6 layers, plus its host time per pass (§5.9).
+  const stage_compute& mid = r.stages[5];
+  const double host = host_overhead_per_layer_pass_s(pj.job.training);
+  EXPECT_DOUBLE_EQ(host, 2.5e-3);  // DeepSpeed with full recomputation
+  EXPECT_NEAR(mid.recompute_s, 6 * (r.of(layer_kind::dense).forward.total_s() + host), 1e-12);
+}
+
+TEST(Compute, HostOverheadAndAccumulationFollowTheFramework) {
+  // §5.9: DeepSpeed's checkpointing synchronises around every layer; Megatron-LM does not, and fuses
+  // the gradient accumulation into the weight-gradient GEMM.
+  parsed_job ds = parse_job_args({"--preset", "bloom-176b-production"});
+  parsed_job mg = parse_job_args({"--preset", "bloom-176b-production", "--framework", "megatron"});
+  EXPECT_DOUBLE_EQ(host_overhead_per_layer_pass_s(mg.job.training), 0.0);
+  EXPECT_DOUBLE_EQ(accumulation_bytes_per_parameter(mg.job.training), 0.0);
+  // bf16 with BF16_Optimizer: AccumulateGrad (3 × 2 bytes) + update_hp_grads (2 + 8 bytes).
+  EXPECT_DOUBLE_EQ(accumulation_bytes_per_parameter(ds.job.training), 16.0);
+  parsed_job own = parse_job_args({"--preset", "bloom-176b-production", "--host-overhead-ms", "1"});
+  EXPECT_DOUBLE_EQ(host_overhead_per_layer_pass_s(own.job.training), 1e-3);
+  // The overhead is per layer pass: forward, recomputed forward and backward of a 6-layer rank.
+  const compute_report a = estimate_compute(own.job);
+  parsed_job none = parse_job_args({"--preset", "bloom-176b-production", "--host-overhead-ms", "0"});
+  const compute_report b = estimate_compute(none.job);
+  EXPECT_NEAR(a.stages[5].forward_s - b.stages[5].forward_s, 6e-3, 1e-12);
+  EXPECT_NEAR(a.stages[5].backward_s - b.stages[5].backward_s, 12e-3, 1e-12);
+}
+
+TEST(Compute, AllocatorSlowdownStartsAtNinetyPercent) {
+  EXPECT_DOUBLE_EQ(allocator_slowdown(0.5), 1.0);
+  EXPECT_DOUBLE_EQ(allocator_slowdown(0.9), 1.0);
+  EXPECT_NEAR(allocator_slowdown(0.95), 1.10, 1e-12);
+  EXPECT_NEAR(allocator_slowdown(1.0), 1.40, 1e-12);
+  EXPECT_NEAR(allocator_slowdown(1.3), 1.40, 1e-12);  // capped: beyond capacity the job does not fit
+}
+
+TEST(Compute, HardwareFlopsAreNarayananEq3) {
+  // BLOOM's log line: 105.22 s/iteration → 149.02 TFLOPs on 384 GPUs (full recomputation).
+  parsed_job pj = parse_job_args({"--preset", "bloom-176b-production"});
+  const compute_report r = estimate_compute(pj.job);
+  const double B = 2048, s = 2048, l = 70, h = 14336, V = 250880;
+  const double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  EXPECT_NEAR(r.hardware_flops / eq3, 1.0, 1e-9);
+  EXPECT_NEAR(r.hardware_flops / (105.22 * 384 * 1e12), 149.02, 0.01);
+  EXPECT_NEAR(r.model_flops / r.hardware_flops, 72.0 / 96 * (1 + s / (6 * h) + V / (12 * l * h)) /
+                                                    (1 + s / (6 * h) + V / (16 * l * h)), 1e-9);
+}
+
+}  // namespace
+}  // namespace trainplan
+
+namespace trainplan {
+namespace {
+
+TEST(ComputeBackwardSplit, WeightGradientIsTheDwGemmsOfTheLayer) {
+  // The backward's weight-gradient part (what zero-bubble schedules move) is exactly the dW GEMMs of
+  // the layer's weight GEMMs: dW[k×n] = Xᵀ[k×m]·dY[m×n] for each forward [m×n×k].
+  const job_spec job = parse_job_args({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--tp", "2",
+                                       "--gbs", "32"})
+                           .job;
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  const unit_time u = layer_compute(job, e, false);
+  double dw = 0;
+  for (const named_gemm& g : layer_gemm_shapes(job, false)) {
+    if (g.name == "logits" || g.name.starts_with("attention_s") || g.name.starts_with("attention_c")) continue;
+    dw += estimate_gemm(job.cluster.gpu, e, job.training.precision, {g.shape.k, g.shape.n, g.shape.m, g.shape.batch})
+              .time_s;
+  }
+  EXPECT_NEAR(u.backward.weight_gradient_s, dw, 1e-15);
+  EXPECT_GT(u.backward.weight_gradient_s, 0.3 * u.backward.gemm_s);  // dX and dW have equal FLOPs
+  EXPECT_LT(u.backward.weight_gradient_s, 0.7 * u.backward.gemm_s);
+  // Per rank: a part of the backward, carried to the schedule's stage times.
+  const time_report t = estimate_time(job);
+  for (const stage_times& s : t.passes) {
+    EXPECT_GT(s.backward_weight_s, 0);
+    EXPECT_LT(s.backward_weight_s, s.backward_s);
+  }
+}
+
+}  // namespace
+}  // namespace trainplan

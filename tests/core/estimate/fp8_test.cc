@@ -1,0 +1,113 @@
+// FP8 training (issue 9, part 1; docs/formulas.md §5.1.3): which GEMMs run at the FP8 rate, the cast
+// passes, the FP8 weight copies and saved inputs, FP8 parameter all-gathers, and the bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "args_test_support.h"
+#include "trainplan/cli/args.h"
+#include "trainplan/core/estimate/comm.h"
+#include "trainplan/core/estimate/compute.h"
+#include "trainplan/core/estimate/memory.h"
+#include "trainplan/core/estimate/time.h"
+
+namespace trainplan {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace args_testing;  // NOLINT(google-build-using-namespace): the shared helpers
+
+const args_t kLlama70b = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "8",
+                          "--pp", "2", "--sp", "--use-distributed-optimizer", "--gbs", "512"};
+
+job_spec job_with(const args_t& more) { return parse(concat(kLlama70b, more)).job; }
+
+TEST(Fp8, OnlyTheLinearLayersRunAtTheFp8Rate) {
+  const job_spec bf16 = job_with({}), fp8 = job_with({"--fp8-format", "hybrid"});
+  const compute_efficiency eff = effective_compute_efficiency(bf16.cluster.gpu);
+  const unit_time a = layer_compute(bf16, eff, false), b = layer_compute(fp8, eff, false);
+  // Same FLOPs; the GEMMs faster (H100: 1979 against 989 TFLOPs dense, §6.1, and FP8 tiles at 1.20× the
+  // BF16 fraction, §5.6), not quite 2.4× (per-kernel overheads, the ramp); the attention core unchanged;
+  // the casts add memory-bound time.
+  EXPECT_DOUBLE_EQ(a.forward.flops, b.forward.flops);
+  EXPECT_LT(b.forward.gemm_s, 0.5 * a.forward.gemm_s);
+  EXPECT_GT(b.forward.gemm_s, a.forward.gemm_s / 2.4);
+  EXPECT_DOUBLE_EQ(a.forward.attention_s, b.forward.attention_s);
+  EXPECT_DOUBLE_EQ(a.backward.attention_s, b.backward.attention_s);
+  EXPECT_GT(b.forward.memory_s, a.forward.memory_s);
+  // §5.1.3: of the forward casts only the projection's input is a pass of its own (the norm writes QKV's
+  // and fc1's inputs in FP8, the activation fc2's): T·(a·d/t) elements read at 2 bytes, written at 2.
+  const gpu_spec& g = bf16.cluster.gpu;
+  for (const named_gemm& gemm : layer_gemm_shapes(bf16, false)) {
+    if (gemm.name != "attention_out") continue;
+    const double bytes = static_cast<double>(gemm.shape.m) * static_cast<double>(gemm.shape.k) * (2 + 2);
+    EXPECT_NEAR(b.forward.memory_s - a.forward.memory_s,
+                bytes / (g.memory_bandwidth_bytes_per_s * eff.memory_bandwidth_fraction) + eff.kernel_overhead_s,
+                1e-12);
+  }
+  // The output layer (logits) and the loss stay in bf16.
+  const compute_report ra = estimate_compute(bf16), rb = estimate_compute(fp8);
+  EXPECT_DOUBLE_EQ(ra.output.forward.total_s(), rb.output.forward.total_s());
+  // And the iteration is faster.
+  EXPECT_LT(estimate_time(fp8).iteration_s, estimate_time(bf16).iteration_s);
+}
+
+TEST(Fp8, TheRouterStaysInBf16) {
+  const args_t moe = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "8", "--ep", "8"};
+  args_t with = moe;
+  with.insert(with.end(), {"--fp8-format", "e4m3"});
+  const job_spec a = parse(moe).job, b = parse(with).job;
+  const compute_efficiency eff = effective_compute_efficiency(a.cluster.gpu);
+  // The forward GEMM time is the sum of its GEMMs: the router in bf16, every other one in FP8.
+  double expected = 0;
+  for (const named_gemm& g : layer_gemm_shapes(a, true)) {
+    if (g.name == "logits") continue;  // the output layer's, not the layer's
+    expected += estimate_gemm(a.cluster.gpu, eff, g.name == "router" ? dtype::bf16 : dtype::fp8, g.shape).time_s;
+  }
+  const unit_time ua = layer_compute(a, eff, true), ub = layer_compute(b, eff, true);
+  EXPECT_NEAR(ub.forward.gemm_s, expected, 1e-12);
+  EXPECT_LT(ub.forward.gemm_s, ua.forward.gemm_s);
+}
+
+TEST(Fp8, WeightCopiesAndSavedInputs) {
+  const job_spec bf16 = job_with({}), fp8 = job_with({"--fp8-format", "hybrid"});
+  const memory_report a = estimate_memory(bf16), b = estimate_memory(fp8);
+  // Transformer Engine's FP8 weight and its transpose: 2 bytes per linear parameter of the layers held.
+  const rank_holdings holds = holdings_of(bf16, count_parameters(bf16.model, 8));
+  const double layer_params = 40.0 * static_cast<double>(holds.dense_layer.total());
+  EXPECT_NEAR(b.stages[1].weights_bytes - a.stages[1].weights_bytes, 2 * layer_params, 1);
+  // The linear inputs saved for backward are FP8: QKV, projection, fc1 and fc2 inputs, 1 byte in place
+  // of 2, per token h/t (SP) + q/t + h/t + f/t.
+  const double h = 8192, q = 8192, f = 28672, t = 8, tokens = 8192;
+  EXPECT_NEAR(a.layer_activations.total() - b.layer_activations.total(), tokens * (h / t + q / t + h / t + f / t), 1);
+  // With --fp8-param-gather the FP8 parameter replaces the 16-bit copy: no extra weights, and the
+  // distributed optimizer all-gathers 1 byte per parameter.
+  const job_spec gather = job_with({"--fp8-format", "hybrid", "--fp8-param-gather"});
+  EXPECT_DOUBLE_EQ(estimate_memory(gather).stages[1].weights_bytes, a.stages[1].weights_bytes);
+  EXPECT_EQ(roles_of(gather.training).param_comm, dtype::fp8);
+  const comm_report ca = summarize_comm(bf16), cg = summarize_comm(gather);
+  EXPECT_LT(cg[parallel_dim::dp].time_per_iteration_s, ca[parallel_dim::dp].time_per_iteration_s);
+}
+
+TEST(Fp8, BadInputNamesTheFlagAndTheGpu) {
+  EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-a100", "--num-gpus", "8", "--fp8-format", "hybrid"}),
+            "--fp8-format hybrid needs FP8 tensor cores; a100-sxm4-80gb has none (Hopper and later do: --gpu "
+            "h100-sxm5-80gb, h200-sxm-141gb, b200-sxm-180gb)");
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--fp8-format", "hybrid",
+                        "--fp8-recipe", "mxfp8"}),
+              HasSubstr("--fp8-recipe mxfp8 needs Blackwell's block-scaled tensor cores; h100-sxm5-80gb has none"));
+  EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-b200", "--num-gpus", "8", "--fp8-format", "hybrid",
+                      "--fp8-recipe", "mxfp8"}),
+            "");
+  EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--fp8-param-gather"}),
+            "--fp8-param-gather needs --fp8-format (e4m3 or hybrid)");
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--fp8-format", "e4m3",
+                        "--fp8-param-gather"}),
+              HasSubstr("--fp8-param-gather is only supported with --use-distributed-optimizer"));
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--fp8-format", "e5m2"}),
+              HasSubstr("--fp8-format"));
+}
+
+}  // namespace
+}  // namespace trainplan

@@ -1,0 +1,156 @@
+// Memory model unit cases, hand-computed from docs/formulas.md §3.
+#include <gtest/gtest.h>
+
+#include "trainplan/cli/args.h"
+#include "trainplan/core/estimate/memory.h"
+
+namespace trainplan {
+namespace {
+
+job_spec job_of(std::vector<std::string> args) { return parse_job_args(args).job; }
+
+// GPT-style model of Korthikanti et al. 2022: GELU 4h MLP, dropout, no flash attention (2022's Megatron-LM
+// modules: --transformer-impl local).
+std::vector<std::string> gpt(std::vector<std::string> extra) {
+  std::vector<std::string> a = {"--model", "megatron-22b", "--num-gpus", "8", "--mbs", "1", "--fp16",
+                                "--transformer-impl", "local"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+TEST(MemoryActivations, KorthikantiNoParallelism) {
+  const job_spec j = job_of(gpt({"--tp", "1", "--dp", "1", "--num-gpus", "1"}));
+  const double s = 2048, b = 1, h = 6144, a = 64;
+  // Table 2: s·b·h·(34 + 5·a·s/h) bytes per layer.
+  EXPECT_DOUBLE_EQ(layer_activations(j, false).total(), s * b * h * (34 + 5 * a * s / h));
+}
+
+TEST(MemoryActivations, KorthikantiTensorParallel) {
+  const job_spec j = job_of(gpt({"--tp", "8"}));
+  const double s = 2048, b = 1, h = 6144, a = 64, t = 8;
+  EXPECT_DOUBLE_EQ(layer_activations(j, false).total(), s * b * h * (10 + 24 / t + 5 * a * s / (h * t)));
+}
+
+TEST(MemoryActivations, KorthikantiSequenceParallelAndSelective) {
+  const double s = 2048, b = 1, h = 6144, a = 64, t = 8;
+  const job_spec sp = job_of(gpt({"--tp", "8", "--sequence-parallel"}));
+  EXPECT_DOUBLE_EQ(layer_activations(sp, false).total(), s * b * h * (34 + 5 * a * s / h) / t);
+  const job_spec sel = job_of(gpt({"--tp", "8", "--sequence-parallel", "--recompute-granularity", "selective"}));
+  EXPECT_DOUBLE_EQ(layer_activations(sel, false).total(), s * b * h * 34 / t);
+}
+
+TEST(MemoryActivations, FlashSwigluGqaLegacyMegatron) {
+  // Llama-3-8B shapes: flash keeps Q, K, V (GQA width), O, the fp32 LSE, the projection input; unfused
+  // SwiGLU keeps 4f·2 bytes; no dropout. Per token: 4h (norms) + 2h + 2(q+2kv) + 2q + 4a + 2q + 2h + 8f.
+  const job_spec j = job_of({"--model", "llama3-8b", "--num-gpus", "1", "--use-flash-attn", "--seq-length", "4096"});
+  const double h = 4096, q = 4096, kv = 1024, f = 14336, a = 32, tokens = 4096;
+  const double per_token = 4 * h + 2 * h + 2 * (q + 2 * kv) + 2 * q + 4 * a + 2 * q + 2 * h + 8 * f;
+  EXPECT_DOUBLE_EQ(layer_activations(j, false).total(), per_token * tokens);
+}
+
+TEST(MemoryStates, MegatronBytesPerParameter) {
+  // 18 bytes per parameter without the distributed optimizer, 6 + 12/d with it (bf16, fp32 grads).
+  const job_spec plain = job_of({"--model", "llama2-7b", "--num-gpus", "8", "--bf16"});
+  const memory_report r = estimate_memory(plain);
+  const double p = static_cast<double>(r.stages[0].parameters);
+  EXPECT_DOUBLE_EQ(r.stages[0].weights_bytes + r.stages[0].gradients_bytes + r.stages[0].optimizer_bytes, 18 * p);
+  const job_spec dist = job_of({"--model", "llama2-7b", "--num-gpus", "8", "--bf16", "--use-distributed-optimizer"});
+  const memory_report d = estimate_memory(dist);
+  EXPECT_DOUBLE_EQ(d.stages[0].weights_bytes + d.stages[0].gradients_bytes + d.stages[0].optimizer_bytes,
+                   (6 + 12.0 / 8) * p);
+  // fp16 keeps 16-bit main gradients unless asked: 16 bytes.
+  const memory_report f = estimate_memory(job_of({"--model", "llama2-7b", "--num-gpus", "8", "--fp16"}));
+  EXPECT_DOUBLE_EQ(f.stages[0].weights_bytes + f.stages[0].gradients_bytes + f.stages[0].optimizer_bytes, 16 * p);
+}
+
+TEST(MemoryStates, DeepSpeedEstimators) {
+  const std::vector<std::string> base = {"--model", "llama2-7b", "--num-gpus", "16", "--framework", "deepspeed", "--fp16"};
+  auto states = [&](const char* stage) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), {"--zero-stage", stage});
+    const memory_report r = estimate_memory(job_of(a));
+    const auto& s = r.stages[0];
+    return (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes) / static_cast<double>(s.parameters);
+  };
+  EXPECT_DOUBLE_EQ(states("0"), 16);              // 2 + 2 + 12
+  EXPECT_DOUBLE_EQ(states("1"), 4 + 16.0 / 16);   // 2 + 2 + (4 + 12)/N
+  EXPECT_DOUBLE_EQ(states("2"), 2 + 18.0 / 16);   // estimate_zero2_model_states_mem_needs
+  EXPECT_DOUBLE_EQ(states("3"), 18.0 / 16);       // estimate_zero3_model_states_mem_needs (+ live params)
+  std::vector<std::string> a = base;
+  a.insert(a.end(), {"--zero-stage", "3"});
+  const memory_report z3 = estimate_memory(job_of(a));
+  EXPECT_GT(z3.stages[0].buffers_bytes, 0);
+}
+
+TEST(MemoryStates, EveryFrameworkAndStageRow) {
+  // The (framework, ZeRO stage) table of bytes per parameter held, bf16 on 16 GPUs (D = 16).
+  auto states = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> a = {"--model", "llama2-7b", "--num-gpus", "16", "--bf16"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const memory_report r = estimate_memory(job_of(a));
+    const auto& s = r.stages[0];
+    return (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes) / static_cast<double>(s.parameters);
+  };
+  // DeepSpeed's BF16_Optimizer: 16-bit grads + a full fp32 accumulation buffer, not sharded.
+  EXPECT_DOUBLE_EQ(states({"--framework", "deepspeed", "--zero-stage", "0"}), 2 + 6 + 12);
+  EXPECT_DOUBLE_EQ(states({"--framework", "deepspeed", "--zero-stage", "1"}), 2 + 6 + 12.0 / 16);
+  // FSDP: the fp32 sharded FlatParameter is the master; SHARD_GRAD_OP keeps the 16-bit parameters.
+  EXPECT_DOUBLE_EQ(states({"--framework", "fsdp", "--zero-stage", "0"}), (4 + 2) + 4 + 8);
+  EXPECT_DOUBLE_EQ(states({"--framework", "fsdp", "--zero-stage", "2"}), 2 + (4 + 4 + 8) / 16.0);
+  EXPECT_DOUBLE_EQ(states({"--framework", "fsdp", "--zero-stage", "3"}), (4 + 4 + 8) / 16.0);
+}
+
+TEST(MemoryStates, OptimizerOffloadMovesStatesToCpu) {
+  const memory_report r = estimate_memory(job_of({"--model", "llama2-7b", "--num-gpus", "8", "--framework", "deepspeed",
+                                                  "--zero-stage", "2", "--offload-optimizer"}));
+  EXPECT_EQ(r.stages[0].optimizer_bytes, 0);
+  EXPECT_EQ(r.stages[0].gradients_bytes, 0);  // estimate_zero2 with offload: 2Ψ on the GPU
+  EXPECT_GT(r.stages[0].offloaded_bytes, 0);
+}
+
+TEST(MemoryPipeline, OneFOneBInFlight) {
+  // 1F1B: stage r holds min(p − r, m) micro-batches; the first stage holds the most.
+  const memory_report r = estimate_memory(job_of({"--model", "llama2-13b", "--tp", "2", "--pp", "4", "--num-gpus", "16",
+                                                  "--gbs", "64"}));
+  ASSERT_EQ(r.stages.size(), 4u);
+  for (std::int64_t s = 0; s < 4; ++s) EXPECT_EQ(r.stages[s].microbatches_in_flight, 4 - s);
+  EXPECT_GT(r.stages[0].activations_bytes, r.stages[1].activations_bytes);
+  // Fewer micro-batches than stages: capped by m.
+  const memory_report few = estimate_memory(job_of({"--model", "llama2-13b", "--tp", "2", "--pp", "4", "--num-gpus", "16",
+                                                    "--gbs", "4"}));
+  EXPECT_EQ(few.stages[0].microbatches_in_flight, 2);
+}
+
+TEST(MemoryPipeline, InterleavingHoldsMoreOnTheFirstStage) {
+  const std::vector<std::string> base = {"--model", "llama2-70b", "--tp", "8", "--pp", "4", "--num-gpus", "64",
+                                         "--gbs", "64", "--sequence-parallel", "--use-flash-attn"};
+  const memory_report plain = estimate_memory(job_of(base));
+  std::vector<std::string> v = base;
+  v.insert(v.end(), {"--num-layers-per-virtual-pipeline-stage", "5"});
+  const memory_report inter = estimate_memory(job_of(v));
+  // (p−1)·2 + (v−1)·p + 1 = 6 + 12 + 1 = 19 chunks of 5 layers versus 4 micro-batches of 20 layers.
+  const double ratio = inter.stages[0].activations_bytes / plain.stages[0].activations_bytes;
+  EXPECT_NEAR(ratio, 19.0 * 5 / (4 * 20), 0.02);
+}
+
+TEST(MemoryPipeline, EmbeddingAsStage) {
+  const job_spec j = parse_job_args({"--preset", "bloom-176b-production"}).job;
+  const auto layout = pipeline_layout(j);
+  EXPECT_EQ(layout.front().num_layers, 5);
+  EXPECT_EQ(layout[1].num_layers, 6);
+  EXPECT_EQ(layout.back().num_layers, 5);
+}
+
+TEST(MemoryFit, ReservedAddsAllocatorReserveAndContext) {
+  const job_spec j = job_of({"--model", "llama2-7b", "--num-gpus", "1", "--cluster", "dgx-a100"});
+  const memory_report r = estimate_memory(j);
+  const auto& s = r.stages[0];
+  const double communicators = 1;  // world only
+  EXPECT_DOUBLE_EQ(s.reserved_bytes, s.allocated_bytes * 1.08 + static_cast<double>(j.cluster.gpu.cuda_context_bytes) +
+                                         communicators * static_cast<double>(j.training.nccl_buffer_bytes_per_communicator));
+  EXPECT_FALSE(r.fits);  // 18 bytes × 6.7B = 121 GB on one 80 GB GPU
+  EXPECT_LT(s.headroom_bytes, 0);
+}
+
+}  // namespace
+}  // namespace trainplan

@@ -1,0 +1,165 @@
+// Communication overlap as Megatron-Core does it (issue 9, part 3; docs/formulas.md §5.4): each overlap
+// flag reduces the exposed communication and never below zero; the flags' preconditions are Megatron's.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "args_test_support.h"
+#include "trainplan/cli/args.h"
+#include "trainplan/core/estimate/comm.h"
+#include "trainplan/core/estimate/compute.h"
+#include "trainplan/core/estimate/time.h"
+
+namespace trainplan {
+namespace {
+
+using namespace args_testing;  // NOLINT(google-build-using-namespace): the shared helpers
+
+const args_t kLlama70b = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "256", "--tp", "8",
+                          "--pp", "2", "--sp", "--use-distributed-optimizer", "--gbs", "256"};
+
+time_report time_with(const args_t& more) { return estimate_time(parse(concat(kLlama70b, more)).job); }
+
+TEST(Overlap, ParamGatherHidesUnderTheFirstForwardAndNeverBelowZero) {
+  const time_report plain = time_with({"--overlap-grad-reduce"});
+  const time_report overlapped = time_with({"--overlap-grad-reduce", "--overlap-param-gather"});
+  // The gather (16 DP ranks over the network) is exposed without the flag ...
+  double gather_s = 0;
+  for (const stage_comm& c : plain.comm) gather_s = std::max(gather_s, c.param_gather_s);
+  ASSERT_GT(gather_s, 0);
+  // ... and the flag hides up to one first forward of it: the optimizer phase shrinks, by no more than
+  // the gather itself.
+  EXPECT_LT(overlapped.breakdown.optimizer_s, plain.breakdown.optimizer_s);
+  EXPECT_LE(plain.breakdown.optimizer_s - overlapped.breakdown.optimizer_s, gather_s + 1e-12);
+  EXPECT_GE(overlapped.breakdown.optimizer_s, 0);
+  EXPECT_LT(overlapped.iteration_s, plain.iteration_s);
+}
+
+TEST(Overlap, GradReduceHidesUnderTheLastBackward) {
+  const time_report plain = time_with({}), overlapped = time_with({"--overlap-grad-reduce"});
+  EXPECT_LE(overlapped.breakdown.dp_comm_s, plain.breakdown.dp_comm_s);
+  EXPECT_GE(overlapped.breakdown.dp_comm_s, 0);
+}
+
+TEST(Overlap, FlagsNeedWhatMegatronRequires) {
+  EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--overlap-grad-reduce",
+                      "--overlap-param-gather"}),
+            "--overlap-param-gather is only supported with --use-distributed-optimizer (Megatron-LM's argument check)");
+  EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                      "--use-distributed-optimizer", "--overlap-param-gather"}),
+            "--overlap-param-gather must be used with --overlap-grad-reduce (Megatron-LM's argument check)");
+}
+
+TEST(Overlap, TpCommOverlapHidesTheSequenceParallelCollectivesUnderTheGemms) {
+  // §5.5.1: the SP all-gathers and reduce-scatters of the layers run under their GEMMs; only the last
+  // of the 4 pipelined reduce-scatter splits after the projection and fc2 stays exposed.
+  const time_report plain = time_with({}), overlapped = time_with({"--tp-comm-overlap"});
+  EXPECT_LT(overlapped.breakdown.tp_comm_s, 0.5 * plain.breakdown.tp_comm_s);
+  EXPECT_GT(overlapped.breakdown.tp_comm_s, 0);
+  EXPECT_LT(overlapped.iteration_s, plain.iteration_s);
+  // The exposed remainder is at least the last splits: one a/4 reduce-scatter per block and micro-batch.
+  const job_spec job = parse(concat(kLlama70b, {"--tp-comm-overlap"})).job;
+  const comm_report r = summarize_comm(job);
+  double last_split_s = 0;
+  for (const comm_collective& c : r[parallel_dim::tp].collectives) {
+    if (c.what == "reduce-scatter of the last GEMM split (exposed)") {
+      last_split_s = static_cast<double>(c.calls_per_iteration) * c.time_per_call_s;
+    }
+  }
+  ASSERT_GT(last_split_s, 0);
+  const double per_micro = last_split_s / static_cast<double>(job.num_microbatches());
+  EXPECT_GE(overlapped.passes[0].forward_s - overlapped.compute.stages[0].forward_s, per_micro * (1 - 1e-9));
+}
+
+TEST(Overlap, TpCommOverlapSlowsTheGemmsItSharesSmsWith) {
+  // The pipelined reduce-scatter beside the projection's forward GEMM and the bulk overlaps beside QKV's
+  // backward GEMMs take 16 of the H100's 132 SMs (TE's defaults): those GEMMs run 132/116 as long.
+  const job_spec plain = parse(kLlama70b).job, ub = parse(concat(kLlama70b, {"--tp-comm-overlap"})).job;
+  const compute_efficiency e = effective_compute_efficiency(plain.cluster.gpu);
+  const unit_time a = layer_compute(plain, e, layer_kind::dense), b = layer_compute(ub, e, layer_kind::dense);
+  EXPECT_GT(b.forward.gemm_s, a.forward.gemm_s);
+  EXPECT_LT(b.forward.gemm_s, a.forward.gemm_s * 132.0 / 116.0);
+  EXPECT_EQ(b.forward.flops, a.forward.flops);
+}
+
+TEST(Overlap, ExpertAllToAllsHideUnderAnotherMicroBatchsCompute) {
+  // §5.5.3: Mixtral on 2 H100 nodes, EP 8 over the network with the all-to-all dispatcher.
+  const args_t mixtral = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "16", "--ep", "8",
+                          "--moe-token-dispatcher-type", "alltoall", "--use-distributed-optimizer", "--gbs", "256",
+                          "--seq-length", "4096"};
+  const time_report plain = estimate_time(parse(mixtral).job);
+  const time_report overlapped = estimate_time(parse(concat(mixtral, {"--overlap-moe-expert-parallel-comm"})).job);
+  ASSERT_GT(plain.breakdown.tp_comm_s, 0);
+  EXPECT_LT(overlapped.breakdown.tp_comm_s, plain.breakdown.tp_comm_s);
+  EXPECT_GE(overlapped.breakdown.tp_comm_s, 0);
+  EXPECT_LE(overlapped.iteration_s, plain.iteration_s);
+  // Megatron-Core's checks on the flag.
+  EXPECT_THAT(error_of({"--model", "mixtral-8x7b", "--num-gpus", "16", "--ep", "8", "--overlap-moe-expert-parallel-comm"}),
+              ::testing::HasSubstr("alltoall/flex token dispatcher"));
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--num-gpus", "8", "--overlap-moe-expert-parallel-comm"}),
+              ::testing::HasSubstr("only supported with expert model parallelism"));
+  EXPECT_THAT(error_of(concat(mixtral, {"--overlap-moe-expert-parallel-comm", "--recompute-granularity", "full"})),
+              ::testing::HasSubstr("needs full recomputation disabled"));
+}
+
+TEST(Overlap, SharedExpertsHideTheirLayersAllToAlls) {
+  // §5.5.3: Qwen2-57B-A14B (a 20480-wide shared expert) on 4 H100 nodes, EP 8 across two nodes.
+  const args_t qwen = {"--model", "qwen2-57b-a14b", "--cluster", "dgx-h100", "--num-nodes", "4", "--tp", "2", "--ep",
+                       "8", "--mbs", "1", "--gbs", "256", "--use-distributed-optimizer", "--sequence-parallel",
+                       "--moe-token-dispatcher-type", "alltoall"};
+  const job_spec plain_job = parse(qwen).job;
+  const time_report plain = estimate_time(plain_job);
+  const time_report overlapped = estimate_time(parse(concat(qwen, {"--moe-shared-expert-overlap"})).job);
+  ASSERT_GT(plain.breakdown.tp_comm_s, 0);
+  EXPECT_LT(overlapped.breakdown.tp_comm_s, plain.breakdown.tp_comm_s);
+  EXPECT_GE(overlapped.breakdown.tp_comm_s, 0);
+  EXPECT_EQ(overlapped.breakdown.compute_s, plain.breakdown.compute_s);
+  // It hides no more than the shared experts' GEMMs of every MoE layer, forward and backward.
+  const compute_report cr = estimate_compute(plain_job);
+  const stage_compute& sc = cr.stages.front();
+  const double budget = static_cast<double>(plain_job.num_microbatches()) *
+                        (sc.forward_shared_expert_s + sc.backward_shared_expert_s);
+  ASSERT_GT(budget, 0);
+  EXPECT_LE(plain.breakdown.tp_comm_s - overlapped.breakdown.tp_comm_s, budget * (1 + 1e-9));
+  // Without shared experts the flag changes nothing (Megatron: "only effective when
+  // moe-shared-expert-intermediate-size is set").
+  const args_t mixtral = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "16", "--ep", "8",
+                          "--moe-token-dispatcher-type", "alltoall", "--use-distributed-optimizer", "--gbs", "256"};
+  EXPECT_EQ(estimate_time(parse(concat(mixtral, {"--moe-shared-expert-overlap"})).job).iteration_s,
+            estimate_time(parse(mixtral).job).iteration_s);
+  // Megatron-Core's checks (transformer_config.py).
+  args_t allgather = concat(qwen, {"--moe-shared-expert-overlap"});
+  allgather[allgather.size() - 2] = "allgather";
+  EXPECT_THAT(error_of(allgather), ::testing::HasSubstr("only works with alltoall or flex token dispatcher"));
+  EXPECT_THAT(error_of(concat(qwen, {"--moe-shared-expert-overlap", "--overlap-moe-expert-parallel-comm"})),
+              ::testing::HasSubstr("disable it when enabling --overlap-moe-expert-parallel-comm"));
+}
+
+TEST(Overlap, InterleavedTransfersRunBesideTheNextChunkByDefault) {
+  // §5.4: Megatron's overlap_p2p_comm is on with interleaving; --no-overlap-p2p-communication makes every
+  // transfer block its sender again. Llama-3-70B, PP 4 over four nodes, 4 layers per virtual stage.
+  const args_t interleaved = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-nodes", "16", "--tp", "4",
+                              "--pp", "4", "--num-layers-per-virtual-pipeline-stage", "4", "--mbs", "1", "--gbs",
+                              "256", "--use-distributed-optimizer", "--sequence-parallel"};
+  const time_report overlapped = estimate_time(parse(interleaved).job);
+  const time_report blocking = estimate_time(parse(concat(interleaved, {"--no-overlap-p2p-communication"})).job);
+  ASSERT_GT(overlapped.p2p_s, 0);
+  EXPECT_LT(overlapped.iteration_s, blocking.iteration_s);
+  EXPECT_EQ(overlapped.breakdown.compute_s, blocking.breakdown.compute_s);
+  // Without interleaving Megatron turns it off: the flag changes nothing.
+  const args_t plain = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-nodes", "16", "--tp", "4", "--pp",
+                        "4", "--mbs", "1", "--gbs", "256", "--use-distributed-optimizer", "--sequence-parallel"};
+  EXPECT_EQ(estimate_time(parse(plain).job).iteration_s,
+            estimate_time(parse(concat(plain, {"--no-overlap-p2p-communication"})).job).iteration_s);
+}
+
+TEST(Overlap, TpCommOverlapNeedsSequenceParallelAndMegatron) {
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--tp", "2",
+                        "--tp-comm-overlap"}),
+              ::testing::HasSubstr("--tp-comm-overlap needs --sequence-parallel with TP > 1"));
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--tp", "2", "--sp",
+                        "--framework", "deepspeed", "--tp-comm-overlap"}),
+              ::testing::HasSubstr("--tp-comm-overlap is Megatron-Core's"));
+}
+
+}  // namespace
+}  // namespace trainplan

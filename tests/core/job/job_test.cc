@@ -1,0 +1,168 @@
+// The parallel layout (docs/formulas.md §2): the one account of the pipeline split and of what a GPU
+// holds, against the frameworks' own rules written out literally.
+#include "trainplan/core/job/job.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "trainplan/cli/args.h"
+#include "trainplan/core/model/model.h"
+
+namespace trainplan {
+namespace {
+
+TEST(ParallelSplit, DeepSpeedClosedFormIsPartitionUniform) {
+  // split_layers' closed form against DeepSpeed's partition_uniform rank by rank (deepspeed_items), with
+  // and without BLOOM's embedding slots, for every layer count and pipeline size up to 40.
+  for (const bool emb : {false, true}) {
+    for (std::int64_t layers = 1; layers <= 40; ++layers) {
+      for (std::int64_t pp = 1; pp <= 40; ++pp) {
+        parallel_config p;
+        p.pp = pp;
+        p.embedding_as_stage = emb;
+        const stage_split s = split_layers(layers, p, framework_kind::deepspeed);
+        const std::int64_t items = layers + (emb ? 2 : 0);
+        bool valid = true;
+        for (std::int64_t r = 0; r < pp; ++r) {
+          std::int64_t n = deepspeed_items(items, pp, r);
+          if (emb) n -= (r == 0 ? 1 : 0) + (r == pp - 1 ? 1 : 0);
+          if (n < 1) valid = false;
+          if (valid && s.valid) {
+            EXPECT_EQ(s.of(r, pp), n) << layers << " layers, pp " << pp << ", rank " << r;
+          }
+        }
+        EXPECT_EQ(s.valid, valid) << layers << " layers, pp " << pp << (emb ? ", embedding slots" : "");
+      }
+    }
+  }
+}
+
+TEST(ParallelSplit, MegatronEvenExplicitAndInterleaved) {
+  parallel_config p;
+  p.pp = 4;
+  EXPECT_FALSE(split_layers(30, p, framework_kind::megatron).valid);  // 30 is not a multiple of 4
+  const stage_split even = split_layers(32, p, framework_kind::megatron);
+  EXPECT_TRUE(even.valid);
+  EXPECT_EQ(even.first, 8);
+  EXPECT_EQ(even.middle, 8);
+  EXPECT_EQ(even.last, 8);
+  // Llama 3 405B's published split: 126 layers over PP 16 as 7 on the first and last, 8 in between.
+  p.pp = 16;
+  p.first_stage_layers = 7;
+  p.last_stage_layers = 7;
+  const stage_split uneven = split_layers(126, p, framework_kind::megatron);
+  EXPECT_TRUE(uneven.valid);
+  EXPECT_EQ(uneven.first, 7);
+  EXPECT_EQ(uneven.middle, 8);
+  EXPECT_EQ(uneven.last, 7);
+  p.last_stage_layers = 6;  // 126 − 7 − 6 = 113 does not split over 14
+  EXPECT_FALSE(split_layers(126, p, framework_kind::megatron).valid);
+  parallel_config v;
+  v.pp = 4;
+  v.vpp = 5;
+  EXPECT_EQ(split_layers(80, v, framework_kind::megatron).most(), 20);
+  v.vpp = 3;
+  EXPECT_FALSE(split_layers(80, v, framework_kind::megatron).valid);
+}
+
+TEST(ParallelLayout, StagesAddUpToTheModelAndFollowTheSplit) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--preset", "bloom-176b-production"},
+           {"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--num-gpus", "1024", "--tp", "8", "--pp", "16",
+            "--decoder-first-pipeline-num-layers", "7", "--decoder-last-pipeline-num-layers", "7", "--gbs", "2048"},
+           {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "8", "--pp", "4",
+            "--virtual-pipeline-model-parallel-size", "4", "--gbs", "64"},
+           {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "2", "--pp", "4",
+            "--ep", "4", "--gbs", "256"},
+       }) {
+    const job_spec job = parse_job_args(args).job;
+    const std::vector<stage_layout> stages = pipeline_layout(job);
+    const stage_split split =
+        split_layers(job.model.num_layers, job.parallel, job.training.framework,
+                     job.parallel.num_layers_per_virtual_stage);
+    std::int64_t total = 0;
+    std::int64_t moe = 0;
+    for (const stage_layout& s : stages) {
+      EXPECT_EQ(s.num_layers, split.of(s.stage, job.parallel.pp)) << args[1];
+      total += s.num_layers;
+      moe += s.num_moe_layers();
+    }
+    EXPECT_EQ(total, job.model.num_layers) << args[1];
+    EXPECT_EQ(moe, count_parameters(job.model).num_moe_layers) << args[1];
+    EXPECT_TRUE(stages.front().has_embedding);
+    EXPECT_TRUE(stages.back().has_output);
+  }
+}
+
+TEST(ParallelHoldings, MixtralExpertsDivideByEpAndTheRestDoesNot) {
+  // Mixtral-8x7B, TP 2: a layer's attention, norms and router on every GPU, 8 experts / EP of them.
+  const auto held = [](const char* ep) {
+    const job_spec job = parse_job_args({"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "64",
+                                         "--tp", "2", "--ep", ep, "--gbs", "256"})
+                             .job;
+    return holdings_of(job, count_parameters(job.model, job.parallel.tp));
+  };
+  const rank_holdings ep1 = held("1");
+  const rank_holdings ep8 = held("8");
+  EXPECT_EQ(ep1.moe_layer.dense, ep8.moe_layer.dense);
+  EXPECT_EQ(ep1.moe_layer.expert, 8 * ep8.moe_layer.expert);
+  // One expert of Mixtral: 3 × 4096 × 14336 weights, half on each TP rank.
+  EXPECT_EQ(ep8.moe_layer.expert, 3LL * 4096 * 14336 / 2);
+  EXPECT_EQ(ep8.embedding, 32000LL * 4096 / 2);
+}
+
+TEST(ParallelPrecision, OneReadingOfEachRole) {
+  training_config t;
+  t.precision = dtype::bf16;
+  t.accumulate_allreduce_grads_in_fp32 = true;  // Megatron forces it with bf16
+  precision_roles r = roles_of(t);
+  EXPECT_EQ(r.weights, dtype::bf16);
+  EXPECT_EQ(r.activations, dtype::bf16);
+  EXPECT_TRUE(r.master_weights);
+  EXPECT_EQ(r.gradients, dtype::fp32);
+  EXPECT_EQ(r.grad_comm, dtype::fp32);
+  EXPECT_EQ(r.param_comm, dtype::bf16);
+  t.framework = framework_kind::deepspeed;  // ZeRO-2 reduces in the model dtype
+  t.zero_stage = 2;
+  EXPECT_EQ(roles_of(t).grad_comm, dtype::bf16);
+  EXPECT_EQ(roles_of(t).gradients, dtype::fp32);
+  training_config f32;
+  f32.precision = dtype::fp32;
+  EXPECT_FALSE(roles_of(f32).master_weights);
+  EXPECT_EQ(roles_of(f32).activations, dtype::fp32);
+  // Before: memory read an fp8 `precision` as 2 bytes and communication as 1. FP8 GEMMs keep bf16
+  // weights and activations; both read the roles.
+  training_config f8;
+  f8.precision = dtype::fp8;
+  EXPECT_EQ(roles_of(f8).compute, dtype::fp8);
+  EXPECT_EQ(roles_of(f8).activations, dtype::bf16);
+  EXPECT_EQ(roles_of(f8).weights, dtype::bf16);
+}
+
+TEST(ParallelTraits, OneRowPerFrameworkWithItsRules) {
+  for (const framework_kind k : {framework_kind::megatron, framework_kind::deepspeed, framework_kind::fsdp}) {
+    EXPECT_EQ(traits_of(k).kind, k);
+  }
+  const framework_traits& megatron = traits_of(framework_kind::megatron);
+  const framework_traits& deepspeed = traits_of(framework_kind::deepspeed);
+  const framework_traits& fsdp = traits_of(framework_kind::fsdp);
+  EXPECT_EQ(to_string(framework_kind::deepspeed), "deepspeed");
+  // Megatron shards only the optimizer (distributed optimizer = ZeRO-1); DeepSpeed's pipeline engine
+  // runs ZeRO 0-1; FSDP has no stage 1 and no pipeline here.
+  EXPECT_EQ(megatron.zero_stages, (std::array<bool, 4>{true, true, false, false}));
+  EXPECT_EQ(deepspeed.zero_stages, (std::array<bool, 4>{true, true, true, true}));
+  EXPECT_EQ(deepspeed.zero_stages_with_pp, (std::array<bool, 4>{true, true, false, false}));
+  EXPECT_EQ(fsdp.zero_stages, (std::array<bool, 4>{true, false, true, true}));
+  EXPECT_EQ(fsdp.zero_stages_with_pp, (std::array<bool, 4>{false, false, false, false}));
+  EXPECT_TRUE(megatron.interleaving && megatron.sequence_parallel && megatron.fused_grad_accumulation);
+  EXPECT_TRUE(deepspeed.uneven_pipeline_split && deepspeed.tied_embedding_module);
+  EXPECT_EQ(deepspeed.bucket_elements, 500'000'000);  // reduce_bucket_size (runtime/zero/config.py)
+  EXPECT_EQ(megatron.bucket_elements, 0);             // one bucket without --overlap-grad-reduce
+}
+
+}  // namespace
+}  // namespace trainplan

@@ -1,0 +1,151 @@
+// The training plan (docs/formulas.md §7.5-§7.8) against the seeds' own estimates.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "test_support.h"
+#include "trainplan/cli/cli.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/model/model.h"
+#include "trainplan/core/plan/plan.h"
+
+namespace trainplan {
+namespace {
+
+plan_report plan_of(const std::vector<std::string>& args) {
+  plan_request req = parse_plan_request(args);
+  return make_plan(req.inputs);
+}
+
+// seeds/000 "Train time estimation": 8·300e9·200e9 / (350 · 150e12) s = 105.82 days, and "Allocated hours
+// sufficiency check": 8·300e9·200e9 / 150e12 / 3600 = 888,888.89 compute hours, within a 3M allocation.
+TEST(Plan, ReproducesSeed000TrainTimeEstimate) {
+  const plan_report r = plan_of({"--train-tokens", "300e9", "--model-params", "200e9", "--num-gpus", "350",
+                                 "--tflops-per-gpu", "150", "--gpu-mtbf-hours", "0", "--allocation-gpu-hours", "3e6"});
+  EXPECT_NEAR(r.train_s / 86400, 105.82, 0.005);
+  EXPECT_NEAR(r.train_days, 105.82, 0.005);  // no failures: wall clock = compute
+  EXPECT_NEAR(r.compute_gpu_hours, 888888.89, 0.5);
+  EXPECT_TRUE(r.allocation_sufficient);
+  EXPECT_NEAR(r.allocation_margin, 3e6 / 888888.89, 1e-3);
+}
+
+// seeds/004: "(115311-12695)*105/(3600*24)=124.7", with the log line's 105.22 s: 124.97, "125 days more".
+TEST(Plan, ReproducesSeed004RemainingDays) {
+  const plan_report r =
+      plan_of({"--iteration-s", "105.22", "--train-iters", "115311", "--start-iteration", "12695", "--gbs", "2048",
+               "--num-gpus", "384", "--model", "bloom-176b", "--gpu-mtbf-hours", "0"});
+  EXPECT_EQ(r.total_iterations, 115311 - 12695);
+  EXPECT_NEAR(r.train_days, (115311 - 12695) * 105.22 / 86400, 1e-9);
+  EXPECT_NEAR(r.train_days, 125, 0.5);
+}
+
+// BLOOM's checkpoint: 176,247,271,424 parameters × 14 bytes = 2.467e12 B = 2.244 TiB. The chronicles'
+// "2.3TB" matches in TiB (−2.4%); read as 1e12 bytes it would be 7.3% over.
+TEST(Plan, BloomCheckpointSizeWithin5PercentOf2_3TiB) {
+  const double params = static_cast<double>(count_parameters(find_model("bloom-176b").spec).total);
+  EXPECT_EQ(params, 176247271424.0);
+  const double bytes = checkpoint_bytes(params);
+  const double tib = bytes / std::pow(2.0, 40);
+  EXPECT_NEAR(tib / 2.3 - 1, 0, 0.05);
+  EXPECT_GT(std::fabs(bytes / 2.3e12 - 1), 0.05);  // decimal TB would not match
+}
+
+// Young/Daly on seeds/004's numbers: 40 s saves, about one failure a week over 384 GPUs → an interval of
+// sqrt(2·40·604800) = 6956 s ≈ 66 iterations of 105 s; BLOOM chose 100 iterations (~3 h), the same order.
+TEST(Plan, YoungDalyIntervalOnBloomFailureRate) {
+  EXPECT_NEAR(young_daly_interval_s(40, 7 * 86400), std::sqrt(2.0 * 40 * 604800), 1e-9);
+  const plan_report r = plan_of({"--iteration-s", "105.22", "--train-iters", "115311", "--start-iteration", "12695",
+                                 "--gbs", "2048", "--num-gpus", "384", "--model", "bloom-176b",
+                                 "--checkpoint-write-gb-per-s", "61.7", "--eval-interval", "1000",
+                                 "--eval-cost-iterations", "7"});
+  EXPECT_NEAR(r.checkpoint_save_s, 40, 0.1);
+  EXPECT_NEAR(r.job_mtbf_s, 7 * 86400, 1);  // default per-GPU MTBF: 384 weeks
+  EXPECT_NEAR(r.checkpoint_interval_s, 6956, 5);
+  EXPECT_GE(r.checkpoint_interval_iters, 60);
+  EXPECT_LE(r.checkpoint_interval_iters, 100);
+  // Evaluation: 102 evaluations × 7 iterations = 0.7% of training (seeds/004).
+  EXPECT_NEAR(r.eval_s / r.train_s, 0.007, 0.0005);
+  EXPECT_GT(r.expected_lost_hours, 0);
+  EXPECT_GT(r.goodput, 0.95);
+  EXPECT_LT(r.goodput, 1.0);
+  EXPECT_NEAR(r.wall_s, r.train_s + r.checkpoint_overhead_s + r.eval_s + r.expected_lost_hours * 3600, 1e-6);
+}
+
+// Megatron's ramp-up: BLOOM's --rampup-batch-size 192 32 9765625 with GBS 2048 has 58 increments of
+// 168,373 samples each; every phase's batch is a multiple of MBS·DP = 16, and the job's time model gives
+// shorter iterations for smaller batches.
+TEST(Plan, RampupPhasesFromTheJob) {
+  std::vector<std::string> args = testing::bloom_production_args();
+  for (const char* a : {"--train-tokens", "350e9", "--rampup-batch-size", "192", "32", "9765625"}) args.push_back(a);
+  const plan_request req = parse_plan_request(args);
+  ASSERT_TRUE(req.has_job);
+  const plan_report r = make_plan(req.inputs);
+  ASSERT_EQ(r.phases.size(), 59u);
+  EXPECT_EQ(r.phases.front().global_batch_size, 192);
+  EXPECT_EQ(r.phases[57].global_batch_size, 2048 - 32);
+  EXPECT_EQ(r.phases.back().global_batch_size, 2048);
+  EXPECT_LT(r.phases.front().iteration_s, r.phases.back().iteration_s);
+  std::int64_t rampup_samples = 0;
+  for (std::size_t i = 0; i + 1 < r.phases.size(); ++i) rampup_samples += r.phases[i].samples;
+  EXPECT_NEAR(static_cast<double>(rampup_samples), 9765625, 2048);
+  EXPECT_GE(r.total_tokens, 350e9);
+  EXPECT_LT(r.total_tokens, 350e9 + 2048.0 * 2048 * 60);
+  EXPECT_NEAR(r.checkpoint_bytes, 176247271424.0 * 14, 1);
+  EXPECT_GT(r.tflops_per_gpu, 100);
+  EXPECT_NEAR(r.gpu_hours, r.wall_s * 384 / 3600, 1e-6);
+}
+
+TEST(Plan, BadInputNamesTheFlag) {
+  auto message = [](const std::vector<std::string>& args) {
+    try {
+      plan_of(args);
+    } catch (const input_error& e) {
+      return cli_message(e);  // as the command line names the fields
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({"--tflops-per-gpu", "150", "--num-gpus", "8", "--model-params", "1e9"}).find("--train-tokens"),
+            std::string::npos);
+  EXPECT_NE(message({"--train-tokens", "1e9", "--tflops-per-gpu", "150", "--num-gpus", "8"}).find("--model-params"),
+            std::string::npos);
+  EXPECT_NE(message({"--train-iters", "10", "--iteration-s", "1", "--gbs", "64", "--seq-length", "2048",
+                     "--num-gpus", "8", "--model-params", "1e9", "--start-iteration", "20"})
+                .find("--start-iteration"),
+            std::string::npos);
+  EXPECT_NE(message({"--train-tokens", "1e9", "--rampup-batch-size", "100", "30", "1000", "--iteration-s", "1",
+                     "--gbs", "512", "--seq-length", "2048", "--num-gpus", "8", "--model-params", "1e9"})
+                .find("INCR"),
+            std::string::npos);
+  EXPECT_NE(message({"--train-tokens", "-5"}).find("--train-tokens must be positive"), std::string::npos);
+  EXPECT_NE(message({"--rampup-batch-size", "1", "2"}).find("3 values"), std::string::npos);
+}
+
+// Issue 15: 1e26 tokens printed -9223372036854775808 iterations (a double → int64 overflow) and 1e25 a
+// token total off by 10^3; a budget past 2^53 samples is refused, naming the flag that gave it.
+TEST(Plan, BudgetsPastExactCountsAreRefused) {
+  const std::vector<std::string> speed = {"--iteration-s", "1", "--gbs", "256", "--seq-length", "8192", "--num-gpus", "16",
+                                          "--model-params", "8e9"};
+  auto message = [&](std::vector<std::string> args) {
+    args.insert(args.end(), speed.begin(), speed.end());
+    try {
+      plan_of(args);
+    } catch (const input_error& e) {
+      return cli_message(e);
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({"--train-tokens", "1e26"}),
+            "--train-tokens gives 1.22e+22 samples, more than the 2^53 (9.0e15) a plan counts exactly: no training run is "
+            "that long");
+  EXPECT_EQ(message({"--train-tokens", "1e25"}).substr(0, 31), "--train-tokens gives 1.22e+21 s");
+  EXPECT_EQ(message({"--train-samples", "1e17"}).substr(0, 22), "--train-samples gives ");
+  EXPECT_EQ(message({"--train-iters", "1e15"}).substr(0, 20), "--train-iters gives ");
+  // At the edge it still counts exactly: 2^53 / 256 iterations of 256 samples.
+  const plan_report r = plan_of({"--train-samples", "9007199254740992", "--iteration-s", "1", "--gbs", "256",
+                                 "--seq-length", "8192", "--num-gpus", "16", "--model-params", "8e9"});
+  EXPECT_EQ(r.total_iterations, 35184372088832);
+  EXPECT_EQ(r.total_samples, 9007199254740992.0);
+}
+
+}  // namespace
+}  // namespace trainplan
