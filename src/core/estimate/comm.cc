@@ -166,7 +166,7 @@ void cp_table(const comm_context& x, row_sink& out) {
 void ep_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   const model_spec& md = x.job.model;
-  if (!md.is_moe() || (p.ep == 1 && expert_tensor_parallel(p) == 1)) return;
+  if (!md.is_moe() || (p.ep == 1 && x.job.resolved.etp == 1)) return;
   const moe_dispatch_volume v = moe_dispatch_of(x.job, x.placement[g_ep].num_nodes, x.act_bytes);
   // §5.5.3: --overlap-moe-expert-parallel-comm runs a micro-batch's forward beside another's backward
   // (Megatron-Core's combined 1F1B), each one's dispatch and combine under the other's compute.
@@ -248,13 +248,6 @@ struct dp_op {
   std::string_view what;
   std::string_view what_expert;  ///< the same over the expert-DP group
 };
-struct dp_schedule {
-  framework_kind framework;
-  int zero_stage;
-  bool bf16_optimizer;  ///< DeepSpeed bf16 stage 0/1: BF16_Optimizer all-reduces fp32 grads
-  std::array<dp_op, 3> ops;
-  int num_ops;
-};
 constexpr dp_op kGradAllReduce{ck::all_reduce, cph::backward, dp_bytes::grads, dp_count::per_iteration,
                                "gradient all-reduce", "expert gradient all-reduce"};
 constexpr dp_op kGradReduceScatter{ck::reduce_scatter, cph::backward, dp_bytes::grads, dp_count::per_iteration,
@@ -271,27 +264,11 @@ constexpr dp_op kGatherFwd{ck::all_gather, cph::forward, dp_bytes::params, dp_co
                            "parameter all-gather per layer, forward", "expert parameter all-gather, forward"};
 constexpr dp_op kGatherBwd{ck::all_gather, cph::backward, dp_bytes::params, dp_count::per_unit_per_microbatch,
                            "parameter all-gather per layer, backward", "expert parameter all-gather, backward"};
-constexpr std::array<dp_schedule, 10> kDpSchedules = {{
-    {framework_kind::megatron, 0, false, {kGradAllReduce}, 1},
-    {framework_kind::megatron, 1, false, {kGradReduceScatter, kParamAllGather}, 2},
-    {framework_kind::deepspeed, 0, false, {kGradAllReduce}, 1},
-    {framework_kind::deepspeed, 1, true, {kGradAllReduce, kParamAllGather}, 2},
-    {framework_kind::deepspeed, 1, false, {kGradReduceScatter, kParamAllGather}, 2},
-    {framework_kind::deepspeed, 2, false, {kMicroReduceScatter, kParamAllGather}, 2},
-    {framework_kind::deepspeed, 3, false, {kGatherFwd, kGatherBwd, kMicroReduceScatter}, 3},
-    {framework_kind::fsdp, 0, false, {kGradAllReduce}, 1},
-    {framework_kind::fsdp, 2, false, {kGatherFwd, kUnitReduceScatter}, 2},
-    {framework_kind::fsdp, 3, false, {kGatherFwd, kGatherBwd, kUnitReduceScatter}, 3},
-}};
-
-const dp_schedule& dp_schedule_for(const training_config& t) {
-  const bool bf16_opt = t.framework == framework_kind::deepspeed && t.zero_stage <= 1 && t.precision == dtype::bf16;
-  for (const auto& s : kDpSchedules) {
-    if (s.framework == t.framework && s.zero_stage == t.zero_stage && (s.zero_stage != 1 || s.bf16_optimizer == bf16_opt))
-      return s;
-  }
-  return kDpSchedules.front();
-}
+/// Each data-parallel collective the frameworks' rows name (framework.h dp_collective), as the tables
+/// price it.
+constexpr std::array<dp_op, 7> kDpOps = {kGradAllReduce,      kGradReduceScatter, kParamAllGather, kMicroReduceScatter,
+                                         kUnitReduceScatter, kGatherFwd,         kGatherBwd};
+static_assert(static_cast<int>(dp_collective::param_gather_backward_per_unit) == 6, "kDpOps lists every dp_collective");
 
 /// Buffers per reduction: Megatron without --overlap-grad-reduce uses one bucket; DeepSpeed buckets
 /// reduce_bucket_size = allgather_bucket_size = 5e8 elements; --bucket-size-bytes overrides (§4.2.4).
@@ -308,10 +285,10 @@ double bucket_calls(const training_config& t, double elements, double elem_bytes
 
 void dp_rows(const comm_context& x, bool expert, row_sink& out) {
   const training_config& t = x.job.training;
-  const dp_schedule& s = dp_schedule_for(t);
+  const optimizer_row& row = x.job.resolved.row();  // the DP collectives of its step (§4.2.4)
   const double m = x.m;
-  for (int i = 0; i < s.num_ops; ++i) {
-    const dp_op& op = s.ops[static_cast<std::size_t>(i)];
+  for (int i = 0; i < row.num_dp; ++i) {
+    const dp_op& op = kDpOps[static_cast<std::size_t>(row.dp[static_cast<std::size_t>(i)])];
     const double elem = op.bytes == dp_bytes::grads ? x.grad_bytes : x.param_bytes;
     const int group = expert ? g_edp : g_dp;
     // Placement (§5.5): once-per-iteration reductions after the last backward and gathers after the
@@ -403,7 +380,8 @@ void scalar_table(const comm_context& x, row_sink& out) {
   if (x.size[g_dp] > 1) {
     out.row(ck::all_reduce, cph::forward, "loss average over DP", g_dp, 4, 1, per::last_stage);
   }
-  const int norm_group = t.zero_stage >= 1 ? g_world : g_mp;
+  // The gradient norm over the shards of a sharded step, else within the model-parallel group.
+  const int norm_group = x.job.resolved.row().step_sharded() ? g_world : g_mp;
   if (x.size[static_cast<std::size_t>(norm_group)] > 1) {
     out.row(ck::all_reduce, cph::optimizer, "gradient-norm all-reduce", norm_group, 4, 1, per::iteration);
     if (t.precision == dtype::fp16) {
@@ -456,12 +434,12 @@ void set_up(comm_context& x) {
   const parallel_config& p = job.parallel;
   const training_config& t = job.training;
   const std::int64_t gpn = job.cluster.gpus_per_node;
-  const precision_roles roles = roles_of(t);
+  const precision_roles& roles = job.resolved.roles;
   x.act_bytes = static_cast<double>(bytes_of(roles.activations));
   x.grad_bytes = static_cast<double>(bytes_of(roles.grad_comm));
   x.param_bytes = static_cast<double>(bytes_of(roles.param_comm));
   x.m = static_cast<double>(job.num_microbatches());
-  x.tokens = static_cast<double>(size_div(job.model.seq_length, p.cp) * t.micro_batch_size);
+  x.tokens = static_cast<double>(job.resolved.tokens);
   x.sp = p.sequence_parallel && p.tp > 1;
   x.regather = regather_fraction(job);
 
@@ -473,11 +451,12 @@ void set_up(comm_context& x) {
   }
   x.placement[g_pp] = placement_for(dec, bit(parallel_dim::pp), gpn, "pp");
   x.placement[g_emb] = embedding_placement(dec, gpn);
-  const std::int64_t etp = expert_tensor_parallel(p);
-  const std::int64_t replicas = t.dp_replicas;
-  const std::int64_t shard = dp_shard_size(p, t);
-  const std::int64_t edp = expert_data_parallel(p);
-  const std::int64_t expert_shard = edp / replicas;  // Megatron: expert-DP divisible by the instances
+  const resolved_job& r = job.resolved;
+  const std::int64_t etp = r.etp;
+  const std::int64_t replicas = r.dp_replicas;
+  const std::int64_t shard = r.dp_shards;
+  const std::int64_t edp = r.expert_dp;
+  const std::int64_t expert_shard = r.expert_dp_shards;  // Megatron: expert-DP divisible by the instances
   x.size = {p.tp, p.cp, p.ep, shard, expert_shard, p.pp, p.pp > 1 ? 2 : 1, job.num_gpus, p.tp * p.pp, etp, replicas,
             replicas};
   if (p.cp > 1) x.dp_name = "dp-cp";
@@ -507,7 +486,6 @@ void set_up(comm_context& x) {
 
 comm_report summarize(const job_spec& job, bool reference, std::vector<stage_comm_account>* accounts) {
   const parallel_config& p = job.parallel;
-  const training_config& t = job.training;
   const std::int64_t gpn = job.cluster.gpus_per_node;
   const parameter_breakdown params = count_parameters(job.model, p.tp);
   comm_context x{job, params};
@@ -561,7 +539,7 @@ comm_report summarize(const job_spec& job, bool reference, std::vector<stage_com
     r.time_per_iteration_per_gpu_s += dim.time_per_iteration_s;
   }
   r.scalars.dim = parallel_dim::dp;
-  set_summary(r.scalars.groups, x, t.zero_stage >= 1 ? g_world : g_mp);
+  set_summary(r.scalars.groups, x, job.resolved.row().step_sharded() ? g_world : g_mp);
   r.scalars.expert_groups.group_size = 0;
   fill(scalar_table, r.scalars, r.dimensions.size());
   r.pp_transfer_s = pp_transfer_s(r.dimensions[static_cast<std::size_t>(parallel_dim::pp)]);

@@ -53,7 +53,7 @@ inline rank_generator decoder_generator(const job_spec& job) {
 /// stage's TP×CP×DP ranks (parallel folding); with ETP = TP, EP is carved out of DP×CP.
 inline rank_generator expert_generator(const job_spec& job) {
   const parallel_config& p = job.parallel;
-  return {{expert_tensor_parallel(p), 1, p.ep, expert_data_parallel(p), p.pp}, p.rank_order, job.num_gpus};
+  return {{job.resolved.etp, 1, p.ep, job.resolved.expert_dp, p.pp}, p.rank_order, job.num_gpus};
 }
 
 /// Megatron's generate_masked_orthogonal_rank_groups: every group varies the masked dimensions.

@@ -251,7 +251,7 @@ group_placement placement_of(const job_spec& job, parallel_dim dim) {
   if (dim == parallel_dim::embedding) return embedding_placement(decoder_generator(job), gpn);
   if (dim == parallel_dim::dp && job.training.dp_replicas > 1) {
     group_placement p = hsdp_placement(decoder_generator(job), job.training.dp_replicas, false, gpn);
-    p.group_size = dp_shard_size(job.parallel, job.training);
+    p.group_size = job.resolved.dp_shards;
     return p;
   }
   const dim_groups dg = groups_of(job, dim);

@@ -31,10 +31,9 @@ moe_dispatch_volume moe_dispatch_of(const job_spec& job, std::int64_t ep_nodes, 
   const double h = static_cast<double>(m.hidden_size);
   const double k = static_cast<double>(m.moe.router_topk);
   const double ep = static_cast<double>(p.ep);
-  const double etp = static_cast<double>(expert_tensor_parallel(p));
+  const double etp = static_cast<double>(job.resolved.etp);
   // Tokens of one micro-batch on this rank: the CP share, split over TP with sequence parallelism.
-  v.tokens = static_cast<double>(job.training.micro_batch_size) * static_cast<double>(m.seq_length / p.cp) /
-             (p.sequence_parallel ? static_cast<double>(p.tp) : 1.0);
+  v.tokens = static_cast<double>(job.resolved.tokens) / (p.sequence_parallel ? static_cast<double>(p.tp) : 1.0);
   // The busiest rank receives `load` times the balanced share (capacity factor, or dropless imbalance).
   const double load = m.moe.capacity_factor > 0 ? m.moe.capacity_factor : m.moe.load_imbalance;
   v.destination_nodes = expected_destination_nodes(m.moe, ep_nodes);

@@ -98,7 +98,7 @@ void stage_classes(const job_spec& job, const parameter_breakdown& params, std::
   const bool all_alike = !m.is_hybrid() && (!m.is_moe() || (m.moe.layer_freq == 1 && m.moe.first_dense_layers == 0 &&
                                                             m.moe.layer_pattern.empty()));
   if (merge && all_alike) {
-    const stage_split split = split_layers(m.num_layers, p, t.framework, p.num_layers_per_virtual_stage);
+    const stage_split& split = job.resolved.split;
     const auto of = [kind = m.is_moe() ? layer_kind::moe : layer_kind::dense](std::int64_t n) {
       layer_counts c{};
       c[static_cast<std::size_t>(kind)] = n;

@@ -77,10 +77,10 @@ std::int64_t expert_rows(const job_spec& job) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const moe_spec& x = m.moe;
-  const double tokens = static_cast<double>(job.training.micro_batch_size) * static_cast<double>(m.seq_length / p.cp);
+  const double tokens = static_cast<double>(job.resolved.tokens);
   const double load = x.capacity_factor > 0 ? x.capacity_factor : x.load_imbalance;
   const double rows = tokens * static_cast<double>(x.router_topk) * static_cast<double>(p.ep) *
-                      static_cast<double>(expert_tensor_parallel(p)) /
+                      static_cast<double>(job.resolved.etp) /
                       (static_cast<double>(x.num_experts) * static_cast<double>(p.tp)) * load;
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(rows)));
 }
@@ -158,7 +158,7 @@ void for_each_layer_gemm(const job_spec& job, layer_kind kind, F&& f) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const std::int64_t t = p.tp;
-  const std::int64_t tokens = job.training.micro_batch_size * (m.seq_length / p.cp);
+  const std::int64_t tokens = job.resolved.tokens;
   const std::int64_t h = m.hidden_size;
   if (mk.mamba) {
     const mamba_spec& x = m.mamba;
@@ -178,7 +178,7 @@ void for_each_layer_gemm(const job_spec& job, layer_kind kind, F&& f) {
   const std::int64_t local_experts = x.num_experts / p.ep;
   const std::int64_t rows = expert_rows(job);
   const std::int64_t fe = x.expert_ffn_hidden_size;
-  const std::int64_t etp = expert_tensor_parallel(p);
+  const std::int64_t etp = job.resolved.etp;
   f(named_gemm{"expert_up", {rows, gate * fe / etp, h, local_experts}}, kPlain);
   f(named_gemm{"expert_down", {rows, h, fe / etp, local_experts}}, kPlain);
   if (const std::int64_t fs = x.shared_expert_ffn_hidden_size; fs > 0) {
@@ -251,7 +251,7 @@ std::vector<named_gemm> layer_gemm_shapes(const job_spec& job, bool moe_layer) {
   for_each_layer_gemm(job, moe_layer ? layer_kind::moe : layer_kind::dense,
                       [&](const named_gemm& g, const gemm_role&) { out.push_back(g); });
   const model_spec& m = job.model;
-  const std::int64_t tokens = job.training.micro_batch_size * m.seq_length / job.parallel.cp;
+  const std::int64_t tokens = job.resolved.tokens;
   out.push_back({"logits", {tokens, padded_vocab(m, job.parallel.tp) / job.parallel.tp, m.hidden_size, 1}});
   return out;
 }
@@ -290,7 +290,7 @@ void attention_core(const job_spec& job, const compute_efficiency& e, bool windo
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   const gpu_spec& gpu = job.cluster.gpu;
-  const double eb = bytes_of(roles_of(job.training).activations);
+  const double eb = bytes_of(job.resolved.roles.activations);
   const std::int64_t b = job.training.micro_batch_size;
   const std::int64_t s = m.seq_length;
   const std::int64_t sq = s / p.cp;
@@ -325,9 +325,9 @@ void mamba_mixer(const job_spec& job, const compute_efficiency& e, unit_time& u)
   const model_spec& m = job.model;
   const mamba_spec& x = m.mamba;
   const gpu_spec& gpu = job.cluster.gpu;
-  const double eb = bytes_of(roles_of(job.training).activations);
+  const double eb = bytes_of(job.resolved.roles.activations);
   const double t = static_cast<double>(job.parallel.tp);
-  const double tokens = static_cast<double>(job.training.micro_batch_size * (m.seq_length / job.parallel.cp));
+  const double tokens = static_cast<double>(job.resolved.tokens);
   const double d_local = static_cast<double>(x.d_inner()) / t;
   const double groups_local = static_cast<double>(x.num_groups) / t;
   const double n = static_cast<double>(x.state_dim);
@@ -351,9 +351,9 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   const parallel_config& p = job.parallel;
   const gpu_spec& gpu = job.cluster.gpu;
   const dtype d = job.training.precision;                      // GEMM inputs (precision_roles::compute)
-  const double eb = bytes_of(roles_of(job.training).activations);  // memory-bound kernels' elements
+  const double eb = bytes_of(job.resolved.roles.activations);  // memory-bound kernels' elements
   const std::int64_t t = p.tp;
-  const std::int64_t tokens = job.training.micro_batch_size * (m.seq_length / p.cp);  // rows of every dense GEMM
+  const std::int64_t tokens = job.resolved.tokens;  // rows of every dense GEMM
   const std::int64_t h = m.hidden_size;
   unit_time u;
 
@@ -363,7 +363,7 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   // FP8 (§5.1.3): the linear GEMMs run at the FP8 rate; the router and the attention core stay in
   // bf16. Each FP8 GEMM's input is cast (and transposed for the weight gradient) in the forward, its
   // output gradient in the backward: memory-bound passes that read e and write 2 bytes per element.
-  const dtype linear = roles_of(job.training).linear;
+  const dtype linear = job.resolved.roles.linear;
   const bool fp8 = linear == dtype::fp8;
   // §5.5.1: with --tp-comm-overlap the pipelined and bulk userbuffers kernels take 16 SMs from the GEMMs
   // they run beside: the row-parallel GEMMs' forward, the column-parallel GEMMs' backward.
@@ -404,7 +404,7 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     const moe_spec& x = m.moe;
     const std::int64_t local_experts = x.num_experts / p.ep;
     act_elems += static_cast<double>(expert_rows(job)) * local_experts * gate * x.expert_ffn_hidden_size /
-                 expert_tensor_parallel(p);
+                 job.resolved.etp;
     // Permute and un-permute the routed tokens.
     add_memory(gpu, e, 4 * eb * static_cast<double>(tokens) * x.router_topk * h, 2, u);
     if (x.shared_expert_ffn_hidden_size > 0) dense_mlp_elems(x.shared_expert_ffn_hidden_size);
@@ -452,8 +452,8 @@ void add_units(unit_time& into, const unit_time& u, double times) {
 /// Word (and position) embedding lookup, its norm, and the backward scatter into the gradient.
 unit_time embedding_compute(const job_spec& job, const compute_efficiency& e) {
   const model_spec& m = job.model;
-  const double eb = bytes_of(roles_of(job.training).activations);
-  const double elems = static_cast<double>(job.training.micro_batch_size) * m.seq_length / job.parallel.cp *
+  const double eb = bytes_of(job.resolved.roles.activations);
+  const double elems = static_cast<double>(job.resolved.tokens) *
                        m.hidden_size;
   unit_time u;
   double bytes = 2 * eb * elems;                      // gather rows, write output
@@ -469,8 +469,8 @@ unit_time output_compute(const job_spec& job, const compute_efficiency& e) {
   const model_spec& m = job.model;
   const gpu_spec& gpu = job.cluster.gpu;
   const dtype d = job.training.precision;                      // GEMM inputs (precision_roles::compute)
-  const double eb = bytes_of(roles_of(job.training).activations);  // memory-bound kernels' elements
-  const std::int64_t tokens = job.training.micro_batch_size * m.seq_length / job.parallel.cp;
+  const double eb = bytes_of(job.resolved.roles.activations);  // memory-bound kernels' elements
+  const std::int64_t tokens = job.resolved.tokens;
   const std::int64_t vocab = padded_vocab(m, job.parallel.tp) / job.parallel.tp;
   unit_time u;
   if (m.final_norm) add_memory(gpu, e, 2 * 2 * eb * static_cast<double>(tokens) * m.hidden_size, 1, u);
@@ -504,15 +504,32 @@ double host_overhead_per_layer_pass_s(const training_config& t) {
   return fetch_s + host_default_per_layer_pass_s(t);
 }
 
-double accumulation_bytes_per_parameter(const training_config& t) {
-  // Memory traffic per parameter per micro-batch beyond the weight-gradient GEMM (§5.9).
-  if (traits_of(t.framework).fused_grad_accumulation) return 0;  // Megatron: into main_grad in the GEMM
-  const double e = bytes_of(roles_of(t).weights);
-  double bytes = 3 * e;  // autograd's AccumulateGrad: read old, read new, write (16-bit .grad)
-  if (t.framework == framework_kind::deepspeed && t.accumulate_allreduce_grads_in_fp32 && e < 4) {
-    bytes += e + 8;  // BF16_Optimizer.update_hp_grads after every micro-batch: read 16-bit, read+write fp32
+double accumulation_bytes_per_parameter(const job_spec& job) {
+  // Memory traffic per parameter per micro-batch beyond the weight-gradient GEMM (§5.9), as the job's
+  // optimizer row accumulates its gradients.
+  const precision_roles& roles = job.resolved.roles;
+  const double e = bytes_of(roles.weights);
+  switch (job.resolved.row().accumulation) {
+    case grad_accumulation::in_gemm: return 0;  // Megatron: into main_grad in the GEMM
+    case grad_accumulation::autograd: return 3 * e;  // AccumulateGrad: read old, read new, write (.grad)
+    case grad_accumulation::autograd_then_buffer:
+      // BF16_Optimizer.update_hp_grads after every micro-batch: read the 16-bit grad, read and write the
+      // buffer (grad_acc_dtype).
+      return 3 * e + e + 2.0 * bytes_of(roles.gradients);
   }
-  return bytes;
+  return 0;
+}
+
+double optimizer_step_bytes_per_parameter(const job_spec& job) {
+  // §5.5: the step reads the master weights (or the weights themselves without one), the gradient the
+  // optimizer sees (fp32 under mixed precision) and each moment, writes the master and the moments, and
+  // under mixed precision writes the 16-bit copy. Adam: 30 bytes in bf16 with fp32 state.
+  const precision_roles& roles = job.resolved.roles;
+  const double weight = bytes_of(roles.weights);
+  const double master = roles.master_weights ? 4.0 : weight;
+  const double grad = roles.master_weights ? 4.0 : weight;
+  const double moments = (job.training.optimizer == optimizer_kind::adam ? 2.0 : 1.0) * bytes_of(roles.moments);
+  return 2 * master + grad + 2 * moments + (roles.master_weights ? weight : 0.0);
 }
 
 double allocator_slowdown(double reserved_fraction) {
@@ -553,14 +570,14 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     // §1.8, §5.1: each MTP module runs a layer like the last one, its 2h → h projection (column-
     // parallel), and its own logits and loss through the shared output layer, on the last stage.
     unit_time module = r.of(m.kind_of_layer(m.num_layers - 1));
-    const std::int64_t tokens = tc.micro_batch_size * m.seq_length / p.cp;
+    const std::int64_t tokens = job.resolved.tokens;
     add_gemm(job.cluster.gpu, e, tc.precision, {tokens, m.hidden_size / p.tp, 2 * m.hidden_size}, module, &pass_time::gemm_s);
     add_units(module, output_compute(job, e), 1.0);
     add_units(r.output, module, static_cast<double>(m.mtp_num_layers));
   }
   {
     const std::int64_t np = m.num_attention_heads / p.tp;
-    const std::int64_t sq = m.seq_length / p.cp;
+    const std::int64_t sq = job.resolved.seq_per_rank;
     r.fused_softmax = tc.flash_attention || fused_softmax_applies(sq, m.seq_length, tc.micro_batch_size, np);
   }
 
@@ -578,15 +595,15 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   // Parameters each rank updates in its optimizer step (§5.5): what it holds (§2.4), sharded by ZeRO ≥ 1
   // over DP×CP, the routed experts over expert-DP = DP×CP/EP (as the memory model shards them, §3.3).
   const rank_holdings holds = holdings_of(job, params);
-  const double dense_shards = tc.zero_stage >= 1 ? static_cast<double>(dp_shard_size(p, tc)) : 1.0;  // §2.5
-  const double expert_shards = tc.zero_stage >= 1 ? static_cast<double>(expert_data_parallel(p) / tc.dp_replicas) : 1.0;
-  // Adam on fp32 master weights: read master, grad, m, v; write master, m, v and the 16-bit copy.
-  const double opt_bytes_per_param = tc.optimizer == optimizer_kind::adam ? 4.0 * 7 + 2 : 4.0 * 3 + 2;
+  const bool sharded = job.resolved.row().step_sharded();
+  const double dense_shards = sharded ? static_cast<double>(job.resolved.dp_shards) : 1.0;  // §2.5
+  const double expert_shards = sharded ? static_cast<double>(job.resolved.expert_dp_shards) : 1.0;
+  const double opt_bytes_per_param = optimizer_step_bytes_per_parameter(job);
   const gpu_spec& gpu = job.cluster.gpu;
 
   // §5.9: host time per layer pass, and the gradient accumulation traffic of every micro-batch.
   const double host_s = host_overhead_per_layer_pass_s(tc);
-  const double accumulate_bytes = accumulation_bytes_per_parameter(tc);
+  const double accumulate_bytes = accumulation_bytes_per_parameter(job);
   std::array<double, kNumLayerKinds> accumulate_s{};
   for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
     const double layer_params = static_cast<double>(holds.of(static_cast<layer_kind>(k)).total());

@@ -130,15 +130,14 @@ layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting
 activation_setting setting_for(const job_spec& job) {
   const model_spec& m = job.model;
   activation_setting a;
-  a.tokens = static_cast<double>(m.seq_length) * static_cast<double>(job.training.micro_batch_size) /
-             static_cast<double>(job.parallel.cp);
+  a.tokens = static_cast<double>(job.resolved.tokens);
   a.seq_kv = static_cast<double>(m.seq_length);
   a.t = static_cast<double>(job.parallel.tp);
   a.sp = job.parallel.sequence_parallel;
   a.flash = job.training.flash_attention;
   a.selective = job.training.recompute == recompute_granularity::selective;
-  a.e = bytes_of(roles_of(job.training).activations);
-  a.lin = std::min(a.e, static_cast<double>(bytes_of(roles_of(job.training).linear)));
+  a.e = bytes_of(job.resolved.roles.activations);
+  a.lin = std::min(a.e, static_cast<double>(bytes_of(job.resolved.roles.linear)));
   return a;
 }
 
@@ -151,83 +150,15 @@ struct state_bytes {
   double step_transient = 0;  ///< extra bytes per parameter while the optimizer steps
 };
 
-/// What one parameter's state costs, in units the precision roles give (§3.1-§3.3).
-enum class unit : std::uint8_t {
-  none,
-  weight,           ///< the stored weight dtype (2 bytes mixed, 4 in fp32)
-  grad_buffer,      ///< the gradient buffer's dtype (fp32 with fp32 accumulation)
-  fp32,             ///< 4 bytes
-  fp32_if_mixed,    ///< 4 bytes under mixed precision, else nothing
-  weight_if_mixed,  ///< a 16-bit copy under mixed precision, else nothing
-  optimizer,        ///< master (mixed precision) + moments
-  moments,          ///< Adam m and v, or SGD momentum
-};
-/// coef × unit, divided by the D shards when sharded.
-struct term {
-  double coef = 0;
-  unit of = unit::none;
-  bool sharded = false;
-};
-using terms = std::array<term, 2>;
-
-/// One (framework, ZeRO stage) row of the memory model: the state a GPU keeps per parameter it holds.
-struct state_row {
-  framework_kind framework;
-  int zero_stage;
-  int bf16_optimizer;  ///< DeepSpeed's BF16_Optimizer (fp32 accumulation, mixed precision): 1, not: 0, either: -1
-  terms weights, gradients, optimizer, step_transient;
-  bool offload_gradients;  ///< with --offload-optimizer the gradients stream to CPU too
-};
-
-// Sources: Megatron megatron/core/distributed, optimizer/distrib_optimizer.py; DeepSpeed
-// runtime/bf16_optimizer.py (16-bit grads + a full fp32 accumulation buffer, not sharded),
-// zero/stage_1_and_2.py (16-bit grads + the fp32 gradient of the rank's partition),
-// fp16/fused_optimizer.py (step: per-parameter fp32 copies and their concatenation, 8 bytes),
-// estimate_zero2_model_states_mem_needs (2Ψ + 18Ψ/N), estimate_zero3 (18Ψ/N; live parameters are
-// buffers); PyTorch FSDP (the fp32 sharded FlatParameter is the master; SHARD_GRAD_OP keeps the 16-bit
-// unsharded parameters between forward and backward).
-constexpr std::array<state_row, 11> kStateRows = {{
-    {framework_kind::megatron, 0, -1, {{{1, unit::weight}}}, {{{1, unit::grad_buffer}}}, {{{1, unit::optimizer}}},
-     {}, false},
-    {framework_kind::megatron, 1, -1, {{{1, unit::weight}}}, {{{1, unit::grad_buffer}}},
-     {{{1, unit::optimizer, true}}}, {}, false},
-    {framework_kind::deepspeed, 0, 1, {{{1, unit::weight}}}, {{{1, unit::weight}, {1, unit::fp32}}},
-     {{{1, unit::optimizer}}}, {}, false},
-    {framework_kind::deepspeed, 1, 1, {{{1, unit::weight}}}, {{{1, unit::weight}, {1, unit::fp32}}},
-     {{{1, unit::optimizer, true}}}, {}, false},
-    {framework_kind::deepspeed, 0, 0, {{{1, unit::weight}}}, {{{1, unit::weight}}}, {{{1, unit::optimizer}}},
-     {{{2, unit::fp32_if_mixed}}}, false},
-    {framework_kind::deepspeed, 1, 0, {{{1, unit::weight}}}, {{{1, unit::weight}, {1, unit::fp32_if_mixed, true}}},
-     {{{1, unit::optimizer, true}}}, {}, false},
-    {framework_kind::deepspeed, 2, -1, {{{1, unit::weight}}}, {{{1, unit::weight, true}, {1, unit::fp32, true}}},
-     {{{1, unit::optimizer, true}}}, {}, true},
-    {framework_kind::deepspeed, 3, -1, {{{1, unit::weight, true}}}, {{{1, unit::fp32, true}}},
-     {{{1, unit::optimizer, true}}}, {}, true},
-    {framework_kind::fsdp, 0, -1, {{{1, unit::fp32}, {1, unit::weight_if_mixed}}}, {{{1, unit::fp32}}},
-     {{{1, unit::moments}}}, {}, false},
-    {framework_kind::fsdp, 2, -1, {{{1, unit::fp32, true}, {1, unit::weight_if_mixed}}}, {{{1, unit::fp32, true}}},
-     {{{1, unit::moments, true}}}, {}, false},
-    {framework_kind::fsdp, 3, -1, {{{1, unit::fp32, true}}}, {{{1, unit::fp32, true}}}, {{{1, unit::moments, true}}},
-     {}, false},
-}};
-
-const state_row& state_row_of(const training_config& t, bool bf16_optimizer) {
-  for (const state_row& r : kStateRows) {
-    if (r.framework == t.framework && r.zero_stage == t.zero_stage &&
-        (r.bf16_optimizer < 0 || r.bf16_optimizer == (bf16_optimizer ? 1 : 0))) {
-      return r;
-    }
-  }
-  TRAINPLAN_CHECK_MSG(false, "no memory row for the framework and ZeRO stage (finalize_job allows only these)");
-  return kStateRows.front();
-}
-
-state_bytes bytes_per_parameter(const training_config& t, double shards) {
-  const precision_roles roles = roles_of(t);
+/// §3.1–3.3: what the job's optimizer row keeps per parameter held, with the sharded terms over `shards`.
+state_bytes bytes_per_parameter(const job_spec& job, double shards) {
+  const training_config& t = job.training;
+  const optimizer_row& row = job.resolved.row();
+  const precision_roles& roles = job.resolved.roles;
   const double e = bytes_of(roles.weights);
   const bool mixed = roles.master_weights;
   const double moments = (t.optimizer == optimizer_kind::adam ? 2.0 : 1.0) * bytes_of(roles.moments);  // m, v / momentum
-  const std::array<double, 8> bytes = {0.0,
+  const std::array<double, kNumStateUnits> bytes = {0.0,
                                        e,
                                        static_cast<double>(bytes_of(roles.gradients)),
                                        4.0,
@@ -235,13 +166,11 @@ state_bytes bytes_per_parameter(const training_config& t, double shards) {
                                        mixed ? e : 0.0,
                                        (mixed ? 4.0 : 0.0) + moments,
                                        moments};
-  auto sum = [&](const terms& ts) {
+  auto sum = [&](const state_terms& ts) {
     double b = 0;
-    for (const term& x : ts) b += x.coef * bytes[static_cast<std::size_t>(x.of)] / (x.sharded ? shards : 1.0);
+    for (const state_term& x : ts) b += x.coef * bytes[static_cast<std::size_t>(x.of)] / (x.sharded ? shards : 1.0);
     return b;
   };
-  const bool bf16_optimizer = t.framework == framework_kind::deepspeed && t.accumulate_allreduce_grads_in_fp32 && mixed;
-  const state_row& row = state_row_of(t, bf16_optimizer);
   state_bytes b{sum(row.weights), sum(row.gradients), sum(row.optimizer), 0.0, sum(row.step_transient)};
   if (t.offload_optimizer) {
     b.offloaded = b.optimizer;
@@ -277,7 +206,6 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const parallel_config& par = job.parallel;
   const training_config& tr = job.training;
   const gpu_spec& gpu = job.cluster.gpu;
-  const std::int64_t tp = par.tp;
   const std::int64_t pp = par.pp;
   {
     std::vector<stage_memory> keep = std::move(r.stages);  // reuse its storage
@@ -286,6 +214,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     r.stages = std::move(keep);
   }
   r.capacity_bytes = static_cast<double>(gpu.usable_memory_bytes);
+  r.optimizer = job.resolved.row().runs;
   const activation_setting act = setting_for(job);
   const double e = act.e;
   const double tokens = act.tokens;
@@ -310,10 +239,10 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const double checkpoint_bytes = e * h * tokens / rep;  // a checkpointed layer's input
   const double n_recompute = static_cast<double>(tr.recompute_num_layers);
 
-  const double dp_shards = static_cast<double>(dp_shard_size(par, tr));  // DP×CP, or one HSDP replica (§2.5)
-  const double ep_shards = static_cast<double>(expert_data_parallel(par) / tr.dp_replicas);  // §2.5
-  const state_bytes dense_state = bytes_per_parameter(tr, dp_shards);
-  const state_bytes expert_state = bytes_per_parameter(tr, ep_shards);
+  const double dp_shards = static_cast<double>(job.resolved.dp_shards);  // DP×CP, or one HSDP replica (§2.5)
+  const double ep_shards = static_cast<double>(job.resolved.expert_dp_shards);  // §2.5
+  const state_bytes dense_state = bytes_per_parameter(job, dp_shards);
+  const state_bytes expert_state = bytes_per_parameter(job, ep_shards);
 
   const rank_holdings holds = holdings_of(job, params);
   double largest_layer = 0;
@@ -323,7 +252,6 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
 
   const std::int64_t m_micro = job.num_microbatches();
   const bool deepspeed = tr.framework == framework_kind::deepspeed;
-  const bool tied_copy = m.tie_embeddings && pp > 1;
   const bool fp8_copies = tr.fp8 != fp8_format::none && !tr.fp8_param_gather;
 
   double peak_reserved = -1;
@@ -350,7 +278,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
 
     // §3.7: communication buckets and gathered parameters.
     const double params_here = static_cast<double>(s.parameters);
-    if (deepspeed && tr.zero_stage >= 1 && tr.zero_stage <= 2) {
+    if (job.resolved.row().reduce_bucket) {
       const double bucket = tr.bucket_size_bytes > 0 ? static_cast<double>(tr.bucket_size_bytes)
                                                      : e * std::min(kDeepSpeedBucketElements, params_here);
       s.buffers_bytes += bucket;
@@ -438,9 +366,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     s.allocated_bytes = std::max(train_peak, step_peak);
     s.other_bytes = s.allocated_bytes - (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes);
     // §3.8: the caching allocator's reserve, then the CUDA context and NCCL's buffers, outside PyTorch.
-    const bool embedding_group = tied_copy && (st.has_embedding || st.has_output);
-    const double communicators = 1.0 + (tp > 1) + (par.dp > 1) + 2.0 * (tr.dp_replicas > 1) + (par.cp > 1) + (par.ep > 1) +
-                                 (pp > 1 ? (deepspeed ? 2.0 : 1.0) : 0.0) + (pp > 1 && tp > 1) + embedding_group;
+    const double communicators = static_cast<double>(
+        st.has_embedding || st.has_output ? job.resolved.end_stage_communicators : job.resolved.communicators);
     s.reserved_bytes = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction) +
                        static_cast<double>(gpu.cuda_context_bytes) +
                        communicators * static_cast<double>(tr.nccl_buffer_bytes_per_communicator);
@@ -457,7 +384,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   r.fits = r.peak_reserved_bytes <= r.capacity_bytes;
 
   // Whole model on one GPU, one micro-batch, no parallelism or recomputation (seeds/003's first table).
-  const state_bytes single = bytes_per_parameter(tr, 1.0);
+  const state_bytes single = bytes_per_parameter(job, 1.0);
   const double total = static_cast<double>(params.total);
   r.full_weights_bytes = total * single.weights;
   r.full_gradients_bytes = total * single.gradients;

@@ -1,4 +1,4 @@
-// Layout validation and the per-stage layer split (docs/formulas.md §2).
+// The layout rules, the precision roles and the resolved facts of a job (docs/formulas.md §2).
 #include "trainplan/core/job/job.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include "job/job_rules.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/base/limits.h"
+#include "trainplan/core/job/layout.h"
 
 namespace trainplan {
 
@@ -47,143 +48,6 @@ std::string product(std::int64_t a, std::int64_t b, const char* what, std::int64
 
 namespace {
 
-/// One layer on one GPU (§2.4).
-layer_shard shard_layer(const model_spec& m, const layer_parameters& l, std::int64_t tp, std::int64_t ep,
-                        std::int64_t etp, bool moe_layer) {
-  layer_shard s;
-  // Split by TP: column- and row-parallel weights, column biases, per-head sinks. Whole on every TP
-  // rank: norms, row-parallel biases, MLA's duplicated down-projections, the router and gates.
-  // A Mamba-2 block (§1.10): every mixer tensor split by TP but out_proj's bias.
-  const std::int64_t mamba_out_bias = l.mamba_out_proj > 0 && m.add_bias_linear ? m.hidden_size : 0;
-  s.dense = detail::size_div(l.qkv_weight + l.qkv_bias + l.sinks + l.proj_weight + l.fc1_weight + l.fc1_bias +
-                                 l.fc2_weight + l.mamba() - mamba_out_bias,
-                             tp) +
-            l.norms() + l.attention_norms + l.qkv_down_weight + l.proj_bias + l.fc2_bias + l.router +
-            l.shared_expert_gate + mamba_out_bias;
-  if (moe_layer) {
-    const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
-    const std::int64_t fe = m.moe.expert_ffn_hidden_size;
-    const std::int64_t h = m.hidden_size;
-    const std::int64_t split = h * fe * gate + (m.add_bias_linear ? fe * gate : 0) + fe * h;
-    const std::int64_t replicated = m.add_bias_linear ? h : 0;  // the row-parallel fc2 bias
-    s.expert = detail::size_div(m.moe.num_experts, ep) * (detail::size_div(split, etp) + replicated);
-  }
-  return s;
-}
-
-}  // namespace
-
-rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params) {
-  const model_spec& m = job.model;
-  const parallel_config& p = job.parallel;
-  rank_holdings h;
-  const std::int64_t etp = p.etp > 0 ? p.etp : p.tp;
-  h.dense_layer = shard_layer(m, params.dense_layer, p.tp, p.ep, etp, false);
-  if (m.is_moe()) h.moe_layer = shard_layer(m, params.moe_layer, p.tp, p.ep, etp, true);
-  h.mamba_layer = shard_layer(m, params.mamba_layer, p.tp, p.ep, etp, false);
-  h.attention_layer = shard_layer(m, params.attention_layer, p.tp, p.ep, etp, false);
-  const std::int64_t word = detail::size_div(params.word_embeddings, p.tp);
-  h.embedding = word + params.position_embeddings + params.embedding_norm;
-  h.output = params.final_norm + detail::size_div(params.output_layer, p.tp);
-  if (m.tie_embeddings && p.pp > 1) {
-    h.output += traits_of(job.training.framework).tied_embedding_module ? h.embedding : word;
-  }
-  if (params.num_mtp_layers > 0) {
-    // §1.8: a layer like the last one, the column-parallel 2h → h projection and three norms.
-    const bool moe = m.is_moe_layer(m.num_layers - 1);
-    const layer_shard layer = moe ? h.moe_layer : h.dense_layer;
-    const std::int64_t own = 3 * (params.final_norm > 0 ? params.final_norm : m.hidden_size) +
-                             detail::size_div(2 * m.hidden_size * m.hidden_size, p.tp);
-    h.mtp = {params.num_mtp_layers * (layer.dense + own), params.num_mtp_layers * layer.expert};
-  }
-  return h;
-}
-
-stage_split split_layers(std::int64_t num_layers, const parallel_config& p, framework_kind fw,
-                         std::int64_t layers_per_chunk) {
-  stage_split s;
-  const std::int64_t pp = p.pp;
-  if (pp < 1 || num_layers < 1) return s;
-  if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
-    const std::int64_t first_n = std::max<std::int64_t>(0, p.first_stage_layers);
-    const std::int64_t last_n = std::max<std::int64_t>(0, p.last_stage_layers);
-    const std::int64_t middle_stages = pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
-    const std::int64_t rest = num_layers - first_n - last_n;
-    if (pp < 2 || rest < 0 || (middle_stages == 0 && rest != 0) || (middle_stages > 0 && rest % middle_stages != 0)) {
-      return s;
-    }
-    s.middle = middle_stages > 0 ? rest / middle_stages : 0;
-    s.first = p.first_stage_layers >= 0 ? first_n : s.middle;
-    s.last = p.last_stage_layers >= 0 ? last_n : s.middle;
-    // Interleaved with uneven ends (Megatron-Core transformer_config.py): every rank's layers split
-    // evenly over its model chunks.
-    if (p.vpp > 1 && (s.first % p.vpp != 0 || s.last % p.vpp != 0 || (middle_stages > 0 && s.middle % p.vpp != 0))) {
-      return s;
-    }
-  } else if (p.vpp > 1) {
-    if (layers_per_chunk == 0) {
-      if (pp < 2 || num_layers % pp != 0 || (num_layers / pp) % p.vpp != 0) return s;
-      layers_per_chunk = num_layers / pp / p.vpp;
-    }
-    s.first = s.middle = s.last = layers_per_chunk * p.vpp;
-  } else {
-    // BLOOM's embedding-as-stage: each embedding takes one layer slot of the end ranks.
-    const std::int64_t emb = p.embedding_as_stage ? 1 : 0;
-    const std::int64_t items = num_layers + 2 * emb;
-    if (traits_of(fw).uneven_pipeline_split) {
-      // partition_uniform: ceil-sized chunks, the last rank takes what is left (deepspeed_items).
-      s.middle = detail::ceil_div(items, pp);
-      if (items - s.middle * (pp - 1) < 1) return s;  // a rank left without items
-      s.last = items - s.middle * (pp - 1) - emb;
-    } else {
-      if (items % pp != 0) return s;
-      s.middle = items / pp;
-      s.last = s.middle - emb;
-    }
-    s.first = s.middle - emb - (pp == 1 ? emb : 0);
-    if (pp == 1) s.last = s.first;
-  }
-  s.valid = s.first >= 1 && s.last >= 1 && (pp <= 2 || s.middle >= 1);
-  return s;
-}
-
-std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_t rank) {
-  const std::int64_t chunk = detail::ceil_div(items, parts);
-  const std::int64_t begin = std::min(chunk * rank, items);
-  const std::int64_t end = std::min(chunk * (rank + 1), items);
-  return end - begin;
-}
-
-namespace {
-
-// Sources: Megatron-LM arguments.py (distributed optimizer = ZeRO-1; --sequence-parallel,
-// --num-layers-per-virtual-pipeline-stage; gradient_accumulation_fusion), DeepSpeed
-// runtime/pipe/engine.py (ZeRO ≤ 1 with pipelines), runtime/utils.py partition_uniform,
-// runtime/zero/config.py (reduce_bucket_size = allgather_bucket_size = 5e8), activation_checkpointing
-// (RNG state save/restore per layer: 2.5 ms fitted on seeds/000, §5.9); PyTorch FSDP (NO_SHARD,
-// SHARD_GRAD_OP, FULL_SHARD; no pipeline here). Attention: Megatron-Core's default
-// --transformer-impl transformer_engine runs TE's fused attention (--attention-backend auto);
-// PyTorch's scaled_dot_product_attention picks its flash kernel; Megatron-DeepSpeed (BLOOM) ran the
-// unfused core.
-constexpr std::array<framework_traits, 3> kFrameworks = {{
-    {framework_kind::megatron, "megatron", {true, true, false, false}, {true, true, false, false}, true, true, false,
-     false, 0, 0.0, true, true},
-    {framework_kind::deepspeed, "deepspeed", {true, true, true, true}, {true, true, false, false}, false, false, true,
-     true, 500'000'000, 2.5e-3, false, false},
-    {framework_kind::fsdp, "fsdp", {true, false, true, true}, {false, false, false, false}, false, false, false, false,
-     0, 0.0, false, true},
-}};
-
-}  // namespace
-
-const framework_traits& traits_of(framework_kind k) {
-  const framework_traits& t = kFrameworks[static_cast<std::size_t>(k)];
-  TRAINPLAN_CHECK(t.kind == k);
-  return t;
-}
-
-namespace {
-
 /// The name of `k` in a flag's name table, or `otherwise` for the value no flag spells.
 template <typename E, std::size_t N>
 std::string_view name_in(const std::array<std::pair<const char*, E>, N>& table, E k, std::string_view otherwise) {
@@ -198,7 +62,6 @@ std::string_view to_string(fp8_format k) { return name_in(kFp8FormatNames, k, "n
 std::string_view to_string(fp8_recipe k) { return name_in(kFp8RecipeNames, k, "?"); }
 std::string_view to_string(moe_dispatcher_kind k) { return name_in(kMoeDispatcherNames, k, "framework default"); }
 
-std::string_view to_string(framework_kind k) { return traits_of(k).name; }
 std::string_view to_string(recompute_granularity k) {
   switch (k) {
     case recompute_granularity::none: return "none";
@@ -212,7 +75,44 @@ std::string_view to_string(recompute_method k) {
 }
 std::string_view to_string(optimizer_kind k) { return k == optimizer_kind::adam ? "adam" : "sgd"; }
 
-precision_roles roles_of(const training_config& t) {
+void apply_framework_defaults(training_config& t) {
+  switch (t.framework) {
+    case framework_kind::megatron:
+      if (t.zero_stage == 1) t.distributed_optimizer = true;
+      t.zero_stage = t.distributed_optimizer ? 1 : 0;
+      if (t.precision == dtype::bf16) t.accumulate_allreduce_grads_in_fp32 = true;  // arguments.py
+      break;
+    case framework_kind::deepspeed:
+      // DeepSpeed's data_types.grad_accum_dtype. Unset, bf16 accumulates in fp32, as BLOOM's
+      // Megatron-DeepSpeed ran it (BF16_Optimizer; docs/formulas.md §3.1 says which version this is).
+      if (t.grad_accum_dtype_set) {
+        t.accumulate_allreduce_grads_in_fp32 = t.grad_accum_dtype == dtype::fp32 && t.precision != dtype::fp32;
+      } else if (t.precision == dtype::bf16) {
+        t.accumulate_allreduce_grads_in_fp32 = true;
+      }
+      break;
+    case framework_kind::fsdp:
+      t.accumulate_allreduce_grads_in_fp32 = true;  // FSDP keeps fp32 sharded parameters and gradients
+      break;
+  }
+}
+
+bool runs_bf16_optimizer(const training_config& t) {
+  // DeepSpeed runtime/engine.py _do_optimizer_sanity_check: bf16 weights with fp32 gradient accumulation
+  // run BF16_Optimizer at stage 0, and at stage 1 without CPU offload; at stage 0 a pipeline runs it with
+  // bf16 accumulation too (the rules refuse bf16 accumulation at stage 0 without one).
+  if (t.framework != framework_kind::deepspeed || t.precision != dtype::bf16) return false;
+  if (t.zero_stage == 0) return true;
+  return t.zero_stage == 1 && t.accumulate_allreduce_grads_in_fp32 && !t.offload_optimizer;
+}
+
+const optimizer_row& optimizer_of(const training_config& t) {
+  const optimizer_row* row = find_optimizer_row(t.framework, t.zero_stage, runs_bf16_optimizer(t));
+  TRAINPLAN_CHECK_MSG(row != nullptr, "no optimizer row for the framework and ZeRO stage (the rules allow only these)");
+  return *row;
+}
+
+precision_roles roles_of(const training_config& t, const optimizer_row& row) {
   precision_roles r;
   r.compute = t.precision;
   const dtype stored = t.precision == dtype::fp32 ? dtype::fp32 : t.precision == dtype::fp16 ? dtype::fp16 : dtype::bf16;
@@ -220,12 +120,71 @@ precision_roles roles_of(const training_config& t) {
   r.activations = stored;
   r.master_weights = stored != dtype::fp32;
   r.gradients = t.accumulate_allreduce_grads_in_fp32 ? dtype::fp32 : stored;
-  const bool model_dtype_reduce = t.framework == framework_kind::deepspeed && t.zero_stage >= 2;
-  r.grad_comm = t.accumulate_allreduce_grads_in_fp32 && !model_dtype_reduce ? dtype::fp32 : stored;
+  r.grad_comm = row.reduces_in == reduce_dtype::model ? stored : r.gradients;
   r.param_comm = t.fp8_param_gather ? dtype::fp8 : stored;
   r.linear = t.fp8 != fp8_format::none ? dtype::fp8 : t.precision;
   r.moments = dtype::fp32;
   return r;
+}
+
+precision_roles roles_of(const training_config& t) { return roles_of(t, optimizer_of(t)); }
+
+namespace {
+
+/// NCCL communicators one GPU holds buffers for (§3.8): the default (world) group, and each group of
+/// size > 1 it runs collectives in — TP, CP, DP×CP (its shard group and, with HSDP, the replica group),
+/// the expert groups where they differ from those, PP (DeepSpeed's pipeline engine opens one per
+/// neighbour), the TP group of a pipeline's scatter/gather, and the tied-embedding group on the end
+/// stages.
+int communicators_of(const job_spec& job, const resolved_job& r, bool end_stage) {
+  const parallel_config& p = job.parallel;
+  const bool deepspeed = job.training.framework == framework_kind::deepspeed;
+  int n = 1;
+  n += p.tp > 1;
+  n += p.cp > 1;
+  n += p.dp * p.cp > 1;          // the gradients' DP×CP group
+  n += 2 * (r.dp_replicas > 1);  // HSDP: its shard and replica groups
+  n += p.ep > 1;
+  n += job.model.is_moe() && p.ep > 1 && r.expert_dp > 1;  // expert-DP differs from DP×CP only with EP
+  n += job.model.is_moe() && r.etp > 1 && r.etp != p.tp;   // expert TP differs from TP only when given
+  n += p.pp > 1 ? (deepspeed ? 2 : 1) : 0;
+  n += p.pp > 1 && p.tp > 1;
+  n += end_stage && job.model.tie_embeddings && p.pp > 1;
+  return n;
+}
+
+std::string_view split_rule_of(const job_spec& job) {
+  const parallel_config& p = job.parallel;
+  if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
+    return p.vpp > 1 ? "Megatron-Core's explicit first/last stages, interleaved" : "Megatron-Core's explicit first/last stages";
+  }
+  if (p.vpp > 1) return "even, interleaved (Megatron-Core)";
+  if (p.embedding_as_stage) return "with the embeddings as layer slots (BLOOM)";
+  if (traits_of(job.training.framework).uneven_pipeline_split) return "DeepSpeed's partition_uniform";
+  return "even";
+}
+
+}  // namespace
+
+void resolve_job(job_spec& job) {
+  const parallel_config& p = job.parallel;
+  const training_config& t = job.training;
+  resolved_job& r = job.resolved;
+  // Null only for a candidate the search or `shapes` prices before its rules run (a ZeRO stage its
+  // framework lacks is refused then): its layer kernels read the tokens and roles, never the row.
+  r.optimizer = find_optimizer_row(t.framework, t.zero_stage, runs_bf16_optimizer(t));
+  r.roles = roles_of(t, r.optimizer != nullptr ? *r.optimizer : *find_optimizer_row(t.framework, 0, false));
+  r.seq_per_rank = job.model.seq_length / p.cp;
+  r.tokens = t.micro_batch_size * r.seq_per_rank;
+  r.dp_replicas = t.dp_replicas;
+  r.dp_shards = p.dp * p.cp / t.dp_replicas;
+  r.etp = expert_tensor_parallel(p);
+  r.expert_dp = expert_data_parallel(p);
+  r.expert_dp_shards = r.expert_dp / t.dp_replicas;
+  r.split = split_layers(job.model.num_layers, p, t.framework, p.num_layers_per_virtual_stage);
+  r.split_rule = split_rule_of(job);
+  r.communicators = communicators_of(job, r, false);
+  r.end_stage_communicators = communicators_of(job, r, true);
 }
 
 std::int64_t job_spec::num_microbatches() const {
@@ -358,102 +317,85 @@ std::string interleaving_microbatch_violation(const job_spec& job) {
                      ") to be a multiple of ${parallel.pp} (" + to_string(job.parallel.pp) + ")");
 }
 
-/// Explicit first/last stages (Megatron's --decoder-first/last-pipeline-num-layers): PP > 1, not with the
-/// embedding slots, and the rest splitting evenly over the middle stages (§2.2). "" when they hold.
-std::string uneven_split_violation(const job_spec& job) {
+/// The message of a split that fails (§2.2), from the reason split_layers gives.
+std::string split_message(const job_spec& job, const stage_split& split) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
-  if (p.pp < 2) return std::string("${parallel.first_stage_layers} / ${parallel.last_stage_layers} need ${parallel.pp} > 1");
-  if (p.embedding_as_stage) {
-    return std::string("${parallel.embedding_as_stage} with ${parallel.first_stage_layers} / ${parallel.last_stage_layers}: choose one");
+  switch (split.failure) {
+    case split_failure::ends_need_pp:
+      return "${parallel.first_stage_layers} / ${parallel.last_stage_layers} need ${parallel.pp} > 1";
+    case split_failure::rest_uneven:
+      return "${model.num_layers} (" + to_string(m.num_layers) +
+             ") minus ${parallel.first_stage_layers} and ${parallel.last_stage_layers} must split evenly over the "
+             "other " + to_string(split.middle_stages) + " pipeline stages";
+    case split_failure::end_not_in_chunks: {
+      constexpr const char* kWhich[] = {"first", "middle", "last"};
+      const std::int64_t layers = split.failed_end == 0 ? split.first : split.failed_end == 2 ? split.last : split.middle;
+      return "the number of layers at the " + std::string(kWhich[split.failed_end]) + " stage (" + to_string(layers) +
+             ") must be divisible by ${parallel.vpp} (" + to_string(p.vpp) +
+             "), Megatron-Core's rule for interleaving with an uneven split";
+    }
+    case split_failure::chunks_uneven:
+      return "${parallel.vpp} " + to_string(p.vpp) + " needs ${model.num_layers} divisible by ${parallel.pp} × it, with PP > 1";
+    case split_failure::layers_not_divisible:
+      return std::string("${model.num_layers} (") + to_string(m.num_layers) +
+             (p.embedding_as_stage ? " + 2 embedding slots" : "") + ") must be divisible by ${parallel.pp} (" +
+             to_string(p.pp) + ") without an explicit split (${parallel.first_stage_layers} / ${parallel.last_stage_layers})";
+    case split_failure::stage_without_layer:
+      if (job.training.framework == framework_kind::deepspeed) {
+        // DeepSpeed splits unevenly (§2.2); every rank needs at least one transformer layer.
+        return "${model.num_layers} (" + to_string(m.num_layers) + ") over ${parallel.pp} (" + to_string(p.pp) +
+               ") leaves a pipeline stage without a transformer layer (DeepSpeed's pipeline needs one per stage)";
+      }
+      return "${parallel.embedding_as_stage} leaves the first or last pipeline stage without a transformer layer";
+    case split_failure::none: break;
   }
-  const std::int64_t first = std::max<std::int64_t>(0, p.first_stage_layers);
-  const std::int64_t last = std::max<std::int64_t>(0, p.last_stage_layers);
-  const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
-  const std::int64_t rest = m.num_layers - first - last;
-  if (rest < 0 || (middle_stages == 0 && rest != 0) || (middle_stages > 0 && rest % middle_stages != 0)) {
-    return std::string("${model.num_layers} (" + to_string(m.num_layers) +
-                       ") minus ${parallel.first_stage_layers} and ${parallel.last_stage_layers} must split "
-                       "evenly over the other " + to_string(middle_stages) + " pipeline stages");
-  }
-  return {};
-}
-
-/// Interleaving with uneven first/last stages, as Megatron-Core allows it (transformer_config.py
-/// __post_init__): each end's layers, and the middle stages', divisible by the model chunks per rank.
-std::string uneven_interleaving_violation(job_spec& job) {
-  const model_spec& m = job.model;
-  parallel_config& p = job.parallel;
-  TRAINPLAN_RETURN_VIOLATION(uneven_split_violation(job));
-  const std::int64_t first = std::max<std::int64_t>(0, p.first_stage_layers);
-  const std::int64_t last = std::max<std::int64_t>(0, p.last_stage_layers);
-  const std::int64_t middle_stages = p.pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
-  const stage_split split = split_layers(m.num_layers, p, job.training.framework);
-  auto chunks = [&](std::int64_t layers, const char* which) {
-    return std::string("the number of layers at the " + std::string(which) + " stage (" + to_string(layers) +
-                       ") must be divisible by ${parallel.vpp} (" + to_string(p.vpp) +
-                       "), Megatron-Core's rule for interleaving with an uneven split");
-  };
-  if (p.first_stage_layers >= 0 && first % p.vpp != 0) return chunks(first, "first");
-  if (p.last_stage_layers >= 0 && last % p.vpp != 0) return chunks(last, "last");
-  if (middle_stages > 0 && split.middle % p.vpp != 0) return chunks(split.middle, "middle");
-  TRAINPLAN_CHECK(split.valid);
-  p.num_layers_per_virtual_stage = 0;  // not one number: each rank's layers / vpp (pipeline_layout)
-  if (job.num_microbatches() % p.pp != 0) return interleaving_microbatch_violation(job);
   return {};
 }
 
 /// The pipeline split and interleaving (§2.2); derives layers per chunk and VPP.
 std::string pipeline_violation(job_spec& job) {
-  [[maybe_unused]] model_spec& m = job.model;
-  [[maybe_unused]] parallel_config& p = job.parallel;
-  [[maybe_unused]] training_config& t = job.training;
+  const model_spec& m = job.model;
+  parallel_config& p = job.parallel;
+  const training_config& t = job.training;
   const bool uneven = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
-  if (uneven && p.vpp > 1) return uneven_interleaving_violation(job);
-  if (uneven && p.num_layers_per_virtual_stage > 0) {
-    return std::string("${parallel.num_layers_per_virtual_stage} with an uneven split (${parallel.first_stage_layers} / "
-                       "${parallel.last_stage_layers}): give the model chunks per rank, ${parallel.vpp}, as Megatron-Core does");
-  }
-  // Pipeline split (§2.2). Model chunks given as a count (Megatron's
-  // --virtual-pipeline-model-parallel-size) become layers per chunk.
-  if (p.vpp > 1 && p.num_layers_per_virtual_stage == 0) {
-    if (p.pp < 2 || m.num_layers % p.pp != 0 || (m.num_layers / p.pp) % p.vpp != 0) {
-      return std::string("${parallel.vpp} " + to_string(p.vpp) +
-                        " needs ${model.num_layers} divisible by ${parallel.pp} × it, with PP > 1");
+  if (uneven) {
+    // Megatron's --decoder-first/last-pipeline-num-layers; with VPP > 1 every rank's layers divisible by
+    // the chunks (Megatron-Core transformer_config.py __post_init__).
+    if (p.pp >= 2 && p.embedding_as_stage) {
+      return "${parallel.embedding_as_stage} with ${parallel.first_stage_layers} / ${parallel.last_stage_layers}: choose one";
     }
+    if (p.num_layers_per_virtual_stage > 0 && p.vpp <= 1) {
+      return "${parallel.num_layers_per_virtual_stage} with an uneven split (${parallel.first_stage_layers} / "
+             "${parallel.last_stage_layers}): give the model chunks per rank, ${parallel.vpp}, as Megatron-Core does";
+    }
+    p.num_layers_per_virtual_stage = 0;  // not one number: each rank's layers / vpp (pipeline_layout)
+    const stage_split split = split_layers(m.num_layers, p, t.framework);
+    if (!split.valid) return split_message(job, split);
+    if (p.vpp > 1 && job.num_microbatches() % p.pp != 0) return interleaving_microbatch_violation(job);
+    return {};
+  }
+  // Model chunks given as a count (Megatron's --virtual-pipeline-model-parallel-size) become layers per
+  // chunk.
+  if (p.vpp > 1 && p.num_layers_per_virtual_stage == 0) {
+    const stage_split split = split_layers(m.num_layers, p, t.framework);
+    if (!split.valid) return split_message(job, split);
     p.num_layers_per_virtual_stage = m.num_layers / p.pp / p.vpp;
   }
   if (p.num_layers_per_virtual_stage > 0) {
-    if (p.pp < 2) {
-      return std::string("${parallel.num_layers_per_virtual_stage} needs ${parallel.pp} > 1");
-    }
-    if (p.embedding_as_stage) {
-      return std::string("${parallel.num_layers_per_virtual_stage} with ${parallel.embedding_as_stage} is not modelled");
-    }
+    if (p.pp < 2) return "${parallel.num_layers_per_virtual_stage} needs ${parallel.pp} > 1";
+    if (p.embedding_as_stage) return "${parallel.num_layers_per_virtual_stage} with ${parallel.embedding_as_stage} is not modelled";
     TRAINPLAN_RETURN_VIOLATION(divisible(m.num_layers, "${model.num_layers}", p.pp, "${parallel.pp}"));
     TRAINPLAN_RETURN_VIOLATION(divisible(m.num_layers / p.pp, "${model.num_layers} / ${parallel.pp}",
-                      p.num_layers_per_virtual_stage, "${parallel.num_layers_per_virtual_stage}"));
+                                         p.num_layers_per_virtual_stage, "${parallel.num_layers_per_virtual_stage}"));
     p.vpp = m.num_layers / p.pp / p.num_layers_per_virtual_stage;
     if (p.vpp > 1 && job.num_microbatches() % p.pp != 0) return interleaving_microbatch_violation(job);
   } else {
     p.vpp = 1;
   }
-  if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
-    TRAINPLAN_RETURN_VIOLATION(uneven_split_violation(job));
-  } else if (p.vpp == 1 && !split_layers(m.num_layers, p, t.framework).valid) {
-    const std::int64_t items = m.num_layers + (p.embedding_as_stage ? 2 : 0);
-    if (t.framework == framework_kind::deepspeed) {
-      // DeepSpeed splits unevenly (§2.2); every rank needs at least one transformer layer.
-      return std::string("${model.num_layers} (" + to_string(m.num_layers) + ") over ${parallel.pp} (" +
-                        to_string(p.pp) + ") leaves a pipeline stage without a transformer layer (DeepSpeed's " +
-                        "pipeline needs one per stage)");
-    }
-    if (items % p.pp != 0) {
-      return std::string(std::string("${model.num_layers} (") + to_string(m.num_layers) + (p.embedding_as_stage ? " + 2 embedding slots" : "") +
-                        ") must be divisible by ${parallel.pp} (" + to_string(p.pp) +
-                        ") without an explicit split (${parallel.first_stage_layers} / ${parallel.last_stage_layers})");
-    }
-    return std::string("${parallel.embedding_as_stage} leaves the first or last pipeline stage without a transformer layer");
+  if (p.vpp == 1) {
+    const stage_split split = split_layers(m.num_layers, p, t.framework);
+    if (!split.valid) return split_message(job, split);
   }
   return {};
 }
@@ -471,51 +413,8 @@ std::string layout_violation(job_spec& job) {
                     fp8_violation, overlap_violation, pipeline_violation}) {
     TRAINPLAN_RETURN_VIOLATION(rule(job));
   }
+  resolve_job(job);
   return {};
-}
-
-std::vector<stage_layout> pipeline_layout(const job_spec& job) {
-  std::vector<stage_layout> stages;
-  pipeline_layout(job, stages);
-  return stages;
-}
-
-void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
-  const model_spec& m = job.model;
-  const parallel_config& p = job.parallel;
-  stages.assign(static_cast<std::size_t>(p.pp), stage_layout{});
-  // Counts the layers of [first, first + n) by kind into `s`.
-  auto count = [&](std::int64_t first, std::int64_t n, stage_layout& s) {
-    for (std::int64_t i = first; i < first + n; ++i) ++s.kinds[static_cast<std::size_t>(m.kind_of_layer(i))];
-  };
-  const stage_split split = split_layers(m.num_layers, p, job.training.framework, p.num_layers_per_virtual_stage);
-  TRAINPLAN_CHECK(split.valid);  // finalize_job refused every invalid split
-  std::int64_t next = 0;
-  for (std::int64_t r = 0; r < p.pp; ++r) {
-    stage_layout& s = stages[static_cast<std::size_t>(r)];
-    s.stage = r;
-    s.num_layers = split.of(r, p.pp);
-    if (p.vpp > 1) {
-      // Chunk c of rank r holds k_r = layers_r / v layers starting at c·R + Σ_{r' < r} k_r', with R = Σ k_r
-      // the layers of one round over the ranks (Megatron-Core get_transformer_layer_offset; with an even
-      // split, (c·p + r)·k).
-      const std::int64_t k = s.num_layers / p.vpp;
-      std::int64_t before = 0, round = 0;
-      for (std::int64_t q = 0; q < p.pp; ++q) {
-        const std::int64_t kq = split.of(q, p.pp) / p.vpp;
-        round += kq;
-        if (q < r) before += kq;
-      }
-      s.first_layer = before;
-      for (std::int64_t c = 0; c < p.vpp; ++c) count(c * round + before, k, s);
-    } else {
-      s.first_layer = next;
-      count(next, s.num_layers, s);
-      next += s.num_layers;
-    }
-  }
-  stages.front().has_embedding = true;
-  stages.back().has_output = true;
 }
 
 }  // namespace trainplan

@@ -1,5 +1,6 @@
 // The training knobs' layout rules (src/core/job/job_rules.h): what each framework allows, recomputation
 // and memory knobs, FP8, the overlap flags and HSDP, with the frameworks' own argument checks.
+#include <array>
 #include <string>
 
 #include "job/job_rules.h"
@@ -10,7 +11,23 @@ namespace trainplan::detail {
 using std::to_string;
 using trainplan::to_string;
 
-/// What the framework allows and forces: ZeRO stages, distributed optimizer, gradient accumulation dtype (§3.1).
+/// A framework's words when a job asks for a ZeRO stage it does not run (framework.h's rows decide).
+struct stage_messages {
+  const char* missing;  ///< the framework has no such stage
+  const char* no_pp;    ///< not with pipeline parallelism
+};
+constexpr std::array<stage_messages, 3> kStageMessages = {{
+    {" needs ${training.framework} deepspeed or fsdp (Megatron-LM shards only the optimizer: "
+     "${training.distributed_optimizer}, i.e. stage 1)",
+     ""},
+    {"", "DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: ${training.zero_stage} "},
+    {"${training.framework} fsdp has no ZeRO stage 1: use ${training.zero_stage} 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 "
+     "(FULL_SHARD)",
+     "${training.framework} fsdp with ${parallel.pp} > 1 is not modelled"},
+}};
+
+/// What the framework allows and forces: ZeRO stages (framework.h's rows), distributed optimizer,
+/// gradient accumulation dtype (§3.1).
 std::string framework_violation(job_spec& job) {
   [[maybe_unused]] model_spec& m = job.model;
   [[maybe_unused]] parallel_config& p = job.parallel;
@@ -20,46 +37,43 @@ std::string framework_violation(job_spec& job) {
   if (t.zero_stage < 0 || t.zero_stage > 3) {
     return std::string("${training.zero_stage} must be 0, 1, 2 or 3, got " + to_string(t.zero_stage));
   }
-  switch (t.framework) {
+  const framework_kind fw = t.framework;
+  if (t.distributed_optimizer && fw != framework_kind::megatron) {
+    return "${training.distributed_optimizer} is Megatron-LM's; with ${training.framework} " + std::string(to_string(fw)) +
+           " use ${training.zero_stage}";
+  }
+  const auto z = static_cast<std::size_t>(t.zero_stage);
+  const std::array<bool, 4> any = zero_stages_of(fw, 1);
+  const std::array<bool, 4> at_pp = zero_stages_of(fw, p.pp);
+  const stage_messages& words = kStageMessages[static_cast<std::size_t>(fw)];
+  if (at_pp == std::array<bool, 4>{}) return words.no_pp;  // no stage at all with this pipeline
+  if (!any[z]) {
+    return fw == framework_kind::megatron ? "${training.zero_stage} " + to_string(t.zero_stage) + words.missing
+                                          : std::string(words.missing);
+  }
+  if (!at_pp[z]) {
+    return std::string(words.no_pp) + to_string(t.zero_stage) + " with ${parallel.pp} " + to_string(p.pp);
+  }
+  apply_framework_defaults(t);
+  switch (fw) {
     case framework_kind::megatron:
-      if (t.zero_stage >= 2) {
-        return std::string("${training.zero_stage} " + to_string(t.zero_stage) +
-                          " needs ${training.framework} deepspeed or fsdp (Megatron-LM shards only the optimizer: "
-                          "${training.distributed_optimizer}, i.e. stage 1)");
-      }
-      if (t.zero_stage == 1) t.distributed_optimizer = true;
-      t.zero_stage = t.distributed_optimizer ? 1 : 0;
-      if (t.precision == dtype::bf16) t.accumulate_allreduce_grads_in_fp32 = true;  // arguments.py
+    case framework_kind::fsdp:
       break;
     case framework_kind::deepspeed:
-      if (t.distributed_optimizer) {
-        return std::string("${training.distributed_optimizer} is Megatron-LM's; with ${training.framework} deepspeed use ${training.zero_stage}");
+      // runtime/engine.py _do_optimizer_sanity_check: what DeepSpeed itself refuses at stage 0.
+      if (t.zero_stage == 0 && t.precision == dtype::bf16 && !t.accumulate_allreduce_grads_in_fp32 && p.pp == 1) {
+        return "--grad-accum-dtype bf16 with --bf16 at ${training.zero_stage} 0 needs pipeline parallelism: DeepSpeed "
+               "raises \"Bfloat16 wrapper must use a gradient accumulation type of fp32, enable ZeRO to use Bfloat16 "
+               "gradient accumulation\"";
       }
-      if (p.pp > 1 && t.zero_stage >= 2) {
-        return std::string("DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: ${training.zero_stage} " +
-                          to_string(t.zero_stage) + " with ${parallel.pp} " + to_string(p.pp));
+      if (t.zero_stage == 0 && t.precision == dtype::fp16 && t.accumulate_allreduce_grads_in_fp32) {
+        return "--grad-accum-dtype fp32 with --fp16 at ${training.zero_stage} 0: DeepSpeed raises \"unsupported mix of "
+               "model dtype and gradient accumulation type\"";
       }
-      // DeepSpeed's BF16_Optimizer accumulates gradients in fp32 (BLOOM's "fp32 grad accumulation")
-      // unless data_types.grad_accum_dtype says otherwise.
-      if (t.grad_accum_dtype_set) {
-        t.accumulate_allreduce_grads_in_fp32 = t.grad_accum_dtype == dtype::fp32 && t.precision != dtype::fp32;
-      } else if (t.precision == dtype::bf16) {
-        t.accumulate_allreduce_grads_in_fp32 = true;
-      }
-      break;
-    case framework_kind::fsdp:
-      if (t.distributed_optimizer) {
-        return std::string("${training.distributed_optimizer} is Megatron-LM's; with ${training.framework} fsdp use ${training.zero_stage}");
-      }
-      if (p.pp > 1) return std::string("${training.framework} fsdp with ${parallel.pp} > 1 is not modelled");
-      if (t.zero_stage == 1) {
-        return std::string("${training.framework} fsdp has no ZeRO stage 1: use ${training.zero_stage} 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
-      }
-      t.accumulate_allreduce_grads_in_fp32 = true;  // FSDP keeps fp32 sharded parameters and gradients
       break;
   }
-  if (t.offload_optimizer && t.zero_stage == 0 && t.framework != framework_kind::megatron) {
-    return std::string("${training.offload_optimizer} needs ${training.zero_stage} 1 or more with ${training.framework} " + std::string(to_string(t.framework)));
+  if (t.offload_optimizer && t.zero_stage == 0 && fw != framework_kind::megatron) {
+    return std::string("${training.offload_optimizer} needs ${training.zero_stage} 1 or more with ${training.framework} " + std::string(to_string(fw)));
   }
 
   return {};

@@ -88,11 +88,23 @@ bool even_on_nodes(std::int64_t group, std::int64_t gpus_per_node) {
   return gpus_per_node % group == 0 || group % gpus_per_node == 0;
 }
 
-std::vector<int> zero_stages_for(framework_kind fw, std::int64_t pp) {
-  const framework_traits& f = traits_of(fw);
+/// The ZeRO stages the framework's optimizer rows run at this pipeline size (framework.h), one per
+/// distinct row: DeepSpeed's BF16_Optimizer runs alike at stage 0 and 1, and only stage 0 is tried.
+std::vector<int> zero_stages_for(const training_config& base, std::int64_t pp) {
+  const std::array<bool, 4> stages = zero_stages_of(base.framework, pp);
   std::vector<int> out;
+  std::vector<const optimizer_row*> rows;
   for (int z = 0; z < 4; ++z) {
-    if ((pp > 1 ? f.zero_stages_with_pp : f.zero_stages)[static_cast<std::size_t>(z)]) out.push_back(z);
+    if (!stages[static_cast<std::size_t>(z)]) continue;
+    training_config t = base;
+    t.zero_stage = z;
+    t.distributed_optimizer = false;
+    apply_framework_defaults(t);
+    const optimizer_row* row = find_optimizer_row(t.framework, t.zero_stage, runs_bf16_optimizer(t));
+    if (row == nullptr) continue;
+    if (std::any_of(rows.begin(), rows.end(), [&](const optimizer_row* r) { return runs_alike(*r, *row); })) continue;
+    rows.push_back(row);
+    out.push_back(z);
   }
   return out;
 }
@@ -281,8 +293,7 @@ search_axes axes_of(const job_spec& base, const search_space& s) {
   }
   for (int z : s.zero_stage) {
     bool ok = false;
-    for (std::int64_t p : x.pps)
-      for (int v : zero_stages_for(fw, p)) ok = ok || v == z;
+    for (std::int64_t p : x.pps) ok = ok || (z >= 0 && z < 4 && zero_stages_of(fw, p)[static_cast<std::size_t>(z)]);
     if (!ok) {
       throw input_error("${training.zero_stage} " + std::to_string(z) + " is not available with ${training.framework} " +
                         std::string(to_string(fw)) + " and the pipeline sizes searched");
@@ -317,8 +328,14 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
   const std::int64_t gbs = base.training.global_batch_size;
   std::vector<std::int64_t> mbss = s.mbs;
   if (mbss.empty()) mbss = divisors(gbs / c.dp);  // every micro-batch that divides the per-replica batch
-  std::vector<int> zeros = zero_stages_for(fw, c.pp);
-  if (!s.zero_stage.empty()) zeros = kept_of(zero_stages_for(fw, c.pp), s.zero_stage);
+  // The stages asked for as given (each that runs at this PP), else one per distinct optimizer row.
+  std::vector<int> zeros;
+  if (s.zero_stage.empty()) {
+    zeros = zero_stages_for(base.training, c.pp);
+  } else {
+    for (int z : s.zero_stage)
+      if (z >= 0 && z < 4 && zero_stages_of(fw, c.pp)[static_cast<std::size_t>(z)]) zeros.push_back(z);
+  }
   std::vector<std::int64_t> vpps = {1};
   if (traits_of(fw).interleaving && c.pp > 1 && m.num_layers % c.pp == 0) {
     for (std::int64_t v = 2; v <= m.num_layers / c.pp; ++v)
@@ -507,6 +524,8 @@ void bound_layouts(const job_spec& base, std::vector<proto>& protos, worker_pool
     auto it = layers.find(key);
     if (it == layers.end()) {
       apply_candidate(j, base, c);
+      j.parallel.dp = c.dp;
+      resolve_job(j);  // the tokens and precision roles the layer's kernels read
       // The cheapest layer of each kind the model has (§1.10), field by field, so that the bound stays
       // below every stage's real sum (§7.2): held as forward.gemm_s (all of the forward),
       // backward.gemm_s and forward.attention_s (what selective recomputation redoes).

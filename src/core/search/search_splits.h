@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "trainplan/core/model/model.h"
-#include "trainplan/core/job/job.h"
+#include "trainplan/core/job/layout.h"
 
 namespace trainplan::detail {
 

@@ -24,6 +24,7 @@ double layer_gemm_efficiency(const job_spec& base, const model_spec& m, std::int
   j.model = m;
   j.parallel = parallel_config{};
   j.parallel.tp = tp;
+  resolve_job(j);  // the tokens and roles its GEMMs read
   const compute_efficiency e = effective_compute_efficiency(base.cluster.gpu);
   j.training.flash_attention = true;  // the attention core's batched GEMMs are not the shape's tiles
   double flops = 0;

@@ -80,9 +80,9 @@ TEST(Compute, HostOverheadAndAccumulationFollowTheFramework) {
   parsed_job ds = parse_job_args({"--preset", "bloom-176b-production"});
   parsed_job mg = parse_job_args({"--preset", "bloom-176b-production", "--framework", "megatron"});
   EXPECT_DOUBLE_EQ(host_overhead_per_layer_pass_s(mg.job.training), 0.0);
-  EXPECT_DOUBLE_EQ(accumulation_bytes_per_parameter(mg.job.training), 0.0);
+  EXPECT_DOUBLE_EQ(accumulation_bytes_per_parameter(mg.job), 0.0);
   // bf16 with BF16_Optimizer: AccumulateGrad (3 × 2 bytes) + update_hp_grads (2 + 8 bytes).
-  EXPECT_DOUBLE_EQ(accumulation_bytes_per_parameter(ds.job.training), 16.0);
+  EXPECT_DOUBLE_EQ(accumulation_bytes_per_parameter(ds.job), 16.0);
   parsed_job own = parse_job_args({"--preset", "bloom-176b-production", "--host-overhead-ms", "1"});
   EXPECT_DOUBLE_EQ(host_overhead_per_layer_pass_s(own.job.training), 1e-3);
   // The overhead is per layer pass: forward, recomputed forward and backward of a 6-layer rank.

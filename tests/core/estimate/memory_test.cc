@@ -91,9 +91,13 @@ TEST(MemoryStates, EveryFrameworkAndStageRow) {
     const auto& s = r.stages[0];
     return (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes) / static_cast<double>(s.parameters);
   };
-  // DeepSpeed's BF16_Optimizer: 16-bit grads + a full fp32 accumulation buffer, not sharded.
-  EXPECT_DOUBLE_EQ(states({"--framework", "deepspeed", "--zero-stage", "0"}), 2 + 6 + 12);
+  // DeepSpeed's BF16_Optimizer: 16-bit grads + a full fp32 accumulation buffer, not sharded; the fp32
+  // master and moments partitioned over DP at stage 0 as at stage 1 (bf16_optimizer.py
+  // _setup_for_real_optimizer: partition_count = the DP world size).
+  EXPECT_DOUBLE_EQ(states({"--framework", "deepspeed", "--zero-stage", "0"}), 2 + 6 + 12.0 / 16);
   EXPECT_DOUBLE_EQ(states({"--framework", "deepspeed", "--zero-stage", "1"}), 2 + 6 + 12.0 / 16);
+  // fp16 at stage 0 is FP16_Optimizer: nothing sharded.
+  EXPECT_DOUBLE_EQ(states({"--framework", "deepspeed", "--zero-stage", "0", "--fp16"}), 2 + 2 + 12);
   // FSDP: the fp32 sharded FlatParameter is the master; SHARD_GRAD_OP keeps the 16-bit parameters.
   EXPECT_DOUBLE_EQ(states({"--framework", "fsdp", "--zero-stage", "0"}), (4 + 2) + 4 + 8);
   EXPECT_DOUBLE_EQ(states({"--framework", "fsdp", "--zero-stage", "2"}), 2 + (4 + 4 + 8) / 16.0);

@@ -1,6 +1,7 @@
 // The parallel layout (docs/formulas.md §2): the one account of the pipeline split and of what a GPU
 // holds, against the frameworks' own rules written out literally.
 #include "trainplan/core/job/job.h"
+#include "trainplan/core/job/layout.h"
 
 #include <gtest/gtest.h>
 
@@ -149,16 +150,16 @@ TEST(ParallelTraits, OneRowPerFrameworkWithItsRules) {
   }
   const framework_traits& megatron = traits_of(framework_kind::megatron);
   const framework_traits& deepspeed = traits_of(framework_kind::deepspeed);
-  const framework_traits& fsdp = traits_of(framework_kind::fsdp);
   EXPECT_EQ(to_string(framework_kind::deepspeed), "deepspeed");
   // Megatron shards only the optimizer (distributed optimizer = ZeRO-1); DeepSpeed's pipeline engine
   // runs ZeRO 0-1; FSDP has no stage 1 and no pipeline here.
-  EXPECT_EQ(megatron.zero_stages, (std::array<bool, 4>{true, true, false, false}));
-  EXPECT_EQ(deepspeed.zero_stages, (std::array<bool, 4>{true, true, true, true}));
-  EXPECT_EQ(deepspeed.zero_stages_with_pp, (std::array<bool, 4>{true, true, false, false}));
-  EXPECT_EQ(fsdp.zero_stages, (std::array<bool, 4>{true, false, true, true}));
-  EXPECT_EQ(fsdp.zero_stages_with_pp, (std::array<bool, 4>{false, false, false, false}));
-  EXPECT_TRUE(megatron.interleaving && megatron.sequence_parallel && megatron.fused_grad_accumulation);
+  EXPECT_EQ(zero_stages_of(framework_kind::megatron, 1), (std::array<bool, 4>{true, true, false, false}));
+  EXPECT_EQ(zero_stages_of(framework_kind::deepspeed, 1), (std::array<bool, 4>{true, true, true, true}));
+  EXPECT_EQ(zero_stages_of(framework_kind::deepspeed, 2), (std::array<bool, 4>{true, true, false, false}));
+  EXPECT_EQ(zero_stages_of(framework_kind::fsdp, 1), (std::array<bool, 4>{true, false, true, true}));
+  EXPECT_EQ(zero_stages_of(framework_kind::fsdp, 2), (std::array<bool, 4>{false, false, false, false}));
+  EXPECT_TRUE(megatron.interleaving && megatron.sequence_parallel);
+  EXPECT_EQ(find_optimizer_row(framework_kind::megatron, 1, false)->accumulation, grad_accumulation::in_gemm);
   EXPECT_TRUE(deepspeed.uneven_pipeline_split && deepspeed.tied_embedding_module);
   EXPECT_EQ(deepspeed.bucket_elements, 500'000'000);  // reduce_bucket_size (runtime/zero/config.py)
   EXPECT_EQ(megatron.bucket_elements, 0);             // one bucket without --overlap-grad-reduce

@@ -31,6 +31,7 @@ TEST(ShapesGemm, EfficiencyIsTheComputeModelsFlopWeighted) {
   j.parallel = parallel_config{};
   j.parallel.tp = 8;
   j.training.flash_attention = true;
+  resolve_job(j);
   const compute_efficiency e = effective_compute_efficiency(j.cluster.gpu);
   double flops = 0, peak_s = 0;
   for (const named_gemm& g : layer_gemm_shapes(j, false)) {

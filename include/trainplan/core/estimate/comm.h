@@ -15,6 +15,7 @@
 
 #include "trainplan/core/hardware/collective.h"
 #include "trainplan/core/job/job.h"
+#include "trainplan/core/job/layout.h"
 
 namespace trainplan {
 

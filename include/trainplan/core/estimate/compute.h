@@ -7,6 +7,7 @@
 
 #include "trainplan/core/hardware/hardware.h"
 #include "trainplan/core/job/job.h"
+#include "trainplan/core/job/layout.h"
 
 namespace trainplan {
 
@@ -132,8 +133,11 @@ struct compute_report {
 /// Host time per layer per pass that the GPU waits for: the job's setting or the framework's default
 /// (docs/formulas.md §5.9). Seconds.
 double host_overhead_per_layer_pass_s(const training_config& t);
-/// Memory traffic per parameter per micro-batch for gradient accumulation outside the GEMMs (§5.9). Bytes.
-double accumulation_bytes_per_parameter(const training_config& t);
+/// Memory traffic per parameter per micro-batch for gradient accumulation outside the GEMMs, as the job's
+/// optimizer row accumulates (§5.9). Bytes.
+double accumulation_bytes_per_parameter(const job_spec& job);
+/// Memory traffic per parameter the optimizer step updates, from the precision roles (§5.5). Bytes.
+double optimizer_step_bytes_per_parameter(const job_spec& job);
 /// Slowdown (≥ 1) of a rank's forward and backward when the memory it reserves fills `reserved_fraction`
 /// of the usable memory: PyTorch's caching allocator frees its cache and retries (§5.9).
 double allocator_slowdown(double reserved_fraction);

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "trainplan/core/job/job.h"
+#include "trainplan/core/job/layout.h"
 
 namespace trainplan {
 
@@ -42,6 +44,7 @@ struct stage_memory {
 
 struct memory_report {
   std::vector<stage_memory> stages;
+  std::string_view optimizer;             ///< what runs, in the framework's names (framework.h's row)
   layer_activation_bytes layer_activations;  ///< one dense layer, one micro-batch, stored (no recompute)
   double peak_allocated_bytes = 0;
   double peak_reserved_bytes = 0;

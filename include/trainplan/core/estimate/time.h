@@ -8,6 +8,7 @@
 #include "trainplan/core/base/limits.h"
 #include "trainplan/core/estimate/memory.h"
 #include "trainplan/core/job/job.h"
+#include "trainplan/core/job/layout.h"
 #include "trainplan/core/estimate/schedule.h"
 
 namespace trainplan {

@@ -1,4 +1,6 @@
-// Parallel layout and training settings; the job a plan is made for (docs/formulas.md §2).
+// The job a plan is made for: the model, the cluster, the parallel layout and how it is trained, and the
+// rules a job must meet (docs/formulas.md §2). finalize_job checks them and works out the resolved facts
+// (resolved.h) every estimator reads; the pipeline split and what a GPU holds are layout.h's.
 #pragma once
 
 #include <algorithm>
@@ -10,11 +12,12 @@
 #include <vector>
 
 #include "trainplan/core/hardware/hardware.h"
+#include "trainplan/core/job/framework.h"
+#include "trainplan/core/job/resolved.h"
 #include "trainplan/core/model/model.h"
 
 namespace trainplan {
 
-enum class framework_kind { megatron, deepspeed, fsdp };
 enum class recompute_granularity { none, selective, full };
 enum class recompute_method { uniform, block };
 enum class optimizer_kind { adam, sgd };
@@ -46,27 +49,7 @@ inline constexpr std::array<std::pair<const char*, fp8_recipe>, 4> kFp8RecipeNam
 std::string_view to_string(fp8_format k);
 std::string_view to_string(fp8_recipe k);
 
-std::string_view to_string(framework_kind k);
 
-/// What a training framework allows and does: one row per framework (src/core/job/job.cc), read by the
-/// layout rules, the search, the pipeline split, the traffic tables and the compute model instead of
-/// switches on framework_kind. Memory's bytes per parameter by ZeRO stage (§3.1-§3.3) and the DP
-/// collectives (§4.2.4) are their own (framework, stage) tables.
-struct framework_traits {
-  framework_kind kind;
-  std::string_view name;
-  std::array<bool, 4> zero_stages;          ///< ZeRO stages it runs without pipeline parallelism
-  std::array<bool, 4> zero_stages_with_pp;  ///< with PP > 1 (DeepSpeed's pipeline engine: 0 and 1)
-  bool interleaving;                        ///< Megatron's virtual pipeline (interleaved 1F1B)
-  bool sequence_parallel;                   ///< Megatron's --sequence-parallel
-  bool uneven_pipeline_split;               ///< DeepSpeed's partition_uniform (§2.2)
-  bool tied_embedding_module;               ///< tied copy = the whole embedding module (DeepSpeed), else the word embedding
-  std::int64_t bucket_elements;             ///< default reduce/gather bucket, elements; 0: one bucket (§4.2.4)
-  double host_s_per_recomputed_layer_pass;  ///< host time per layer pass with full recomputation (§5.9)
-  bool fused_grad_accumulation;             ///< weight gradients accumulate in the GEMM (main_grad, §5.9)
-  bool fused_attention;                     ///< its default attention is a fused (flash) kernel
-};
-const framework_traits& traits_of(framework_kind k);
 std::string_view to_string(recompute_granularity k);
 std::string_view to_string(recompute_method k);
 std::string_view to_string(optimizer_kind k);
@@ -192,26 +175,22 @@ inline bool overlap_comm_on(const training_config& t) {
   return t.overlap_comm == training_config::toggle::on;
 }
 
-/// The dtype of each role in training: one account that memory (§3.1-§3.4), communication (§4.2)
-/// and compute (§5.1-§5.3) read instead of each reading `precision` its own way.
-struct precision_roles {
-  dtype compute = dtype::bf16;      ///< GEMM inputs; the peak MFU is measured against
-  dtype weights = dtype::bf16;      ///< the model's weights as stored (16-bit under mixed precision)
-  dtype activations = dtype::bf16;  ///< saved activations and the tensors TP, CP, EP and PP move
-  dtype gradients = dtype::bf16;    ///< the buffer the backward accumulates into (fp32 main_grad when asked)
-  bool master_weights = true;       ///< an fp32 master copy beside 16-bit weights
-  dtype moments = dtype::fp32;      ///< optimizer state (Adam m and v, SGD momentum)
-  dtype grad_comm = dtype::bf16;    ///< gradients as the DP reduction moves them (§4.2.4)
-  dtype param_comm = dtype::bf16;   ///< parameters as ZeRO/FSDP gathers them
-  /// The transformer layers' linear GEMMs (QKV, projection, MLP, experts; not the router, the attention
-  /// core or the output layer) and the inputs they save for backward: fp8 under --fp8-format.
-  dtype linear = dtype::bf16;
-};
-/// The roles of a (finalized) training configuration. Mixed precision (bf16, fp16) keeps 16-bit
-/// weights, activations and an fp32 master; fp32 keeps everything in fp32; FP8 GEMMs keep bf16
-/// weights and activations (Transformer Engine casts at the GEMM). Gradients accumulate and travel
-/// in fp32 with accumulate_allreduce_grads_in_fp32, except DeepSpeed ZeRO-2/3, which reduce in the
-/// model dtype (communication_data_type) and keep fp32 local to the partition.
+/// What the framework forces on a training configuration whose ZeRO stage it runs (§3.1): Megatron's
+/// distributed optimizer is its ZeRO-1 and bf16 accumulates in fp32 (arguments.py); DeepSpeed's
+/// grad_accum_dtype (bf16 accumulates in fp32 unless given); FSDP keeps fp32 gradients.
+void apply_framework_defaults(training_config& t);
+/// Whether DeepSpeed's BF16_Optimizer runs (runtime/engine.py _do_optimizer_sanity_check): the one
+/// expression memory, communication and compute read, through the job's optimizer row.
+bool runs_bf16_optimizer(const training_config& t);
+/// The (framework, ZeRO stage, optimizer wrapper) row a (finalized) training configuration runs (§3.1).
+const optimizer_row& optimizer_of(const training_config& t);
+/// The roles of a (finalized) training configuration running `row`. Mixed precision (bf16, fp16) keeps
+/// 16-bit weights, activations and an fp32 master; fp32 keeps everything in fp32; FP8 GEMMs keep bf16
+/// weights and activations (Transformer Engine casts at the GEMM). Gradients accumulate in fp32 with
+/// accumulate_allreduce_grads_in_fp32 and the reduction moves what the row says: the accumulation
+/// buffer, or the model's dtype (DeepSpeed's ZeRO optimizer, its communication_data_type).
+precision_roles roles_of(const training_config& t, const optimizer_row& row);
+/// The same with the row the configuration runs (optimizer_of).
 precision_roles roles_of(const training_config& t);
 
 /// Everything one estimate needs.
@@ -221,6 +200,8 @@ struct job_spec {
   parallel_config parallel;
   training_config training;
   std::int64_t num_gpus = 0;  ///< world size
+  /// The facts every estimator reads, worked out once by finalize_job (layout_violation, resolve_job).
+  resolved_job resolved;
 
   std::int64_t num_microbatches() const;  ///< per pipeline, per iteration: gbs / (mbs·dp)
   std::int64_t model_parallel_size() const { return parallel.tp * parallel.pp * parallel.cp; }
@@ -241,106 +222,11 @@ std::string layout_violation(job_spec& job);
 /// unfused for Megatron-DeepSpeed) unless --attention-backend or --use-flash-attn chose (§5.2).
 /// finalize_job applies it; a search's base job, which is never finalized, needs it before its bound.
 void resolve_attention(training_config& t);
+/// Work out job.resolved from a job whose rules hold (layout_violation calls it last; the search's bound
+/// calls it on candidates it prices before their rules are checked).
+void resolve_job(job_spec& job);
 /// The rules a job without a layout still needs (`trainplan model`, a search's base job): TP in range,
 /// since it pads the vocabulary (§1.1), and the global batch at most 2^30 samples. "" when met.
 std::string model_view_violation(const job_spec& job);
-
-/// What one pipeline stage holds (one pipeline rank; with VPP, all its chunks together).
-struct stage_layout {
-  std::int64_t stage = 0;          ///< pipeline rank
-  std::int64_t num_layers = 0;     ///< transformer layers on this rank (all chunks)
-  std::int64_t first_layer = 0;    ///< index of the first layer of its first chunk
-  layer_counts kinds{};            ///< its layers by kind (model_spec::kind_of_layer; §1.10)
-  bool has_embedding = false;      ///< the word (and position) embedding
-  bool has_output = false;         ///< final norm, output layer (or tied copy), loss
-  std::int64_t of(layer_kind k) const { return kinds[static_cast<std::size_t>(k)]; }
-  /// Layers with an MoE block (transformer MoE layers, windowed or not, and hybrid E blocks).
-  std::int64_t num_moe_layers() const {
-    return of(layer_kind::moe) + of(layer_kind::moe_window) + of(layer_kind::moe_mlp);
-  }
-};
-
-// ---- what one GPU holds (§2.4): the one account memory, communication, compute and time read ------
-
-/// Parameters of one layer, or one stage, held by one GPU: column/row-parallel weights split by t,
-/// norms, row-parallel biases and the router whole; routed experts divided by EP, then by expert-TP = t.
-struct layer_shard {
-  std::int64_t dense = 0;   ///< replicated over DP×CP (their gradients are reduced there)
-  std::int64_t expert = 0;  ///< routed experts, replicated over expert-DP = DP×CP/EP
-  std::int64_t total() const { return dense + expert; }
-};
-
-/// What one GPU of a pipeline stage holds, worked out once per job from the parameter count at its TP.
-struct rank_holdings {
-  layer_shard dense_layer;      ///< a layer with a dense MLP (hybrid: the MLP block)
-  layer_shard moe_layer;        ///< a layer with routed experts (hybrid: the MoE block; zero for dense models)
-  layer_shard mamba_layer;      ///< hybrid: a Mamba-2 block (zero otherwise)
-  layer_shard attention_layer;  ///< hybrid: an attention block (zero otherwise)
-  std::int64_t embedding = 0;   ///< first stage: word-embedding shard V/t·h, positions, embedding norm
-  std::int64_t output = 0;      ///< last stage: final norm, output shard, or the tied copy when p > 1
-                                ///< (DeepSpeed ties the whole embedding module)
-  /// Last stage: the multi-token-prediction modules (Megatron places them with the output layer, §1.8).
-  layer_shard mtp;
-
-  /// One layer of kind `k`, from the account kLayerMakeup names for it.
-  const layer_shard& of(layer_kind k) const {
-    static constexpr std::array<layer_shard rank_holdings::*, 4> kOf{
-        &rank_holdings::dense_layer, &rank_holdings::moe_layer, &rank_holdings::mamba_layer,
-        &rank_holdings::attention_layer};
-    return this->*kOf[static_cast<std::size_t>(makeup_of(k).account)];
-  }
-  /// One GPU of a stage with `kinds` layers of each kind, and the ends it holds.
-  layer_shard stage(const layer_counts& kinds, bool first, bool last) const {
-    layer_shard s{(first ? embedding : 0) + (last ? output + mtp.dense : 0), last ? mtp.expert : 0};
-    for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
-      const layer_shard& l = of(static_cast<layer_kind>(k));
-      s.dense += kinds[k] * l.dense;
-      s.expert += kinds[k] * l.expert;
-    }
-    return s;
-  }
-  layer_shard stage(const stage_layout& s) const { return stage(s.kinds, s.has_embedding, s.has_output); }
-};
-
-/// The holdings of `job` from `params` = count_parameters(job.model, job.parallel.tp).
-rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params);
-
-/// Transformer layers of the first, of each middle and of the last pipeline rank (all chunks): the one
-/// account of the split (§2.2) that pipeline_layout, the communication stage classes and the search
-/// read. Every rule of Megatron (even split, --decoder-first/last-pipeline-num-layers, interleaving
-/// with `layers_per_chunk` each) and DeepSpeed (partition_uniform) gives at most these three counts.
-struct stage_split {
-  std::int64_t first = 0;
-  std::int64_t middle = 0;  ///< each of the p − 2 middle ranks
-  std::int64_t last = 0;    ///< equals first when p = 1
-  bool valid = false;       ///< every rank has at least one layer and the split adds up
-  std::int64_t most() const { return std::max(first, std::max(middle, last)); }
-  std::int64_t of(std::int64_t rank, std::int64_t pp) const {
-    return rank == 0 ? first : rank == pp - 1 ? last : middle;
-  }
-};
-/// The split of `num_layers` over `p.pp` ranks for framework `fw`; with p.vpp > 1 every rank holds
-/// p.vpp chunks of `layers_per_chunk` (0: num_layers / pp / vpp).
-stage_split split_layers(std::int64_t num_layers, const parallel_config& p, framework_kind fw,
-                         std::int64_t layers_per_chunk = 0);
-
-/// Items (layers, or layer slots with --embedding-as-stage) of pipeline rank `rank` under DeepSpeed's
-/// uniform partition (deepspeed/runtime/utils.py partition_uniform, 2022: ceil-sized chunks, the last
-/// rank takes what is left; docs/formulas.md §2.2).
-std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_t rank);
-
-/// Layers of each kind over all the stages of a layout (§1.10).
-inline layer_counts layer_kinds_of(const std::vector<stage_layout>& layout) {
-  layer_counts n{};
-  for (const stage_layout& s : layout)
-    for (std::size_t k = 0; k < kNumLayerKinds; ++k) n[k] += s.kinds[k];
-  return n;
-}
-
-/// Layers per pipeline rank following Megatron's rules: even split, or first/last stage counts with
-/// the rest even; BLOOM's embedding-as-stage counts each embedding as one layer slot.
-std::vector<stage_layout> pipeline_layout(const job_spec& job);
-/// The same into `out` (its storage reused: no allocation once it has held as many stages).
-void pipeline_layout(const job_spec& job, std::vector<stage_layout>& out);
 
 }  // namespace trainplan

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trainplan/core/job/job.h"
+#include "trainplan/core/job/layout.h"
 
 namespace trainplan {
 

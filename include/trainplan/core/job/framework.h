@@ -1,0 +1,113 @@
+// What each training framework allows and runs (docs/formulas.md §3.1-§3.3, §4.2.4, §5.9): one row per
+// framework for the layout it allows, and one row per (framework, ZeRO stage, optimizer wrapper) for the
+// state it keeps, the data-parallel collectives of a step and how gradients accumulate. Memory,
+// communication, compute and the search read these rows; none of them decides on its own which
+// optimizer a job runs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace trainplan {
+
+enum class framework_kind { megatron, deepspeed, fsdp };
+std::string_view to_string(framework_kind k);
+
+/// What a training framework allows and does beside its optimizer: one row per framework
+/// (src/core/job/framework.cc), read by the layout rules, the search, the pipeline split, the traffic
+/// tables and the compute model instead of switches on framework_kind.
+struct framework_traits {
+  framework_kind kind;
+  std::string_view name;
+  bool interleaving;                        ///< Megatron's virtual pipeline (interleaved 1F1B)
+  bool sequence_parallel;                   ///< Megatron's --sequence-parallel
+  bool uneven_pipeline_split;               ///< DeepSpeed's partition_uniform (§2.2)
+  bool tied_embedding_module;               ///< tied copy = the whole embedding module (DeepSpeed), else the word embedding
+  std::int64_t bucket_elements;             ///< default reduce/gather bucket, elements; 0: one bucket (§4.2.4)
+  double host_s_per_recomputed_layer_pass;  ///< host time per layer pass with full recomputation (§5.9)
+  bool fused_attention;                     ///< its default attention is a fused (flash) kernel
+};
+const framework_traits& traits_of(framework_kind k);
+
+// ---- the optimizer a job runs (§3.1-§3.3, §4.2.4) ------------------------------------------------
+
+/// What one parameter's state costs, in units the precision roles give (§3.1-§3.3).
+enum class state_unit : std::uint8_t {
+  none,
+  weight,           ///< the stored weight dtype (2 bytes mixed, 4 in fp32)
+  grad_buffer,      ///< the buffer the backward accumulates into (precision_roles::gradients)
+  fp32,             ///< 4 bytes
+  fp32_if_mixed,    ///< 4 bytes under mixed precision, else nothing
+  weight_if_mixed,  ///< a 16-bit copy under mixed precision, else nothing
+  optimizer,        ///< master (mixed precision) + moments
+  moments,          ///< Adam m and v, or SGD momentum
+};
+inline constexpr std::size_t kNumStateUnits = 8;
+/// coef × unit per parameter held, divided by the D ranks that shard the state when `sharded`.
+struct state_term {
+  double coef = 0;
+  state_unit of = state_unit::none;
+  bool sharded = false;
+};
+using state_terms = std::array<state_term, 2>;
+
+/// A data-parallel collective of a step (§4.2.4); the communication model prices each.
+enum class dp_collective : std::uint8_t {
+  grad_all_reduce,                 ///< once per iteration, after the last backward
+  grad_reduce_scatter,             ///< once per iteration (Megatron's distributed optimizer)
+  param_all_gather,                ///< the updated parameters, after the step
+  grad_reduce_scatter_per_microbatch,  ///< DeepSpeed ZeRO-2/3: every micro-batch's gradients
+  grad_reduce_scatter_per_unit,    ///< FSDP: each unit's gradients, every micro-batch
+  param_gather_forward_per_unit,   ///< ZeRO-3/FSDP: each layer's parameters before its forward
+  param_gather_backward_per_unit,  ///< ZeRO-3/FSDP FULL_SHARD: again before its backward
+};
+
+/// How a micro-batch's weight gradients reach the buffer the optimizer reads (§5.9).
+enum class grad_accumulation : std::uint8_t {
+  in_gemm,        ///< Megatron's gradient_accumulation_fusion: the wgrad GEMM adds into main_grad
+  autograd,       ///< PyTorch's AccumulateGrad into the 16-bit .grad: read old, read new, write
+  autograd_then_buffer,  ///< and then copied into the optimizer's own buffer every micro-batch (DeepSpeed
+                         ///< BF16_Optimizer.update_hp_grads: read the 16-bit grad, read and write the buffer)
+};
+
+/// Which dtype the data-parallel reduction moves (§4.2.4).
+enum class reduce_dtype : std::uint8_t {
+  grad_buffer,  ///< the accumulation buffer's (Megatron's main_grad, BF16_Optimizer's, FSDP's reduce_dtype)
+  model,        ///< the model's 16-bit dtype (DeepSpeed ZeRO's communication_data_type default)
+};
+
+/// One (framework, ZeRO stage, optimizer wrapper) row: what the job keeps per parameter a GPU holds,
+/// what a step's data-parallel traffic is, and how gradients accumulate. Sources per row in
+/// src/core/job/framework.cc and docs/formulas.md §3.1.
+struct optimizer_row {
+  framework_kind framework;
+  int zero_stage;
+  bool bf16_optimizer;   ///< DeepSpeed's BF16_Optimizer (runtime/bf16_optimizer.py)
+  bool with_pp;          ///< the framework runs this stage with pipeline parallelism
+  std::string_view runs;  ///< what runs, in the framework's own names
+  state_terms weights, gradients, optimizer, step_transient;
+  bool offload_gradients;  ///< with --offload-optimizer the gradients stream to CPU too
+  /// The gradients are reduced through a flat bucket of reduce_bucket_size elements (DeepSpeed's engine
+  /// buffered_allreduce_fallback and its ZeRO optimizer's IPG bucket; §3.7).
+  bool reduce_bucket;
+  std::array<dp_collective, 3> dp;
+  int num_dp;
+  grad_accumulation accumulation;
+  reduce_dtype reduces_in;
+  /// The optimizer step updates 1/D of the parameters: its state is sharded (§5.5).
+  bool step_sharded() const { return optimizer[0].sharded; }
+};
+
+/// Whether two rows keep the same state, run the same collectives and accumulate alike (DeepSpeed's
+/// BF16_Optimizer at stage 0 and 1): a search tries one of them.
+bool runs_alike(const optimizer_row& a, const optimizer_row& b);
+/// Every row, for the account tests and the docs.
+const std::array<optimizer_row, 11>& optimizer_rows();
+/// The row of `framework` at `zero_stage`, with or without BF16_Optimizer; null when the framework has
+/// no such stage (the layout rules refuse it first).
+const optimizer_row* find_optimizer_row(framework_kind framework, int zero_stage, bool bf16_optimizer);
+/// The ZeRO stages `framework` runs at this pipeline size, ascending.
+std::array<bool, 4> zero_stages_of(framework_kind framework, std::int64_t pp);
+
+}  // namespace trainplan

@@ -1,0 +1,127 @@
+// The frameworks' tables (include/trainplan/core/job/framework.h; docs/formulas.md §3.1-§3.3, §4.2.4).
+#include "trainplan/core/job/framework.h"
+
+#include "trainplan/core/base/checked.h"
+
+namespace trainplan {
+
+namespace {
+
+// Sources: Megatron-LM arguments.py (--sequence-parallel, --num-layers-per-virtual-pipeline-stage),
+// DeepSpeed runtime/utils.py partition_uniform, runtime/zero/config.py (reduce_bucket_size =
+// allgather_bucket_size = 5e8), activation_checkpointing (RNG state save/restore per layer: 2.5 ms
+// fitted on seeds/000, §5.9). Attention: Megatron-Core's default --transformer-impl transformer_engine
+// runs TE's fused attention (--attention-backend auto); PyTorch's scaled_dot_product_attention picks
+// its flash kernel; Megatron-DeepSpeed (BLOOM) ran the unfused core.
+constexpr std::array<framework_traits, 3> kFrameworks = {{
+    {framework_kind::megatron, "megatron", true, true, false, false, 0, 0.0, true},
+    {framework_kind::deepspeed, "deepspeed", false, false, true, true, 500'000'000, 2.5e-3, false},
+    {framework_kind::fsdp, "fsdp", false, false, false, false, 0, 0.0, true},
+}};
+
+using su = state_unit;
+using dc = dp_collective;
+using ga = grad_accumulation;
+
+// One row per (framework, ZeRO stage, optimizer wrapper), §3.1-§3.3 and §4.2.4. Sources:
+// - Megatron: megatron/core/distributed (DDP: a main_grad buffer in fp32 with bf16,
+//   accumulate_allreduce_grads_in_fp32; its all-reduce, or with the distributed optimizer its
+//   reduce-scatter), core/optimizer/distrib_optimizer.py (fp32 master and moments sharded over DP, the
+//   updated parameters all-gathered), gradient_accumulation_fusion (wgrad GEMMs add into main_grad).
+// - DeepSpeed: runtime/engine.py _do_optimizer_sanity_check (which wrapper runs: BF16_Optimizer for
+//   bf16 at stage 0, and at stage 1 with fp32 grad_accum_dtype and no offload; else the ZeRO optimizer
+//   from stage 1, FP16_Optimizer or none at stage 0); runtime/bf16_optimizer.py
+//   _setup_for_real_optimizer (partition_count = the DP world size: the fp32 master and moments are
+//   partitioned at stage 0 too; a full grad_acc_dtype gradient buffer beside the 16-bit .grad;
+//   update_hp_grads after every micro-batch; the engine all-reduces the buffer and all_gather_dp_groups
+//   gathers the updated 16-bit partitions); zero/stage_1_and_2.py (16-bit grads and the fp32 gradient of
+//   the rank's partition; reduce-scatter in communication_data_type, the model's by default; stage 2 every
+//   micro-batch); fp16/fused_optimizer.py (FP16_Optimizer's step: per-parameter fp32 copies and their
+//   concatenation, 8 bytes); estimate_zero2_model_states_mem_needs (2Ψ + 18Ψ/N), estimate_zero3 (18Ψ/N).
+// - PyTorch FSDP: the fp32 sharded FlatParameter is the master; SHARD_GRAD_OP keeps the 16-bit unsharded
+//   parameters between forward and backward; reduce_dtype fp32 (torchtitan's mixed_precision_reduce).
+constexpr std::array<optimizer_row, 11> kOptimizerRows = {{
+    {framework_kind::megatron, 0, false, true, "Megatron DDP, Float16OptimizerWithFloat16Params",
+     {{{1, su::weight}}}, {{{1, su::grad_buffer}}}, {{{1, su::optimizer}}}, {}, false, false,
+     {dc::grad_all_reduce}, 1, ga::in_gemm, reduce_dtype::grad_buffer},
+    {framework_kind::megatron, 1, false, true, "Megatron DDP, DistributedOptimizer",
+     {{{1, su::weight}}}, {{{1, su::grad_buffer}}}, {{{1, su::optimizer, true}}}, {}, false, false,
+     {dc::grad_reduce_scatter, dc::param_all_gather}, 2, ga::in_gemm, reduce_dtype::grad_buffer},
+    {framework_kind::deepspeed, 0, true, true, "DeepSpeed BF16_Optimizer",
+     {{{1, su::weight}}}, {{{1, su::weight}, {1, su::grad_buffer}}}, {{{1, su::optimizer, true}}}, {}, false, true,
+     {dc::grad_all_reduce, dc::param_all_gather}, 2, ga::autograd_then_buffer, reduce_dtype::grad_buffer},
+    {framework_kind::deepspeed, 1, true, true, "DeepSpeed BF16_Optimizer",
+     {{{1, su::weight}}}, {{{1, su::weight}, {1, su::grad_buffer}}}, {{{1, su::optimizer, true}}}, {}, false, true,
+     {dc::grad_all_reduce, dc::param_all_gather}, 2, ga::autograd_then_buffer, reduce_dtype::grad_buffer},
+    {framework_kind::deepspeed, 0, false, true, "DeepSpeed FP16_Optimizer (or the bare optimizer in fp32)",
+     {{{1, su::weight}}}, {{{1, su::weight}}}, {{{1, su::optimizer}}}, {{{2, su::fp32_if_mixed}}}, false, true,
+     {dc::grad_all_reduce}, 1, ga::autograd, reduce_dtype::model},
+    {framework_kind::deepspeed, 1, false, true, "DeepSpeed ZeRO stage 1",
+     {{{1, su::weight}}}, {{{1, su::weight}, {1, su::fp32_if_mixed, true}}}, {{{1, su::optimizer, true}}}, {},
+     false, true, {dc::grad_reduce_scatter, dc::param_all_gather}, 2, ga::autograd, reduce_dtype::model},
+    {framework_kind::deepspeed, 2, false, false, "DeepSpeed ZeRO stage 2",
+     {{{1, su::weight}}}, {{{1, su::weight, true}, {1, su::fp32, true}}}, {{{1, su::optimizer, true}}}, {}, true, true,
+     {dc::grad_reduce_scatter_per_microbatch, dc::param_all_gather}, 2, ga::autograd, reduce_dtype::model},
+    {framework_kind::deepspeed, 3, false, false, "DeepSpeed ZeRO stage 3",
+     {{{1, su::weight, true}}}, {{{1, su::fp32, true}}}, {{{1, su::optimizer, true}}}, {}, true, false,
+     {dc::param_gather_forward_per_unit, dc::param_gather_backward_per_unit, dc::grad_reduce_scatter_per_microbatch},
+     3, ga::autograd, reduce_dtype::model},
+    {framework_kind::fsdp, 0, false, false, "PyTorch FSDP NO_SHARD",
+     {{{1, su::fp32}, {1, su::weight_if_mixed}}}, {{{1, su::fp32}}}, {{{1, su::moments}}}, {}, false, false,
+     {dc::grad_all_reduce}, 1, ga::autograd, reduce_dtype::grad_buffer},
+    {framework_kind::fsdp, 2, false, false, "PyTorch FSDP SHARD_GRAD_OP",
+     {{{1, su::fp32, true}, {1, su::weight_if_mixed}}}, {{{1, su::fp32, true}}}, {{{1, su::moments, true}}}, {},
+     false, false, {dc::param_gather_forward_per_unit, dc::grad_reduce_scatter_per_unit}, 2, ga::autograd,
+     reduce_dtype::grad_buffer},
+    {framework_kind::fsdp, 3, false, false, "PyTorch FSDP FULL_SHARD",
+     {{{1, su::fp32, true}}}, {{{1, su::fp32, true}}}, {{{1, su::moments, true}}}, {}, false, false,
+     {dc::param_gather_forward_per_unit, dc::param_gather_backward_per_unit, dc::grad_reduce_scatter_per_unit}, 3,
+     ga::autograd, reduce_dtype::grad_buffer},
+}};
+
+}  // namespace
+
+const framework_traits& traits_of(framework_kind k) {
+  const framework_traits& t = kFrameworks[static_cast<std::size_t>(k)];
+  TRAINPLAN_CHECK(t.kind == k);
+  return t;
+}
+
+std::string_view to_string(framework_kind k) { return traits_of(k).name; }
+
+const std::array<optimizer_row, 11>& optimizer_rows() { return kOptimizerRows; }
+
+namespace {
+
+bool same_terms(const state_terms& a, const state_terms& b) {
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].coef != b[i].coef || a[i].of != b[i].of || a[i].sharded != b[i].sharded) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool runs_alike(const optimizer_row& a, const optimizer_row& b) {
+  return a.framework == b.framework && same_terms(a.weights, b.weights) && same_terms(a.gradients, b.gradients) &&
+         same_terms(a.optimizer, b.optimizer) && same_terms(a.step_transient, b.step_transient) &&
+         a.offload_gradients == b.offload_gradients && a.reduce_bucket == b.reduce_bucket && a.dp == b.dp && a.num_dp == b.num_dp &&
+         a.accumulation == b.accumulation && a.reduces_in == b.reduces_in;
+}
+
+const optimizer_row* find_optimizer_row(framework_kind framework, int zero_stage, bool bf16_optimizer) {
+  for (const optimizer_row& r : kOptimizerRows) {
+    if (r.framework == framework && r.zero_stage == zero_stage && r.bf16_optimizer == bf16_optimizer) return &r;
+  }
+  return nullptr;
+}
+
+std::array<bool, 4> zero_stages_of(framework_kind framework, std::int64_t pp) {
+  std::array<bool, 4> out{};
+  for (const optimizer_row& r : kOptimizerRows) {
+    if (r.framework == framework && (pp <= 1 || r.with_pp)) out[static_cast<std::size_t>(r.zero_stage)] = true;
+  }
+  return out;
+}
+
+}  // namespace trainplan

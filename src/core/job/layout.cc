@@ -1,0 +1,175 @@
+// The pipeline split and what one GPU of each stage holds (docs/formulas.md §2.2, §2.4).
+#include "trainplan/core/job/layout.h"
+
+#include <algorithm>
+
+#include "trainplan/core/base/checked.h"
+
+namespace trainplan {
+
+namespace {
+
+/// One layer on one GPU (§2.4).
+layer_shard shard_layer(const model_spec& m, const layer_parameters& l, std::int64_t tp, std::int64_t ep,
+                        std::int64_t etp, bool moe_layer) {
+  layer_shard s;
+  // Split by TP: column- and row-parallel weights, column biases, per-head sinks. Whole on every TP
+  // rank: norms, row-parallel biases, MLA's duplicated down-projections, the router and gates.
+  // A Mamba-2 block (§1.10): every mixer tensor split by TP but out_proj's bias.
+  const std::int64_t mamba_out_bias = l.mamba_out_proj > 0 && m.add_bias_linear ? m.hidden_size : 0;
+  s.dense = detail::size_div(l.qkv_weight + l.qkv_bias + l.sinks + l.proj_weight + l.fc1_weight + l.fc1_bias +
+                                 l.fc2_weight + l.mamba() - mamba_out_bias,
+                             tp) +
+            l.norms() + l.attention_norms + l.qkv_down_weight + l.proj_bias + l.fc2_bias + l.router +
+            l.shared_expert_gate + mamba_out_bias;
+  if (moe_layer) {
+    const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
+    const std::int64_t fe = m.moe.expert_ffn_hidden_size;
+    const std::int64_t h = m.hidden_size;
+    const std::int64_t split = h * fe * gate + (m.add_bias_linear ? fe * gate : 0) + fe * h;
+    const std::int64_t replicated = m.add_bias_linear ? h : 0;  // the row-parallel fc2 bias
+    s.expert = detail::size_div(m.moe.num_experts, ep) * (detail::size_div(split, etp) + replicated);
+  }
+  return s;
+}
+
+}  // namespace
+
+rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  rank_holdings h;
+  const std::int64_t etp = p.etp > 0 ? p.etp : p.tp;
+  h.dense_layer = shard_layer(m, params.dense_layer, p.tp, p.ep, etp, false);
+  if (m.is_moe()) h.moe_layer = shard_layer(m, params.moe_layer, p.tp, p.ep, etp, true);
+  h.mamba_layer = shard_layer(m, params.mamba_layer, p.tp, p.ep, etp, false);
+  h.attention_layer = shard_layer(m, params.attention_layer, p.tp, p.ep, etp, false);
+  const std::int64_t word = detail::size_div(params.word_embeddings, p.tp);
+  h.embedding = word + params.position_embeddings + params.embedding_norm;
+  h.output = params.final_norm + detail::size_div(params.output_layer, p.tp);
+  if (m.tie_embeddings && p.pp > 1) {
+    h.output += traits_of(job.training.framework).tied_embedding_module ? h.embedding : word;
+  }
+  if (params.num_mtp_layers > 0) {
+    // §1.8: a layer like the last one, the column-parallel 2h → h projection and three norms.
+    const bool moe = m.is_moe_layer(m.num_layers - 1);
+    const layer_shard layer = moe ? h.moe_layer : h.dense_layer;
+    const std::int64_t own = 3 * (params.final_norm > 0 ? params.final_norm : m.hidden_size) +
+                             detail::size_div(2 * m.hidden_size * m.hidden_size, p.tp);
+    h.mtp = {params.num_mtp_layers * (layer.dense + own), params.num_mtp_layers * layer.expert};
+  }
+  return h;
+}
+
+stage_split split_layers(std::int64_t num_layers, const parallel_config& p, framework_kind fw,
+                         std::int64_t layers_per_chunk) {
+  stage_split s;
+  const std::int64_t pp = p.pp;
+  auto fail = [&](split_failure why) {
+    s.failure = why;
+    return s;
+  };
+  if (pp < 1 || num_layers < 1) return fail(split_failure::stage_without_layer);
+  if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
+    const std::int64_t first_n = std::max<std::int64_t>(0, p.first_stage_layers);
+    const std::int64_t last_n = std::max<std::int64_t>(0, p.last_stage_layers);
+    s.middle_stages = pp - (p.first_stage_layers >= 0) - (p.last_stage_layers >= 0);
+    const std::int64_t rest = num_layers - first_n - last_n;
+    if (pp < 2) return fail(split_failure::ends_need_pp);
+    if (rest < 0 || (s.middle_stages == 0 && rest != 0) || (s.middle_stages > 0 && rest % s.middle_stages != 0)) {
+      return fail(split_failure::rest_uneven);
+    }
+    s.middle = s.middle_stages > 0 ? rest / s.middle_stages : 0;
+    s.first = p.first_stage_layers >= 0 ? first_n : s.middle;
+    s.last = p.last_stage_layers >= 0 ? last_n : s.middle;
+    // Interleaved with uneven ends (Megatron-Core transformer_config.py): every rank's layers split
+    // evenly over its model chunks.
+    if (p.vpp > 1) {
+      const bool first_bad = p.first_stage_layers >= 0 && s.first % p.vpp != 0;
+      const bool last_bad = p.last_stage_layers >= 0 && s.last % p.vpp != 0;
+      const bool middle_bad = s.middle_stages > 0 && s.middle % p.vpp != 0;
+      if (first_bad || last_bad || middle_bad) {
+        s.failed_end = first_bad ? 0 : last_bad ? 2 : 1;
+        return fail(split_failure::end_not_in_chunks);
+      }
+    }
+  } else if (p.vpp > 1) {
+    if (layers_per_chunk == 0) {
+      if (pp < 2 || num_layers % pp != 0 || (num_layers / pp) % p.vpp != 0) return fail(split_failure::chunks_uneven);
+      layers_per_chunk = num_layers / pp / p.vpp;
+    }
+    s.first = s.middle = s.last = layers_per_chunk * p.vpp;
+  } else {
+    // BLOOM's embedding-as-stage: each embedding takes one layer slot of the end ranks.
+    const std::int64_t emb = p.embedding_as_stage ? 1 : 0;
+    const std::int64_t items = num_layers + 2 * emb;
+    if (traits_of(fw).uneven_pipeline_split) {
+      // partition_uniform: ceil-sized chunks, the last rank takes what is left (deepspeed_items).
+      s.middle = detail::ceil_div(items, pp);
+      if (items - s.middle * (pp - 1) < 1) return fail(split_failure::stage_without_layer);  // a rank left without items
+      s.last = items - s.middle * (pp - 1) - emb;
+    } else {
+      if (items % pp != 0) return fail(split_failure::layers_not_divisible);
+      s.middle = items / pp;
+      s.last = s.middle - emb;
+    }
+    s.first = s.middle - emb - (pp == 1 ? emb : 0);
+    if (pp == 1) s.last = s.first;
+  }
+  s.valid = s.first >= 1 && s.last >= 1 && (pp <= 2 || s.middle >= 1);
+  if (!s.valid) s.failure = split_failure::stage_without_layer;
+  return s;
+}
+
+std::int64_t deepspeed_items(std::int64_t items, std::int64_t parts, std::int64_t rank) {
+  const std::int64_t chunk = detail::ceil_div(items, parts);
+  const std::int64_t begin = std::min(chunk * rank, items);
+  const std::int64_t end = std::min(chunk * (rank + 1), items);
+  return end - begin;
+}
+
+std::vector<stage_layout> pipeline_layout(const job_spec& job) {
+  std::vector<stage_layout> stages;
+  pipeline_layout(job, stages);
+  return stages;
+}
+
+void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  stages.assign(static_cast<std::size_t>(p.pp), stage_layout{});
+  // Counts the layers of [first, first + n) by kind into `s`.
+  auto count = [&](std::int64_t first, std::int64_t n, stage_layout& s) {
+    for (std::int64_t i = first; i < first + n; ++i) ++s.kinds[static_cast<std::size_t>(m.kind_of_layer(i))];
+  };
+  const stage_split& split = job.resolved.split;
+  TRAINPLAN_CHECK(split.valid);  // finalize_job refused every invalid split and resolved the valid one
+  std::int64_t next = 0;
+  for (std::int64_t r = 0; r < p.pp; ++r) {
+    stage_layout& s = stages[static_cast<std::size_t>(r)];
+    s.stage = r;
+    s.num_layers = split.of(r, p.pp);
+    if (p.vpp > 1) {
+      // Chunk c of rank r holds k_r = layers_r / v layers starting at c·R + Σ_{r' < r} k_r', with R = Σ k_r
+      // the layers of one round over the ranks (Megatron-Core get_transformer_layer_offset; with an even
+      // split, (c·p + r)·k).
+      const std::int64_t k = s.num_layers / p.vpp;
+      std::int64_t before = 0, round = 0;
+      for (std::int64_t q = 0; q < p.pp; ++q) {
+        const std::int64_t kq = split.of(q, p.pp) / p.vpp;
+        round += kq;
+        if (q < r) before += kq;
+      }
+      s.first_layer = before;
+      for (std::int64_t c = 0; c < p.vpp; ++c) count(c * round + before, k, s);
+    } else {
+      s.first_layer = next;
+      count(next, s.num_layers, s);
+      next += s.num_layers;
+    }
+  }
+  stages.front().has_embedding = true;
+  stages.back().has_output = true;
+}
+
+}  // namespace trainplan
