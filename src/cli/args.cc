@@ -59,6 +59,22 @@ std::int64_t to_bytes(const std::string& v, const std::string& flag, double unit
 
 namespace {
 
+/// The limits as help text (include/trainplan/core/base/limits.h; docs/formulas.md §7.9).
+std::string limits_help() {
+  return fmt::format(
+      "Limits (any input finishes in bounded time and memory; docs/formulas.md §7.9):\n"
+      "  GPUs per job ≤ {} (2^24); TP, PP, CP, EP, DP ≤ {} (2^20); GBS ≤ {} samples (2^30)\n"
+      "  search: every node count from 1 to --num-nodes, at most {} of them (--nodes LIST beyond); --threads ≤ {}\n"
+      "  schedule: the events of at most {} micro-batches per pipeline (a shortened timeline beyond, full totals)\n"
+      "  plan: at most 2^53 samples; files: UTF-8 text, numbers a double holds\n",
+      limits::kMaxGpus, limits::kMaxParallel, limits::kMaxGlobalBatch, limits::kMaxSearchNodeCounts,
+      limits::kMaxSearchThreads, limits::kMaxTimelineMicrobatches);
+}
+
+}  // namespace
+
+namespace {
+
 using namespace args_detail;
 
 constexpr const char* kIgnoredFlags[] = {
@@ -428,7 +444,7 @@ std::string job_flags_help() {
   out += "\n  --preset NAME                              a named job:";
   for (const auto& p : presets()) out += " " + p.name;
   out += "\n  -- LAUNCH LINE                             torchrun/deepspeed ... pretrain_gpt.py <Megatron flags>\n";
-  out += "\n" + limits::limits_help();
+  out += "\n" + limits_help();
   return out;
 }
 
@@ -472,7 +488,10 @@ void apply_flag(const pending& p, job_builder& b) {
 
 }  // namespace
 
-parsed_job parse_job_args(const std::vector<std::string>& args, model_need need) {
+namespace {
+
+/// parse_job_args with the core's messages as it throws them (fields as ${paths}).
+parsed_job parse_job_fields(const std::vector<std::string>& args, model_need need) {
   job_builder b;
   b.job.cluster = find_cluster("dgx-h100");
   std::vector<std::string> own(args.begin(), std::find(args.begin(), args.end(), std::string("--")));
@@ -511,96 +530,69 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
 
   job_spec& job = b.job;
   if (need == model_need::model_only) {
-    if (std::string v = model_view_violation(job); !v.empty()) throw input_error(cli_message(input_error(v)));
+    if (std::string v = model_view_violation(job); !v.empty()) throw input_error(v);
     out.job = std::move(job);
     out.ignored_flags = std::move(b.ignored);
     return out;
   }
 
   derive_world_size(b);
-  try {
-    finalize_job(job);
-  } catch (const input_error& e) {
-    throw input_error(cli_message(e));  // the core names fields; the command line names its flags
-  }
+  finalize_job(job);
   out.job = std::move(job);
   out.ignored_flags = std::move(b.ignored);
   return out;
 }
 
+}  // namespace
+
+parsed_job parse_job_args(const std::vector<std::string>& args, model_need need) {
+  try {
+    return parse_job_fields(args, need);
+  } catch (const input_error& e) {
+    throw input_error(cli_message(e));  // the core names fields; the command line names its flags
+  }
+}
+
 namespace {
 
-/// The flag of each job field the core names in its messages (${parallel.tp}).
-constexpr std::pair<std::string_view, std::string_view> kFieldFlags[] = {
-    {"parallel.vpp", "--virtual-pipeline-model-parallel-size"},
-    {"parallel.num_layers_per_virtual_stage", "--num-layers-per-virtual-pipeline-stage"},
-    {"parallel.first_stage_layers", "--decoder-first-pipeline-num-layers"},
-    {"parallel.last_stage_layers", "--decoder-last-pipeline-num-layers"},
-    {"parallel.tp", "--tensor-model-parallel-size"},
-    {"parallel.pp", "--pipeline-model-parallel-size"},
-    {"parallel.cp", "--context-parallel-size"},
-    {"parallel.ep", "--expert-model-parallel-size"},
-    {"parallel.etp", "--expert-tensor-parallel-size"},
-    {"training.micro_batch_size", "--micro-batch-size"},
-    {"training.global_batch_size", "--global-batch-size"},
-    {"model.num_attention_heads", "--num-attention-heads"},
-    {"model.num_query_groups", "--num-query-groups"},
-    {"model.ffn_hidden_size", "--ffn-hidden-size"},
-    {"model.moe.expert_ffn_hidden_size", "--moe-ffn-hidden-size"},
-    {"model.mamba.num_heads", "--mamba-num-heads"},
-    {"model.mamba.num_groups", "--mamba-num-groups"},
-    {"model.seq_length", "--seq-length"},
-    {"parallel.sequence_parallel", "--sequence-parallel"},
-    {"model.moe.num_experts", "--num-experts"},
-    {"training.zero_stage", "--zero-stage"},
-    {"training.framework", "--framework"},
-    {"training.distributed_optimizer", "--use-distributed-optimizer"},
-    {"training.offload_optimizer", "--offload-optimizer"},
-    {"training.recompute_num_layers", "--recompute-num-layers"},
-    {"training.recompute", "--recompute-granularity"},
-    {"training.nccl_buffer_bytes_per_communicator", "--nccl-buffer-mib"},
-    {"training.allocator_reserve_fraction", "--allocator-reserve-fraction"},
-    {"parallel.embedding_as_stage", "--embedding-as-stage"},
-    {"model.num_layers", "--num-layers"},
-    {"num_gpus", "--num-gpus"},
-    {"cluster.num_nodes", "--num-nodes"},
-    {"cluster.gpus_per_node", "--gpus-per-node"},
-    {"parallel.rank_order", "--rank-order"},
-    {"space.dp_multiple_of", "--dp-multiple-of"},
-    {"space.min_headroom_fraction", "--min-headroom-fraction"},
-    {"space.min_headroom_bytes", "--min-headroom-gib"},
-    {"space.max_gpus", "--max-gpus"},
-    {"space.max_nodes", "--num-nodes"},
-    {"space.nodes", "--nodes"},
-    {"space.tp", "--tp"},
-    {"space.pp", "--pp"},
-    {"space.cp", "--cp"},
-    {"space.ep", "--ep"},
-    {"space.etp", "--etp"},
-    {"space.vpp", "--vpp"},
-    {"space.mbs", "--mbs"},
-    {"parallel.dp", "--dp"},
-    {"plan.iteration_s", "--iteration-s"},
-    {"plan.model_params", "--model-params"},
-    {"plan.rampup_batch_size", "--rampup-batch-size"},
-    {"plan.start_iteration", "--start-iteration"},
-    {"plan.tflops_per_gpu", "--tflops-per-gpu"},
-    {"plan.train_iters", "--train-iters"},
-    {"plan.train_samples", "--train-samples"},
-    {"plan.train_tokens", "--train-tokens"},
-    {"model", "--model"},
-    {"shapes.ratio", "--ratio"},
-    {"shapes.target_params", "--target-params"},
-    {"shapes.tolerance", "--tolerance"},
+/// Whether `field` is one of the space-separated fields of a row.
+bool sets_field(std::string_view fields, std::string_view field) {
+  while (!fields.empty()) {
+    const std::size_t end = std::min(fields.find(' '), fields.size());
+    if (fields.substr(0, end) == field) return true;
+    fields.remove_prefix(std::min(end + 1, fields.size()));
+  }
+  return false;
+}
+
+/// The commands' own flag rows, built once (their handlers write to dummies; only names and fields are read).
+struct command_tables {
+  std::vector<detail::local_flag> search = detail::search_flag_rows();
+  std::vector<detail::local_flag> plan = detail::plan_flag_rows();
+  std::vector<detail::local_flag> shapes = detail::shapes_flag_rows();
 };
+const command_tables& command_rows() {
+  static const command_tables tables;
+  return tables;
+}
 
 }  // namespace
 
 std::string flag_of_field(std::string_view field) {
-  for (const auto& [f, flag] : kFieldFlags) {
-    if (f == field) return std::string(flag);
+  // The one field ↔ flag table: each flag row names the fields it sets (args_table.cc and the commands'
+  // own tables); a command's own flag is looked up where the field is the command's.
+  for (const args_detail::flag_def& d : args_detail::flag_table()) {
+    if (sets_field(d.info.fields, field)) return d.info.name;
   }
-  return std::string(field);  // a field without a flag keeps its path
+  for (const auto* rows : {&command_rows().search, &command_rows().plan, &command_rows().shapes}) {
+    for (const detail::local_flag& f : *rows) {
+      if (sets_field(f.fields, field)) return f.name;
+    }
+  }
+  // A model field no flag sets (Mamba's convolution width, DeepSeek's first dense layers) comes from a
+  // model file or the catalog: named as the file names it.
+  if (field.starts_with("model.")) return "model field '" + std::string(field.substr(6)) + "'";
+  return std::string(field);  // a field without a flag keeps its path (framework_test holds there are none)
 }
 
 std::string cli_message(const input_error& e) { return e.message(flag_of_field); }

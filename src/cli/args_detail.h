@@ -40,6 +40,15 @@ struct job_builder {
 
 using handler = std::function<void(job_builder&, const std::string& value, const std::string& flag)>;
 
+/// What a flag does (its handler) and the job fields it sets, as the core's messages name them (space-
+/// separated; "" when none). The table's macros derive the field from the member they assign.
+struct setter {
+  handler apply;
+  std::string fields;
+  template <typename F>
+  setter(F f, std::string fields_set = {}) : apply(std::move(f)), fields(std::move(fields_set)) {}  // NOLINT
+};
+
 struct flag_def {
   flag_info info;
   int priority = 1;     // 0: selects a base (model, cluster), applied before the rest

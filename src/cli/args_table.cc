@@ -14,25 +14,45 @@ namespace {
 
 using detail::parse_enum;
 
-#define INT_FIELD(path) [](job_builder& b, const std::string& v, const std::string& f) { path = to_int(v, f); }
-#define INT_FIELD_MIN(path, lo) \
-  [](job_builder& b, const std::string& v, const std::string& f) { path = to_int_min(v, f, lo); }
+/// The job field an assignment to `b.job.<section>.<field>` sets ("parallel.tp"); "" for the builder's own.
+std::string field_of(std::string_view assignment) {
+  constexpr std::string_view kJob = "b.job.";
+  if (!assignment.starts_with(kJob)) return {};
+  assignment.remove_prefix(kJob.size());
+  return std::string(assignment.substr(0, assignment.find_first_of(" =")));
+}
+
+/// `s` with the fields it sets named (a handler that assigns the builder's own members).
+setter with_fields(setter s, std::string fields) {
+  s.fields = std::move(fields);
+  return s;
+}
+
+#define INT_FIELD(path) \
+  setter([](job_builder& b, const std::string& v, const std::string& f) { path = to_int(v, f); }, field_of(#path))
+#define INT_FIELD_MIN(path, lo)                                                                                      \
+  setter([](job_builder& b, const std::string& v, const std::string& f) { path = to_int_min(v, f, lo); }, \
+         field_of(#path))
 #define MODEL_INT(field) MODEL_INT_MIN(field, 1)
-#define MODEL_INT_MIN(field, lo)                                         \
-  [](job_builder& b, const std::string& v, const std::string& f) {       \
-    b.job.model.field = to_int_min(v, f, lo);                            \
-    b.model_fields = true;                                               \
-    b.explicit_fields.push_back(#field);                                 \
-  }
-#define MODEL_SWITCH(stmt)                                                \
-  [](job_builder& b, const std::string&, const std::string&) {            \
-    stmt;                                                                 \
-    b.model_fields = true;                                                \
-  }
-#define SWITCH(stmt) [](job_builder& b, const std::string&, const std::string&) { stmt; }
+#define MODEL_INT_MIN(field, lo)                                          \
+  setter(                                                                 \
+      [](job_builder& b, const std::string& v, const std::string& f) {    \
+        b.job.model.field = to_int_min(v, f, lo);                         \
+        b.model_fields = true;                                            \
+        b.explicit_fields.push_back(#field);                              \
+      },                                                                  \
+      "model." #field)
+#define MODEL_SWITCH(stmt)                                                 \
+  setter(                                                                  \
+      [](job_builder& b, const std::string&, const std::string&) {         \
+        stmt;                                                              \
+        b.model_fields = true;                                             \
+      },                                                                   \
+      field_of(#stmt))
+#define SWITCH(stmt) setter([](job_builder& b, const std::string&, const std::string&) { stmt; }, field_of(#stmt))
 
 flag_def value(const char* name, const char* aliases, const char* value_name, const char* def, const char* group,
-               const char* help, handler h, int priority = 1) {
+               const char* help, setter h, int priority = 1) {
   flag_def d;
   d.info.name = name;
   std::string a = aliases;
@@ -47,12 +67,13 @@ flag_def value(const char* name, const char* aliases, const char* value_name, co
   d.info.default_value = def;
   d.info.group = group;
   d.info.help = help;
+  d.info.fields = std::move(h.fields);
   d.priority = priority;
-  d.apply = std::move(h);
+  d.apply = std::move(h.apply);
   return d;
 }
 
-flag_def swtch(const char* name, const char* aliases, const char* group, const char* help, handler h) {
+flag_def swtch(const char* name, const char* aliases, const char* group, const char* help, setter h) {
   flag_def d = value(name, aliases, "", "off", group, help, std::move(h));
   d.takes_value = false;
   return d;
@@ -93,7 +114,7 @@ const std::vector<flag_def>& flag_table() {
     // ---- model ----
     t.push_back(value("--model", "", "NAME|FILE", "(none)", "model",
                       "catalog model (`trainplan models`), our YAML/JSON file, or a Hugging Face config.json",
-                      set_model, 0));
+                      setter(set_model, "model"), 0));
     t.push_back(value("--num-layers", "", "N", "from --model", "model", "transformer layers", MODEL_INT(num_layers)));
     t.push_back(value("--hidden-size", "", "N", "from --model", "model", "hidden size h", MODEL_INT(hidden_size)));
     t.push_back(value("--ffn-hidden-size", "", "N", "4h, or int(8h/3/64)·64 with --swiglu", "model", "MLP width f",
@@ -119,40 +140,40 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--squared-relu", "", "model", "squared-ReLU MLP",
                       MODEL_SWITCH(b.job.model.activation = activation_kind::squared_relu)));
     t.push_back(value("--activation", "", "NAME", "gelu", "model", "gelu, relu, squared_relu, swiglu, geglu, reglu",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.activation = parse_activation(v, f);
                         b.model_fields = true;
-                      }));
+                      }, "model.activation")));
     t.push_back(swtch("--untie-embeddings-and-output-weights", "", "model", "separate output layer",
                       MODEL_SWITCH(b.job.model.tie_embeddings = false)));
     t.push_back(value("--position-embedding-type", "", "TYPE", "learned_absolute", "model",
                       "learned_absolute, rope, alibi or none",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.position_embedding = parse_position_embedding(v, f);
                         b.model_fields = true;
-                      }));
+                      }, "model.position_embedding")));
     t.push_back(swtch("--use-rotary-position-embeddings", "", "model", "= --position-embedding-type rope",
                       MODEL_SWITCH(b.job.model.position_embedding = position_embedding_kind::rope)));
     t.push_back(swtch("--no-position-embedding", "", "model", "= --position-embedding-type none",
                       MODEL_SWITCH(b.job.model.position_embedding = position_embedding_kind::none)));
     t.push_back(value("--normalization", "", "NAME", "LayerNorm", "model", "LayerNorm or RMSNorm",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.norm = parse_norm(v, f);
                         b.model_fields = true;
-                      }));
+                      }, "model.norm")));
     t.push_back(swtch("--disable-bias-linear", "", "model", "no biases on linear layers",
                       MODEL_SWITCH(b.job.model.add_bias_linear = false)));
     t.push_back(swtch("--add-qkv-bias", "", "model", "bias on QKV only", MODEL_SWITCH(b.job.model.add_qkv_bias = true)));
     t.push_back(swtch("--embed-layernorm", "--embedding-norm", "model", "norm after the word embedding (BLOOM)",
                       MODEL_SWITCH(b.job.model.embedding_norm = true)));
     t.push_back(value("--attention-dropout", "", "P", "0.1", "model", "attention dropout probability",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.attention_dropout = to_double(v, f);
-                      }));
+                      }, "model.attention_dropout")));
     t.push_back(value("--hidden-dropout", "", "P", "0.1", "model", "hidden dropout probability",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.hidden_dropout = to_double(v, f);
-                      }));
+                      }, "model.hidden_dropout")));
     t.push_back(value("--num-experts", "", "N", "0 (dense)", "model", "MoE experts", MODEL_INT_MIN(moe.num_experts, 0)));
     t.push_back(value("--moe-router-topk", "", "K", "2", "model", "experts per token", MODEL_INT(moe.router_topk)));
     t.push_back(value("--moe-ffn-hidden-size", "", "N", "--ffn-hidden-size", "model", "FFN width of one expert",
@@ -161,7 +182,7 @@ const std::vector<flag_def>& flag_table() {
                       MODEL_INT_MIN(moe.shared_expert_ffn_hidden_size, 0)));
     t.push_back(value("--moe-layer-freq", "", "N|PATTERN", "1", "model",
                       "every N-th layer is MoE, or a per-layer list such as ([0]*3+[1]*58)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         moe_spec& x = b.job.model.moe;
                         if (!v.empty() && (v[0] == '[' || v[0] == '(')) {
                           x.layer_pattern = parse_layer_pattern(v, f);
@@ -171,35 +192,35 @@ const std::vector<flag_def>& flag_table() {
                           x.first_dense_layers = 0;
                         }
                         b.model_fields = true;
-                      }));
+                      }, "model.moe.layer_freq model.moe.layer_pattern")));
     t.push_back(swtch("--moe-shared-expert-gate", "", "model", "sigmoid gate on the shared experts (Qwen2-MoE)",
                       MODEL_SWITCH(b.job.model.moe.shared_expert_gate = true)));
     t.push_back(swtch("--moe-router-enable-expert-bias", "", "model", "per-expert score bias (DeepSeek-V3)",
                       MODEL_SWITCH(b.job.model.moe.expert_score_bias = true)));
     t.push_back(value("--moe-router-num-groups", "", "N", "0 (unlimited)", "model",
                       "expert groups for group-limited routing (nodes of the EP group: node-limited); 0: off",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         moe_spec& x = b.job.model.moe;
                         x.router_num_groups = to_int_min(v, f, 0);
                         if (x.router_num_groups == 0) x.router_group_topk = 0;  // unlimited routing
                         b.model_fields = true;
-                      }));
+                      }, "model.moe.router_num_groups")));
     t.push_back(value("--moe-router-group-topk", "", "K", "0", "model", "groups a token may be routed to",
                       MODEL_INT_MIN(moe.router_group_topk, 0)));
     t.push_back(value("--moe-expert-capacity-factor", "", "F", "none (dropless)", "model",
                       "tokens an expert takes, × the balanced share",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.moe.capacity_factor = to_double(v, f);
                         b.model_fields = true;
-                      }));
+                      }, "model.moe.capacity_factor")));
     t.push_back(value("--moe-load-imbalance", "", "F", "1.0 (balanced)", "model",
                       "dropless routing: busiest expert's tokens over the balanced share",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.moe.load_imbalance = to_double(v, f);
                         b.model_fields = true;
-                      }));
+                      }, "model.moe.load_imbalance")));
     t.push_back(swtch("--multi-latent-attention", "", "model", "multi-head latent attention (DeepSeek)",
-                      MODEL_SWITCH(b.mla_requested = true)));
+                      with_fields(MODEL_SWITCH(b.mla_requested = true), "model.multi_latent_attention")));
     t.push_back(value("--q-lora-rank", "", "N", "none (direct queries)", "model", "MLA query compression rank",
                       MODEL_INT_MIN(mla.q_lora_rank, 0)));
     t.push_back(value("--kv-lora-rank", "", "N", "32", "model", "MLA key/value compression rank", MODEL_INT(mla.kv_lora_rank)));
@@ -212,22 +233,22 @@ const std::vector<flag_def>& flag_table() {
                       MODEL_SWITCH(b.job.model.qk_norm = true)));
     t.push_back(value("--softmax-type", "", "TYPE", "vanilla", "model",
                       "vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.attention_sinks =
                             parse_enum<bool>(v, f, {{"vanilla", false}, {"off-by-one", false}, {"learnable", true}});
                         b.model_fields = true;
-                      }));
+                      }, "model.attention_sinks")));
     t.push_back(value("--mtp-num-layers", "", "N", "0", "model", "multi-token-prediction depth",
                       MODEL_INT_MIN(mtp_num_layers, 0)));
     t.push_back(value("--window-size", "", "W|(W,0)", "none (full attention)", "model",
                       "sliding-window attention over the last W tokens (Megatron's (left, right) tuple)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.sliding_window = parse_window_size(v, f);
                         b.model_fields = true;
-                      }));
+                      }, "model.sliding_window")));
     t.push_back(value("--window-attn-skip-freq", "", "N|PATTERN", "none (every layer windowed)", "model",
                       "every N-th layer attends fully, or a per-layer list (1: windowed)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         model_spec& m = b.job.model;
                         if (!v.empty() && (v[0] == '[' || v[0] == '(')) {
                           m.window_pattern = parse_layer_pattern(v, f);
@@ -236,20 +257,20 @@ const std::vector<flag_def>& flag_table() {
                           m.window_pattern.clear();
                         }
                         b.model_fields = true;
-                      }));
+                      }, "model.window_skip_freq model.window_pattern")));
     t.push_back(value("--window-kind", "", "KIND", "sliding", "model",
                       "sliding (last W tokens) or chunked (fixed chunks of W: Llama 4)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.window = parse_window_kind(v, f);
                         b.model_fields = true;
-                      }));
+                      }, "model.window")));
     t.push_back(value("--hybrid-layer-pattern", "--hybrid-override-pattern", "PATTERN", "none (a transformer)", "model",
                       "hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE",
-                      [](job_builder& b, const std::string& v, const std::string&) {
+                      setter([](job_builder& b, const std::string& v, const std::string&) {
                         b.job.model.hybrid_pattern = v;
                         b.model_fields = true;
                         b.explicit_fields.push_back("hybrid_pattern");
-                      }));
+                      }, "model.hybrid_pattern")));
     t.push_back(value("--mamba-state-dim", "", "N", "128", "model", "Mamba-2 state size per group",
                       MODEL_INT(mamba.state_dim)));
     t.push_back(value("--mamba-head-dim", "", "N", "64", "model", "Mamba-2 head dim", MODEL_INT(mamba.head_dim)));
@@ -271,25 +292,25 @@ const std::vector<flag_def>& flag_table() {
                       INT_FIELD_MIN(b.job.parallel.etp, 1)));
     t.push_back(value("--moe-token-dispatcher-type", "", "KIND", "allgather (Megatron), alltoall (DeepSpeed, FSDP)",
                       "parallel", "MoE token dispatch: allgather, alltoall or flex (DeepEP)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.parallel.moe_dispatcher = parse_enum(v, f, kMoeDispatcherNames);
-                      }));
+                      }, "parallel.moe_dispatcher")));
     t.push_back(swtch("--moe-enable-deepep", "", "parallel", "DeepEP dispatch (= --moe-token-dispatcher-type flex)",
                       SWITCH(b.job.parallel.moe_dispatcher = moe_dispatcher_kind::flex)));
     t.push_back(value("--dp", "--data-parallel-size", "N", "world/(TP·PP·CP)", "parallel",
                       "data parallel size (sets the world size when no GPU count is given)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.parallel.dp = to_int(v, f);
                         b.dp_given = true;
-                      }));
+                      }, "parallel.dp")));
     t.push_back(value("--num-layers-per-virtual-pipeline-stage", "--vpp-layers", "N", "0 (no interleaving)", "parallel",
                       "layers per model chunk: interleaved 1F1B", INT_FIELD_MIN(b.job.parallel.num_layers_per_virtual_stage, 0)));
     t.push_back(value("--virtual-pipeline-model-parallel-size", "--vpp", "N", "1", "parallel",
                       "model chunks per pipeline rank (sets the layers per virtual stage)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.parallel.vpp = to_int(v, f);
                         if (b.job.parallel.vpp < 1) throw input_error(f + " must be a positive integer, got " + v);
-                      }));
+                      }, "parallel.vpp")));
     t.push_back(value("--decoder-first-pipeline-num-layers", "", "N", "even split", "parallel",
                       "layers on the first pipeline stage", INT_FIELD_MIN(b.job.parallel.first_stage_layers, 0)));
     t.push_back(value("--decoder-last-pipeline-num-layers", "", "N", "even split", "parallel",
@@ -301,15 +322,15 @@ const std::vector<flag_def>& flag_table() {
                       SWITCH(b.job.parallel.embedding_as_stage = true)));
     t.push_back(value("--rank-order", "", "ORDER", "tp-cp-ep-dp-pp", "parallel",
                       "rank order of the parallel dimensions, fastest first (Megatron's order string)",
-                      [](job_builder& b, const std::string& v, const std::string&) {
+                      setter([](job_builder& b, const std::string& v, const std::string&) {
                         b.job.parallel.rank_order = parse_rank_order(v);
-                      }));
+                      }, "parallel.rank_order")));
     t.push_back(value("--cp-comm-type", "", "KIND", "p2p", "parallel",
                       "context-parallel K/V exchange: p2p (ring) or all_gather",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.parallel.cp_comm = parse_enum<cp_comm_kind>(
                             v, f, {{"p2p", cp_comm_kind::p2p}, {"all_gather", cp_comm_kind::all_gather}});
-                      }));
+                      }, "parallel.cp_comm")));
     t.push_back(swtch("--scatter-gather-tensors-in-pipeline", "", "parallel",
                       "legacy Megatron: send 1/t of each activation between stages, all-gather over TP",
                       SWITCH(b.job.parallel.pp_scatter_gather = true)));
@@ -336,37 +357,38 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--fp32", "", "training", "fp32 training", SWITCH(b.job.training.precision = dtype::fp32)));
     t.push_back(value("--fp8-format", "", "FORMAT", "none (bf16 GEMMs)", "training",
                       "FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.fp8 = parse_enum(v, f, kFp8FormatNames);
-                      }));
+                      }, "training.fp8")));
     t.push_back(value("--fp8-recipe", "", "RECIPE", "delayed", "training",
                       "FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.fp8_scaling = parse_enum(v, f, kFp8RecipeNames);
-                      }));
+                      }, "training.fp8_scaling")));
     t.push_back(swtch("--fp8-param-gather", "", "training", "keep parameters and all-gather them in FP8",
                       SWITCH(b.job.training.fp8_param_gather = true)));
     t.push_back(value("--framework", "", "NAME", "megatron", "training", "megatron, deepspeed or fsdp",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.framework = parse_enum<framework_kind>(
                             v, f,
                             {{"megatron", framework_kind::megatron},
                              {"deepspeed", framework_kind::deepspeed},
                              {"fsdp", framework_kind::fsdp}});
-                      }));
+                      }, "training.framework")));
     t.push_back(swtch("--deepspeed", "", "training", "= --framework deepspeed (Megatron-DeepSpeed scripts)",
                       SWITCH(b.job.training.framework = framework_kind::deepspeed)));
     t.push_back(value("--zero-stage", "", "N", "0", "training", "ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.zero_stage = static_cast<int>(std::clamp<std::int64_t>(to_int(v, f), -1, 99));
-                      }));
+                      }, "training.zero_stage")));
     t.push_back(swtch("--use-distributed-optimizer", "", "training", "Megatron's distributed optimizer (ZeRO-1)",
                       SWITCH(b.job.training.distributed_optimizer = true)));
-    t.push_back(value("--num-distributed-optimizer-instances", "--data-parallel-replicate-degree", "N", "1",
-                      "training",
-                      "HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; "
-                      "torchtitan/FSDP2's replicate degree; §2.5)",
+    t.push_back(value("--num-distributed-optimizer-instances", "", "N", "1", "training",
+                      "HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5)",
                       INT_FIELD_MIN(b.job.training.dp_replicas, 1)));
+    t.push_back(value("--data-parallel-replicate-degree", "", "N", "1", "training",
+                      "HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5)",
+                      with_fields(INT_FIELD_MIN(b.job.training.dp_replicas, 1), "training.dp_replicate_degree")));
     t.push_back(swtch("--accumulate-allreduce-grads-in-fp32", "", "training", "fp32 main gradients (forced with bf16)",
                       SWITCH(b.job.training.accumulate_allreduce_grads_in_fp32 = true)));
     t.push_back(swtch("--overlap-grad-reduce", "", "training",
@@ -394,11 +416,11 @@ const std::vector<flag_def>& flag_table() {
     using backend = training_config::attention_backend;
     t.push_back(value("--attention-backend", "", "KIND", "the framework's (megatron, fsdp: fused; deepspeed: unfused)",
                       "training", "flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.attention = parse_enum<backend>(
                             v, f, {{"flash", backend::fused}, {"fused", backend::fused}, {"auto", backend::fused},
                                    {"unfused", backend::unfused}, {"local", backend::unfused}});
-                      }));
+                      }, "training.attention")));
     // Megatron-Core's --transformer-impl: transformer_engine (the default, fused attention) or local
     // (Megatron's own modules: the unfused attention core unless --use-flash-attn).
     t.push_back(value("--transformer-impl", "", "IMPL", "transformer_engine", "training",
@@ -414,47 +436,47 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--no-bias-swiglu-fusion", "", "training", "unfused SwiGLU (legacy Megatron, the default here)",
                       SWITCH(b.job.training.bias_swiglu_fusion = false)));
     t.push_back(value("--recompute-granularity", "--recompute", "KIND", "none", "training", "none, selective or full",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.recompute = parse_enum<recompute_granularity>(
                             v, f,
                             {{"none", recompute_granularity::none},
                              {"selective", recompute_granularity::selective},
                              {"full", recompute_granularity::full}});
-                      }));
+                      }, "training.recompute")));
     t.push_back(swtch("--recompute-activations", "", "training", "= --recompute-granularity selective",
                       SWITCH(b.job.training.recompute = recompute_granularity::selective)));
     t.push_back(swtch("--checkpoint-activations", "", "training", "= --recompute-granularity full (older Megatron)",
                       SWITCH(b.job.training.recompute = recompute_granularity::full)));
     t.push_back(value("--recompute-method", "", "METHOD", "uniform", "training", "uniform or block",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.recompute_method_ = parse_enum<recompute_method>(
                             v, f, {{"uniform", recompute_method::uniform}, {"block", recompute_method::block}});
-                      }));
+                      }, "training.recompute_method")));
     t.push_back(value("--recompute-num-layers", "", "N", "1 (with full)", "training",
                       "layers per recompute chunk (uniform) or recomputed per stage (block)",
                       INT_FIELD(b.job.training.recompute_num_layers)));
     t.push_back(value("--optimizer", "", "NAME", "adam", "training", "adam or sgd",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.optimizer =
                             parse_enum<optimizer_kind>(v, f, {{"adam", optimizer_kind::adam}, {"sgd", optimizer_kind::sgd}});
-                      }));
+                      }, "training.optimizer")));
     t.push_back(swtch("--offload-optimizer", "--optimizer-cpu-offload", "training",
                       "optimizer states and master weights in CPU memory", SWITCH(b.job.training.offload_optimizer = true)));
     t.push_back(value("--bucket-size-bytes", "", "BYTES", "framework default", "training",
                       "gradient-reduction bucket size", INT_FIELD_MIN(b.job.training.bucket_size_bytes, 1)));
     t.push_back(value("--grad-accum-dtype", "", "DTYPE", "fp32 with bf16", "training",
                       "DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.grad_accum_dtype = parse_enum<dtype>(
                             v, f, {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}, {"fp16", dtype::fp16}});
                         b.job.training.grad_accum_dtype_set = true;
-                      }));
+                      }, "training.grad_accum_dtype")));
     t.push_back(value("--overlap-comm", "", "on|off", "on at ZeRO-3, else off", "training",
                       "DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         using tg = training_config::toggle;
                         b.job.training.overlap_comm = parse_enum<tg>(v, f, {{"on", tg::on}, {"off", tg::off}});
-                      }));
+                      }, "training.overlap_comm")));
     t.push_back(value("--zero3-prefetch-bucket-size", "", "N", "50000000 (on)", "training",
                       "ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch",
                       INT_FIELD_MIN(b.job.training.zero3_prefetch_bucket_elements, 0)));
@@ -464,59 +486,59 @@ const std::vector<flag_def>& flag_table() {
                       INT_FIELD_MIN(b.job.training.zero3_max_reuse_elements, 0)));
     t.push_back(value("--zero3-fetch-overhead-us", "", "US", "0", "training",
                       "ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9)",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         const double us = to_double(v, f);
                         if (!(us >= 0 && us <= 1e6)) throw input_error(f + " must be between 0 and 1e6 µs, got " + v);
                         b.job.training.zero3_fetch_overhead_s = us * 1e-6;
-                      }));
+                      }, "training.zero3_fetch_overhead_s")));
     t.push_back(value("--host-overhead-ms", "", "MS", "framework's (deepspeed 3.0, others 0)", "training",
                       "host time per layer per pass the GPU waits for, ms",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         const double ms = to_double(v, f);
                         if (ms < 0 || ms > 1e6) throw input_error(f + " must be between 0 and 1e6 ms, got " + v);
                         b.job.training.host_overhead_per_layer_pass_s = ms * 1e-3;
-                      }));
+                      }, "training.host_overhead_per_layer_pass_s")));
     t.push_back(value("--nccl-buffer-mib", "", "MIB", "192", "training", "NCCL buffers per communicator per GPU, MiB",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.nccl_buffer_bytes_per_communicator = to_bytes(v, f, 1048576.0, true);
-                      }));
+                      }, "training.nccl_buffer_bytes_per_communicator")));
     t.push_back(value("--allocator-reserve-fraction", "", "X", "0.08", "training",
                       "caching allocator's reserve above the allocated peak",
-                      [](job_builder& b, const std::string& v, const std::string& f) {
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.allocator_reserve_fraction = to_double(v, f);
-                      }));
+                      }, "training.allocator_reserve_fraction")));
     // ---- hardware ----
     t.push_back(value("--cluster", "", "NAME|FILE", "dgx-h100", "hardware", "catalog cluster or a YAML/JSON file",
-                      set_cluster, 0));
+                      setter(set_cluster, "cluster"), 0));
     t.push_back(value("--gpu", "", "NAME", "the cluster's", "hardware", "GPU model (replaces the cluster's)",
-                      [](job_builder& b, const std::string& v, const std::string&) { b.gpu_name = v; }));
+                      setter([](job_builder& b, const std::string& v, const std::string&) { b.gpu_name = v; }, "cluster.gpu")));
     t.push_back(value("--gpus-per-node", "", "N", "the cluster's", "hardware", "GPUs per node",
-                      INT_FIELD_MIN(b.gpus_per_node, 1)));
+                      with_fields(INT_FIELD_MIN(b.gpus_per_node, 1), "cluster.gpus_per_node")));
     t.push_back(value("--num-nodes", "--nnodes", "N", "the cluster's", "hardware", "nodes used",
-                      INT_FIELD_MIN(b.num_nodes, 1)));
+                      with_fields(INT_FIELD_MIN(b.num_nodes, 1), "cluster.num_nodes")));
     t.push_back(value("--num-gpus", "--world-size", "N", "nodes × GPUs per node", "hardware", "GPUs used",
-                      INT_FIELD_MIN(b.num_gpus, 1)));
+                      with_fields(INT_FIELD_MIN(b.num_gpus, 1), "num_gpus")));
     t.push_back(value("--gpu-memory-gib", "", "GIB", "the GPU's", "hardware", "usable GPU memory, GiB",
-                      [](job_builder& b, const std::string& v, const std::string& f) { b.gpu_usable_gib = to_bytes(v, f, 1073741824.0, false); }));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.gpu_usable_gib = to_bytes(v, f, 1073741824.0, false); }, "cluster.gpu.usable_memory_bytes")));
     t.push_back(value("--gpu-peak-tflops", "", "TFLOPS", "the GPU's", "hardware", "dense bf16 peak, TFLOP/s",
-                      [](job_builder& b, const std::string& v, const std::string& f) { b.gpu_peak_tflops = to_positive(v, f); }));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.gpu_peak_tflops = to_positive(v, f); }, "cluster.gpu.peak_bf16_flops")));
     t.push_back(value("--gpu-memory-bandwidth-gb-per-s", "", "GB/S", "the GPU's", "hardware", "HBM bandwidth, 1e9 B/s",
-                      [](job_builder& b, const std::string& v, const std::string& f) { b.gpu_bandwidth_gb_per_s = to_positive(v, f); }));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.gpu_bandwidth_gb_per_s = to_positive(v, f); }, "cluster.gpu.memory_bandwidth_bytes_per_s")));
     t.push_back(value("--intra-node-bandwidth-gb-per-s", "", "GB/S", "the GPU's", "hardware",
                       "NVLink per GPU, one direction, 1e9 B/s",
-                      [](job_builder& b, const std::string& v, const std::string& f) { b.intra_gb_per_s = to_positive(v, f); }));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.intra_gb_per_s = to_positive(v, f); }, "cluster.gpu.intra_node_bandwidth_bytes_per_s")));
     t.push_back(value("--nic-bandwidth-gbit-per-s", "", "GBIT/S", "the cluster's", "hardware", "one NIC, one direction, Gb/s",
-                      [](job_builder& b, const std::string& v, const std::string& f) { b.nic_gbit_per_s = to_positive(v, f); }));
-    t.push_back(value("--nics-per-node", "", "N", "the cluster's", "hardware", "NICs per node", INT_FIELD_MIN(b.nics_per_node, 1)));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.nic_gbit_per_s = to_positive(v, f); }, "cluster.nic_bandwidth_bytes_per_s")));
+    t.push_back(value("--nics-per-node", "", "N", "the cluster's", "hardware", "NICs per node", with_fields(INT_FIELD_MIN(b.nics_per_node, 1), "cluster.nics_per_node")));
     t.push_back(value("--intra-node-latency-us", "", "US", "the cluster's", "hardware", "latency per algorithm step, µs",
-                      [](job_builder& b, const std::string& v, const std::string& f) { b.intra_latency_us = to_positive(v, f); }));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.intra_latency_us = to_positive(v, f); }, "cluster.intra_node_latency_s")));
     t.push_back(value("--inter-node-latency-us", "", "US", "the cluster's", "hardware", "latency per algorithm step, µs",
-                      [](job_builder& b, const std::string& v, const std::string& f) { b.inter_latency_us = to_positive(v, f); }));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.inter_latency_us = to_positive(v, f); }, "cluster.inter_node_latency_s")));
     t.push_back(value("--calibration", "", "FILE", "(none: datasheet rates and catalog efficiencies)", "hardware",
                       "trainplan-bench profile: its measured GEMMs, HBM copy rate and link sweeps replace the defaults",
-                      [](job_builder& b, const std::string& v, const std::string&) { b.calibration_path = v; }));
+                      setter([](job_builder& b, const std::string& v, const std::string&) { b.calibration_path = v; }, "calibration")));
     t.push_back(value("--cuda-context-mib", "", "MIB", "the GPU's", "hardware", "CUDA context + library workspaces, MiB",
-                      [](job_builder& b, const std::string& v, const std::string& f) { b.context_mib = to_bytes(v, f, 1048576.0, false); }));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.context_mib = to_bytes(v, f, 1048576.0, false); }, "cluster.gpu.cuda_context_bytes")));
     return t;
   }();
   return table;

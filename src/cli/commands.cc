@@ -67,6 +67,9 @@ run_context search_context(const search_request& req) {
   run_context ctx = context_of(req.base);
   ctx.has_layout = false;  // the search chooses the layout: each candidate states its own
   if (!req.base.from_launch_line) ctx.job_args = req.job_args;
+  ctx.candidate_args = [fw = req.base.job.training.framework](const search_candidate& c) {
+    return candidate_flags(c, fw);
+  };
   return ctx;
 }
 

@@ -23,6 +23,8 @@ struct local_flag {
   int arity = 1;                    ///< values it takes (0: a switch)
   std::string help;
   std::function<void(const std::vector<std::string>& values, const std::string& flag)> apply;
+  /// The fields it sets, as the core names them (${space.tp}), space-separated; "" when none.
+  std::string fields = {};
 };
 
 inline double parse_nonnegative(const std::string& v, const std::string& flag) {

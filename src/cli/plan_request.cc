@@ -31,26 +31,26 @@ std::vector<local_flag> plan_table(plan_inputs* in) {
     return [in, field, lo](const std::vector<std::string>& v, const std::string& f) { in->*field = parse_count(v[0], f, lo); };
   };
   return {
-      {"--train-tokens", {}, "TOKENS", 1, "token budget, e.g. 350e9", num(&plan_inputs::train_tokens, true)},
-      {"--train-samples", {}, "N", 1, "sample budget (Megatron --train-samples)", count(&plan_inputs::train_samples, 1)},
-      {"--train-iters", {}, "N", 1, "iterations at the full batch (Megatron --train-iters)", count(&plan_inputs::train_iters, 1)},
+      {"--train-tokens", {}, "TOKENS", 1, "token budget, e.g. 350e9", num(&plan_inputs::train_tokens, true), "plan.train_tokens"},
+      {"--train-samples", {}, "N", 1, "sample budget (Megatron --train-samples)", count(&plan_inputs::train_samples, 1), "plan.train_samples"},
+      {"--train-iters", {}, "N", 1, "iterations at the full batch (Megatron --train-iters)", count(&plan_inputs::train_iters, 1), "plan.train_iters"},
       {"--start-iteration", {}, "N", 1, "iterations already done (a log line's 'iteration N/M')",
-       count(&plan_inputs::start_iteration, 0)},
+       count(&plan_inputs::start_iteration, 0), "plan.start_iteration"},
       {"--rampup-batch-size", {}, "START INCR SAMPLES", 3,
        "Megatron batch ramp-up: from START by INCR over SAMPLES samples",
        [in](const std::vector<std::string>& v, const std::string& f) {
          in->rampup = {parse_count(v[0], f + " START"), parse_count(v[1], f + " INCR"), parse_count(v[2], f + " SAMPLES")};
-       }},
+       }, "plan.rampup_batch_size"},
       {"--iteration-s", {}, "S", 1, "given iteration time at the full batch (no job needed)",
-       num(&plan_inputs::iteration_s, true)},
+       num(&plan_inputs::iteration_s, true), "plan.iteration_s"},
       {"--tflops-per-gpu", {}, "TFLOPS", 1, "given achieved TFLOP/s per GPU (no job needed; with --model-params)",
-       num(&plan_inputs::tflops_per_gpu, true)},
+       num(&plan_inputs::tflops_per_gpu, true), "plan.tflops_per_gpu"},
       {"--model-params", {}, "N", 1, "parameter count when no --model is given (e.g. 200e9)",
        [in](const std::vector<std::string>& v, const std::string& f) {
          in->model_params = parse_positive(v[0], f);
          // The largest models trained have ~2e12 parameters; 1e15 leaves room and catches unit slips.
          if (in->model_params > 1e15) throw input_error(f + " must be at most 1e15, got " + v[0]);
-       }},
+       }, "plan.model_params"},
       {"--flops-per-param-token", {}, "X", 1, "FLOPs per parameter per token [8: fwd 2 + bwd 4 + recompute 2]",
        num(&plan_inputs::flops_per_param_token, true)},
       {"--allocation-gpu-hours", {}, "H", 1, "GPU-hours allocated: the sufficiency check",

@@ -18,9 +18,9 @@ std::vector<local_flag> shapes_table(shapes_request* r) {
   shape_rules* s = &r->rules;
   return {
       {"--target-params", {}, "N", 1, "target size, e.g. 175e9",
-       [s](const auto& v, const auto& f) { s->target_params = detail::parse_positive(v[0], f); }},
+       [s](const auto& v, const auto& f) { s->target_params = detail::parse_positive(v[0], f); }, "shapes.target_params"},
       {"--tolerance", {}, "X", 1, "|params/target − 1| allowed [0.05]",
-       [s](const auto& v, const auto& f) { s->tolerance = detail::parse_positive(v[0], f); }},
+       [s](const auto& v, const auto& f) { s->tolerance = detail::parse_positive(v[0], f); }, "shapes.tolerance"},
       {"--ratio", {}, "MIN-MAX", 1, "hidden/layers band [150-200]",
        [s](const auto& v, const auto& f) {
          const auto dash = v[0].find('-');
@@ -28,7 +28,7 @@ std::vector<local_flag> shapes_table(shapes_request* r) {
          s->min_ratio = detail::parse_positive(v[0].substr(0, dash), f);
          s->max_ratio = detail::parse_positive(v[0].substr(dash + 1), f);
          if (s->max_ratio < s->min_ratio) throw input_error(f + ": MAX below MIN");
-       }},
+       }, "shapes.ratio"},
       {"--head-dims", {}, "LIST", 1, "head dims allowed [64,128]",
        [s](const auto& v, const auto& f) { s->head_dims = parse_int_list(v[0], f); }},
       {"--hidden-multiple", {}, "N", 1, "hidden a multiple of N [128]",

@@ -69,10 +69,10 @@ std::string shell_word(const std::string& t) {
 /// `trainplan time` with the search's job flags and the row's layout; "" when the base came from a
 /// launch line.
 std::string reproduce_command(const run_context& ctx, const search_candidate& c) {
-  if (ctx.from_launch_line || ctx.job_args.empty()) return "";
+  if (ctx.from_launch_line || ctx.job_args.empty() || !ctx.candidate_args) return "";
   std::string cmd = "trainplan time";
   for (const std::string& a : ctx.job_args) cmd += " " + shell_word(a);
-  for (const std::string& a : candidate_flags(c, ctx.job.training.framework)) cmd += " " + shell_word(a);
+  for (const std::string& a : ctx.candidate_args(c)) cmd += " " + shell_word(a);
   return cmd;
 }
 

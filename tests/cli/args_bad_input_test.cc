@@ -213,11 +213,9 @@ TEST(ArgsBadInput, ZeroSizes) {
 
 TEST(ArgsBadInput, AbsurdSizesDoNotWrap) {
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--hidden-size", "99999999999"}),
-            "model field 'hidden_size' (--hidden-size) must be a positive integer no larger than 4194304, got "
-            "99999999999");
+            "--hidden-size must be a positive integer no larger than 4194304, got 99999999999");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--num-layers", "1e12"}),
-            "model field 'num_layers' (--num-layers) must be a positive integer no larger than 16384, got "
-            "1000000000000");
+            "--num-layers must be a positive integer no larger than 16384, got 1000000000000");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--num-layers", "99999999999999999999999"}),
             "--num-layers: 99999999999999999999999 is out of range");
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--seq-length", "1e30"}), StartsWith("--seq-length"));

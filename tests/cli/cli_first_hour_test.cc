@@ -272,8 +272,7 @@ TEST(CliFirstHour, MissingIsNotZero) {
   // Finding 9: "got 0" for a missing required dimension; "iterations 0" for a plan with no batch.
   const run_result m = run({"memory", "--num-layers", "32", "--num-gpus", "8"});
   EXPECT_EQ(m.status, 2);
-  EXPECT_EQ(m.err, "trainplan: error: model field 'hidden_size' (--hidden-size) is missing: give it, or a --model to "
-                   "start from\n");
+  EXPECT_EQ(m.err, "trainplan: error: --hidden-size is missing: give it, or a --model to start from\n");
   const run_result p = run({"plan", "--tflops-per-gpu", "150", "--num-gpus", "8", "--model-params", "7e9",
                             "--train-tokens", "1e12"});
   ASSERT_EQ(p.status, 0) << p.err;

@@ -17,6 +17,9 @@ struct flag_info {
   std::string default_value;         ///< as shown in help
   std::string help;
   std::string group;                 ///< "model", "parallel", "training", "hardware"
+  /// The job fields the flag sets, as the core names them in its messages (${parallel.tp}), space-
+  /// separated; "" when the core names none. flag_of_field reads it: the one field ↔ flag table.
+  std::string fields;
 };
 const std::vector<flag_info>& job_flags();
 /// Help text listing every job flag by group, with defaults.

@@ -40,6 +40,8 @@ struct search_request {
 /// main job, BLOOM-176B on jean-zay-a100, 48 nodes, GBS 2048. Throws input_error naming the flag.
 search_request parse_search_request(const std::vector<std::string>& args);
 std::string search_flags_help();
+/// The job flags that set a search candidate's layout (the search's apply_candidate, read back).
+std::vector<std::string> candidate_flags(const search_candidate& c, framework_kind framework);
 
 // ---- shapes (src/cli/shapes_request.cc) ----
 

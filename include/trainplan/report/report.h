@@ -2,6 +2,7 @@
 // result). They format; they never compute estimates.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -39,6 +40,9 @@ struct run_context {
   /// The job flags as given (a search's base job), for the command line that reproduces a row; empty
   /// for a launch line, whose own layout flags would contend with the row's.
   std::vector<std::string> job_args;
+  /// The job flags that set a search row's layout, from the command line (cli.h candidate_flags): with
+  /// job_args, the command that reproduces the row. Unset: rows print no command.
+  std::function<std::vector<std::string>(const search_candidate&)> candidate_args;
 };
 
 /// Bytes as GiB (2^30) with `digits` decimals.

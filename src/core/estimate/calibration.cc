@@ -110,7 +110,7 @@ calibration_effect apply_calibration(cluster_spec& c, const calibration_profile&
   gpu_spec& gpu = c.gpu;
   const bool gpu_measured = !p.gemms.empty() || p.device_copy_bytes_per_s > 0;
   if (gpu_measured && p.gpu_catalog_name != gpu.name) {
-    throw input_error(fmt::format("--calibration {}: measured on {} ({}), but the job's GPU is {}", origin,
+    throw input_error(fmt::format("${{calibration}} {}: measured on {} ({}), but the job's GPU is {}", origin,
                                   p.gpu_catalog_name.empty() ? "an unknown GPU" : p.gpu_catalog_name, p.gpu_name,
                                   gpu.name));
   }

@@ -247,10 +247,10 @@ calibration_profile parse_calibration(const std::string& text, const std::string
 calibration_profile load_calibration(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    throw input_error(fmt::format("--calibration: '{}' is a directory; give the profile file in it (profile.json)", path));
+    throw input_error(fmt::format("${{calibration}}: '{}' is a directory; give the profile file in it (profile.json)", path));
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(fmt::format("--calibration: cannot read '{}'", path));
+  if (!in) throw input_error(fmt::format("${{calibration}}: cannot read '{}'", path));
   std::ostringstream ss;
   ss << in.rdbuf();
   return parse_calibration(ss.str(), path);

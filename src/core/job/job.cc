@@ -235,7 +235,7 @@ std::string size_violation(job_spec& job) {
     // parallelism (an all-to-all of heads) is not modelled.
     TRAINPLAN_RETURN_VIOLATION(divisible(m.mamba.num_heads, "${model.mamba.num_heads}", p.tp, "${parallel.tp}"));
     TRAINPLAN_RETURN_VIOLATION(divisible(m.mamba.num_groups, "${model.mamba.num_groups}", p.tp, "${parallel.tp}"));
-    if (p.cp > 1) return "${parallel.cp} " + to_string(p.cp) + " with a hybrid model (--hybrid-layer-pattern) is not modelled";
+    if (p.cp > 1) return "${parallel.cp} " + to_string(p.cp) + " with a hybrid model (${model.hybrid_pattern}) is not modelled";
   }
   if (p.sequence_parallel && p.tp == 1) p.sequence_parallel = false;  // Megatron turns it off too
   if (p.sequence_parallel) {

@@ -62,12 +62,12 @@ std::string framework_violation(job_spec& job) {
     case framework_kind::deepspeed:
       // runtime/engine.py _do_optimizer_sanity_check: what DeepSpeed itself refuses at stage 0.
       if (t.zero_stage == 0 && t.precision == dtype::bf16 && !t.accumulate_allreduce_grads_in_fp32 && p.pp == 1) {
-        return "--grad-accum-dtype bf16 with --bf16 at ${training.zero_stage} 0 needs pipeline parallelism: DeepSpeed "
+        return "${training.grad_accum_dtype} bf16 with bf16 weights at ${training.zero_stage} 0 needs pipeline parallelism: DeepSpeed "
                "raises \"Bfloat16 wrapper must use a gradient accumulation type of fp32, enable ZeRO to use Bfloat16 "
                "gradient accumulation\"";
       }
       if (t.zero_stage == 0 && t.precision == dtype::fp16 && t.accumulate_allreduce_grads_in_fp32) {
-        return "--grad-accum-dtype fp32 with --fp16 at ${training.zero_stage} 0: DeepSpeed raises \"unsupported mix of "
+        return "${training.grad_accum_dtype} fp32 with fp16 weights at ${training.zero_stage} 0: DeepSpeed raises \"unsupported mix of "
                "model dtype and gradient accumulation type\"";
       }
       break;
@@ -99,15 +99,15 @@ std::string training_violation(job_spec& job) {
   }
   // DeepSpeed's and ZeRO-3's own knobs (§5.5.2, §5.9).
   if (t.overlap_comm != training_config::toggle::framework_default && t.framework != framework_kind::deepspeed) {
-    return "--overlap-comm is DeepSpeed's (zero_optimization.overlap_comm); with " + std::string(to_string(t.framework)) +
+    return "${training.overlap_comm} is DeepSpeed's (zero_optimization.overlap_comm); with " + std::string(to_string(t.framework)) +
            " use its own overlap flags";
   }
   if (t.zero3_max_reuse_elements >= 0 && (t.framework != framework_kind::deepspeed || t.zero_stage != 3)) {
-    return "--zero3-max-reuse-distance is DeepSpeed's (stage3_max_reuse_distance): it needs ${training.framework} "
+    return "${training.zero3_max_reuse_elements} is DeepSpeed's (stage3_max_reuse_distance): it needs ${training.framework} "
            "deepspeed with ${training.zero_stage} 3";
   }
   if ((t.zero3_prefetch_bucket_elements >= 0 || t.zero3_fetch_overhead_s > 0) && t.zero_stage != 3) {
-    return std::string(t.zero3_fetch_overhead_s > 0 ? "--zero3-fetch-overhead-us" : "--zero3-prefetch-bucket-size") +
+    return std::string(t.zero3_fetch_overhead_s > 0 ? "${training.zero3_fetch_overhead_s}" : "${training.zero3_prefetch_bucket_elements}") +
            " needs ${training.zero_stage} 3";
   }
 
@@ -120,22 +120,22 @@ std::string fp8_violation(job_spec& job) {
   const training_config& t = job.training;
   const gpu_spec& gpu = job.cluster.gpu;
   if (t.precision == dtype::bf16 && !gpu.bf16) {
-    return "--bf16 needs bf16 tensor cores; " + gpu.name + " has fp16 only (use --fp16)";
+    return "bf16 (${training.precision}) needs bf16 tensor cores; " + gpu.name + " has fp16 only: train in fp16";
   }
   if (t.fp8 == fp8_format::none) {
-    if (t.fp8_param_gather) return "--fp8-param-gather needs --fp8-format (e4m3 or hybrid)";
+    if (t.fp8_param_gather) return "${training.fp8_param_gather} needs ${training.fp8} (e4m3 or hybrid)";
     return {};
   }
   if (!(gpu.peak_fp8_flops > 0)) {
-    return "--fp8-format " + std::string(to_string(t.fp8)) + " needs FP8 tensor cores; " + gpu.name +
-           " has none (Hopper and later do: --gpu h100-sxm5-80gb, h200-sxm-141gb, b200-sxm-180gb)";
+    return "${training.fp8} " + std::string(to_string(t.fp8)) + " needs FP8 tensor cores; " + gpu.name +
+           " has none (Hopper and later do: ${cluster.gpu} h100-sxm5-80gb, h200-sxm-141gb, b200-sxm-180gb)";
   }
   if (t.fp8_scaling == fp8_recipe::mxfp8 && !gpu.mx_block_scaling) {
-    return "--fp8-recipe mxfp8 needs Blackwell's block-scaled tensor cores; " + gpu.name +
+    return "${training.fp8_scaling} mxfp8 needs Blackwell's block-scaled tensor cores; " + gpu.name +
            " has none (use delayed, tensorwise or blockwise)";
   }
   if (t.fp8_param_gather && !t.distributed_optimizer && t.zero_stage == 0 && t.framework != framework_kind::fsdp) {
-    return "--fp8-param-gather is only supported with --use-distributed-optimizer (or FSDP), as Megatron-LM's "
+    return "${training.fp8_param_gather} is only supported with ${training.distributed_optimizer} (or FSDP), as Megatron-LM's "
            "argument check says";
   }
   return {};
@@ -146,50 +146,50 @@ std::string overlap_violation(job_spec& job) {
   const training_config& t = job.training;
   if (t.tp_comm_overlap) {
     if (t.framework != framework_kind::megatron) {
-      return "--tp-comm-overlap is Megatron-Core's (Transformer Engine userbuffers), not " +
+      return "${training.tp_comm_overlap} is Megatron-Core's (Transformer Engine userbuffers), not " +
              std::string(to_string(t.framework)) + "'s";
     }
     // megatron/training/arguments.py; SP is turned off at TP 1, so TP 1 fails here too.
     if (!job.parallel.sequence_parallel) {
-      return "--tp-comm-overlap needs --sequence-parallel with TP > 1 (Megatron-LM's argument check: \"Tensor "
+      return "${training.tp_comm_overlap} needs ${parallel.sequence_parallel} with TP > 1 (Megatron-LM's argument check: \"Tensor "
              "parallel communication/GEMM overlap can happen only when sequence parallelism is enabled\")";
     }
   }
   if (t.overlap_moe_ep_comm) {
     // megatron/core/transformer/transformer_config.py, __post_init__'s checks for the flag.
     const parallel_config& p = job.parallel;
-    const char* why = p.ep <= 1 ? "is only supported with expert model parallelism (--expert-model-parallel-size > 1)"
+    const char* why = p.ep <= 1 ? "is only supported with expert model parallelism (${parallel.ep} > 1)"
                       : p.moe_dispatcher != moe_dispatcher_kind::alltoall && p.moe_dispatcher != moe_dispatcher_kind::flex
-                          ? "is supported with the alltoall/flex token dispatcher (--moe-token-dispatcher-type)"
-                      : t.recompute == recompute_granularity::full ? "needs full recomputation disabled (--recompute-granularity)"
-                      : p.pp > 1 && p.vpp <= 1 ? "needs --virtual-pipeline-model-parallel-size when PP > 1"
+                          ? "is supported with the alltoall/flex token dispatcher (${parallel.moe_dispatcher})"
+                      : t.recompute == recompute_granularity::full ? "needs full recomputation disabled (${training.recompute})"
+                      : p.pp > 1 && p.vpp <= 1 ? "needs ${parallel.vpp} when PP > 1"
                       : t.precision != dtype::bf16 && t.precision != dtype::fp16 ? "is only supported with bf16 or fp16"
-                      : job.model.mtp_num_layers > 1 ? "supports at most one MTP layer (--mtp-num-layers)"
+                      : job.model.mtp_num_layers > 1 ? "supports at most one MTP layer (${model.mtp_num_layers})"
                                                      : nullptr;
-    if (why != nullptr) return std::string("--overlap-moe-expert-parallel-comm ") + why + " (Megatron-Core's check)";
+    if (why != nullptr) return std::string("${training.overlap_moe_ep_comm} ") + why + " (Megatron-Core's check)";
   }
   if (t.moe_shared_expert_overlap) {
     // megatron/core/transformer/transformer_config.py: a ValueError for other dispatchers, an assert
     // beside --overlap-moe-expert-parallel-comm.
     const moe_dispatcher_kind d = job.parallel.moe_dispatcher;
     if (t.framework != framework_kind::megatron) {
-      return "--moe-shared-expert-overlap is Megatron-Core's, not " + std::string(to_string(t.framework)) + "'s";
+      return "${training.moe_shared_expert_overlap} is Megatron-Core's, not " + std::string(to_string(t.framework)) + "'s";
     }
     if (job.model.is_moe() && d != moe_dispatcher_kind::alltoall && d != moe_dispatcher_kind::flex) {
-      return std::string("--moe-shared-expert-overlap only works with alltoall or flex token dispatcher "
-                         "(--moe-token-dispatcher-type; Megatron-Core's check)");
+      return std::string("${training.moe_shared_expert_overlap} only works with alltoall or flex token dispatcher "
+                         "(${parallel.moe_dispatcher}; Megatron-Core's check)");
     }
     if (t.overlap_moe_ep_comm) {
-      return std::string("--moe-shared-expert-overlap: disable it when enabling --overlap-moe-expert-parallel-comm "
+      return std::string("${training.moe_shared_expert_overlap}: disable it when enabling ${training.overlap_moe_ep_comm} "
                          "(Megatron-Core's check)");
     }
   }
   if (!t.overlap_param_gather) return {};
   if (!t.distributed_optimizer && !(t.framework == framework_kind::megatron && t.zero_stage >= 1)) {
-    return "--overlap-param-gather is only supported with --use-distributed-optimizer (Megatron-LM's argument "
+    return "${training.overlap_param_gather} is only supported with ${training.distributed_optimizer} (Megatron-LM's argument "
            "check)";
   }
-  if (!t.overlap_grad_reduce) return "--overlap-param-gather must be used with --overlap-grad-reduce (Megatron-LM's argument check)";
+  if (!t.overlap_grad_reduce) return "${training.overlap_param_gather} must be used with ${training.overlap_grad_reduce} (Megatron-LM's argument check)";
   return {};
 }
 
@@ -202,14 +202,15 @@ std::string sharding_violation(job_spec& job) {
   const parallel_config& p = job.parallel;
   if (t.dp_replicas == 1) return {};
   const bool megatron = t.framework == framework_kind::megatron;
-  const std::string flag = megatron ? "--num-distributed-optimizer-instances" : "--data-parallel-replicate-degree";
+  // Megatron's flag and torchtitan's name for the same count (§2.5).
+  const std::string flag = megatron ? "${training.dp_replicas}" : "${training.dp_replicate_degree}";
   if (t.dp_replicas < 1) return flag + " must be a positive integer, got " + to_string(t.dp_replicas);
   if (t.framework == framework_kind::deepspeed) {
-    return "--num-distributed-optimizer-instances / --data-parallel-replicate-degree are Megatron-LM's and FSDP2's; "
+    return "${training.dp_replicas} / ${training.dp_replicate_degree} are Megatron-LM's and FSDP2's; "
            "DeepSpeed's hierarchical partitioning (ZeRO++ hpZ, MiCS) is not modelled";
   }
   if (megatron && !t.distributed_optimizer) {
-    return flag + " needs --use-distributed-optimizer (Megatron-Core's check: \"Partial DistOpt cannot be used "
+    return flag + " needs ${training.distributed_optimizer} (Megatron-Core's check: \"Partial DistOpt cannot be used "
                   "without DistOpt\")";
   }
   if (!megatron && t.zero_stage < 2) {
@@ -234,7 +235,7 @@ std::string sharding_violation(job_spec& job) {
   }
   if (dp_shard_size(p, t) < 2) {
     return flag + " (" + to_string(t.dp_replicas) + ") leaves one rank per replica, which shards nothing: use plain "
-           "data parallelism (" + (megatron ? "without --use-distributed-optimizer)" : "${training.zero_stage} 0)");
+           "data parallelism (" + (megatron ? "without ${training.distributed_optimizer})" : "${training.zero_stage} 0)");
   }
   return {};
 }

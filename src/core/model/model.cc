@@ -66,16 +66,14 @@ constexpr std::int64_t kMaxVocab = 1 << 26;
 constexpr std::int64_t kMaxSeq = 1 << 26;
 constexpr std::int64_t kMaxExperts = 1 << 14;
 
-void require_range(std::int64_t v, std::int64_t lo, std::int64_t hi, const char* field, const char* flag) {
+void require_range(std::int64_t v, std::int64_t lo, std::int64_t hi, const char* field) {
   if (v == 0 && lo > 0) {  // never set: say so, rather than "got 0"
-    throw input_error(std::string("model field '") + field + "' (" + flag + ") is missing: give it, or a --model to " +
-                      "start from");
+    throw input_error("${model." + std::string(field) + "} is missing: give it, or a ${model} to start from");
   }
   if (v < lo || v > hi) {
     std::string rule = lo == 0 ? "must be between 0 and " + std::to_string(hi)
                                : "must be a positive integer no larger than " + std::to_string(hi);
-    throw input_error(std::string("model field '") + field + "' (" + flag + ") " + rule + ", got " +
-                      std::to_string(v));
+    throw input_error("${model." + std::string(field) + "} " + rule + ", got " + std::to_string(v));
   }
 }
 
@@ -253,39 +251,39 @@ struct pattern_parser {
 void finalize_mla(model_spec& m) {
   mla_spec& a = m.mla;
   if (!m.is_mla()) {
-    if (a.q_lora_rank != 0) throw input_error("--q-lora-rank needs --multi-latent-attention (--kv-lora-rank)");
+    if (a.q_lora_rank != 0) throw input_error("${model.mla.q_lora_rank} needs ${model.multi_latent_attention} (${model.mla.kv_lora_rank})");
     return;
   }
-  require_range(a.kv_lora_rank, 1, m.hidden_size - 1, "mla.kv_lora_rank", "--kv-lora-rank");
-  require_range(a.q_lora_rank, 0, m.hidden_size - 1, "mla.q_lora_rank", "--q-lora-rank");
-  require_range(a.qk_head_dim, 1, kMaxWidth, "mla.qk_head_dim", "--qk-head-dim");
-  require_range(a.qk_pos_emb_head_dim, 1, kMaxWidth, "mla.qk_pos_emb_head_dim", "--qk-pos-emb-head-dim");
-  require_range(a.v_head_dim, 1, kMaxWidth, "mla.v_head_dim", "--v-head-dim");
+  require_range(a.kv_lora_rank, 1, m.hidden_size - 1, "mla.kv_lora_rank");
+  require_range(a.q_lora_rank, 0, m.hidden_size - 1, "mla.q_lora_rank");
+  require_range(a.qk_head_dim, 1, kMaxWidth, "mla.qk_head_dim");
+  require_range(a.qk_pos_emb_head_dim, 1, kMaxWidth, "mla.qk_pos_emb_head_dim");
+  require_range(a.v_head_dim, 1, kMaxWidth, "mla.v_head_dim");
   if (m.add_bias_linear || m.add_qkv_bias) {
-    throw input_error("multi-latent attention with linear biases is not modelled: add --disable-bias-linear "
-                      "(model field 'add_bias_linear: false'; DeepSeek's MLA has no biases)");
+    throw input_error("multi-latent attention with linear biases is not modelled: turn them off (${model.add_bias_linear}; "
+                      "DeepSeek's MLA has none)");
   }
   if (m.num_query_groups != m.num_attention_heads) {
-    throw input_error("multi-latent attention has one key/value head per query head: --num-query-groups (" +
-                      std::to_string(m.num_query_groups) + ") must equal --num-attention-heads (" +
+    throw input_error("multi-latent attention has one key/value head per query head: ${model.num_query_groups} (" +
+                      std::to_string(m.num_query_groups) + ") must equal ${model.num_attention_heads} (" +
                       std::to_string(m.num_attention_heads) + ") or be left out");
   }
 }
 
 /// A per-layer 0/1 pattern has one entry per layer.
-void check_pattern(const std::vector<std::uint8_t>& pattern, std::int64_t layers, const char* field, const char* flag) {
+void check_pattern(const std::vector<std::uint8_t>& pattern, std::int64_t layers, const char* field) {
   if (!pattern.empty() && static_cast<std::int64_t>(pattern.size()) != layers) {
-    throw input_error(std::string("model field '") + field + "' (" + flag + ") has " + std::to_string(pattern.size()) +
+    throw input_error("${model." + std::string(field) + "} has " + std::to_string(pattern.size()) +
                       " entries; it needs one per layer (" + std::to_string(layers) + ")");
   }
 }
 
 void finalize_window(model_spec& m) {
-  require_range(m.sliding_window, 0, kMaxSeq, "sliding_window", "--window-size");
-  require_range(m.window_skip_freq, 0, kMaxLayers, "window_skip_freq", "--window-attn-skip-freq");
-  check_pattern(m.window_pattern, m.num_layers, "window_pattern", "--window-attn-skip-freq");
+  require_range(m.sliding_window, 0, kMaxSeq, "sliding_window");
+  require_range(m.window_skip_freq, 0, kMaxLayers, "window_skip_freq");
+  check_pattern(m.window_pattern, m.num_layers, "window_pattern");
   if (m.sliding_window == 0 && (m.window_skip_freq != 0 || !m.window_pattern.empty())) {
-    throw input_error("--window-attn-skip-freq needs --window-size (model field 'sliding_window')");
+    throw input_error("${model.window_skip_freq} needs ${model.sliding_window}");
   }
 }
 
@@ -295,7 +293,7 @@ void check_hybrid_pattern(const std::string& pattern) {
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     const char c = pattern[i];
     if (c == 'M' || c == '*' || c == '-' || c == 'E') continue;
-    const std::string at = "--hybrid-layer-pattern (model field 'hybrid_pattern') '" + pattern + "': character " +
+    const std::string at = "${model.hybrid_pattern} '" + pattern + "': character " +
                            std::to_string(i + 1) + " '" + std::string(1, c) + "' ";
     static constexpr std::array<std::pair<char, const char*>, 5> kNotModelled{{{'G', "a gated DeltaNet layer"},
                                                                               {'D', "a DeepSeek sparse-attention layer"},
@@ -314,50 +312,50 @@ void check_hybrid_pattern(const std::string& pattern) {
 void finalize_hybrid(model_spec& m) {
   if (!m.is_hybrid()) return;
   if (m.hybrid_pattern.size() > static_cast<std::size_t>(kMaxLayers)) {
-    throw input_error("--hybrid-layer-pattern has " + std::to_string(m.hybrid_pattern.size()) +
+    throw input_error("${model.hybrid_pattern} has " + std::to_string(m.hybrid_pattern.size()) +
                       " layers; at most 16384");
   }
   check_hybrid_pattern(m.hybrid_pattern);
   const auto n = static_cast<std::int64_t>(m.hybrid_pattern.size());
   if (m.num_layers == 0) m.num_layers = n;
   if (m.num_layers != n) {
-    throw input_error("--num-layers (" + std::to_string(m.num_layers) + ") must equal the length of " +
-                      "--hybrid-layer-pattern (" + std::to_string(n) + " layers) or be left out");
+    throw input_error("${model.num_layers} (" + std::to_string(m.num_layers) + ") must equal the length of " +
+                      "${model.hybrid_pattern} (" + std::to_string(n) + " layers) or be left out");
   }
   const bool has_e = m.hybrid_pattern.find('E') != std::string::npos;
   if (has_e != m.is_moe()) {
-    throw input_error(has_e ? "--hybrid-layer-pattern has MoE layers (E): give --num-experts"
-                            : "--num-experts needs MoE layers (E) in --hybrid-layer-pattern");
+    throw input_error(has_e ? "${model.hybrid_pattern} has MoE layers (E): give ${model.moe.num_experts}"
+                            : "${model.moe.num_experts} needs MoE layers (E) in ${model.hybrid_pattern}");
   }
   if (!m.moe.layer_pattern.empty() || m.moe.layer_freq != 1 || m.moe.first_dense_layers != 0) {
-    throw input_error("--moe-layer-freq with --hybrid-layer-pattern: the pattern's E characters place the MoE layers");
+    throw input_error("${model.moe.layer_freq} with ${model.hybrid_pattern}: the pattern's E characters place the MoE layers");
   }
   struct refused {
     bool set;
     const char* what;
   };
-  for (const refused& r : {refused{m.sliding_window > 0, "--window-size"},
-                           refused{m.mtp_num_layers > 0, "--mtp-num-layers"},
-                           refused{m.is_mla(), "--multi-latent-attention"},
+  for (const refused& r : {refused{m.sliding_window > 0, "${model.sliding_window}"},
+                           refused{m.mtp_num_layers > 0, "${model.mtp_num_layers}"},
+                           refused{m.is_mla(), "${model.multi_latent_attention}"},
                            refused{m.sandwich_norm, "sandwich norms"}}) {
-    if (r.set) throw input_error(std::string(r.what) + " with --hybrid-layer-pattern is not modelled");
+    if (r.set) throw input_error(std::string(r.what) + " with ${model.hybrid_pattern} is not modelled");
   }
   mamba_spec& x = m.mamba;
-  require_range(x.head_dim, 1, kMaxWidth, "mamba.head_dim", "--mamba-head-dim");
+  require_range(x.head_dim, 1, kMaxWidth, "mamba.head_dim");
   if (x.num_heads == 0) {
     // TransformerConfig: hidden_size × expand (2) // mamba_head_dim.
     x.num_heads = 2 * m.hidden_size / x.head_dim;
-    if (x.num_heads == 0) throw input_error("--mamba-head-dim (" + std::to_string(x.head_dim) + ") exceeds 2 × --hidden-size");
+    if (x.num_heads == 0) throw input_error("${model.mamba.head_dim} (" + std::to_string(x.head_dim) + ") exceeds 2 × ${model.hidden_size}");
   }
-  require_range(x.num_heads, 1, kMaxWidth, "mamba.num_heads", "--mamba-num-heads");
-  require_range(x.state_dim, 1, kMaxWidth, "mamba.state_dim", "--mamba-state-dim");
-  require_range(x.num_groups, 1, x.num_heads, "mamba.num_groups", "--mamba-num-groups");
-  require_range(x.conv_kernel, 1, 64, "mamba.conv_kernel", "mamba.conv_kernel");
-  require_range(x.chunk_size, 1, kMaxSeq, "mamba.chunk_size", "mamba.chunk_size");
-  require_range(x.d_inner(), 1, kMaxWidth, "mamba.num_heads × mamba.head_dim", "--mamba-num-heads");
+  require_range(x.num_heads, 1, kMaxWidth, "mamba.num_heads");
+  require_range(x.state_dim, 1, kMaxWidth, "mamba.state_dim");
+  require_range(x.num_groups, 1, x.num_heads, "mamba.num_groups");
+  require_range(x.conv_kernel, 1, 64, "mamba.conv_kernel");
+  require_range(x.chunk_size, 1, kMaxSeq, "mamba.chunk_size");
+  require_range(x.d_inner(), 1, kMaxWidth, "mamba.num_heads} × ${model.mamba.head_dim");
   if (x.num_heads % x.num_groups != 0) {
-    throw input_error("--mamba-num-heads (" + std::to_string(x.num_heads) + ") must be divisible by " +
-                      "--mamba-num-groups (" + std::to_string(x.num_groups) + ")");
+    throw input_error("${model.mamba.num_heads} (" + std::to_string(x.num_heads) + ") must be divisible by " +
+                      "${model.mamba.num_groups} (" + std::to_string(x.num_groups) + ")");
   }
 }
 
@@ -365,44 +363,43 @@ void finalize_moe(model_spec& m) {
   moe_spec& x = m.moe;
   if (!m.is_moe()) {
     if (x.router_topk != 0 || x.expert_ffn_hidden_size != 0 || !x.layer_pattern.empty() || x.router_num_groups != 0) {
-      throw input_error("--moe-router-topk, --moe-ffn-hidden-size, --moe-layer-freq patterns and "
-                        "--moe-router-num-groups need --num-experts");
+      throw input_error("${model.moe.router_topk}, ${model.moe.expert_ffn_hidden_size}, ${model.moe.layer_freq} patterns and "
+                        "${model.moe.router_num_groups} need ${model.moe.num_experts}");
     }
     return;
   }
-  require_range(x.num_experts, 1, kMaxExperts, "moe.num_experts", "--num-experts");
+  require_range(x.num_experts, 1, kMaxExperts, "moe.num_experts");
   if (x.router_topk == 0) x.router_topk = std::min<std::int64_t>(2, x.num_experts);
-  require_range(x.router_topk, 1, x.num_experts, "moe.router_topk", "--moe-router-topk");
+  require_range(x.router_topk, 1, x.num_experts, "moe.router_topk");
   if (x.expert_ffn_hidden_size == 0) x.expert_ffn_hidden_size = m.ffn_hidden_size;
-  require_range(x.expert_ffn_hidden_size, 1, kMaxWidth, "moe.expert_ffn_hidden_size", "--moe-ffn-hidden-size");
-  require_range(x.shared_expert_ffn_hidden_size, 0, kMaxWidth, "moe.shared_expert_ffn_hidden_size",
-                "--moe-shared-expert-intermediate-size");
-  require_range(x.layer_freq, 1, kMaxLayers, "moe.layer_freq", "--moe-layer-freq");
-  require_range(x.first_dense_layers, 0, m.num_layers, "moe.first_dense_layers", "moe.first_dense_layers");
-  check_pattern(x.layer_pattern, m.num_layers, "moe.layer_pattern", "--moe-layer-freq");
+  require_range(x.expert_ffn_hidden_size, 1, kMaxWidth, "moe.expert_ffn_hidden_size");
+  require_range(x.shared_expert_ffn_hidden_size, 0, kMaxWidth, "moe.shared_expert_ffn_hidden_size");
+  require_range(x.layer_freq, 1, kMaxLayers, "moe.layer_freq");
+  require_range(x.first_dense_layers, 0, m.num_layers, "moe.first_dense_layers");
+  check_pattern(x.layer_pattern, m.num_layers, "moe.layer_pattern");
   if (x.shared_expert_gate && x.shared_expert_ffn_hidden_size == 0) {
-    throw input_error("--moe-shared-expert-gate needs --moe-shared-expert-intermediate-size");
+    throw input_error("${model.moe.shared_expert_gate} needs ${model.moe.shared_expert_ffn_hidden_size}");
   }
-  require_range(x.router_num_groups, 0, x.num_experts, "moe.router_num_groups", "--moe-router-num-groups");
+  require_range(x.router_num_groups, 0, x.num_experts, "moe.router_num_groups");
   if (x.router_num_groups > 0) {
     if (x.num_experts % x.router_num_groups != 0) {
-      throw input_error("--num-experts (" + std::to_string(x.num_experts) + ") must be divisible by " +
-                        "--moe-router-num-groups (" + std::to_string(x.router_num_groups) + ")");
+      throw input_error("${model.moe.num_experts} (" + std::to_string(x.num_experts) + ") must be divisible by " +
+                        "${model.moe.router_num_groups} (" + std::to_string(x.router_num_groups) + ")");
     }
-    require_range(x.router_group_topk, 1, x.router_num_groups, "moe.router_group_topk", "--moe-router-group-topk");
+    require_range(x.router_group_topk, 1, x.router_num_groups, "moe.router_group_topk");
     if (x.router_topk > x.router_group_topk * (x.num_experts / x.router_num_groups)) {
-      throw input_error("--moe-router-topk (" + std::to_string(x.router_topk) + ") exceeds the experts of the " +
-                        "--moe-router-group-topk groups a token may use");
+      throw input_error("${model.moe.router_topk} (" + std::to_string(x.router_topk) + ") exceeds the experts of the " +
+                        "${model.moe.router_group_topk} groups a token may use");
     }
   } else if (x.router_group_topk != 0) {
-    throw input_error("--moe-router-group-topk needs --moe-router-num-groups");
+    throw input_error("${model.moe.router_group_topk} needs ${model.moe.router_num_groups}");
   }
   if (!(x.capacity_factor == 0 || (x.capacity_factor > 0 && x.capacity_factor <= 1e3))) {
-    throw input_error("model field 'moe.capacity_factor' (--moe-expert-capacity-factor) must be positive (at most "
+    throw input_error("${model.moe.capacity_factor} must be positive (at most "
                       "1000), got " + std::to_string(x.capacity_factor));
   }
   if (!(x.load_imbalance >= 1.0 && x.load_imbalance <= static_cast<double>(x.num_experts))) {
-    throw input_error("model field 'moe.load_imbalance' (--moe-load-imbalance) must be between 1 (balanced) and "
+    throw input_error("${model.moe.load_imbalance} must be between 1 (balanced) and "
                       "the expert count " + std::to_string(x.num_experts) + ", got " + std::to_string(x.load_imbalance));
   }
 }
@@ -419,9 +416,9 @@ std::vector<std::uint8_t> parse_layer_pattern(std::string_view text, std::string
 
 void finalize_model(model_spec& m) {
   if (m.is_hybrid() && m.num_layers == 0) m.num_layers = static_cast<std::int64_t>(m.hybrid_pattern.size());
-  require_range(m.num_layers, 1, kMaxLayers, "num_layers", "--num-layers");
-  require_range(m.hidden_size, 1, kMaxWidth, "hidden_size", "--hidden-size");
-  require_range(m.num_attention_heads, 1, kMaxHeads, "num_attention_heads", "--num-attention-heads");
+  require_range(m.num_layers, 1, kMaxLayers, "num_layers");
+  require_range(m.hidden_size, 1, kMaxWidth, "hidden_size");
+  require_range(m.num_attention_heads, 1, kMaxHeads, "num_attention_heads");
   if (m.is_mla()) {
     mla_spec& a = m.mla;
     if (a.qk_head_dim == 0) a.qk_head_dim = 128;  // megatron/training/arguments.py defaults
@@ -431,59 +428,54 @@ void finalize_model(model_spec& m) {
   }
   if (m.kv_channels == 0) {
     if (m.hidden_size % m.num_attention_heads != 0) {
-      throw input_error("--hidden-size (" + std::to_string(m.hidden_size) +
-                        ") must be divisible by --num-attention-heads (" + std::to_string(m.num_attention_heads) +
-                        ") unless --kv-channels is given");
+      throw input_error("${model.hidden_size} (" + std::to_string(m.hidden_size) +
+                        ") must be divisible by ${model.num_attention_heads} (" + std::to_string(m.num_attention_heads) +
+                        ") unless ${model.kv_channels} is given");
     }
     m.kv_channels = m.hidden_size / m.num_attention_heads;
   }
-  require_range(m.kv_channels, 1, kMaxWidth, "kv_channels", "--kv-channels");
+  require_range(m.kv_channels, 1, kMaxWidth, "kv_channels");
   if (m.num_query_groups == 0) m.num_query_groups = m.num_attention_heads;
-  require_range(m.num_query_groups, 1, kMaxHeads, "num_query_groups", "--num-query-groups");
+  require_range(m.num_query_groups, 1, kMaxHeads, "num_query_groups");
   if (m.num_attention_heads % m.num_query_groups != 0) {
-    throw input_error("--num-attention-heads (" + std::to_string(m.num_attention_heads) +
-                      ") must be divisible by --num-query-groups (" + std::to_string(m.num_query_groups) + ")");
+    throw input_error("${model.num_attention_heads} (" + std::to_string(m.num_attention_heads) +
+                      ") must be divisible by ${model.num_query_groups} (" + std::to_string(m.num_query_groups) + ")");
   }
   if (m.ffn_hidden_size == 0) {
     // megatron/training/arguments.py: 4h, or int(4h·2/3 / 64)·64 with --swiglu (§1.2).
     m.ffn_hidden_size = is_gated(m.activation) ? (4 * m.hidden_size * 2 / 3) / 64 * 64 : 4 * m.hidden_size;
     if (m.ffn_hidden_size == 0) m.ffn_hidden_size = 4 * m.hidden_size;
   }
-  require_range(m.ffn_hidden_size, 1, kMaxWidth, "ffn_hidden_size", "--ffn-hidden-size");
+  require_range(m.ffn_hidden_size, 1, kMaxWidth, "ffn_hidden_size");
   if (m.seq_length == 0) m.seq_length = m.max_position_embeddings;
-  require_range(m.seq_length, 1, kMaxSeq, "seq_length", "--seq-length");
+  require_range(m.seq_length, 1, kMaxSeq, "seq_length");
   if (m.max_position_embeddings == 0) m.max_position_embeddings = m.seq_length;
-  require_range(m.max_position_embeddings, 1, kMaxSeq, "max_position_embeddings", "--max-position-embeddings");
+  require_range(m.max_position_embeddings, 1, kMaxSeq, "max_position_embeddings");
   if (m.position_embedding == position_embedding_kind::learned && m.seq_length > m.max_position_embeddings) {
-    throw input_error("--seq-length (" + std::to_string(m.seq_length) + ") must not exceed --max-position-embeddings (" +
+    throw input_error("${model.seq_length} (" + std::to_string(m.seq_length) + ") must not exceed ${model.max_position_embeddings} (" +
                       std::to_string(m.max_position_embeddings) + ") with learned position embeddings");
   }
   if (m.vocab_size == 0) m.vocab_size = m.padded_vocab_size;
-  require_range(m.vocab_size, 1, kMaxVocab, "vocab_size", "--vocab-size");
-  require_range(m.padded_vocab_size, 0, kMaxVocab, "padded_vocab_size", "--padded-vocab-size");
+  require_range(m.vocab_size, 1, kMaxVocab, "vocab_size");
+  require_range(m.padded_vocab_size, 0, kMaxVocab, "padded_vocab_size");
   if (m.padded_vocab_size != 0 && m.padded_vocab_size < m.vocab_size) {
-    throw input_error("--padded-vocab-size (" + std::to_string(m.padded_vocab_size) +
-                      ") must not be smaller than --vocab-size (" + std::to_string(m.vocab_size) + ")");
+    throw input_error("${model.padded_vocab_size} (" + std::to_string(m.padded_vocab_size) +
+                      ") must not be smaller than ${model.vocab_size} (" + std::to_string(m.vocab_size) + ")");
   }
-  require_range(m.make_vocab_size_divisible_by, 1, kMaxVocab, "make_vocab_size_divisible_by",
-                "--make-vocab-size-divisible-by");
+  require_range(m.make_vocab_size_divisible_by, 1, kMaxVocab, "make_vocab_size_divisible_by");
   struct dropout_field {
     double p;
-    const char* name;
-    const char* flag;
+    const char* field;
   };
-  for (const dropout_field& d : {dropout_field{m.attention_dropout, "attention_dropout", "--attention-dropout"},
-                                 dropout_field{m.hidden_dropout, "hidden_dropout", "--hidden-dropout"}}) {
-    if (!(d.p >= 0.0 && d.p < 1.0)) {
-      throw input_error(std::string("model field '") + d.name + "' (" + d.flag + ") must be in [0, 1), got " +
-                        std::to_string(d.p));
-    }
+  for (const dropout_field& d : {dropout_field{m.attention_dropout, "${model.attention_dropout}"},
+                                 dropout_field{m.hidden_dropout, "${model.hidden_dropout}"}}) {
+    if (!(d.p >= 0.0 && d.p < 1.0)) throw input_error(std::string(d.field) + " must be in [0, 1), got " + std::to_string(d.p));
   }
   finalize_moe(m);
   finalize_mla(m);
   finalize_window(m);
   finalize_hybrid(m);
-  require_range(m.mtp_num_layers, 0, kMaxLayers, "mtp_num_layers", "--mtp-num-layers");
+  require_range(m.mtp_num_layers, 0, kMaxLayers, "mtp_num_layers");
   if (m.name.empty()) m.name = "custom";
 }
 

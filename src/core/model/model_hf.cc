@@ -505,7 +505,7 @@ model_spec read_hf(const document& whole) {
     d.fail("model_type", fmt::format("'{}' is not modelled: Jamba and Mamba use Mamba-1 selective-scan layers, "
                                      "Falcon-H1 runs attention and Mamba-2 side by side in one block, and a pure "
                                      "Mamba-2 model has no attention; Mamba-2 hybrids (nemotron_h, Megatron's "
-                                     "--hybrid-layer-pattern) are modelled",
+                                     "hybrid layer pattern) are modelled",
                                      type));
   } else {
     d.fail("model_type", fmt::format("unsupported Hugging Face model_type '{}'{}; supported: {}", type,

@@ -192,14 +192,18 @@ void finalize_from(const document& d, model_spec& m) {
   try {
     finalize_model(m);
   } catch (const input_error& e) {
-    const std::string msg = e.what();
+    // The core names the model's fields ${model.x}: in a file they are the file's fields, and the first
+    // one gives the line.
+    auto file_field = [](std::string_view field) {
+      if (field == "model") return std::string("a base model ('base:')");
+      if (field.starts_with("model.")) field.remove_prefix(6);
+      return "model field '" + std::string(field) + "'";
+    };
     std::string where = d.origin;
-    const std::string marker = "model field '";
-    if (const auto at = msg.find(marker); at != std::string::npos) {
-      const auto start = at + marker.size();
-      where = d.where(msg.substr(start, msg.find('\'', start) - start));
+    if (const std::vector<std::string> fields = e.fields(); !fields.empty() && fields.front().starts_with("model.")) {
+      where = d.where(fields.front().substr(6));
     }
-    throw input_error(fmt::format("{}: {}", where, msg));
+    throw input_error(fmt::format("{}: {}", where, e.message(file_field)));
   }
 }
 

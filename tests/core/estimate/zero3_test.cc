@@ -170,7 +170,7 @@ TEST(Zero3Knobs, NeedTheirFrameworkAndStage) {
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--num-gpus", "8", "--overlap-comm", "on"}),
               HasSubstr("--overlap-comm is DeepSpeed's"));
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--cluster", "aws-p3dn", "--num-gpus", "8"}),
-              HasSubstr("--bf16 needs bf16 tensor cores; v100-sxm2-32gb has fp16 only (use --fp16)"));
+              HasSubstr("bf16 (--bf16) needs bf16 tensor cores; v100-sxm2-32gb has fp16 only: train in fp16"));
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ TEST(Calibration, MissingFileIsAnInputError) {
     load_calibration(TRAINPLAN_TEST_DATA_DIR);
     FAIL() << "a directory is not a profile";
   } catch (const input_error& e) {
-    EXPECT_EQ(std::string(e.what()), std::string("--calibration: '") + TRAINPLAN_TEST_DATA_DIR +
+    EXPECT_EQ(cli_message(e), std::string("--calibration: '") + TRAINPLAN_TEST_DATA_DIR +
                                          "' is a directory; give the profile file in it (profile.json)");
   }
 }
@@ -159,7 +159,7 @@ TEST(Calibration, ProfileOfAnotherGpuIsRefused) {
     apply_calibration(c, h100_profile(), "h100.json");
     FAIL() << "no error";
   } catch (const input_error& e) {
-    EXPECT_STREQ(e.what(),
+    EXPECT_EQ(cli_message(e),
                  "--calibration h100.json: measured on h100-sxm5-80gb (NVIDIA H100 80GB HBM3), but the job's GPU is "
                  "a100-sxm4-80gb");
   }

@@ -447,10 +447,11 @@ TEST(ModelIoErrors, UnknownBase) {
 TEST(ModelIoErrors, FinalizeErrorsCarryFileAndLine) {
   EXPECT_TRUE(message_is(
       parse_error("num_layers: 2\nhidden_size: 100\nnum_attention_heads: 3\nvocab_size: 10\nseq_length: 8\n"),
-      "m.yaml: ", "divisible"));
+      "m.yaml:2: model field 'hidden_size' (100) must be ", "divisible"));
   EXPECT_TRUE(message_is(parse_error("num_layers: 2\nhidden_size: 8\nnum_attention_heads: 2\nvocab_size: 10\n"
                                      "seq_length: 8\nnum_query_groups: 3\n"),
-                         "m.yaml: "));
+                         "m.yaml:3: model field 'num_attention_heads' (2) must be divisible by model field "
+                         "'num_query_groups' (3)"));
   EXPECT_TRUE(message_is(parse_error("num_layers: 2\nhidden_size: 8\nnum_attention_heads: 2\nvocab_size: 10\n"
                                      "seq_length: 8\nkv_channels: 9999999\n"),
                          "m.yaml:6: model field 'kv_channels'"));

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
+#include "trainplan/cli/cli.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/model/model.h"
 
@@ -106,10 +107,10 @@ TEST(ModelValidation, RejectsBadFieldsNamingThem) {
   model_spec m = find_model("llama2-7b").spec;
   m.num_layers = 0;  // never set (flags and files refuse an explicit 0 before it gets here)
   EXPECT_EQ(finalize_error(m),
-            "model field 'num_layers' (--num-layers) is missing: give it, or a --model to start from");
+            "model.num_layers is missing: give it, or a model to start from");
   m.num_layers = 20000;
   EXPECT_EQ(finalize_error(m),
-            "model field 'num_layers' (--num-layers) must be a positive integer no larger than 16384, got 20000");
+            "model.num_layers must be a positive integer no larger than 16384, got 20000");
   m = find_model("llama2-7b").spec;
   m.num_query_groups = 5;
   EXPECT_THROW(finalize_model(m), input_error);
@@ -117,7 +118,15 @@ TEST(ModelValidation, RejectsBadFieldsNamingThem) {
   m.kv_channels = 0;
   m.hidden_size = 4095;
   EXPECT_EQ(finalize_error(m),
-            "--hidden-size (4095) must be divisible by --num-attention-heads (32) unless --kv-channels is given");
+            "model.hidden_size (4095) must be divisible by model.num_attention_heads (32) unless model.kv_channels is "
+            "given");
+  // The command line names the fields by its flags (cli_message).
+  try {
+    finalize_model(m);
+  } catch (const input_error& e) {
+    EXPECT_EQ(cli_message(e),
+              "--hidden-size (4095) must be divisible by --num-attention-heads (32) unless --kv-channels is given");
+  }
 }
 
 TEST(ModelValidation, AbsurdSizesDoNotWrap) {
@@ -272,20 +281,19 @@ TEST(ModelFamilies, BadInputNamesTheField) {
     return std::string("no error");
   };
   m.mla.kv_lora_rank = 8192;
-  EXPECT_THAT(message(m), ::testing::HasSubstr("'mla.kv_lora_rank' (--kv-lora-rank) must be a positive integer no larger than 7167"));
+  EXPECT_THAT(message(m), ::testing::HasSubstr("model.mla.kv_lora_rank must be a positive integer no larger than 7167"));
   m = find_model("deepseek-v3").spec;
   m.moe.layer_pattern = {0, 1, 1};
-  EXPECT_THAT(message(m), ::testing::HasSubstr("'moe.layer_pattern' (--moe-layer-freq) has 3 entries; it needs one "
-                                               "per layer (61)"));
+  EXPECT_THAT(message(m), ::testing::HasSubstr("model.moe.layer_pattern has 3 entries; it needs one per layer (61)"));
   m = find_model("deepseek-v3").spec;
   m.moe.router_num_groups = 7;
-  EXPECT_THAT(message(m), ::testing::HasSubstr("--num-experts (256) must be divisible by --moe-router-num-groups (7)"));
+  EXPECT_THAT(message(m), ::testing::HasSubstr("model.moe.num_experts (256) must be divisible by model.moe.router_num_groups (7)"));
   m = find_model("deepseek-v3").spec;
   m.add_bias_linear = true;
   EXPECT_THAT(message(m), ::testing::HasSubstr("multi-latent attention with linear biases is not modelled"));
   m = find_model("gemma2-9b").spec;
   m.window_pattern = {1, 0};
-  EXPECT_THAT(message(m), ::testing::HasSubstr("'window_pattern' (--window-attn-skip-freq) has 2 entries"));
+  EXPECT_THAT(message(m), ::testing::HasSubstr("model.window_pattern has 2 entries"));
 }
 
 }  // namespace

@@ -23,7 +23,5 @@ inline constexpr std::int64_t kMaxTimelineMicrobatches = 1024;
 /// Samples a plan counts exactly (int64 and doubles): 2^53.
 inline constexpr double kMaxPlanSamples = 9007199254740992.0;
 
-/// The limits as `trainplan help flags` prints them.
-std::string limits_help();
 
 }  // namespace trainplan::limits

@@ -99,10 +99,6 @@ search_result run_search(const job_spec& base, const search_space& space, const 
 /// fastest first; each needs less memory than every faster layout (§7.3).
 std::vector<std::size_t> pareto_front(const search_result& r);
 
-/// The job flags that set a candidate's layout (apply_candidate's fields): with the base job's flags,
-/// `trainplan time` reproduces the row.
-std::vector<std::string> candidate_flags(const search_candidate& c, framework_kind framework);
-
 /// The finalized job of a candidate (for --explain).
 job_spec candidate_job(const job_spec& base, const search_candidate& c);
 
