@@ -179,7 +179,7 @@ int cmd_search(const std::vector<std::string>& args, const output_options& out_i
     return 0;
   }
   out.emit(rep->search(search_context(req), req.space, r));
-  if (rep->format() != output_format::text) std::cerr << render_search_counts(r);
+  if (rep->format() != output_format::text) std::cerr << search_summary(r);
   return 0;
 }
 
@@ -218,17 +218,13 @@ int cmd_logs(const std::vector<std::string>& args, const output_options& out) {
   log_report last;
   const bool stalled = follow_log(req.files.back(), a, req.follow, [&](const log_report& r, bool) {
     last = r;
-    if (json) {
-      const log_plan_comparison c = req.has_job ? logs_plan(req, r) : log_plan_comparison{};
-      std::cout << render_logs_json(ctx ? &*ctx : nullptr, r, req.has_job ? &c : nullptr, true);
-    } else {
-      std::cout << render_logs_update_text(r);
-    }
+    const log_plan_comparison c = req.has_job && json ? logs_plan(req, r) : log_plan_comparison{};
+    std::cout << rep->logs_update(ctx ? &*ctx : nullptr, r, req.has_job && json ? &c : nullptr);
     std::cout.flush();
   });
   if (!json) {
     const log_plan_comparison c = req.has_job ? logs_plan(req, last) : log_plan_comparison{};
-    std::cout << "\n" << render_logs_text(ctx ? &*ctx : nullptr, last, req.has_job ? &c : nullptr);
+    std::cout << "\n" << rep->logs(ctx ? &*ctx : nullptr, last, req.has_job ? &c : nullptr);
   }
   return stalled ? kStalledStatus : 0;
 }

@@ -2,6 +2,7 @@
 #include "trainplan/report/report.h"
 
 #include "report_detail.h"
+#include "reporters.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -130,7 +131,7 @@ std::string format_count(std::int64_t n) {
   return (n < 0 ? "-" : "") + out;
 }
 
-std::string render_models_text() {
+std::string text_reporter::models() const {
   std::string out = fmt::format("{:<15} {:<8} {:>7} {:>7} {:>6} {:>5} {:>8} {:>7} {:>19}  {}\n", "NAME", "FAMILY",
                                 "LAYERS", "HIDDEN", "HEADS", "KV", "VOCAB", "SEQ", "PARAMETERS", "SOURCE");
   for (const auto& c : model_catalog()) {
@@ -142,7 +143,7 @@ std::string render_models_text() {
   return out;
 }
 
-std::string render_models_json() {
+std::string json_reporter::models() const {
   json j;
   j["schema_version"] = kSchemaVersion;
   j["context"] = context_json();
@@ -157,7 +158,7 @@ std::string render_models_json() {
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-std::string render_model_text(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) {
+std::string text_reporter::model(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) const {
   const std::int64_t h = m.hidden_size;
   const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
   std::string out = fmt::format("Model {}: {} layers, hidden {}, FFN {}, {} heads ({} query groups, head dim {}), "
@@ -259,7 +260,7 @@ std::string render_model_text(const model_spec& m, const parameter_breakdown& p,
   return out;
 }
 
-std::string render_model_json(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) {
+std::string json_reporter::model(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) const {
   json j;
   j["schema_version"] = kSchemaVersion;
   j["context"] = context_json();
@@ -326,8 +327,8 @@ json parallel_json(const job_spec& job) {
 
 }  // namespace detail
 
-std::string render_memory_json(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
-                               const megatron_theoretical_memory* megatron) {
+std::string json_reporter::memory(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
+                               const megatron_theoretical_memory* megatron) const {
   const job_spec& job = ctx.job;
   json j;
   j["schema_version"] = kSchemaVersion;
@@ -374,8 +375,8 @@ std::string render_memory_json(const run_context& ctx, const parameter_breakdown
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-std::string render_memory_text(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
-                               const megatron_theoretical_memory* megatron) {
+std::string text_reporter::memory(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
+                               const megatron_theoretical_memory* megatron) const {
   const job_spec& job = ctx.job;
   const auto& par = job.parallel;
   const auto& t = job.training;

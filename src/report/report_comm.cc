@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "report_detail.h"
+#include "reporters.h"
 
 // ---- communication (docs/formulas.md §4) ----------------------------------------------------------
 
@@ -135,7 +136,7 @@ void dimension_text(std::string& out, std::string_view title, const comm_dimensi
 
 }  // namespace
 
-std::string render_comm_json(const run_context& ctx, const comm_report& r) {
+std::string json_reporter::comm(const run_context& ctx, const comm_report& r) const {
   const job_spec& job = ctx.job;
   json j;
   j["schema_version"] = kSchemaVersion;
@@ -159,7 +160,7 @@ std::string render_comm_json(const run_context& ctx, const comm_report& r) {
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-std::string render_comm_text(const run_context& ctx, const comm_report& r) {
+std::string text_reporter::comm(const run_context& ctx, const comm_report& r) const {
   const job_spec& job = ctx.job;
   const auto& par = job.parallel;
   const auto& t = job.training;

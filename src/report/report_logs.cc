@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "report_detail.h"
+#include "reporters.h"
 #include "trainplan/core/logs/logs.h"
 #include "trainplan/report/report.h"
 
@@ -242,7 +243,7 @@ json logs_json(const log_report& r, const log_plan_comparison* c) {
 
 }  // namespace
 
-std::string render_logs_text(const run_context* ctx, const log_report& r, const log_plan_comparison* c) {
+std::string text_reporter::logs(const run_context* ctx, const log_report& r, const log_plan_comparison* c) const {
   std::string files;
   for (const auto& f : r.files) files += (files.empty() ? "" : ", ") + f;
   std::string o = fmt::format("Log {} ({}; {}: {} progress, {} other, {} unknown)\n", files,
@@ -270,15 +271,28 @@ std::string render_logs_text(const run_context* ctx, const log_report& r, const 
   return o;
 }
 
-std::string render_logs_json(const run_context* ctx, const log_report& r, const log_plan_comparison* c, bool one_line) {
+namespace {
+
+/// The logs document: indented, or on one line for --follow's JSON Lines.
+std::string logs_document(const run_context* ctx, const log_report& r, const log_plan_comparison* c, bool one_line) {
   json j;
   j["schema_version"] = kSchemaVersion;
   j["context"] = detail::context_json(ctx);
   j["logs"] = logs_json(r, c);
-  return (one_line ? j.dump(-1, ' ', false, json::error_handler_t::replace) : j.dump(2, ' ', false, json::error_handler_t::replace)) + "\n";
+  return j.dump(one_line ? -1 : 2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-std::string render_logs_update_text(const log_report& r) {
+}  // namespace
+
+std::string json_reporter::logs(const run_context* ctx, const log_report& r, const log_plan_comparison* c) const {
+  return logs_document(ctx, r, c, false);
+}
+
+std::string json_reporter::logs_update(const run_context* ctx, const log_report& r, const log_plan_comparison* c) const {
+  return logs_document(ctx, r, c, true);
+}
+
+std::string text_reporter::logs_update(const run_context*, const log_report& r, const log_plan_comparison*) const {
   std::string o = fmt::format("iteration {}", format_count(r.last_iteration));
   if (r.train_iterations > 0) o += fmt::format("/{}", format_count(r.train_iterations));
   o += fmt::format(" | {} recent", duration(r.recent_iteration_s));

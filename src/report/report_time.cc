@@ -1,4 +1,4 @@
-// Renderers of time, schedule and validation (text, JSON). They format; they never compute.
+// Time and the pipeline schedule in text and JSON (docs/formulas.md §5). They format; they never compute.
 #include "trainplan/report/report.h"
 
 #include <algorithm>
@@ -7,8 +7,7 @@
 #include <cmath>
 
 #include "report_detail.h"
-
-// ---- time, schedule, validation (docs/formulas.md §5) --------------------------------------------
+#include "reporters.h"
 
 namespace trainplan {
 
@@ -58,7 +57,7 @@ json time_json(const time_report& r) {
 
 }  // namespace
 
-std::string render_time_json(const run_context& ctx, const time_report& r) {
+std::string json_reporter::time(const run_context& ctx, const time_report& r) const {
   json j;
   j["schema_version"] = kSchemaVersion;
   j["context"] = context_json(&ctx);
@@ -66,7 +65,7 @@ std::string render_time_json(const run_context& ctx, const time_report& r) {
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-std::string render_time_text(const run_context& ctx, const time_report& r) {
+std::string text_reporter::time(const run_context& ctx, const time_report& r) const {
   const job_spec& job = ctx.job;
   const parallel_config& p = job.parallel;
   auto dim = [](const char* name, std::int64_t n) { return n > 1 ? fmt::format(" {} {}", name, n) : std::string(); };
@@ -114,7 +113,7 @@ std::string render_time_text(const run_context& ctx, const time_report& r) {
   return o;
 }
 
-std::string render_schedule_json(const run_context& ctx, const time_report& r) {
+std::string json_reporter::schedule(const run_context& ctx, const time_report& r) const {
   json j;
   j["schema_version"] = kSchemaVersion;
   j["context"] = context_json(&ctx);
@@ -162,7 +161,8 @@ std::vector<std::string> schedule_panel(const time_report& r, double t0, double 
 
 }  // namespace
 
-std::string render_schedule_text(const run_context& ctx, const time_report& r, int width) {
+std::string text_reporter::schedule(const run_context& ctx, const time_report& r) const {
+  constexpr int width = 100;  // columns of the chart
   const double total = r.timeline_s > 0 ? r.timeline_s : r.pipeline.pipeline_s;
   const std::size_t ranks = r.pipeline.stages.size();
   std::string o = fmt::format("{} schedule, {} micro-batches, {} ranks: pipeline {:.2f} s, iteration {:.2f} s, bubble {:.1f}%\n",
@@ -191,77 +191,6 @@ std::string render_schedule_text(const run_context& ctx, const time_report& r, i
   const std::vector<std::string> last = schedule_panel(r, total - window, total, half);
   o += fmt::format("  {:8} |{:<{}}| … |{:>{}}|\n", "", fmt::format("0 s"), half, fmt::format("{:.2f} s", total), half);
   for (std::size_t i = 0; i < ranks; ++i) o += fmt::format("  rank {:3} |{}| … |{}|\n", i, first[i], last[i]);
-  return o;
-}
-
-std::string render_validation_json(const validation_report& r) {
-  json j;
-  j["schema_version"] = kSchemaVersion;
-  j["context"] = context_json();
-  json rows = json::array();
-  for (const validation_row& v : r.rows) {
-    json x = {{"table", v.table}, {"row", v.label}, {"date", v.date}, {"group", v.group}};
-    if (!v.assumed.empty()) x["assumed"] = v.assumed;
-    if (v.skipped.empty()) {
-      x["measured_s"] = v.measured_s;
-      x["predicted_s"] = v.predicted_s;
-      x["error"] = v.error;
-      x["measured_tflops"] = v.measured_tflops;
-      x["predicted_tflops"] = v.predicted_tflops;
-    } else {
-      x["skipped"] = v.skipped;
-    }
-    rows.push_back(x);
-  }
-  auto stats = [](const validation_stats& s) {
-    return json{{"name", s.name}, {"rows", s.rows}, {"median_abs_error", s.median_abs_error},
-                {"max_abs_error", s.max_abs_error}, {"spearman", s.spearman}};
-  };
-  json tables = json::array(), groups = json::array(), generations = json::array();
-  for (const auto& s : r.tables) tables.push_back(stats(s));
-  for (const auto& s : r.groups) groups.push_back(stats(s));
-  for (const auto& s : r.generations) generations.push_back(stats(s));
-  j["validation"] = {{"rows", rows},     {"tables", tables},           {"groups", groups},
-                     {"generations", generations}, {"overall", stats(r.overall)}};
-  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-}
-
-std::string render_validation_text(const validation_report& r) {
-  std::string o;
-  std::string table;
-  for (const validation_row& v : r.rows) {
-    if (v.table != table) {
-      table = v.table;
-      o += "\n" + table + "\n  row        date        measured_s predicted_s   error  group\n";
-    }
-    if (!v.skipped.empty()) {
-      o += fmt::format("  {:<10} {:<11} skipped: {}\n", v.label, v.date, v.skipped);
-    } else {
-      if (v.by_tflops) {  // the source gives model TFLOPs per GPU, not a time
-        o += fmt::format("  {:<10} {:<11} {:7.1f} TF {:8.1f} TF {:+6.1f}%  {}\n", v.label, v.date.substr(0, 11),
-                         v.measured_tflops, v.predicted_tflops, 100 * v.error, v.group);
-      } else {
-        o += fmt::format("  {:<10} {:<11} {:10.2f} {:11.2f} {:+6.1f}%  {}\n", v.label, v.date.substr(0, 11), v.measured_s,
-                         v.predicted_s, 100 * v.error, v.group);
-      }
-    }
-  }
-  auto stats = [&](const validation_stats& s) {
-    o += fmt::format("  {:<32} {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  Spearman {:+.2f}\n", s.name, s.rows,
-                     100 * s.median_abs_error, 100 * s.max_abs_error, s.spearman);
-  };
-  o += "\nPer table:\n";
-  for (const auto& s : r.tables) stats(s);
-  if (!r.groups.empty()) {
-    o += "\nPer seed table (rows measured together, one thing varied):\n";
-    for (const auto& s : r.groups) stats(s);
-  }
-  if (!r.generations.empty()) {
-    o += "\nPer GPU generation (published rows; targets: median ≤ 8%, max ≤ 20%):\n";
-    for (const auto& s : r.generations) stats(s);
-  }
-  o += "\nOverall:\n";
-  stats(r.overall);
   return o;
 }
 

@@ -1,11 +1,13 @@
-// The reporters (text, JSON, CSV) over the render_* functions, the run context's JSON, and the output
-// format's name (docs/README: "Compute once, render many").
+// The reporters' shared pieces: the tool's version, the run context's JSON, the GPU and cluster catalogs
+// in every format, the output format's name and make_reporter (docs/README: "Compute
+// once, render many"). Each reporter class is declared in reporters.h.
 #include <array>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "report_detail.h"
+#include "reporters.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/hardware/hardware.h"
 #include "trainplan/report/report.h"
@@ -38,22 +40,7 @@ json context_json(const run_context* ctx) {
 
 }  // namespace detail
 
-std::string render_validation_csv(const validation_report& r) {
-  std::string o = "table,label,date,measured_s,predicted_s,error,measured_tflops,predicted_tflops,skipped\n";
-  auto quoted = [](const std::string& v) {
-    if (v.find_first_of(",\"\n") == std::string::npos) return v;
-    std::string q = "\"";
-    for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return q + "\"";
-  };
-  for (const validation_row& v : r.rows) {
-    o += fmt::format("{},{},{},{},{},{},{},{},{}\n", quoted(v.table), quoted(v.label), quoted(v.date), v.measured_s,
-                     v.predicted_s, v.error, v.measured_tflops, v.predicted_tflops, quoted(v.skipped));
-  }
-  return o;
-}
-
-std::string render_gpus_text() {
+std::string text_reporter::gpus() const {
   std::string o = fmt::format("{:<16} {:<7} {:>9} {:>10} {:>10} {:>10} {:>9} {:>12} {:>5}  {}\n", "NAME", "VENDOR",
                               "HBM GiB", "USABLE GiB", "BF16 TF/s", "FP8 TF/s", "HBM TB/s", "LINK GB/s", "SMS",
                               "SOURCE");
@@ -69,7 +56,7 @@ std::string render_gpus_text() {
   return o;
 }
 
-std::string render_gpus_json() {
+std::string json_reporter::gpus() const {
   detail::json list = detail::json::array();
   for (const gpu_spec& g : gpu_catalog()) {
     list.push_back({{"name", g.name},
@@ -87,7 +74,7 @@ std::string render_gpus_json() {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-std::string render_clusters_text() {
+std::string text_reporter::clusters() const {
   std::string o = fmt::format("{:<16} {:<16} {:>9} {:>6} {:>5} {:>9} {:>8}  {}\n", "NAME", "GPU", "GPUS/NODE",
                               "NODES", "NICS", "NIC Gb/s", "NET GB/s", "INTERCONNECT");
   for (const cluster_spec& c : cluster_catalog()) {
@@ -100,7 +87,7 @@ std::string render_clusters_text() {
   return o;
 }
 
-std::string render_clusters_json() {
+std::string json_reporter::clusters() const {
   detail::json list = detail::json::array();
   for (const cluster_spec& c : cluster_catalog()) {
     list.push_back({{"name", c.name},
@@ -120,105 +107,7 @@ namespace {
 
 constexpr std::array<std::string_view, 4> kFormatNames = {"text", "json", "csv", "html"};
 
-class text_reporter final : public reporter {
- public:
-  output_format format() const override { return output_format::text; }
-  std::string models() const override { return render_models_text(); }
-  std::string gpus() const override { return render_gpus_text(); }
-  std::string clusters() const override { return render_clusters_text(); }
-  std::string model(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) const override {
-    return render_model_text(m, p, tp);
-  }
-  std::string memory(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
-                     const megatron_theoretical_memory* megatron) const override {
-    return render_memory_text(ctx, p, r, megatron);
-  }
-  std::string comm(const run_context& ctx, const comm_report& r) const override { return render_comm_text(ctx, r); }
-  std::string time(const run_context& ctx, const time_report& r) const override { return render_time_text(ctx, r); }
-  std::string schedule(const run_context& ctx, const time_report& r) const override {
-    return render_schedule_text(ctx, r);
-  }
-  std::string validation(const validation_report& r) const override { return render_validation_text(r); }
-  std::string search(const run_context& ctx, const search_space& s, const search_result& r) const override {
-    return render_search_text(ctx, s, r);
-  }
-  std::string shapes(const shape_rules& rules, const shapes_result& r) const override {
-    return render_shapes_text(rules, r);
-  }
-  std::string plan(const plan_report& r, std::int64_t num_gpus) const override { return render_plan_text(r, num_gpus); }
-  std::string logs(const run_context* ctx, const log_report& r, const log_plan_comparison* c) const override {
-    return render_logs_text(ctx, r, c);
-  }
-};
-
-class json_reporter final : public reporter {
- public:
-  output_format format() const override { return output_format::json; }
-  std::string models() const override { return render_models_json(); }
-  std::string gpus() const override { return render_gpus_json(); }
-  std::string clusters() const override { return render_clusters_json(); }
-  std::string model(const model_spec& m, const parameter_breakdown& p, std::int64_t tp) const override {
-    return render_model_json(m, p, tp);
-  }
-  std::string memory(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
-                     const megatron_theoretical_memory* megatron) const override {
-    return render_memory_json(ctx, p, r, megatron);
-  }
-  std::string comm(const run_context& ctx, const comm_report& r) const override { return render_comm_json(ctx, r); }
-  std::string time(const run_context& ctx, const time_report& r) const override { return render_time_json(ctx, r); }
-  std::string schedule(const run_context& ctx, const time_report& r) const override {
-    return render_schedule_json(ctx, r);
-  }
-  std::string validation(const validation_report& r) const override { return render_validation_json(r); }
-  std::string search(const run_context& ctx, const search_space& s, const search_result& r) const override {
-    return render_search_json(ctx, s, r);
-  }
-  std::string shapes(const shape_rules& rules, const shapes_result& r) const override {
-    return render_shapes_json(rules, r);
-  }
-  std::string plan(const plan_report& r, std::int64_t) const override { return render_plan_json(r); }
-  std::string logs(const run_context* ctx, const log_report& r, const log_plan_comparison* c) const override {
-    return render_logs_json(ctx, r, c);
-  }
-};
-
-/// CSV: the tabular results (search candidates, validation rows); the others have no CSV form.
-class csv_reporter final : public reporter {
- public:
-  output_format format() const override { return output_format::csv; }
-  std::string models() const override { return none("models"); }
-  std::string gpus() const override { return none("gpus"); }
-  std::string clusters() const override { return none("clusters"); }
-  std::string model(const model_spec&, const parameter_breakdown&, std::int64_t) const override {
-    return none("model");
-  }
-  std::string memory(const run_context&, const parameter_breakdown&, const memory_report&,
-                     const megatron_theoretical_memory*) const override {
-    return none("memory");
-  }
-  std::string comm(const run_context&, const comm_report&) const override { return none("comm"); }
-  std::string time(const run_context&, const time_report&) const override { return none("time"); }
-  std::string schedule(const run_context&, const time_report&) const override { return none("schedule"); }
-  std::string validation(const validation_report& r) const override { return render_validation_csv(r); }
-  std::string search(const run_context&, const search_space&, const search_result& r) const override {
-    return render_search_csv(r);
-  }
-  std::string shapes(const shape_rules&, const shapes_result&) const override { return none("shapes"); }
-  std::string plan(const plan_report&, std::int64_t) const override { return none("plan"); }
-  std::string logs(const run_context*, const log_report&, const log_plan_comparison*) const override {
-    return none("logs");
-  }
-
- private:
-  static std::string none(const char* command) {
-    throw input_error(std::string("--format csv: `") + command +
-                      "` has no CSV form (search and validate have one); use --format text or json");
-  }
-};
-
 }  // namespace
-
-std::unique_ptr<reporter> make_html_reporter();  // src/report/reporter_html.cc
 
 std::string_view to_string(output_format f) { return kFormatNames[static_cast<std::size_t>(f)]; }
 
@@ -230,12 +119,17 @@ output_format parse_output_format(std::string_view name) {
                     did_you_mean(name, {"text", "json", "csv", "html"}));
 }
 
+std::string csv_reporter::none(const char* command) {
+  throw input_error(std::string("--format csv: `") + command +
+                    "` has no CSV form (search and validate have one); use --format text or json");
+}
+
 std::unique_ptr<reporter> make_reporter(output_format f) {
   switch (f) {
     case output_format::text: return std::make_unique<text_reporter>();
     case output_format::json: return std::make_unique<json_reporter>();
     case output_format::csv: return std::make_unique<csv_reporter>();
-    case output_format::html: return make_html_reporter();
+    case output_format::html: return std::make_unique<html_reporter>();
   }
   TRAINPLAN_CHECK(false);
   return nullptr;

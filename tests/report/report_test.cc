@@ -54,8 +54,7 @@ TEST(Report, TimeJsonIsTheStructWithItsContext) {
 TEST(Report, TextReporterIsTheTextRenderer) {
   const run_context ctx = production();
   const comm_report c = summarize_comm(ctx.job);
-  EXPECT_EQ(make_reporter(output_format::text)->comm(ctx, c), render_comm_text(ctx, c));
-  EXPECT_THAT(render_comm_text(ctx, c), HasSubstr("bloom-176b on jean-zay-a100"));
+  EXPECT_THAT(make_reporter(output_format::text)->comm(ctx, c), HasSubstr("bloom-176b on jean-zay-a100"));
 }
 
 TEST(Report, CsvHasSearchAndValidationOnly) {

@@ -50,66 +50,9 @@ std::string format_gib(double bytes, int digits = 2);
 /// 176247271424 → "176,247,271,424".
 std::string format_count(std::int64_t n);
 
-std::string render_models_text();
-std::string render_models_json();
-/// The embedded GPU and cluster catalogs (`trainplan gpus`, `trainplan clusters`), with units.
-std::string render_gpus_text();
-std::string render_gpus_json();
-std::string render_clusters_text();
-std::string render_clusters_json();
-
-std::string render_model_text(const model_spec& m, const parameter_breakdown& p, std::int64_t tp);
-std::string render_model_json(const model_spec& m, const parameter_breakdown& p, std::int64_t tp);
-
-/// `megatron`, when given, is shown beside ours (Megatron-LM's theoretical_memory_usage.py, §3.9).
-std::string render_memory_text(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
-                               const megatron_theoretical_memory* megatron = nullptr);
-std::string render_memory_json(const run_context& ctx, const parameter_breakdown& p, const memory_report& r,
-                               const megatron_theoretical_memory* megatron = nullptr);
-
-/// Communication per iteration (docs/formulas.md §4): cluster summary and per-dimension detail with the
-/// first groups of each dimension (text), or every group (JSON, {"comm":{"dimensions":{...}}}).
-std::string render_comm_text(const run_context& ctx, const comm_report& r);
-std::string render_comm_json(const run_context& ctx, const comm_report& r);
-
-/// Iteration time (docs/formulas.md §5): totals, breakdown and per-stage work (text), or
-/// {"schema_version":1,"time":{"iteration_s",…,"breakdown_s":{…},"stages":[…]}} (JSON).
-std::string render_time_text(const run_context& ctx, const time_report& r);
-std::string render_time_json(const run_context& ctx, const time_report& r);
-
-/// The pipeline timeline as a text Gantt chart (one row per rank, `width` columns), or its events (JSON).
-std::string render_schedule_text(const run_context& ctx, const time_report& r, int width = 100);
-std::string render_schedule_json(const run_context& ctx, const time_report& r);
-
-/// Predicted against measured per row, per table, per seed table and overall (§5.8); CSV: one line per row.
-std::string render_validation_text(const validation_report& r);
-std::string render_validation_json(const validation_report& r);
-std::string render_validation_csv(const validation_report& r);
-
-/// Layout search (docs/formulas.md §7.1-§7.3): the top K in the seed's column order with units and the
-/// counts (text), every evaluated layout ranked (JSON {"schema_version":1,"search":{…,"candidates":[…]}}, CSV).
-std::string render_search_text(const run_context& ctx, const search_space& s, const search_result& r);
-std::string render_search_json(const run_context& ctx, const search_space& s, const search_result& r);
-std::string render_search_csv(const search_result& r);
-/// "N layouts enumerated, N pruned (…), N evaluated …, in S s on T threads".
-std::string render_search_counts(const search_result& r);
-
-/// Architecture shapes near a target size, each with its best layout (§7.4).
-std::string render_shapes_text(const shape_rules& rules, const shapes_result& r);
-std::string render_shapes_json(const shape_rules& rules, const shapes_result& r);
-
-/// The training plan (§7.5-§7.8): phases, days, GPU-hours, checkpoints, failures, goodput.
-std::string render_plan_text(const plan_report& r, std::int64_t num_gpus);
-std::string render_plan_json(const plan_report& r);
-
-/// A training log read (§8): progress, ETA, findings, the stall check and, with `plan`, the comparison with
-/// the plan of the job `ctx` describes. JSON: {"schema_version":1,"context":{…},"logs":{…}}; one_line for
-/// the JSON Lines of --follow.
-std::string render_logs_text(const run_context* ctx, const log_report& r, const log_plan_comparison* plan);
-std::string render_logs_json(const run_context* ctx, const log_report& r, const log_plan_comparison* plan,
-                             bool one_line = false);
-/// One line for --follow: iteration, recent speed, ETA, counts of findings, a stall.
-std::string render_logs_update_text(const log_report& r);
+/// "N layouts enumerated, N pruned (…), N evaluated …, in S s on T threads": the search's counts, which
+/// the command line prints to stderr beside a JSON or CSV search.
+std::string search_summary(const search_result& r);
 
 // ---- reporters -----------------------------------------------------------------------------------
 
@@ -119,7 +62,8 @@ std::string_view to_string(output_format f);
 output_format parse_output_format(std::string_view name);
 
 /// One method per result (google/benchmark's BenchmarkReporter): the command computes once and hands
-/// the result to the reporter the user chose. A format without a form for a result throws input_error.
+/// the result to the reporter the user chose, which owns its formatting (src/report/reporters.h). A
+/// format without a form for a result throws input_error.
 class reporter {
  public:
   virtual ~reporter() = default;
@@ -138,6 +82,8 @@ class reporter {
   virtual std::string shapes(const shape_rules& rules, const shapes_result& r) const = 0;
   virtual std::string plan(const plan_report& r, std::int64_t num_gpus) const = 0;
   virtual std::string logs(const run_context* ctx, const log_report& r, const log_plan_comparison* plan) const = 0;
+  /// One update of `logs --follow`: a progress line (text) or one JSON line.
+  virtual std::string logs_update(const run_context* ctx, const log_report& r, const log_plan_comparison* plan) const = 0;
 };
 
 /// The reporter of a format.

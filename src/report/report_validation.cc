@@ -1,0 +1,102 @@
+// Predicted against measured (`trainplan validate`, docs/formulas.md §5.8) in text, JSON and CSV. They
+// format; they never compute.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "report_detail.h"
+#include "reporters.h"
+#include "trainplan/report/report.h"
+
+namespace trainplan {
+
+using detail::context_json;
+using detail::json;
+
+std::string json_reporter::validation(const validation_report& r) const {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["context"] = context_json();
+  json rows = json::array();
+  for (const validation_row& v : r.rows) {
+    json x = {{"table", v.table}, {"row", v.label}, {"date", v.date}, {"group", v.group}};
+    if (!v.assumed.empty()) x["assumed"] = v.assumed;
+    if (v.skipped.empty()) {
+      x["measured_s"] = v.measured_s;
+      x["predicted_s"] = v.predicted_s;
+      x["error"] = v.error;
+      x["measured_tflops"] = v.measured_tflops;
+      x["predicted_tflops"] = v.predicted_tflops;
+    } else {
+      x["skipped"] = v.skipped;
+    }
+    rows.push_back(x);
+  }
+  auto stats = [](const validation_stats& s) {
+    return json{{"name", s.name}, {"rows", s.rows}, {"median_abs_error", s.median_abs_error},
+                {"max_abs_error", s.max_abs_error}, {"spearman", s.spearman}};
+  };
+  json tables = json::array(), groups = json::array(), generations = json::array();
+  for (const auto& s : r.tables) tables.push_back(stats(s));
+  for (const auto& s : r.groups) groups.push_back(stats(s));
+  for (const auto& s : r.generations) generations.push_back(stats(s));
+  j["validation"] = {{"rows", rows},     {"tables", tables},           {"groups", groups},
+                     {"generations", generations}, {"overall", stats(r.overall)}};
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string text_reporter::validation(const validation_report& r) const {
+  std::string o;
+  std::string table;
+  for (const validation_row& v : r.rows) {
+    if (v.table != table) {
+      table = v.table;
+      o += "\n" + table + "\n  row        date        measured_s predicted_s   error  group\n";
+    }
+    if (!v.skipped.empty()) {
+      o += fmt::format("  {:<10} {:<11} skipped: {}\n", v.label, v.date, v.skipped);
+    } else {
+      if (v.by_tflops) {  // the source gives model TFLOPs per GPU, not a time
+        o += fmt::format("  {:<10} {:<11} {:7.1f} TF {:8.1f} TF {:+6.1f}%  {}\n", v.label, v.date.substr(0, 11),
+                         v.measured_tflops, v.predicted_tflops, 100 * v.error, v.group);
+      } else {
+        o += fmt::format("  {:<10} {:<11} {:10.2f} {:11.2f} {:+6.1f}%  {}\n", v.label, v.date.substr(0, 11), v.measured_s,
+                         v.predicted_s, 100 * v.error, v.group);
+      }
+    }
+  }
+  auto stats = [&](const validation_stats& s) {
+    o += fmt::format("  {:<32} {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  Spearman {:+.2f}\n", s.name, s.rows,
+                     100 * s.median_abs_error, 100 * s.max_abs_error, s.spearman);
+  };
+  o += "\nPer table:\n";
+  for (const auto& s : r.tables) stats(s);
+  if (!r.groups.empty()) {
+    o += "\nPer seed table (rows measured together, one thing varied):\n";
+    for (const auto& s : r.groups) stats(s);
+  }
+  if (!r.generations.empty()) {
+    o += "\nPer GPU generation (published rows; targets: median ≤ 8%, max ≤ 20%):\n";
+    for (const auto& s : r.generations) stats(s);
+  }
+  o += "\nOverall:\n";
+  stats(r.overall);
+  return o;
+}
+
+std::string csv_reporter::validation(const validation_report& r) const {
+  std::string o = "table,label,date,measured_s,predicted_s,error,measured_tflops,predicted_tflops,skipped\n";
+  auto quoted = [](const std::string& v) {
+    if (v.find_first_of(",\"\n") == std::string::npos) return v;
+    std::string q = "\"";
+    for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  for (const validation_row& v : r.rows) {
+    o += fmt::format("{},{},{},{},{},{},{},{},{}\n", quoted(v.table), quoted(v.label), quoted(v.date), v.measured_s,
+                     v.predicted_s, v.error, v.measured_tflops, v.predicted_tflops, quoted(v.skipped));
+  }
+  return o;
+}
+
+}  // namespace trainplan
