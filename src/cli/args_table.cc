@@ -544,6 +544,4 @@ const std::vector<flag_def>& flag_table() {
   return table;
 }
 
-/// Megatron-LM / DeepSpeed / launcher flags that change no estimate: accepted and listed as ignored.
-/// A trailing '*' matches a prefix.
 }  // namespace trainplan::args_detail

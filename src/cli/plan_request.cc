@@ -87,8 +87,6 @@ struct phase_plan {
   double samples;
 };
 
-/// Megatron's ramp-up (num_microbatches_calculator.py RampupBatchsizeNumMicroBatches): the batch is
-/// start + k·increment while consumed samples < (k+1)·samples/increments, then the full batch.
 }  // namespace
 
 std::vector<std::string> parse_plan_flags(const std::vector<std::string>& args, plan_inputs& in) {

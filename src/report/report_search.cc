@@ -71,8 +71,12 @@ std::string shell_word(const std::string& t) {
 std::string reproduce_command(const run_context& ctx, const search_candidate& c) {
   if (ctx.from_launch_line || ctx.job_args.empty() || !ctx.candidate_args) return "";
   std::string cmd = "trainplan time";
-  for (const std::string& a : ctx.job_args) cmd += " " + shell_word(a);
-  for (const std::string& a : ctx.candidate_args(c)) cmd += " " + shell_word(a);
+  for (const std::vector<std::string>& words : {ctx.job_args, ctx.candidate_args(c)}) {
+    for (const std::string& a : words) {
+      cmd.push_back(' ');
+      cmd.append(shell_word(a));
+    }
+  }
   return cmd;
 }
 

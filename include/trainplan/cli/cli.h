@@ -36,8 +36,8 @@ struct search_request {
   std::int64_t explain_row = 0;          ///< 1-based row of --explain; 0: none
   bool csv = false;
 };
-/// Search flags (table-driven, src/core/search/search.cc) then job flags for the rest; no arguments: the README's
-/// main job, BLOOM-176B on jean-zay-a100, 48 nodes, GBS 2048. Throws input_error naming the flag.
+/// Search flags (table-driven, src/cli/search_request.cc) then job flags for the rest; no arguments: the
+/// README's main job, BLOOM-176B on jean-zay-a100, 48 nodes, GBS 2048. Throws input_error naming the flag.
 search_request parse_search_request(const std::vector<std::string>& args);
 std::string search_flags_help();
 /// The job flags that set a search candidate's layout (the search's apply_candidate, read back).
@@ -56,7 +56,7 @@ std::string shapes_flags_help();
 // ---- plan (src/cli/plan_request.cc) ----
 
 /// Split the `plan` command's own flags off `args`: they fill `in`, the rest (job flags) is returned.
-/// Table-driven (src/core/plan/plan.cc); throws input_error naming the flag.
+/// Table-driven (src/cli/plan_request.cc); throws input_error naming the flag.
 std::vector<std::string> parse_plan_flags(const std::vector<std::string>& args, plan_inputs& in);
 /// Help text of the plan flags.
 std::string plan_flags_help();

@@ -283,9 +283,6 @@ std::vector<cluster_spec> make_cluster_catalog() {
 
 #pragma GCC diagnostic pop
 
-// ---- Field tables: one row per file key; validation uses the rows whose key is the field itself. ----
-
-/// What a field's value must satisfy.
 }  // namespace
 
 std::string_view to_string(dtype d) { return kDtypeNames.at(static_cast<std::size_t>(d)); }

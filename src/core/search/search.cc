@@ -59,7 +59,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// The divisors of n ≥ 1, ascending, in O(√n) (a per-replica batch of 10^9 has 100).
 std::vector<std::int64_t> divisors(std::int64_t n) {

@@ -173,7 +173,9 @@ TEST(HardwareGpuCatalog, EveryEntryIsConsistent) {
     EXPECT_LT(g.cuda_context_bytes, g.usable_memory_bytes / 10);
     // Tensor-core rates double with each halving of the datatype (B200's datasheet rounds tf32 to 1.1 PF);
     // V100 has neither tf32 nor bf16 tensor cores.
-    if (g.bf16) EXPECT_NEAR(g.peak_bf16_flops / g.peak_tf32_flops, 2.0, 0.05);
+    if (g.bf16) {
+      EXPECT_NEAR(g.peak_bf16_flops / g.peak_tf32_flops, 2.0, 0.05);
+    }
     if (g.peak_fp8_flops > 0) {
       EXPECT_NEAR(g.peak_fp8_flops / g.peak_bf16_flops, 2.0, 0.01);
     }
