@@ -113,7 +113,7 @@ def test_other_arguments():
     e = error_of(job.schedule, gpipe="yes")
     assert e.argument == "gpipe"
     e = error_of(trainplan.validate, "/nonexistent.csv")
-    assert str(e) == "csv: cannot read '/nonexistent.csv'" and e.argument == "csv"
+    assert str(e) == "csv '/nonexistent.csv': no such file" and e.argument == "csv"
     e = error_of(trainplan.validate, 3)
     assert e.argument == "csv"
     with pytest.raises(trainplan.Error):

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "local_flags.h"
+#include "trainplan/core/base/input_file.h"
 #include "trainplan/cli/cli.h"
 #include "trainplan/core/estimate/comm.h"
 #include "trainplan/core/base/error.h"
@@ -87,13 +88,8 @@ std::string plan_output(const plan_request& req, const reporter& rep) {
 
 std::string validation_output(const std::string& csv_path, const reporter& rep) {
   if (csv_path.empty()) return rep.validation(validate_shipped());
-  std::error_code ec;
-  if (std::filesystem::is_directory(csv_path, ec)) throw input_error("--csv: '" + csv_path + "' is a directory, not a CSV file");
-  std::ifstream in(csv_path, std::ios::binary);
-  if (!in) throw input_error("--csv: cannot read '" + csv_path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return rep.validation(run_validation(read_measurements(text.str(), csv_path)));
+  const std::string text = read_input_file(csv_path, "--csv", kMaxTableFileBytes);
+  return rep.validation(run_validation(read_measurements(text, csv_path)));
 }
 
 // ---- the flags as data ------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ TEST(Robustness, ValidationCsvWithoutRowsIsRefused) {
   EXPECT_EQ(message("source,date,gpus\n"), "mine.csv: a header line but no measurement rows");
   const testing::run_result r = testing::run_command(TRAINPLAN_BINARY, {"validate", "--csv", ::testing::TempDir()});
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err, HasSubstr("is a directory, not a CSV file"));
+  EXPECT_THAT(r.err, HasSubstr("--csv '/tmp/': a directory; give a file in it"));
 }
 
 }  // namespace

@@ -34,21 +34,31 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
     // What each overlap can hide under, per micro-batch and chunk (§5.5).
     const double attention_fwd = layers * att_fwd.attention_s;
     const double attention_bwd = layers * att_bwd.attention_s + sc.recomputed_layers * att_fwd.attention_s;
-    // Each overlap's rows less the compute they run under, indexed by comm_overlap (none: no budget).
+    // Each overlap's rows hide under their part of the pass (§5.5): the attention core, the linear GEMMs
+    // (the shared experts' among them), the whole pass. The parts are shared: what one stream hides under
+    // is not there for another, so the streams are packed into them from the narrowest part out, and no
+    // more hides than the pass lasts (a slower GPU never finishes sooner).
     static_assert(kNumCommOverlaps == 5 && static_cast<int>(comm_overlap::shared_expert) == 4,
-                  "the budgets below list every comm_overlap in order");
-    auto exposed = [&](comm_slot slot, const std::array<double, kNumCommOverlaps>& budget) {
-      double s = a.at(slot) * per_pass;
-      for (std::size_t o = 1; o < kNumCommOverlaps; ++o) {
-        s += std::max(0.0, a.at(slot, static_cast<comm_overlap>(o)) * per_pass - budget[o]);
-      }
-      return s;
+                  "the packing below takes every comm_overlap");
+    struct pass_parts {
+      double attention_s, gemm_s, shared_expert_s, pass_s;
+    };
+    auto exposed = [&](comm_slot slot, const pass_parts& part) {
+      auto rows = [&](comm_overlap o) { return a.at(slot, o) * per_pass; };
+      const double attention = rows(comm_overlap::attention), gemm = rows(comm_overlap::gemm);
+      const double shared = rows(comm_overlap::shared_expert), layer = rows(comm_overlap::layer);
+      const double hid_attention = std::min(attention, part.attention_s);
+      const double hid_shared = std::min(shared, part.shared_expert_s);
+      const double hid_gemm = std::min(gemm, std::max(0.0, part.gemm_s - hid_shared));
+      const double hid_layer =
+          std::min(layer, std::max(0.0, part.pass_s - hid_attention - hid_shared - hid_gemm));
+      return a.at(slot) * per_pass + attention + gemm + shared + layer -
+             (hid_attention + hid_shared + hid_gemm + hid_layer);
     };
     stage_comm& c = out[i];
-    c.forward_s = exposed(comm_slot::forward, {0.0, attention_fwd, sc.forward_s, sc.forward_gemm_s,
-                                               sc.forward_shared_expert_s});
-    c.backward_s = exposed(comm_slot::backward, {0.0, attention_bwd, sc.backward_s, sc.backward_gemm_s,
-                                                 sc.backward_shared_expert_s});
+    c.forward_s = exposed(comm_slot::forward, {attention_fwd, sc.forward_gemm_s, sc.forward_shared_expert_s, sc.forward_s});
+    c.backward_s =
+        exposed(comm_slot::backward, {attention_bwd, sc.backward_gemm_s, sc.backward_shared_expert_s, sc.backward_s});
     c.grad_reduce_s = a.slot_s(comm_slot::grad_reduce);
     c.param_gather_s = a.slot_s(comm_slot::param_gather);
     c.optimizer_s = a.slot_s(comm_slot::optimizer);

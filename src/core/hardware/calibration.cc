@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "trainplan/core/base/input_file.h"
 #include "trainplan/core/base/input_text.h"
 #include "trainplan/core/base/error.h"
 
@@ -245,15 +246,7 @@ calibration_profile parse_calibration(const std::string& text, const std::string
 }
 
 calibration_profile load_calibration(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw input_error(fmt::format("${{calibration}}: '{}' is a directory; give the profile file in it (profile.json)", path));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(fmt::format("${{calibration}}: cannot read '{}'", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_calibration(ss.str(), path);
+  return parse_calibration(read_input_file(path, "${calibration}", kMaxCalibrationFileBytes), path);
 }
 
 }  // namespace trainplan

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "trainplan/core/base/input_file.h"
 #include "trainplan/core/base/input_text.h"
 #include "hardware/hardware_units.h"
 #include "trainplan/core/base/error.h"
@@ -458,11 +459,7 @@ void validate_cluster(const cluster_spec& c, std::string_view origin) {
 }
 
 cluster_spec load_cluster_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(fmt::format("{}: cannot open cluster file (no such file or not readable)", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_cluster_text(text.str(), path);
+  return parse_cluster_text(read_input_file(path, "${cluster}", kMaxConfigFileBytes), path);
 }
 
 cluster_spec parse_cluster_text(const std::string& text, const std::string& path) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "trainplan/core/base/input_file.h"
 #include "trainplan/core/base/input_text.h"
 #include "model/model_io_detail.h"
 #include "trainplan/core/base/error.h"
@@ -130,13 +131,27 @@ json yaml_scalar(const YAML::Node& n, const std::string& path, document& d) {
   return s;
 }
 
-json yaml_to_json(const YAML::Node& n, const std::string& path, document& d) {
+/// A YAML document's node graph is bounded before it is walked: an alias may name its own ancestor (`&a
+/// [*a]`, a cycle) or nest aliases of aliases (the "billion laughs"). Depth and the nodes visited are
+/// capped (§7.9); model files nest three levels and hold a few hundred nodes.
+constexpr int kMaxYamlDepth = 64;
+constexpr std::int64_t kMaxYamlNodes = 1'000'000;
+
+json yaml_to_json(const YAML::Node& n, const std::string& path, document& d, int depth = 0) {
+  if (depth > kMaxYamlDepth) {
+    throw input_error(fmt::format("{}:{}: nested deeper than {} levels (an alias that contains itself?)", d.origin,
+                                  n.Mark().line + 1, kMaxYamlDepth));
+  }
+  if (++d.yaml_nodes > kMaxYamlNodes) {
+    throw input_error(fmt::format("{}: aliases expand to more than {} nodes; a model file holds a few hundred",
+                                  d.origin, kMaxYamlNodes));
+  }
   switch (n.Type()) {
     case YAML::NodeType::Scalar:
       return yaml_scalar(n, path, d);
     case YAML::NodeType::Sequence: {
       json a = json::array();
-      for (std::size_t i = 0; i < n.size(); ++i) a.push_back(yaml_to_json(n[i], fmt::format("{}[{}]", path, i), d));
+      for (std::size_t i = 0; i < n.size(); ++i) a.push_back(yaml_to_json(n[i], fmt::format("{}[{}]", path, i), d, depth + 1));
       return a;
     }
     case YAML::NodeType::Map: {
@@ -150,7 +165,7 @@ json yaml_to_json(const YAML::Node& n, const std::string& path, document& d) {
         const std::string child = path.empty() ? key : path + "." + key;
         if (o.contains(key)) throw input_error(fmt::format("{}:{}: duplicate key '{}'", d.origin, line, child));
         d.lines[child] = line;
-        o[key] = yaml_to_json(kv.second, child, d);
+        o[key] = yaml_to_json(kv.second, child, d, depth + 1);
       }
       return o;
     }
@@ -461,16 +476,8 @@ model_spec parse_model_text(const std::string& text, const std::string& origin) 
 }
 
 model_spec load_model_file(const std::string& path) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) throw input_error(path + ": no such model file");
-  if (std::filesystem::is_directory(status)) throw input_error(path + ": is a directory, not a model file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(fmt::format("{}: cannot open model file: {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw input_error(fmt::format("{}: cannot read model file: {}", path, std::strerror(errno)));
-  return read_document(parse_document(text.str(), path, ends_with(path, ".json")));
+  const std::string text = read_input_file(path, "${model}", kMaxConfigFileBytes);
+  return read_document(parse_document(text, path, ends_with(path, ".json")));
 }
 
 model_spec resolve_model(const std::string& name_or_path) {

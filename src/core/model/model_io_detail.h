@@ -26,6 +26,7 @@ struct document {
   json root;
   std::map<std::string, int> lines;
   std::map<std::string, std::string> numbers;
+  std::int64_t yaml_nodes = 0;  ///< YAML nodes visited so far (aliases included): bounded (§7.9)
 
   std::string where(const std::string& path) const {
     const auto it = lines.find(path);

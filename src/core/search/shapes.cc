@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "trainplan/core/estimate/compute.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/model/model.h"
@@ -16,6 +18,9 @@ using clock_type = std::chrono::steady_clock;
 // ---- shapes (§7.4) -----------------------------------------------------------------------------------
 
 namespace {
+
+/// The largest target `shapes` takes (§7.9): a thousand trillion parameters.
+constexpr double kMaxShapeParams = 1e15;
 
 /// The layer's GEMM efficiency at TP as the time model prices it (§5.2, estimate_gemm over
 /// layer_gemm_shapes): FLOPs over the FLOPs-at-peak time of its forward GEMMs.
@@ -118,7 +123,8 @@ std::vector<shape_candidate> enumerate_shapes(const job_spec& base, const shape_
   const double c = std::max(12.0, static_cast<double>(base_count.layers()) /
                                       static_cast<double>(base.model.num_layers) / (base_h * base_h));
   const double h_lo = std::cbrt(rules.target_params * rules.min_ratio / c) * 0.8;
-  const double h_hi = std::cbrt(rules.target_params * rules.max_ratio / c) * 1.2;
+  // Hidden sizes beyond a model's limit (§1.5) are no shape: the loop ends there.
+  const double h_hi = std::min(std::cbrt(rules.target_params * rules.max_ratio / c) * 1.2, static_cast<double>(1 << 22));
   for (std::int64_t h = static_cast<std::int64_t>(h_lo / mult) * mult; h <= h_hi; h += mult) {
     if (h <= 0 || h % tpm != 0) continue;
     for (std::int64_t hd : rules.head_dims) {
@@ -179,6 +185,12 @@ void find_layouts(const job_spec& base, const search_space& space, std::vector<s
 shapes_result run_shapes(const job_spec& base_in, const shape_rules& rules, const search_space& space) {
   const auto t0 = clock_type::now();
   if (rules.target_params <= 0) throw input_error("shapes needs ${shapes.target_params} N (e.g. 175e9)");
+  // §7.9: the largest model a layer's sizes can describe is ~1e18 parameters; the search of shapes steps
+  // through the hidden sizes of the band, so the target bounds its work.
+  if (!(rules.target_params <= kMaxShapeParams)) {
+    throw input_error(fmt::format("${{shapes.target_params}} must be at most {:g} parameters, got {:g}", kMaxShapeParams,
+                                  rules.target_params));
+  }
   shapes_result out;
   job_spec base = base_in;
   finalize_model(base.model);

@@ -98,8 +98,7 @@ TEST(Calibration, MissingFileIsAnInputError) {
     load_calibration(TRAINPLAN_TEST_DATA_DIR);
     FAIL() << "a directory is not a profile";
   } catch (const input_error& e) {
-    EXPECT_EQ(cli_message(e), std::string("--calibration: '") + TRAINPLAN_TEST_DATA_DIR +
-                                         "' is a directory; give the profile file in it (profile.json)");
+    EXPECT_EQ(cli_message(e), std::string("--calibration '") + TRAINPLAN_TEST_DATA_DIR + "': a directory; give a file in it");
   }
 }
 

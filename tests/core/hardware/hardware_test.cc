@@ -403,7 +403,7 @@ TEST(HardwareClusterFile, WholeNumberWrittenAsFloat) {
 TEST(HardwareClusterFileErrors, MissingFile) {
   const std::string path = data_path("no_such_cluster.yaml");
   EXPECT_EQ(error_of([&] { load_cluster_file(path); }),
-            path + ": cannot open cluster file (no such file or not readable)");
+            "cluster '" + path + "': no such file");
 }
 
 TEST(HardwareClusterFileErrors, MalformedYamlHasOneBasedLine) {

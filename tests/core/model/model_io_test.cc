@@ -393,8 +393,8 @@ TEST(ModelIoErrors, MalformedYamlGivesLine) {
 
 TEST(ModelIoErrors, MissingFile) {
   EXPECT_EQ(error_of([] { load_model_file("/nonexistent/model.yaml"); }),
-            "/nonexistent/model.yaml: no such model file");
-  EXPECT_TRUE(message_is(error_of([] { load_model_file(TRAINPLAN_TEST_DATA_DIR); }), "", "is a directory"));
+            "model '/nonexistent/model.yaml': no such file");
+  EXPECT_TRUE(message_is(error_of([] { load_model_file(TRAINPLAN_TEST_DATA_DIR); }), "", "a directory; give a file in it"));
 }
 
 TEST(ModelIoErrors, BadValueNamesFileLineAndField) {
@@ -495,7 +495,7 @@ TEST(ModelIoResolve, CatalogNamePathAndUnknown) {
   EXPECT_EQ(resolve_model(hf("gpt2.json")).num_layers, 12);
   EXPECT_TRUE(
       message_is(error_of([] { resolve_model("llama3-8"); }), "unknown model 'llama3-8'", "did you mean 'llama3-8b'"));
-  EXPECT_EQ(error_of([] { resolve_model("missing.yaml"); }), "missing.yaml: no such model file");
+  EXPECT_EQ(error_of([] { resolve_model("missing.yaml"); }), "model 'missing.yaml': no such file");
 }
 
 }  // namespace
