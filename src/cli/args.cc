@@ -44,6 +44,15 @@ double to_positive(const std::string& v, const std::string& flag) {
   return d;
 }
 
+double to_between(const std::string& v, const std::string& flag, double lo, double hi, std::string_view unit) {
+  const double d = to_double(v, flag);
+  if (!(d >= lo && d <= hi)) {
+    throw input_error(fmt::format("{} must be between {:g} and {:g}{}{}, got {}", flag, lo, hi, unit.empty() ? "" : " ",
+                                  unit, v));
+  }
+  return d;
+}
+
 /// A size given in `unit` bytes (GiB, MiB) as whole bytes; absurd values are an error, never a wrapped cast.
 std::int64_t to_bytes(const std::string& v, const std::string& flag, double unit, bool allow_zero) {
   const double d = allow_zero ? to_double(v, flag) : to_positive(v, flag);

@@ -63,6 +63,9 @@ std::int64_t to_int(const std::string& v, const std::string& flag);
 std::int64_t to_int_min(const std::string& v, const std::string& flag, std::int64_t lo);
 double to_double(const std::string& v, const std::string& flag);
 double to_positive(const std::string& v, const std::string& flag);
+/// A number in [lo, hi] (`unit` names it in the message): a hardware figure outside its physical range is
+/// a unit slip that would print times of hundreds of digits (docs/formulas.md §7.9).
+double to_between(const std::string& v, const std::string& flag, double lo, double hi, std::string_view unit);
 /// A size given in `unit` bytes (GiB, MiB) as whole bytes; absurd values are an error, never a wrapped cast.
 std::int64_t to_bytes(const std::string& v, const std::string& flag, double unit, bool allow_zero);
 

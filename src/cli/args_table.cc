@@ -500,7 +500,8 @@ const std::vector<flag_def>& flag_table() {
                       }, "training.host_overhead_per_layer_pass_s")));
     t.push_back(value("--nccl-buffer-mib", "", "MIB", "192", "training", "NCCL buffers per communicator per GPU, MiB",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
-                        b.job.training.nccl_buffer_bytes_per_communicator = to_bytes(v, f, 1048576.0, true);
+                        b.job.training.nccl_buffer_bytes_per_communicator =
+                            static_cast<std::int64_t>(to_between(v, f, 0, 1e5, "MiB") * 1048576.0);
                       }, "training.nccl_buffer_bytes_per_communicator")));
     t.push_back(value("--allocator-reserve-fraction", "", "X", "0.08", "training",
                       "caching allocator's reserve above the allocated peak",
@@ -519,26 +520,26 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--num-gpus", "--world-size", "N", "nodes × GPUs per node", "hardware", "GPUs used",
                       with_fields(INT_FIELD_MIN(b.num_gpus, 1), "num_gpus")));
     t.push_back(value("--gpu-memory-gib", "", "GIB", "the GPU's", "hardware", "usable GPU memory, GiB",
-                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.gpu_usable_gib = to_bytes(v, f, 1073741824.0, false); }, "cluster.gpu.usable_memory_bytes")));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.gpu_usable_gib = static_cast<std::int64_t>(to_between(v, f, 0.25, 1e6, "GiB") * 1073741824.0); }, "cluster.gpu.usable_memory_bytes")));
     t.push_back(value("--gpu-peak-tflops", "", "TFLOPS", "the GPU's", "hardware", "dense bf16 peak, TFLOP/s",
-                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.gpu_peak_tflops = to_positive(v, f); }, "cluster.gpu.peak_bf16_flops")));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.gpu_peak_tflops = to_between(v, f, 1, 1e5, "TFLOP/s"); }, "cluster.gpu.peak_bf16_flops")));
     t.push_back(value("--gpu-memory-bandwidth-gb-per-s", "", "GB/S", "the GPU's", "hardware", "HBM bandwidth, 1e9 B/s",
-                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.gpu_bandwidth_gb_per_s = to_positive(v, f); }, "cluster.gpu.memory_bandwidth_bytes_per_s")));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.gpu_bandwidth_gb_per_s = to_between(v, f, 1, 1e6, "GB/s"); }, "cluster.gpu.memory_bandwidth_bytes_per_s")));
     t.push_back(value("--intra-node-bandwidth-gb-per-s", "", "GB/S", "the GPU's", "hardware",
                       "NVLink per GPU, one direction, 1e9 B/s",
-                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.intra_gb_per_s = to_positive(v, f); }, "cluster.gpu.intra_node_bandwidth_bytes_per_s")));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.intra_gb_per_s = to_between(v, f, 0.1, 1e6, "GB/s"); }, "cluster.gpu.intra_node_bandwidth_bytes_per_s")));
     t.push_back(value("--nic-bandwidth-gbit-per-s", "", "GBIT/S", "the cluster's", "hardware", "one NIC, one direction, Gb/s",
-                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.nic_gbit_per_s = to_positive(v, f); }, "cluster.nic_bandwidth_bytes_per_s")));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.nic_gbit_per_s = to_between(v, f, 0.1, 8e5, "Gb/s"); }, "cluster.nic_bandwidth_bytes_per_s")));
     t.push_back(value("--nics-per-node", "", "N", "the cluster's", "hardware", "NICs per node", with_fields(INT_FIELD_MIN(b.nics_per_node, 1), "cluster.nics_per_node")));
     t.push_back(value("--intra-node-latency-us", "", "US", "the cluster's", "hardware", "latency per algorithm step, µs",
-                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.intra_latency_us = to_positive(v, f); }, "cluster.intra_node_latency_s")));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.intra_latency_us = to_between(v, f, 1e-3, 1e6, "µs"); }, "cluster.intra_node_latency_s")));
     t.push_back(value("--inter-node-latency-us", "", "US", "the cluster's", "hardware", "latency per algorithm step, µs",
-                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.inter_latency_us = to_positive(v, f); }, "cluster.inter_node_latency_s")));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.inter_latency_us = to_between(v, f, 1e-3, 1e6, "µs"); }, "cluster.inter_node_latency_s")));
     t.push_back(value("--calibration", "", "FILE", "(none: datasheet rates and catalog efficiencies)", "hardware",
                       "trainplan-bench profile: its measured GEMMs, HBM copy rate and link sweeps replace the defaults",
                       setter([](job_builder& b, const std::string& v, const std::string&) { b.calibration_path = v; }, "calibration")));
     t.push_back(value("--cuda-context-mib", "", "MIB", "the GPU's", "hardware", "CUDA context + library workspaces, MiB",
-                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.context_mib = to_bytes(v, f, 1048576.0, false); }, "cluster.gpu.cuda_context_bytes")));
+                      setter([](job_builder& b, const std::string& v, const std::string& f) { b.context_mib = static_cast<std::int64_t>(to_between(v, f, 1, 1e6, "MiB") * 1048576.0); }, "cluster.gpu.cuda_context_bytes")));
     return t;
   }();
   return table;

@@ -39,6 +39,18 @@ inline double parse_positive(const std::string& v, const std::string& flag) {
   return d;
 }
 
+/// A number in [lo, hi] (lo excluded when `open_below`): a figure outside its range is a unit slip that would
+/// print hundreds of digits or nothing at all (docs/formulas.md §7.9).
+inline double parse_between(const std::string& v, const std::string& flag, double lo, double hi, bool open_below = false) {
+  const double d = parse_number(v, flag);
+  if (!((open_below ? d > lo : d >= lo) && d <= hi)) {
+    char range[96];
+    std::snprintf(range, sizeof range, open_below ? "above %g and at most %g" : "between %g and %g", lo, hi);
+    throw input_error(flag + " must be " + range + ", got " + v);
+  }
+  return d;
+}
+
 /// A whole number (1e9 style accepted) of at least `lo`.
 inline std::int64_t parse_count(const std::string& v, const std::string& flag, std::int64_t lo = 1) {
   return parse_integer(v, flag, lo);

@@ -22,16 +22,17 @@ using detail::parse_positive;
 
 /// The plan command's own flags (§7.5-§7.8). `in` is bound when parsing.
 std::vector<local_flag> plan_table(plan_inputs* in) {
-  auto num = [in](double plan_inputs::*field, bool positive) {
-    return [in, field, positive](const std::vector<std::string>& v, const std::string& f) {
-      in->*field = positive ? parse_positive(v[0], f) : parse_nonnegative(v[0], f);
+  // Each figure within its range (§7.9): above 0 (or from 0) up to what a campaign can take.
+  auto num = [in](double plan_inputs::*field, bool positive, double hi) {
+    return [in, field, positive, hi](const std::vector<std::string>& v, const std::string& f) {
+      in->*field = detail::parse_between(v[0], f, 0, hi, positive);
     };
   };
   auto count = [in](std::int64_t plan_inputs::*field, std::int64_t lo) {
     return [in, field, lo](const std::vector<std::string>& v, const std::string& f) { in->*field = parse_count(v[0], f, lo); };
   };
   return {
-      {"--train-tokens", {}, "TOKENS", 1, "token budget, e.g. 350e9", num(&plan_inputs::train_tokens, true), "plan.train_tokens"},
+      {"--train-tokens", {}, "TOKENS", 1, "token budget, e.g. 350e9", num(&plan_inputs::train_tokens, true, 1e18), "plan.train_tokens"},
       {"--train-samples", {}, "N", 1, "sample budget (Megatron --train-samples)", count(&plan_inputs::train_samples, 1), "plan.train_samples"},
       {"--train-iters", {}, "N", 1, "iterations at the full batch (Megatron --train-iters)", count(&plan_inputs::train_iters, 1), "plan.train_iters"},
       {"--start-iteration", {}, "N", 1, "iterations already done (a log line's 'iteration N/M')",
@@ -42,9 +43,9 @@ std::vector<local_flag> plan_table(plan_inputs* in) {
          in->rampup = {parse_count(v[0], f + " START"), parse_count(v[1], f + " INCR"), parse_count(v[2], f + " SAMPLES")};
        }, "plan.rampup_batch_size"},
       {"--iteration-s", {}, "S", 1, "given iteration time at the full batch (no job needed)",
-       num(&plan_inputs::iteration_s, true), "plan.iteration_s"},
+       num(&plan_inputs::iteration_s, true, 1e7), "plan.iteration_s"},
       {"--tflops-per-gpu", {}, "TFLOPS", 1, "given achieved TFLOP/s per GPU (no job needed; with --model-params)",
-       num(&plan_inputs::tflops_per_gpu, true), "plan.tflops_per_gpu"},
+       num(&plan_inputs::tflops_per_gpu, true, 1e5), "plan.tflops_per_gpu"},
       {"--model-params", {}, "N", 1, "parameter count when no --model is given (e.g. 200e9)",
        [in](const std::vector<std::string>& v, const std::string& f) {
          in->model_params = parse_positive(v[0], f);
@@ -52,22 +53,22 @@ std::vector<local_flag> plan_table(plan_inputs* in) {
          if (in->model_params > 1e15) throw input_error(f + " must be at most 1e15, got " + v[0]);
        }, "plan.model_params"},
       {"--flops-per-param-token", {}, "X", 1, "FLOPs per parameter per token [8: fwd 2 + bwd 4 + recompute 2]",
-       num(&plan_inputs::flops_per_param_token, true)},
+       num(&plan_inputs::flops_per_param_token, true, 1e3)},
       {"--allocation-gpu-hours", {}, "H", 1, "GPU-hours allocated: the sufficiency check",
-       num(&plan_inputs::allocation_gpu_hours, true)},
+       num(&plan_inputs::allocation_gpu_hours, true, 1e15)},
       {"--checkpoint-bytes-per-param", {}, "B", 1, "checkpoint bytes per parameter [14: bf16 + fp32 master + 2 moments]",
-       num(&plan_inputs::checkpoint_bytes_per_param, true)},
+       num(&plan_inputs::checkpoint_bytes_per_param, true, 1e3)},
       {"--checkpoint-write-gb-per-s", {}, "GB/S", 1, "file-system write bandwidth, 1e9 B/s [62: seeds/004]",
        [in](const std::vector<std::string>& v, const std::string& f) {
-         in->checkpoint_write_bytes_per_s = parse_positive(v[0], f) * 1e9;
+         in->checkpoint_write_bytes_per_s = detail::parse_between(v[0], f, 1e-3, 1e6) * 1e9;
        }},
       {"--gpu-mtbf-hours", {}, "H", 1, "mean time between failures of one GPU [64512: 1/week on 384 GPUs]; 0: none",
-       num(&plan_inputs::gpu_mtbf_hours, false)},
+       num(&plan_inputs::gpu_mtbf_hours, false, 1e9)},
       {"--restart-minutes", {}, "MIN", 1, "time lost to each restart besides the lost work [0]",
-       [in](const std::vector<std::string>& v, const std::string& f) { in->restart_s = parse_nonnegative(v[0], f) * 60; }},
+       [in](const std::vector<std::string>& v, const std::string& f) { in->restart_s = detail::parse_between(v[0], f, 0, 1e6) * 60; }},
       {"--eval-interval", {}, "N", 1, "evaluate every N iterations [0: never]", count(&plan_inputs::eval_interval_iters, 0)},
       {"--eval-cost-iterations", {}, "X", 1, "one evaluation's time in iterations [seeds/004: 7]",
-       num(&plan_inputs::eval_cost_iters, false)},
+       num(&plan_inputs::eval_cost_iters, false, 1e6)},
   };
 }
 

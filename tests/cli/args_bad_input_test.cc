@@ -185,7 +185,7 @@ TEST(ArgsBadInput, NegativeSizes) {
               HasSubstr("--gpus-per-node must be a positive integer"));
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--zero-stage", "-1", "--framework", "deepspeed"}),
               HasSubstr("--zero-stage must be 0, 1, 2 or 3, got -1"));
-  EXPECT_THAT(error_of({"--model", "llama2-7b", "--gpu-memory-gib", "-80"}), HasSubstr("--gpu-memory-gib must be positive"));
+  EXPECT_THAT(error_of({"--model", "llama2-7b", "--gpu-memory-gib", "-80"}), HasSubstr("--gpu-memory-gib must be between 0.25 and 1e+06 GiB, got -80"));
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--pp", "4", "--num-layers-per-virtual-pipeline-stage", "-2"}),
               HasSubstr("--num-layers-per-virtual-pipeline-stage"));
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--pp", "4", "--decoder-first-pipeline-num-layers", "-5"}),
@@ -223,15 +223,16 @@ TEST(ArgsBadInput, AbsurdSizesDoNotWrap) {
               HasSubstr("--num-gpus must be a positive integer no larger than 16777216"));
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--tp", "4611686018427387904", "--pp", "4"}),
               HasSubstr("--tensor-model-parallel-size must be a positive integer no larger than 1048576"));
-  // Sizes in GiB/MiB become bytes: huge values are named, not cast into a negative int64.
+  // Sizes in GiB/MiB become bytes: values outside their physical range are named, never cast into a
+  // negative int64 (§7.9).
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--gpu-memory-gib", "1e300"}),
-            "--gpu-memory-gib: 1e300 is absurdly large (more than 2^62 bytes)");
+            "--gpu-memory-gib must be between 0.25 and 1e+06 GiB, got 1e300");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--cuda-context-mib", "1e300"}),
-            "--cuda-context-mib: 1e300 is absurdly large (more than 2^62 bytes)");
+            "--cuda-context-mib must be between 1 and 1e+06 MiB, got 1e300");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--nccl-buffer-mib", "1e300"}),
-            "--nccl-buffer-mib: 1e300 is absurdly large (more than 2^62 bytes)");
+            "--nccl-buffer-mib must be between 0 and 100000 MiB, got 1e300");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--gpu-memory-gib", "1e-300"}),
-            "--gpu-memory-gib: 1e-300 is less than one byte");
+            "--gpu-memory-gib must be between 0.25 and 1e+06 GiB, got 1e-300");
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--gpu-memory-gib", "100000"}), StartsWith("--gpu-memory-gib 100000 is more than the 80 GiB"));
   // The largest sizes each field allows still give a finite answer or a clear error, never a wrapped count.
   const std::string big = error_of({"--num-layers", "16384", "--hidden-size", "4194304", "--num-attention-heads",

@@ -442,10 +442,56 @@ gpu_spec read_gpu(const file_context& file, const YAML::Node& key, const YAML::N
 
 }  // namespace
 
+namespace {
+
+/// The physical range of a hardware figure (docs/formulas.md §7.9): a value outside it is a unit slip,
+/// and would print times of hundreds of digits or none at all.
+struct physical_range {
+  std::string_view field;
+  double lo, hi;
+  std::string_view unit;
+  double value;
+};
+
+void check_ranges(const cluster_spec& c, std::string_view origin) {
+  const gpu_spec& g = c.gpu;
+  const physical_range ranges[] = {
+      {"gpu.peak_bf16_flops", 1e12, 1e17, "FLOP/s", g.peak_bf16_flops},
+      {"gpu.peak_fp32_flops", 1e10, 1e17, "FLOP/s", g.peak_fp32_flops},
+      {"gpu.peak_tf32_flops", 1e10, 1e17, "FLOP/s", g.peak_tf32_flops},
+      {"gpu.peak_fp8_flops", 0, 2e17, "FLOP/s", g.peak_fp8_flops},
+      {"gpu.memory_bytes", 268435456, 1125899906842624, "bytes", static_cast<double>(g.memory_bytes)},
+      {"gpu.usable_memory_bytes", 268435456, 1125899906842624, "bytes", static_cast<double>(g.usable_memory_bytes)},
+      {"gpu.memory_bandwidth_bytes_per_s", 1e9, 1e15, "bytes/s", g.memory_bandwidth_bytes_per_s},
+      {"gpu.intra_node_bandwidth_bytes_per_s", 1e8, 1e15, "bytes/s", g.intra_node_bandwidth_bytes_per_s},
+      {"gpu.sm_count", 1, 1e6, "", static_cast<double>(g.sm_count)},
+      {"nic_bandwidth_bytes_per_s", 1e7, 1e14, "bytes/s", c.nic_bandwidth_bytes_per_s},
+      {"nics_per_node", 1, 1024, "", static_cast<double>(c.nics_per_node)},
+      {"gpus_per_node", 1, 16384, "", static_cast<double>(c.gpus_per_node)},
+      {"intra_node_latency_s", 1e-9, 1, "s", c.intra_node_latency_s},
+      {"inter_node_latency_s", 1e-9, 1, "s", c.inter_node_latency_s},
+      {"gpu.compute.kernel_overhead_s", 0, 1, "s", g.compute.kernel_overhead_s},
+      {"gpu.compute.tiles_per_sm", 0, 1e3, "", g.compute.tiles_per_sm},
+      {"gpu.compute.k_half", 0, 1e9, "", g.compute.k_half},
+      {"gpu.compute.ramp_flops", 0, 1e18, "FLOPs", g.compute.ramp_flops},
+      {"gpu.compute.attention_bmm_factor", 0, 1e3, "", g.compute.attention_bmm_factor},
+      {"gpu.compute.unfused_softmax_factor", 0, 1e3, "", g.compute.unfused_softmax_factor},
+  };
+  for (const physical_range& r : ranges) {
+    if (!(r.value >= r.lo && r.value <= r.hi)) {
+      throw input_error(fmt::format("{}: field '{}' must be between {:g} and {:g}{}{}, got {:g}", origin, r.field, r.lo,
+                                    r.hi, r.unit.empty() ? "" : " ", r.unit, r.value));
+    }
+  }
+}
+
+}  // namespace
+
 void validate_cluster(const cluster_spec& c, std::string_view origin) {
   check_fields(c, cluster_fields(), "", origin);
   check_fields(c.efficiency, efficiency_fields(), "efficiency.", origin);
   check_fields(c.gpu, gpu_fields(), "gpu.", origin);
+  check_ranges(c, origin);
   if (c.gpu.usable_memory_bytes > c.gpu.memory_bytes) {
     throw input_error(fmt::format("{}: field 'gpu.usable_memory_bytes' must not exceed 'gpu.memory_bytes' ({}), "
                                   "got {}",

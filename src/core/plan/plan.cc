@@ -119,6 +119,23 @@ void check_plan_inputs(const plan_inputs& in, bool from_job) {
   }
 }
 
+/// Every figure a plan prints is a finite number within what a campaign can take (§7.9): the inputs'
+/// ranges keep them so; this is the last check before anything is printed.
+void check_figures(const plan_report& r) {
+  const std::pair<const char*, double> figures[] = {
+      {"the training time", r.train_s},          {"the wall-clock time", r.wall_s},
+      {"the GPU-hours", r.gpu_hours},            {"the checkpoint interval", r.checkpoint_interval_s},
+      {"the checkpoint size", r.checkpoint_bytes}, {"the expected failures", r.expected_failures},
+      {"the goodput", r.goodput}};
+  for (const auto& [what, value] : figures) {
+    if (!std::isfinite(value) || value < 0 || value > 1e18) {
+      throw input_error(fmt::format("the plan's inputs give {} as {:g}, which no campaign has: check the units of "
+                                    "${{plan.train_tokens}}, ${{plan.tflops_per_gpu}} and the checkpoint and failure "
+                                    "figures", what, value));
+    }
+  }
+}
+
 /// Samples and iterations are counted in int64 and doubles, exact to 2^53: a larger budget is refused
 /// rather than wrapped or rounded (2^53 samples of 2,048 tokens are 10^4 times any run so far).
 void check_sample_count(const plan_inputs& in, double samples) {
@@ -187,6 +204,12 @@ plan_report make_plan(const plan_inputs& in) {
   };
 
   if (by_tokens_only) {
+    // §7.9: the tokens of a plan without a batch are bounded as its samples are.
+    if (in.train_tokens > limits::kMaxPlanSamples) {
+      throw input_error(fmt::format("${{plan.train_tokens}} {:.3g} is more than the 2^53 (9.0e15) a plan counts "
+                                    "exactly: no training run is that long (check the unit)",
+                                    in.train_tokens));
+    }
     plan_phase p;
     p.time_s = in.train_tokens * per_token_s;
     r.phases.push_back(p);
@@ -211,6 +234,7 @@ plan_report make_plan(const plan_inputs& in) {
   r.tflops_per_gpu = in.tflops_per_gpu;
 
   add_checkpoints_and_failures(in, full_iteration_s, r);
+  check_figures(r);
   return r;
 }
 
