@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <functional>
@@ -33,6 +35,17 @@
 namespace {
 
 using namespace trainplan;
+
+/// Exit status when the output could not be written (sysexits' EX_IOERR): a full disk, a closed pipe.
+constexpr int kOutputErrorStatus = 74;
+
+/// The output could not be written while a command was still running (logs --follow).
+struct output_lost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Flushes standard output; false (errno set) when what was printed did not reach it.
+bool output_written() { return std::fflush(stdout) == 0 && !std::ferror(stdout); }
 
 /// The output format: --format text|json|csv|html, with --json for json and --html FILE for an HTML page
 /// written to FILE.
@@ -221,6 +234,9 @@ int cmd_logs(const std::vector<std::string>& args, const output_options& out) {
     const log_plan_comparison c = req.has_job && json ? logs_plan(req, r) : log_plan_comparison{};
     std::cout << rep->logs_update(ctx ? &*ctx : nullptr, r, req.has_job && json ? &c : nullptr);
     std::cout.flush();
+    if (!output_written()) {  // the reader went away: stop following (main reports it)
+      throw output_lost(std::strerror(errno));
+    }
   });
   if (!json) {
     const log_plan_comparison c = req.has_job ? logs_plan(req, last) : log_plan_comparison{};
@@ -323,7 +339,10 @@ int run(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
     sub->add_flag("--json", out.json, "JSON output (schema_version 1; = --format json)");
     sub->add_option("--format", out.format, "output: text, json, csv (search, validate) or html")->default_val("text");
-    sub->add_option("--html", out.html, "write an HTML page of charts to FILE (memory, time, schedule, comm, search, shapes, plan, report)");
+    sub->add_option("--html", out.html, "write an HTML page of charts to FILE (memory, time, schedule, comm, search, shapes, plan, report)")
+        ->each([](const std::string& v) {
+          if (v.empty()) throw input_error("--html needs a file name (got an empty one)");
+        });
     if (c.takes_job_flags) {
       sub->allow_extras();
       // Built only when help is printed (it was 37% of a `trainplan time` process's instructions).
@@ -382,11 +401,21 @@ int run(int argc, char** argv) {
 constexpr int kInternalErrorStatus = 70;
 
 int main(int argc, char** argv) {
+  // A closed pipe is a write error like any other (exit 74, said on stderr), not a silent SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
-    return run(argc, argv);
+    const int status = run(argc, argv);
+    if (!output_written()) {
+      std::fprintf(stderr, "trainplan: error: cannot write the output: %s\n", std::strerror(errno));
+      return kOutputErrorStatus;
+    }
+    return status;
   } catch (const trainplan::input_error& e) {
     std::fprintf(stderr, "trainplan: error: %s\n", trainplan::cli_message(e).c_str());
     return 2;
+  } catch (const output_lost& e) {
+    std::fprintf(stderr, "trainplan: error: cannot write the output: %s\n", e.what());
+    return kOutputErrorStatus;
   } catch (const std::exception& e) {
     // Not bad input but a fault of trainplan's own: say so, with its own status (sysexits' EX_SOFTWARE).
     std::fprintf(stderr, "trainplan: internal error: %s (please report it with the command line)\n", e.what());

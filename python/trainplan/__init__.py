@@ -175,6 +175,14 @@ def _values(key: str, spelling: str, flag: _Flag, value: Any) -> List[str]:
     raise _type_error(key, flag, value)
 
 
+def _require_text(key: str, token: str) -> None:
+    """A value the C++ core can take: text that is UTF-8 (a lone surrogate such as '\\ud800' is not)."""
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise Error(f"{key} is not valid text: {e.reason} at position {e.start}", key) from None
+
+
 class _Arguments:
     """Keyword arguments as the command line's tokens, and each flag spelling → the keyword that gave it."""
 
@@ -192,10 +200,15 @@ class _Arguments:
                 continue
             for spelling in flag.spellings:
                 self.keyword_of[spelling] = key
-            self.tokens += _values(key, "--" + key.replace("_", "-"), flag, value)
+            tokens = _values(key, "--" + key.replace("_", "-"), flag, value)
+            for token in tokens:
+                _require_text(key, token)
+            self.tokens += tokens
 
     def add_launch_line(self, line: Union[str, Sequence[str]]) -> None:
         words = shlex.split(line) if isinstance(line, str) else [str(w) for w in line]
+        for word in words:
+            _require_text("line", word)
         if not any(w.endswith(".py") for w in words):
             words = ["pretrain_gpt.py", *words]  # a bare Megatron argument list
         self.tokens += ["--", *words]
@@ -280,31 +293,31 @@ class Job:
     def model(self) -> Dict[str, Any]:
         """The parameter tree with exact counts (``trainplan model --json``): ``model.parameters`` by module,
         counts of parameters (not bytes)."""
-        return _loads(self._job.model())
+        return _loads(self._arguments.call(self._job.model))
 
     def memory(self) -> Dict[str, Any]:
         """Memory per GPU for every pipeline stage and whether it fits (``trainplan memory --json``):
         ``memory.stages[i].weights_bytes``, ``…activations_bytes``, ``…reserved_bytes`` (bytes),
         ``memory.capacity_bytes`` (the usable memory) and ``memory.fits``."""
-        return _loads(self._job.memory())
+        return _loads(self._arguments.call(self._job.memory))
 
     def comm(self) -> Dict[str, Any]:
         """Process groups and traffic per parallel dimension per iteration (``trainplan comm --json``):
         each dimension's bytes per GPU (``…_bytes``) and collective time (``…_s``, seconds)."""
-        return _loads(self._job.comm())
+        return _loads(self._arguments.call(self._job.comm))
 
     def time(self) -> Dict[str, Any]:
         """Iteration time and throughput (``trainplan time --json``): ``time.iteration_s`` (seconds),
         ``time.tflops_per_gpu`` (10^12 FLOP/s), ``time.mfu`` and ``time.hfu`` (fractions of the peak),
         ``time.breakdown_s`` (seconds per cause) and ``time.fits``."""
-        return _loads(self._job.time())
+        return _loads(self._arguments.call(self._job.time))
 
     def schedule(self, gpipe: bool = False) -> Dict[str, Any]:
         """The pipeline timeline (``trainplan schedule --json``; GPipe with gpipe=True): each rank's
         events with start and end in seconds from the iteration's start."""
         if not isinstance(gpipe, bool):
             raise Error(f"gpipe takes True or False, got {type(gpipe).__name__} {gpipe!r}", "gpipe")
-        return _loads(self._job.schedule(gpipe))
+        return _loads(self._arguments.call(self._job.schedule, gpipe))
 
     @classmethod
     def from_args(cls, args: Sequence[str]) -> "Job":

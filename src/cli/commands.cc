@@ -11,6 +11,7 @@
 #include "trainplan/core/base/input_file.h"
 #include "trainplan/cli/cli.h"
 #include "trainplan/core/estimate/comm.h"
+#include "trainplan/core/base/checked.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/report/html.h"
 #include "trainplan/core/estimate/memory.h"
@@ -26,6 +27,8 @@ std::string model_output(const parsed_job& pj, const reporter& rep) {
 }
 
 std::string memory_output(const parsed_job& pj, const reporter& rep) {
+  // Where the groups sit (§4.1): memory refuses the layouts time and communication cannot place.
+  if (std::string v = placement_violation(pj.job); !v.empty()) throw input_error(v);
   const parameter_breakdown p = count_parameters(pj.job.model, pj.job.parallel.tp);
   const memory_report r = estimate_memory(pj.job);
   const megatron_theoretical_memory megatron = megatron_theoretical(pj.job);
@@ -96,7 +99,8 @@ std::string validation_output(const std::string& csv_path, const reporter& rep) 
 
 namespace {
 
-/// Value names and what they hold; a value name not listed is a number in some unit (GIB, GB/S, X, …).
+/// Value names and what they hold: every value name a flag row uses is listed (a name missing here is an
+/// internal fault, caught by tests/cli/fields_test.cc, not a number by default: FORMAT and RECIPE were).
 struct value_name_kind {
   std::string_view value_name;
   value_kind kind;
@@ -107,15 +111,24 @@ constexpr value_name_kind kValueKinds[] = {
     {"NAME|FILE", value_kind::text}, {"FILE", value_kind::text},     {"TYPE", value_kind::text},
     {"KIND", value_kind::text},      {"IMPL", value_kind::text},     {"METHOD", value_kind::text},
     {"ORDER", value_kind::text},     {"DTYPE", value_kind::text},   {"PATTERN", value_kind::text},
-    {"on|off", value_kind::text},
+    {"on|off", value_kind::text},    {"FORMAT", value_kind::text},   {"RECIPE", value_kind::text},
+    {"TIME", value_kind::text},
     {"N|PATTERN", value_kind::number_or_text},                     {"W|(W,0)", value_kind::number_or_text},
+    // Numbers in a unit.
+    {"B", value_kind::number},       {"BYTES", value_kind::number},  {"F", value_kind::number},
+    {"GB/S", value_kind::number},    {"GBIT/S", value_kind::number}, {"GIB", value_kind::number},
+    {"H", value_kind::number},       {"MIB", value_kind::number},    {"MIN", value_kind::number},
+    {"MS", value_kind::number},      {"P", value_kind::number},      {"S", value_kind::number},
+    {"TFLOPS", value_kind::number},  {"TOKENS", value_kind::number}, {"US", value_kind::number},
+    {"X", value_kind::number},
 };
 
 value_kind kind_of(std::string_view value_name, int arity) {
   if (arity > 1) return value_kind::triple;
   for (const value_name_kind& v : kValueKinds)
     if (v.value_name == value_name) return v.kind;
-  return value_kind::number;
+  TRAINPLAN_CHECK_MSG(false, "a flag's value name has no kind in kValueKinds: " + std::string(value_name));
+  return value_kind::text;
 }
 
 void add_rows(const std::vector<detail::local_flag>& rows, std::vector<command_flag>& out) {

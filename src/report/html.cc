@@ -2,6 +2,7 @@
 // the job line, the sections, a table sorter; and the atomic write of --html.
 #include "trainplan/report/html.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,35 +106,83 @@ std::string html_page(const std::string& title, const run_context* context, cons
   return o;
 }
 
-void write_file_atomically(const std::string& path, const std::string& content, const std::string& flag) {
-  namespace fs = std::filesystem;
-  if (path.empty()) throw input_error(flag + " needs a file name");
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw input_error(flag + ": '" + path + "' is a directory, not a file");
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmp = (dir / fmt::format(".{}.XXXXXX", target.filename().string())).string();
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) throw input_error(flag + ": cannot write '" + path + "': " + std::strerror(errno));
+namespace {
+
+/// Writes all of `content` to `fd`; errno on failure.
+bool write_all(int fd, const std::string& content) {
   std::size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw input_error(flag + ": cannot write '" + path + "': " + std::strerror(err));
-    }
+    if (n <= 0) return false;
     done += static_cast<std::size_t>(n);
   }
+  return true;
+}
+
+/// The temporary name beside `target` that mkstemp fills in.
+std::string temp_name(const std::filesystem::path& dir, const std::filesystem::path& target) {
+  return (dir / fmt::format(".{}.XXXXXX", target.filename().string())).string();
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& content, const std::string& flag) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw input_error(flag + " needs a file name");
+  // Only a regular file is replaced: a device (/dev/null), a FIFO, a socket, a directory or a symbolic link
+  // at the path is refused, not turned into a file.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    const char* what = S_ISDIR(st.st_mode)   ? "a directory"
+                       : S_ISLNK(st.st_mode) ? "a symbolic link"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                   : "not a regular file";
+    throw input_error(fmt::format("{}: '{}' is {}: give the path of a file to write", flag, path, what));
+  }
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  auto fail = [&](int err) { throw input_error(flag + ": cannot write '" + path + "': " + std::strerror(err)); };
   const mode_t mask = ::umask(0);
   ::umask(mask);
+  // The page is written into an unnamed file (O_TMPFILE) and named only when complete: a process killed
+  // while writing leaves nothing behind. Where the file system has no unnamed files (or /proc is not
+  // mounted to name one), a named temporary beside the target.
+  std::string tmp;
+  if (const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666 & ~mask); fd >= 0) {
+    bool named = write_all(fd, content) && ::fsync(fd) == 0;
+    const std::string self = fmt::format("/proc/self/fd/{}", fd);
+    for (int attempt = 0; named && attempt < 16; ++attempt) {
+      tmp = temp_name(dir, target);
+      const int probe = ::mkstemp(tmp.data());  // a fresh name, freed for the link
+      if (probe < 0) {
+        named = false;
+        break;
+      }
+      ::close(probe);
+      ::unlink(tmp.c_str());
+      if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
+      if (errno != EEXIST) named = false;
+    }
+    ::close(fd);
+    if (named && std::rename(tmp.c_str(), path.c_str()) == 0) return;
+    if (named) ::unlink(tmp.c_str());
+  }
+  tmp = temp_name(dir, target);
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) fail(errno);
   ::fchmod(fd, 0666 & ~mask);  // mkstemp made it 0600: the file a plain write would have made
+  if (!write_all(fd, content)) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    fail(err);
+  }
   if (::close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    throw input_error(flag + ": cannot write '" + path + "': " + std::strerror(err));
+    fail(err);
   }
 }
 

@@ -205,7 +205,7 @@ TEST(HtmlCli, UnwritablePathIsNamedAndNothingIsWritten) {
   EXPECT_EQ(r.out, "");
   const auto d = testing::run({"time", "--preset", "bloom-176b-production", "--html", ::testing::TempDir()});
   EXPECT_EQ(d.status, 2);
-  EXPECT_NE(d.err.find("is a directory, not a file"), std::string::npos) << d.err;
+  EXPECT_NE(d.err.find("is a directory: give the path of a file to write"), std::string::npos) << d.err;
   const auto j = testing::run({"time", "--preset", "bloom-176b-production", "--html", "x.html", "--json"});
   EXPECT_EQ(j.status, 2);
   EXPECT_EQ(j.err, "trainplan: error: --html writes an HTML page: drop --json and --format\n");
