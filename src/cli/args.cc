@@ -187,6 +187,7 @@ struct pending {
   const flag_def* def;
   std::string flag;
   std::string value;
+  int source;  ///< where it was given: 0 a preset, 1 the user's flags, 2 the launch line
 };
 
 /// Read flag tokens into `out`. In launch mode unknown-but-harmless flags are ignored.
@@ -218,7 +219,9 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
       }
       if (found == nullptr) throw input_error("--preset: unknown preset '" + val + "'" + did_you_mean(val, names));
       b.preset = found->name;
+      const std::size_t first = out.size();
       read_flags(found->args, false, out, b);
+      for (std::size_t k = first; k < out.size(); ++k) out[k].source = 0;  // the flags after it override
       continue;
     }
     const flag_def* def = find_flag(flag);
@@ -256,7 +259,7 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
     } else if (has_inline) {
       throw input_error(flag + " is a switch and takes no value");
     }
-    out.push_back({def, flag, val});
+    out.push_back({def, flag, val, launch ? 2 : 1});
   }
 }
 
@@ -476,6 +479,7 @@ namespace {
 /// or after a file error's "file:line: " message, which stays first.
 void apply_flag(const pending& p, job_builder& b) {
   try {
+    b.source = p.source;
     p.def->apply(b, p.value, p.flag);
   } catch (const input_error& e) {
     const std::string what = e.what();
@@ -579,6 +583,7 @@ struct command_tables {
   std::vector<detail::local_flag> search = detail::search_flag_rows();
   std::vector<detail::local_flag> plan = detail::plan_flag_rows();
   std::vector<detail::local_flag> shapes = detail::shapes_flag_rows();
+  std::vector<detail::local_flag> logs = detail::logs_flag_rows();
 };
 const command_tables& command_rows() {
   static const command_tables tables;
@@ -593,7 +598,7 @@ std::string flag_of_field(std::string_view field) {
   for (const args_detail::flag_def& d : args_detail::flag_table()) {
     if (sets_field(d.info.fields, field)) return d.info.name;
   }
-  for (const auto* rows : {&command_rows().search, &command_rows().plan, &command_rows().shapes}) {
+  for (const auto* rows : {&command_rows().search, &command_rows().plan, &command_rows().shapes, &command_rows().logs}) {
     for (const detail::local_flag& f : *rows) {
       if (sets_field(f.fields, field)) return f.name;
     }

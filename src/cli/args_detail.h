@@ -29,6 +29,9 @@ struct job_builder {
   std::optional<std::int64_t> gpu_usable_gib, context_mib;  // as bytes
   std::int64_t nics_per_node = 0;
   std::string calibration_path;  // --calibration
+  std::string precision_flag;    // the --bf16/--fp16/--fp32 given, if any
+  int precision_source = -1;     // and where (pending::source)
+  int source = 1;                // where the flag being applied was given: 0 preset, 1 the user, 2 launch line
   std::vector<std::string> ignored;
   bool launch = false;
   std::string preset;

@@ -95,6 +95,19 @@ std::int64_t parse_window_size(const std::string& v, const std::string& f) {
   return to_int_min(s, f, 1);
 }
 
+/// --bf16, --fp16, --fp32: one precision; two different ones contradict (Megatron-LM asserts "not (fp16 and
+/// bf16)"), the same one twice is the same request.
+void set_precision(job_builder& b, dtype d, const std::string& flag) {
+  // Given twice where one source gives it (the user's flags, or the launch line): a contradiction. A later
+  // source overrides an earlier one (the user's flags a preset's).
+  if (!b.precision_flag.empty() && b.precision_source == b.source && b.job.training.precision != d) {
+    throw input_error(b.precision_flag + " and " + flag + " contradict each other: give one precision");
+  }
+  b.job.training.precision = d;
+  b.precision_flag = flag;
+  b.precision_source = b.source;
+}
+
 void set_model(job_builder& b, const std::string& v, const std::string&) {
   b.job.model = resolve_model(v);
   b.model_chosen = true;
@@ -349,12 +362,18 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--global-batch-size", "--gbs", "N", "MBS×DP", "training", "global batch size (samples)",
                       INT_FIELD_MIN(b.job.training.global_batch_size, 1)));
     {
-      flag_def bf16 = swtch("--bf16", "", "training", "bf16 mixed precision", SWITCH(b.job.training.precision = dtype::bf16));
+      flag_def bf16 = swtch("--bf16", "", "training", "bf16 mixed precision",
+                            setter([](job_builder& b, const std::string&, const std::string& f) { set_precision(b, dtype::bf16, f); },
+                                   "training.precision"));
       bf16.info.default_value = "on (bf16 unless --fp16 or --fp32)";  // the precision's default, not the switch's
       t.push_back(std::move(bf16));
     }
-    t.push_back(swtch("--fp16", "", "training", "fp16 mixed precision", SWITCH(b.job.training.precision = dtype::fp16)));
-    t.push_back(swtch("--fp32", "", "training", "fp32 training", SWITCH(b.job.training.precision = dtype::fp32)));
+    t.push_back(swtch("--fp16", "", "training", "fp16 mixed precision",
+                      setter([](job_builder& b, const std::string&, const std::string& f) { set_precision(b, dtype::fp16, f); },
+                             "training.precision")));
+    t.push_back(swtch("--fp32", "", "training", "fp32 training",
+                      setter([](job_builder& b, const std::string&, const std::string& f) { set_precision(b, dtype::fp32, f); },
+                             "training.precision")));
     t.push_back(value("--fp8-format", "", "FORMAT", "none (bf16 GEMMs)", "training",
                       "FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients)",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {

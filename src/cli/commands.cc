@@ -170,9 +170,11 @@ std::vector<command_flag> command_flags(std::string_view command) {
     add_rows(detail::search_flag_rows(), out);
   } else if (command == "plan") {
     add_rows(detail::plan_flag_rows(), out);
+  } else if (command == "logs") {
+    add_rows(detail::logs_flag_rows(), out);
   } else if (command != "job") {
     throw input_error("unknown command '" + std::string(command) + "'" +
-                      did_you_mean(command, {"job", "search", "shapes", "plan"}));
+                      did_you_mean(command, {"job", "search", "shapes", "plan", "logs"}));
   }
   const std::size_t own = out.size();
   std::vector<command_flag> job;

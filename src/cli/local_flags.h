@@ -142,5 +142,6 @@ inline std::vector<std::int64_t> parse_int_list(const std::string& text, const s
 std::vector<local_flag> search_flag_rows();  // src/cli/search_request.cc
 std::vector<local_flag> shapes_flag_rows();  // src/cli/shapes_request.cc
 std::vector<local_flag> plan_flag_rows();    // src/cli/plan_request.cc: the plan's and the given-speed flags
+std::vector<local_flag> logs_flag_rows();    // src/cli/logs_request.cc
 
 }  // namespace trainplan::detail

@@ -43,9 +43,12 @@ std::vector<local_flag> logs_table(logs_request* r) {
   };
   return {
       {"--follow", {"-f"}, "", 0, "keep reading as the log grows; exit 3 when it stalls, 0 when it finishes",
-       [r](const auto&, const auto&) { r->follow_mode = true; }},
+       [r](const auto&, const auto&) { r->follow_mode = true; }, "logs.follow"},
       {"--now", {}, "TIME", 1, "check for a stall at TIME ('now' or 'YYYY-MM-DD HH:MM:SS'); exit 3 when stalled",
-       [r](const auto& v, const auto& f) { r->now_s = parse_now(v[0], f); }},
+       [r](const auto& v, const auto& f) {
+         r->now_s = parse_now(v[0], f);
+         r->now_is_clock = v[0] == "now";
+       }},
       {"--stall-factor", {}, "X", 1, "a stall: silence over X expected intervals [5]",
        [o](const auto& v, const auto& f) { o->stall_factor = detail::parse_positive(v[0], f); }},
       {"--stall-min-s", {}, "S", 1, "... and over S seconds [60]",
@@ -100,6 +103,11 @@ logs_request parse_logs_request(const std::vector<std::string>& args) {
   return r;
 }
 
+std::vector<detail::local_flag> detail::logs_flag_rows() {
+  static logs_request dummy;
+  return logs_table(&dummy);
+}
+
 std::string logs_flags_help() {
   logs_request dummy;
   return detail::local_flags_help(logs_table(&dummy)) +
@@ -116,7 +124,16 @@ log_plan_comparison logs_plan(const logs_request& req, const log_report& r) {
 std::string logs_output(const logs_request& req, const reporter& rep, bool* stalled) {
   double last_write_s = kNotLogged;
   const log_analyzer a = read_logs(req.files, req.follow.options, &last_write_s);
-  const log_report r = std::isnan(req.now_s) ? a.report() : a.report(req.now_s, last_write_s, "file modification time");
+  // --now now: this machine's clock against the file's last write (§8.5); --now TIME: a time in the log's
+  // own clock, against its timestamps.
+  const log_report r = std::isnan(req.now_s)  ? a.report()
+                       : req.now_is_clock     ? a.report(req.now_s, last_write_s, "file modification time")
+                                              : a.report(req.now_s, kNotLogged, "");
+  if (r.stall.checked && r.stall.silence_s < 0) {
+    throw input_error("--now is " + std::to_string(static_cast<std::int64_t>(-r.stall.silence_s)) +
+                      " s before the log's last progress (" + r.stall.last_progress_source +
+                      "): give a later time, or 'now'");
+  }
   if (stalled != nullptr) *stalled = r.stall.stalled;
   if (!req.has_job) return rep.logs(nullptr, r, nullptr);
   const run_context ctx = context_of(req.job);

@@ -212,10 +212,11 @@ json logs_json(const log_report& r, const log_plan_comparison* c) {
                 {"other_format", r.other_format_records}, {"malformed", r.malformed_lines}, {"overlong", r.overlong_lines},
                 {"binary", r.binary_lines}};
   j["warnings"] = r.warnings;
-  j["progress"] = {{"first_iteration", r.first_iteration}, {"last_iteration", r.last_iteration},
+  j["progress"] = {{"first_iteration", r.first_iteration >= 0 ? json(r.first_iteration) : json(nullptr)},
+                   {"last_iteration", r.last_iteration >= 0 ? json(r.last_iteration) : json(nullptr)},
                    {"train_iterations", r.train_iterations > 0 ? json(r.train_iterations) : json(nullptr)},
                    {"log_interval", r.log_interval}, {"global_batch_size", r.global_batch_size},
-                   {"consumed_samples", r.consumed_samples},
+                   {"consumed_samples", r.consumed_samples >= 0 ? json(r.consumed_samples) : json(nullptr)},
                    {"tokens_done", r.tokens_done >= 0 ? json(r.tokens_done) : json(nullptr)},
                    {"tokens_remaining", r.tokens_remaining >= 0 ? json(r.tokens_remaining) : json(nullptr)},
                    {"mean_iteration_s", r.mean_iteration_s}, {"recent_iteration_s", r.recent_iteration_s},

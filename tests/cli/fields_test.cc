@@ -43,7 +43,7 @@ std::vector<std::pair<std::string, std::string>> core_literals() {
 
 TEST(FieldFlags, EveryFieldTheCoreNamesHasAFlagOrIsAModelFileField) {
   std::set<std::string> flags;
-  for (const char* command : {"job", "search", "shapes", "plan"}) {
+  for (const char* command : {"job", "search", "shapes", "plan", "logs"}) {
     for (const command_flag& f : command_flags(command)) {
       flags.insert(f.name);
       for (const std::string& a : f.aliases) flags.insert(a);

@@ -80,6 +80,7 @@ struct logs_request {
   log_follow_options follow;          ///< its options are the detectors' thresholds
   bool follow_mode = false;
   double now_s = kNotLogged;          ///< --now: check for a stall at this time; NaN: no check
+  bool now_is_clock = false;          ///< --now now: this machine's clock (else a time in the log's clock)
   bool has_job = false;
   parsed_job job;
 };

@@ -417,11 +417,13 @@ log_stall check_stall(const log_report& r, const log_options& o, double now_s, d
   return s;
 }
 
-log_report log_analyzer::report(double now_s, double fallback_s, std::string_view fallback_source) const {
+log_report log_analyzer::report(double now_s, double written_s, std::string_view written_source) const {
   log_report r = report();
-  const bool logged = !std::isnan(r.last_record_timestamp_s);
-  r.stall = check_stall(r, o_, now_s, logged ? r.last_record_timestamp_s : fallback_s,
-                        logged ? std::string_view("log timestamp") : fallback_source);
+  // §8.5: the file's last write is an instant on this machine's clock; a log timestamp has no zone and can
+  // step (a clock set back, a summer-time change), so it is used only where there is no file time (a pipe).
+  const bool written = !std::isnan(written_s);
+  r.stall = check_stall(r, o_, now_s, written ? written_s : r.last_record_timestamp_s,
+                        written ? written_source : std::string_view("log timestamp"));
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,17 +109,39 @@ double mtime_local(int fd) {
   return as_local(st.st_mtim.tv_sec, static_cast<double>(st.st_mtim.tv_nsec) * 1e-9);
 }
 
-/// An open file descriptor for `path` ("-": standard input), checked to be a readable file.
+/// How long a FIFO without a writer is waited for before it is refused (§8; docs/formulas.md §7.9).
+constexpr int kFifoWriterWaitMs = 10'000;
+
+/// An open file descriptor for `path` ("-": standard input), checked to be a readable file. It never
+/// blocks: a FIFO is opened without waiting for its writer (and `wait_for_writer` waits at most
+/// kFifoWriterWaitMs for one); a directory, device or socket is refused.
 int open_log(const std::string& path) {
   if (path == "-") return STDIN_FILENO;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw input_error("cannot open log '" + path + "': " + std::strerror(errno));
   struct stat st {};
-  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
     ::close(fd);
-    throw input_error("'" + path + "' is a directory, not a log file");
+    throw input_error("'" + path + "' is " + (S_ISDIR(st.st_mode) ? "a directory" : "a device or socket") +
+                      ", not a log file (a file, a pipe or - for standard input)");
   }
   return fd;
+}
+
+/// Whether `fd` is a pipe or FIFO (standard input, `<(tail -f …)`): read as it comes, no file size.
+bool is_pipe(int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+/// Waits until a pipe has data or its writer closed, at most `timeout_ms`; false on timeout.
+bool wait_readable(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  for (;;) {
+    const int ready = ::poll(&p, 1, timeout_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    return ready > 0;
+  }
 }
 
 std::string display(const std::string& path) { return path == "-" ? "<stdin>" : path; }
@@ -174,9 +197,24 @@ log_analyzer read_logs(const std::vector<std::string>& paths, const log_options&
     const fd_closer closer{fd};
     a.begin_file(display(path));
     line_splitter split(a);
-    if (read_available(fd, path, split, block, 0) == 0) {
-      throw input_error(display(path) + ": the log is empty: no lines to read");
+    std::size_t read = 0;
+    if (is_pipe(fd)) {
+      // A pipe or FIFO: read until the writer closes. Each wait is bounded, so a FIFO that no writer
+      // opens is refused rather than waited on for ever.
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+      for (;;) {
+        if (!wait_readable(fd, kFifoWriterWaitMs)) {
+          throw input_error(display(path) + ": nothing arrived in " + std::to_string(kFifoWriterWaitMs / 1000) +
+                            " s (a FIFO without a writer?); use ${logs.follow} to watch a pipe");
+        }
+        const std::size_t got = read_available(fd, path, split, block, read);
+        if (got == 0) break;  // readable with nothing to read: the writer closed
+        read += got;
+      }
+    } else {
+      read = read_available(fd, path, split, block, 0);
     }
+    if (read == 0) throw input_error(display(path) + ": the log is empty: no lines to read");
     split.finish();
     if (last_write_s != nullptr) *last_write_s = mtime_local(fd);
   }
@@ -185,18 +223,22 @@ log_analyzer read_logs(const std::vector<std::string>& paths, const log_options&
 
 bool follow_log(const std::string& path, log_analyzer& a, const log_follow_options& f,
                 const std::function<void(const log_report&, bool stalled)>& on_update) {
-  const int fd = open_log(path);
-  const fd_closer closer{fd};
-  if (fd == STDIN_FILENO) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);  // poll, then read what came
+  int fd = open_log(path);
+  fd_closer closer{fd};
+  // A pipe (standard input, a FIFO, `<(ssh node tail -f log)`) is polled and read as it comes; a file is
+  // read to its end, then again every poll, following truncation (copytruncate) and rotation by rename.
+  const bool pipe = fd == STDIN_FILENO || is_pipe(fd);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   a.begin_file(display(path));
-  line_splitter split(a);
+  auto split = std::make_unique<line_splitter>(a);
   std::vector<char> block(kBlockBytes);
-  std::size_t offset = read_available(fd, path, split, block, 0);
+  std::size_t offset = read_available(fd, path, *split, block, 0);
   using clock = std::chrono::steady_clock;
-  // The silence so far: from the last progress line's timestamp, else the file's modification time.
-  const log_report first = a.report();
-  const double last_s = !std::isnan(first.last_record_timestamp_s) ? first.last_record_timestamp_s : mtime_local(fd);
-  const double silence0 = std::isnan(last_s) ? 0.0 : std::max(0.0, local_now_s() - last_s);
+  // Silence is judged by the monitor's own clock, never by the log's timestamps (their zone and steps are
+  // unknown, §8.5): from the file's last write, an instant on this machine's clock, and then from the
+  // last progress line this monitor read. A pipe has no write time: its silence starts now.
+  const double written_s = pipe ? kNotLogged : mtime_local(fd);
+  const double silence0 = std::isnan(written_s) ? 0.0 : std::max(0.0, local_now_s() - written_s);
   clock::time_point last_progress = clock::now() - std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(silence0));
   clock::time_point last_update = clock::now();
   std::int64_t records = a.records();
@@ -205,7 +247,7 @@ bool follow_log(const std::string& path, log_analyzer& a, const log_follow_optio
     const double silence = std::chrono::duration<double>(clock::now() - last_progress).count();
     const double now = local_now_s();
     log_report r = a.report();
-    r.stall = check_stall(r, f.options, now, now - silence, "last progress line read");
+    r.stall = check_stall(r, f.options, now, now - silence, "last progress line read (this machine's clock)");
     const std::int64_t found = r.step_count + r.spike_count + r.restart_count + r.slow_iteration_count +
                                r.loss_scale_drop_count + r.skipped_total + r.nan_total;
     if (r.stall.finished || r.stall.stalled) {
@@ -218,13 +260,13 @@ bool follow_log(const std::string& path, log_analyzer& a, const log_follow_optio
       last_update = clock::now();
       findings = found;
     }
-    if (fd == STDIN_FILENO) {
+    if (pipe) {
       pollfd p{fd, POLLIN, 0};
       const int ready = ::poll(&p, 1, static_cast<int>(f.poll_s * 1000));
       if (ready > 0) {
-        const std::size_t got = read_available(fd, path, split, block, offset);
+        const std::size_t got = read_available(fd, path, *split, block, offset);
         if (got == 0 && (p.revents & (POLLIN | POLLHUP)) != 0) {  // the writer closed
-          split.finish();
+          split->finish();
           on_update(a.report(), false);
           return false;
         }
@@ -237,7 +279,22 @@ bool follow_log(const std::string& path, log_analyzer& a, const log_follow_optio
         ::lseek(fd, 0, SEEK_SET);
         offset = 0;
       }
-      offset += read_available(fd, path, split, block, offset);
+      offset += read_available(fd, path, *split, block, offset);
+      // Rotated by rename (logrotate's default): the path names a new file. The old one is read to its
+      // end above; the new one is followed from its start.
+      struct stat now_at_path {};
+      if (::stat(path.c_str(), &now_at_path) == 0 && fstat(fd, &st) == 0 &&
+          (now_at_path.st_ino != st.st_ino || now_at_path.st_dev != st.st_dev)) {
+        const int next = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (next >= 0) {
+          split->finish();
+          ::close(fd);
+          fd = next;
+          closer.fd = next;
+          split = std::make_unique<line_splitter>(a);
+          offset = read_available(fd, path, *split, block, 0);
+        }
+      }
     }
     if (a.records() != records) {
       records = a.records();

@@ -472,7 +472,12 @@ double parse_log_time(std::string_view s) {
     return v;
   };
   const int y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2), sec = num(17, 2);
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return kNotLogged;
+  // The day must exist in its month (no 2025-02-30); a leap second (60) is allowed.
+  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] + (mo == 2 && leap ? 1 : 0) || h > 23 || mi > 59 || sec > 60) {
+    return kNotLogged;
+  }
   double t = static_cast<double>(detail::days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d))) * 86400.0 +
              h * 3600.0 + mi * 60.0 + sec;
   if (s.size() > 20 && (s[19] == '.' || s[19] == ',') && detail::is_digit(s[20])) {

@@ -1,6 +1,8 @@
 // Memory model unit cases, hand-computed from docs/formulas.md §3.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "trainplan/cli/args.h"
 #include "trainplan/core/estimate/memory.h"
 
@@ -85,8 +87,9 @@ TEST(MemoryStates, DeepSpeedEstimators) {
 TEST(MemoryStates, EveryFrameworkAndStageRow) {
   // The (framework, ZeRO stage) table of bytes per parameter held, bf16 on 16 GPUs (D = 16).
   auto states = [](const std::vector<std::string>& extra) {
-    std::vector<std::string> a = {"--model", "llama2-7b", "--num-gpus", "16", "--bf16"};
+    std::vector<std::string> a = {"--model", "llama2-7b", "--num-gpus", "16"};
     a.insert(a.end(), extra.begin(), extra.end());
+    if (std::find(a.begin(), a.end(), "--fp16") == a.end()) a.push_back("--bf16");
     const memory_report r = estimate_memory(job_of(a));
     const auto& s = r.stages[0];
     return (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes) / static_cast<double>(s.parameters);

@@ -420,7 +420,7 @@ TEST(LogsCli, BadInputNamesTheFileOrFlag) {
   EXPECT_EQ(err({"logs", binary}),
             "trainplan: error: " + binary + ": a binary file (a NUL byte at offset 4), not a text log\n");
   EXPECT_EQ(err({"logs", std::string(TRAINPLAN_TEST_DATA_DIR)}),
-            "trainplan: error: '" + std::string(TRAINPLAN_TEST_DATA_DIR) + "' is a directory, not a log file\n");
+            "trainplan: error: '" + std::string(TRAINPLAN_TEST_DATA_DIR) + "' is a directory, not a log file (a file, a pipe or - for standard input)\n");
   EXPECT_EQ(err({"logs"}), "trainplan: error: logs: give a log file (or - for standard input): trainplan logs FILE… [--follow]\n");
   EXPECT_EQ(err({"logs", log_path("deepspeed.log"), "--step-threshold", "2"}),
             "trainplan: error: --step-threshold is a fraction below 1 (0.02 = 2%), got 2\n");

@@ -220,9 +220,10 @@ class log_analyzer {
   void add_overlong_line();
   void add_binary_line();
   log_report report() const;
-  /// Adds the stall check at `now_s` (seconds since 1970 read as UTC, local time); `fallback_s` is the
-  /// last-progress time when the log has no timestamps (a file's modification time; NaN: none).
-  log_report report(double now_s, double fallback_s, std::string_view fallback_source) const;
+  /// The same with the stall check at `now_s` (§8.5): silence from `written_s`, the file's last write on
+  /// this machine's clock (`written_source` names it), or, where there is none (NaN: a pipe, or a time
+  /// given in the log's own clock), from the last progress line's timestamp.
+  log_report report(double now_s, double written_s, std::string_view written_source) const;
   std::int64_t records() const { return r_.records; }
 
  private:
