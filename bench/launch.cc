@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include <fmt/format.h>
@@ -127,9 +129,59 @@ std::shared_ptr<control_plane> torchrun_control(rank_info& self, double timeout_
 
 }  // namespace
 
+namespace {
+
+/// The rank a launcher gave this process, from its environment, before MPI knows it ("?" when none did).
+std::string launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "RANK"}) {
+    if (const std::string v = env_text(name); !v.empty()) return v;
+  }
+  return "?";
+}
+
+/// MPI_Init can wait without end for a rank that never starts or was stopped: after the timeout this
+/// process says which rank it is and where, and ends with kExitHung (docs/bench.md "Hangs and timeouts").
+class init_watchdog {
+ public:
+  explicit init_watchdog(double timeout_s)
+      : thread_([this, timeout_s] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          if (done_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] { return done_; })) return;
+          char host[kHostChars] = {};
+          gethostname(host, sizeof(host) - 1);
+          std::fprintf(stderr,
+                       "trainplan-bench: error: rank %s (%s, pid %ld) did not finish MPI_Init within %.0f s: a rank of "
+                       "the job did not start or was stopped\n",
+                       launcher_rank().c_str(), host, static_cast<long>(::getpid()), timeout_s);
+          std::fflush(stderr);
+          std::_Exit(kExitHung);
+        }) {}
+  ~init_watchdog() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    thread_.join();
+  }
+  init_watchdog(const init_watchdog&) = delete;
+  init_watchdog& operator=(const init_watchdog&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
 world_info start_world(int& argc, char**& argv, double timeout_s) {
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  {
+    const init_watchdog guard(timeout_s);
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  }
   world_info w;
   int r = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
@@ -142,6 +194,16 @@ world_info start_world(int& argc, char**& argv, double timeout_s) {
   w.mpi_version = std::string(version, static_cast<std::size_t>(len));
   if (const auto nl = w.mpi_version.find_first_of(",\n"); nl != std::string::npos) w.mpi_version.resize(nl);
 
+  // A torchrun-style launch sets WORLD_SIZE (and RANK) for one-process MPI worlds; a value that is no world
+  // size is refused rather than run alone.
+  if (n == 1 && !env_text("WORLD_SIZE").empty()) {
+    const std::string v = env_text("WORLD_SIZE");
+    char* end = nullptr;
+    const long long size = std::strtoll(v.c_str(), &end, 10);
+    if (end == v.c_str() || *end != '\0' || size < 1 || size > 100000) {
+      throw input_error(fmt::format("torchrun-style launch: WORLD_SIZE={} must be an integer between 1 and 100000", v));
+    }
+  }
   const bool torchrun = n == 1 && !env_text("RANK").empty() && env_int("WORLD_SIZE", 1) > 1;
   if (std::getenv("OMPI_COMM_WORLD_RANK") != nullptr) {
     w.self.launcher = "mpirun";

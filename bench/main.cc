@@ -107,7 +107,9 @@ int run(int argc, char** argv, const world_info& w) {
     sub->add_flag("--csv", o.common.csv, "= --format csv");
     sub->add_option("--timeout-s", o.common.timeout_s, "a step that takes longer names the rank that did not answer")
         ->capture_default_str();
-    sub->add_option("--calibration-out", o.common.calibration_out, "write what was measured as a calibration profile");
+    if (std::string(s.name) != "health") {  // health measures a probe per rank, not a profile
+      sub->add_option("--calibration-out", o.common.calibration_out, "write what was measured as a calibration profile");
+    }
     if (std::string(s.name) != "gemm" && std::string(s.name) != "memory") {
       sub->add_option("--backend", o.common.backend,
                       "auto (NCCL with a GPU, else MPI, else star), nccl, mpi, or star (through rank 0)")

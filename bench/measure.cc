@@ -46,15 +46,22 @@ std::int64_t check_once(collective_backend& be, collective_kind kind, const buff
   return wrong;
 }
 
+/// A collective that did not finish by its deadline: the ranks still answering check in over the control
+/// plane, and those that do not are named (a rank stopped inside the collective), then the job ends with
+/// kExitHung.
+[[noreturn]] void abort_collective(const world_info& w, const std::string& what, double timeout_s) {
+  constexpr int kCollectiveTimeoutStep = 1 << 20;  // a check-in of its own, apart from the steps' numbers
+  const std::vector<std::int64_t> missing = checkin(w, kCollectiveTimeoutStep, timeout_s);
+  abort_hung(w, what + fmt::format(" did not finish within {:.0f} s", timeout_s), missing);
+}
+
 /// Mean seconds per op over `iters` after `warmup`, averaged over the ranks of the communicator.
 double timed(const world_info& w, collective_backend& be, collective_kind kind, const buffer_counts& c, bool in_place,
              const sweep_options& o, std::int64_t group_key, const std::string& what) {
   const deadline d(o.timeout_s);
-  if (o.warmup > 0 && be.run(kind, c, in_place, o.warmup, d) < 0) {
-    abort_hung(w, what + fmt::format(" did not finish within {:.0f} s", o.timeout_s), {});
-  }
+  if (o.warmup > 0 && be.run(kind, c, in_place, o.warmup, d) < 0) abort_collective(w, what, o.timeout_s);
   const double t = be.run(kind, c, in_place, o.iters, d);
-  if (t < 0) abort_hung(w, what + fmt::format(" did not finish within {:.0f} s", o.timeout_s), {});
+  if (t < 0) abort_collective(w, what, o.timeout_s);
   return group_sum(w, t, group_key, o.timeout_s, what) / static_cast<double>(be.size());
 }
 

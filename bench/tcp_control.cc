@@ -200,7 +200,10 @@ std::shared_ptr<control_plane> connect_tcp(std::int64_t rank, std::int64_t world
   if (rank != 0) {
     const int fd = connect_to(addr, port, d);
     if (fd < 0) {
-      throw input_error(fmt::format("rank {}: rank 0 did not answer at {}:{} within {:.0f} s", rank, addr, port, timeout_s));
+      // A rank that does not answer is a hang (exit 3, docs/bench.md), not bad input.
+      std::fprintf(stderr, "trainplan-bench: error: rank %lld: rank 0 did not answer at %s:%d within %.0f s\n",
+                   static_cast<long long>(rank), addr.c_str(), port, timeout_s);
+      std::_Exit(kExitHung);
     }
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (!write_all(fd, reinterpret_cast<const char*>(&rank), sizeof rank, d)) {
