@@ -1,5 +1,7 @@
 // Fuzz target: the job-flag parser (parse_job_args), then the models on whatever it accepts: memory,
 // communication and the full time model. Seeds: fuzz/seeds/job_flags (one token per line).
+#include <cmath>
+
 #include "fuzz_support.h"
 #include "trainplan/cli/args.h"
 #include "trainplan/core/estimate/comm.h"
@@ -15,8 +17,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const parsed_job pj = parse_job_args(args, model_only ? model_need::model_only : model_need::full_job);
     count_parameters(pj.job.model, pj.job.parallel.tp);
     if (!model_only) {
-      evaluate_layout(pj.job);
-      summarize_comm(pj.job);
+      // Whatever is accepted is answered with finite figures (issue 31): a NaN or inf is a finding.
+      const layout_evaluation e = evaluate_layout(pj.job);
+      const comm_report c = summarize_comm(pj.job);
+      if (!std::isfinite(e.time.iteration_s) || !(e.time.iteration_s > 0) || !std::isfinite(e.time.tflops_per_gpu) ||
+          !std::isfinite(e.memory.peak_reserved_bytes) || !std::isfinite(c.time_per_iteration_per_gpu_s)) {
+        __builtin_trap();
+      }
     }
   } catch (const input_error&) {
   }
