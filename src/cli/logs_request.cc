@@ -125,10 +125,11 @@ std::string logs_output(const logs_request& req, const reporter& rep, bool* stal
   double last_write_s = kNotLogged;
   const log_analyzer a = read_logs(req.files, req.follow.options, &last_write_s);
   // --now now: this machine's clock against the file's last write (§8.5); --now TIME: a time in the log's
-  // own clock, against its timestamps.
-  const log_report r = std::isnan(req.now_s)  ? a.report()
-                       : req.now_is_clock     ? a.report(req.now_s, last_write_s, "file modification time")
-                                              : a.report(req.now_s, kNotLogged, "");
+  // own clock, against its timestamps. Each falls back to the other where its own is missing.
+  const bool log_clock = !req.now_is_clock && !std::isnan(a.report().last_record_timestamp_s);
+  const log_report r = std::isnan(req.now_s) ? a.report()
+                       : log_clock          ? a.report(req.now_s, kNotLogged, "")
+                                            : a.report(req.now_s, last_write_s, "file modification time");
   if (r.stall.checked && r.stall.silence_s < 0) {
     throw input_error("--now is " + std::to_string(static_cast<std::int64_t>(-r.stall.silence_s)) +
                       " s before the log's last progress (" + r.stall.last_progress_source +
