@@ -311,9 +311,13 @@ TEST(BenchTorchrun, MissingOrBadVariablesAreNamed) {
   r = run_env("RANK=5 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("RANK=5 must be an integer between 0 and 1"));
-  // Rank 1 alone: rank 0 never listens.
-  r = run_env("RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29998");
+  // A world size of 0 ran alone with exit 0.
+  r = run_env("RANK=0 WORLD_SIZE=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999");
   EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("WORLD_SIZE=0 must be an integer between 1 and 100000"));
+  // Rank 1 alone: rank 0 never listens — a rank that does not answer, exit 3 (docs/bench.md).
+  r = run_env("RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29998");
+  EXPECT_EQ(r.status, 3);
   EXPECT_THAT(r.err, HasSubstr("rank 1: rank 0 did not answer at 127.0.0.1:29998 within 2 s"));
   // Under torchrun's agent store the agent holds MASTER_PORT: the bench takes the next port, or
   // TRAINPLAN_BENCH_PORT.
