@@ -195,6 +195,12 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     std::string tok = tokens[i];
     if (!tok.starts_with("--")) {
+      // A value after a switch (`--sp 8,8`) names the switch: it is what the user meant to give it to.
+      if (i > 0 && tokens[i - 1].starts_with("--")) {
+        if (const flag_def* prev = find_flag(normalize(tokens[i - 1])); prev != nullptr && !prev->takes_value) {
+          throw input_error(tokens[i - 1] + " is a switch and takes no value, got '" + tok + "'");
+        }
+      }
       throw input_error("unexpected argument '" + tok + "'" + (launch ? " in the launch line" : "") +
                         ": job settings are flags such as --model NAME");
     }

@@ -267,8 +267,10 @@ TEST(ArgsBadInput, SwitchGivenAValue) {
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--sequence-parallel=true"}),
             "--sequence-parallel is a switch and takes no value");
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--bf16=1"}), "--bf16 is a switch and takes no value");
-  // A stray value after a switch is a positional argument, named.
-  EXPECT_THAT(error_of({"--model", "llama2-7b", "--use-flash-attn", "true"}), StartsWith("unexpected argument 'true'"));
+  // A stray value after a switch names the switch it was meant for; elsewhere it is a positional argument.
+  EXPECT_EQ(error_of({"--model", "llama2-7b", "--use-flash-attn", "true"}),
+            "--use-flash-attn is a switch and takes no value, got 'true'");
+  EXPECT_THAT(error_of({"true", "--model", "llama2-7b"}), StartsWith("unexpected argument 'true'"));
 }
 
 TEST(ArgsBadInput, NoModel) {
