@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 
 #include "fuzz_support.h"
@@ -22,9 +23,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     predicted.iteration_s = 100;
     predicted.tflops_per_gpu = 150;
     const log_plan_comparison c = compare_with_plan(r, predicted, 2048);
-    render_logs_text(nullptr, r, &c);
-    render_logs_json(nullptr, r, &c);
-    render_logs_update_text(r);
+    for (const output_format f : {output_format::text, output_format::json}) {
+      const std::unique_ptr<reporter> out = make_reporter(f);
+      out->logs(nullptr, r, &c);
+      out->logs_update(nullptr, r, &c);
+    }
   } catch (const input_error&) {
   }
   return 0;
