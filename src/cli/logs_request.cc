@@ -99,6 +99,7 @@ logs_request parse_logs_request(const std::vector<std::string>& args) {
     r.has_job = true;
     r.job = parse_job_args(job_args);
     r.follow.options.seq_length = r.job.job.model.seq_length;
+    r.follow.options.global_batch_size = r.job.job.training.global_batch_size;
   }
   return r;
 }

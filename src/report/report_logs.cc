@@ -29,8 +29,8 @@ std::string duration(double s) {
 std::string where(const log_position& p) { return p.file + ":" + std::to_string(p.line); }
 
 std::string_view cause_name(log_event e) {
-  static constexpr std::array<std::string_view, 4> kNames = {"unexplained", "start or restart warm-up",
-                                                             "checkpoint save", "evaluation"};
+  static constexpr std::array<std::string_view, 5> kNames = {"unexplained", "start or restart warm-up",
+                                                             "checkpoint save", "evaluation", "fp16 overflow"};
   return kNames[static_cast<std::size_t>(e)];
 }
 
@@ -74,6 +74,7 @@ void progress_text(std::string& o, const log_report& r) {
   if (!std::isnan(r.wall_iteration_s)) o += fmt::format(", {} by the wall clock (checkpoints and evaluations included)", duration(r.wall_iteration_s));
   o += "\n";
   if (!std::isnan(r.recent_tflops)) o += fmt::format("  TFLOPs per GPU       {:.1f} recent, {:.1f} mean (as logged)\n", r.recent_tflops, r.mean_tflops);
+  if (!std::isnan(r.recent_samples_per_s)) o += fmt::format("  samples per second   {:.2f} recent (as logged)\n", r.recent_samples_per_s);
   if (!std::isnan(r.eta_low_s)) {
     o += r.eta_high_s - r.eta_low_s < 1 ? fmt::format("  ETA                  {}\n", duration(r.eta_low_s))
                                         : fmt::format("  ETA                  {} to {} (recent, whole run{})\n", duration(r.eta_low_s),
@@ -91,6 +92,12 @@ void findings_text(std::string& o, const log_report& r) {
                      s.before_s, s.after_s, pct(s.after_s / s.before_s - 1));
     if (!std::isnan(s.before_tflops) && !std::isnan(s.after_tflops)) o += fmt::format(", {:.1f} → {:.1f} TFLOPs", s.before_tflops, s.after_tflops);
     o += "\n";
+  }
+  if (r.open_level.present) {
+    const log_open_level& l = r.open_level;
+    o += fmt::format("  open: the last {} lines, from iteration {} ({}), run at {:.2f} s/iteration, {} against the level of "
+                     "{:.2f} s: a step if it lasts --step-min-lines lines\n",
+                     l.lines, format_count(l.first_iteration), where(l.at), l.run_s, pct(l.run_s / l.level_s - 1), l.level_s);
   }
   o += fmt::format("One-off slow lines: {}\n", r.slow_iteration_count);
   for (const log_slow_iteration& s : r.slow_iterations) {
@@ -113,6 +120,15 @@ void findings_text(std::string& o, const log_report& r) {
   for (const log_flagged_iteration& f : r.nan) o += fmt::format("  NaN at iteration {} ({}): {:.0f}\n", format_count(f.iteration), where(f.at), f.after);
   for (const log_flagged_iteration& f : r.loss_scale_drops) {
     o += fmt::format("  loss scale {:g} → {:g} at iteration {} ({})\n", f.before, f.after, format_count(f.iteration), where(f.at));
+  }
+  o += fmt::format("NaN or infinite loss or grad norm: {} lines (loss {}, grad norm {})\n",
+                   r.nonfinite_loss_lines + r.nonfinite_grad_norm_lines, r.nonfinite_loss_lines, r.nonfinite_grad_norm_lines);
+  for (const log_nonfinite& x : r.nonfinite) {
+    o += fmt::format("  {} at iteration {} ({}): {}\n", x.what, format_count(x.iteration), where(x.at), x.how);
+  }
+  if (!r.nonfinite.empty()) {
+    o += "  → the run has diverged or its gradients overflow: an update with a NaN corrupts the weights; go back to "
+         "the last checkpoint before the first one, and lower the learning rate or skip the data there\n";
   }
   o += fmt::format("Restarts: {}", r.restart_count);
   o += r.restart_count > 0 ? fmt::format(", {} lost\n", duration(r.restart_lost_s)) : "\n";
@@ -146,12 +162,18 @@ void plan_text(std::string& o, const log_plan_comparison& c) {
     o += fmt::format("  → {}\n", verdict_advice(c.verdict));
     return;
   }
-  o += fmt::format("  observed             {:.2f} s/iteration (recent), {:.1f} TFLOPs/GPU by the plan's count", c.observed_iteration_s,
+  o += fmt::format("  observed             {:.2f} s/iteration (now), {:.1f} TFLOPs/GPU by the plan's count", c.observed_iteration_s,
                    c.observed_tflops_our_count);
   o += std::isnan(c.observed_tflops_logged) ? "\n" : fmt::format(", {:.1f} as logged\n", c.observed_tflops_logged);
   o += fmt::format("  gap                  {} against the plan", pct(c.gap_vs_plan));
   if (!std::isnan(c.gap_vs_first)) o += fmt::format(", {} against its own first level ({:.2f} s)", pct(c.gap_vs_first), c.first_level_s);
   o += "\n";
+  if (c.flops_mismatch) {
+    o += fmt::format("  note                 the log counts {:.1f} TFLOPs/GPU at this speed, the plan {:.1f} ({}): the log "
+                     "probably runs another model or sequence length than the plan (or counts recomputation, ×4/3, where "
+                     "the plan does not); check --model and --seq-length\n",
+                     c.observed_tflops_logged, c.observed_tflops_our_count, pct(c.tflops_logged_vs_plan));
+  }
   if (c.log_global_batch_size > 0 && c.log_global_batch_size != c.plan_global_batch_size) {
     o += fmt::format("  note                 the log runs global batch {}, the plan {}\n", c.log_global_batch_size, c.plan_global_batch_size);
   }
@@ -191,6 +213,15 @@ json findings_json(const log_report& r) {
   f["skipped_iterations"] = {{"total", r.skipped_total}, {"listed", flagged(r.skipped, "before", "count")}};
   f["nan_iterations"] = {{"total", r.nan_total}, {"listed", flagged(r.nan, "before", "count")}};
   f["loss_scale_drops"] = {{"count", r.loss_scale_drop_count}, {"listed", flagged(r.loss_scale_drops, "from", "to")}};
+  json nonfinite = json::array();
+  for (const auto& x : r.nonfinite) {
+    nonfinite.push_back({{"iteration", x.iteration}, {"at", position_json(x.at)}, {"what", x.what}, {"how", x.how}});
+  }
+  f["nonfinite"] = {{"loss_lines", r.nonfinite_loss_lines}, {"grad_norm_lines", r.nonfinite_grad_norm_lines}, {"listed", nonfinite}};
+  const log_open_level& l = r.open_level;
+  f["open_level"] = l.present ? json{{"first_iteration", l.first_iteration}, {"at", position_json(l.at)}, {"lines", l.lines},
+                                     {"level_s", l.level_s}, {"run_s", l.run_s}, {"change", l.run_s / l.level_s - 1}}
+                              : json(nullptr);
   json restarts = json::array();
   for (const auto& x : r.restarts) {
     restarts.push_back({{"at", position_json(x.at)}, {"last_iteration_before", x.last_iteration_before},
@@ -210,7 +241,8 @@ json logs_json(const log_report& r, const log_plan_comparison* c) {
   j["format"] = r.has_format ? json(to_string(r.format)) : json(nullptr);
   j["lines"] = {{"total", r.lines}, {"progress", r.records}, {"unknown", r.unknown_lines}, {"duplicate", r.duplicate_records},
                 {"other_format", r.other_format_records}, {"malformed", r.malformed_lines}, {"overlong", r.overlong_lines},
-                {"binary", r.binary_lines}};
+                {"binary", r.binary_lines},
+                {"cut_short", r.cut_short_lines}, {"deepspeed_engine_companion", r.companion_lines}};
   j["warnings"] = r.warnings;
   j["progress"] = {{"first_iteration", r.first_iteration >= 0 ? json(r.first_iteration) : json(nullptr)},
                    {"last_iteration", r.last_iteration >= 0 ? json(r.last_iteration) : json(nullptr)},
@@ -222,6 +254,7 @@ json logs_json(const log_report& r, const log_plan_comparison* c) {
                    {"mean_iteration_s", r.mean_iteration_s}, {"recent_iteration_s", r.recent_iteration_s},
                    {"wall_iteration_s", r.wall_iteration_s}, {"first_level_s", r.first_level_s},
                    {"mean_tflops", r.mean_tflops}, {"recent_tflops", r.recent_tflops},
+                   {"recent_samples_per_s", r.recent_samples_per_s},
                    {"eta_low_s", r.eta_low_s}, {"eta_high_s", r.eta_high_s},
                    {"last_progress_timestamp_s", r.last_record_timestamp_s}};
   j["findings"] = findings_json(r);
@@ -236,6 +269,7 @@ json logs_json(const log_report& r, const log_plan_comparison* c) {
                          {"observed_iteration_s", c->observed_iteration_s}, {"first_level_s", c->first_level_s},
                          {"observed_tflops_logged", c->observed_tflops_logged}, {"observed_tflops_plan_count", c->observed_tflops_our_count},
                          {"gap_vs_plan", c->gap_vs_plan}, {"gap_vs_first_level", c->gap_vs_first},
+                         {"tflops_logged_vs_plan", c->tflops_logged_vs_plan}, {"flops_mismatch", c->flops_mismatch},
                          {"plan_global_batch_size", c->plan_global_batch_size}, {"log_global_batch_size", c->log_global_batch_size},
                          {"verdict", verdict_name(c->verdict)}, {"advice", verdict_advice(c->verdict)}};
   }
@@ -252,7 +286,8 @@ std::string text_reporter::logs(const run_context* ctx, const log_report& r, con
                               detail::counted(r.lines, "line"), format_count(r.records),
                               format_count(r.lines - r.records - r.unknown_lines), format_count(r.unknown_lines));
   if (r.records == 0) {
-    o += "No training-progress lines yet (read: Megatron-LM, Megatron-DeepSpeed, NeMo, torchtitan, DeepSpeed).\n";
+    o += "No training-progress lines yet (read: Megatron-LM, Megatron-DeepSpeed, GPT-NeoX, NeMo 1 and 2, torchtitan, "
+         "DeepSpeed's engine and pipeline).\n";
   } else {
     progress_text(o, r);
     findings_text(o, r);
@@ -300,6 +335,9 @@ std::string text_reporter::logs_update(const run_context*, const log_report& r, 
   if (!std::isnan(r.eta_low_s)) o += fmt::format(" | ETA {}-{}", duration(r.eta_low_s), duration(r.eta_high_s));
   o += fmt::format(" | steps {} | slow {} | spikes {} | restarts {}", r.step_count, r.slow_iteration_count, r.spike_count,
                    r.restart_count);
+  if (r.nonfinite_loss_lines + r.nonfinite_grad_norm_lines > 0) {
+    o += fmt::format(" | NaN/inf {} lines", r.nonfinite_loss_lines + r.nonfinite_grad_norm_lines);
+  }
   if (r.stall.checked && r.stall.stalled) {
     o += fmt::format(" | STALLED: no progress for {} (expected one line per {})", duration(r.stall.silence_s),
                      duration(r.stall.expected_interval_s));

@@ -4,6 +4,8 @@
 // comparison with the plan (§8.6).
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,15 +60,82 @@ double mean_of(const std::deque<double>& d) {
   return s / static_cast<double>(d.size());
 }
 
-/// Megatron-LM and Megatron-DeepSpeed print the same line: one family.
-bool same_family(log_format a, log_format b) {
-  auto megatron = [](log_format f) { return f == log_format::megatron_lm || f == log_format::megatron_deepspeed; };
-  return a == b || (megatron(a) && megatron(b));
+/// Megatron-LM, Megatron-DeepSpeed and GPT-NeoX print the same line: one family.
+bool megatron_family(log_format f) {
+  return f == log_format::megatron_lm || f == log_format::megatron_deepspeed || f == log_format::gpt_neox;
 }
+bool same_family(log_format a, log_format b) { return a == b || (megatron_family(a) && megatron_family(b)); }
+
+/// Lines of a run at a new speed that make it an open level at the log's end (§8.2).
+constexpr std::int64_t kOpenLevelLines = 3;
 
 }  // namespace
 
 log_analyzer::log_analyzer(log_options options) : o_(options) {}
+log_analyzer::~log_analyzer() = default;
+
+log_analyzer::log_analyzer(const log_analyzer& other) { *this = other; }
+
+log_analyzer& log_analyzer::operator=(const log_analyzer& other) {
+  if (this == &other) return *this;
+  // Every member but the engine's analyzer is a value; that one is copied deep.
+  std::unique_ptr<log_analyzer> engine = other.engine_ ? std::make_unique<log_analyzer>(*other.engine_) : nullptr;
+  o_ = other.o_;
+  r_ = other.r_;
+  file_ = other.file_;
+  line_ = other.line_;
+  engine_pending_ = other.engine_pending_;
+  engine_step_ = other.engine_step_;
+  engine_step_line_ = other.engine_step_line_;
+  pending_event_ = other.pending_event_;
+  startup_seen_ = other.startup_seen_;
+  since_start_ = other.since_start_;
+  prev_iteration_ = other.prev_iteration_;
+  last_delta_ = other.last_delta_;
+  prev_timestamp_s_ = other.prev_timestamp_s_;
+  prev_elapsed_s_ = other.prev_elapsed_s_;
+  prev_loss_scale_ = other.prev_loss_scale_;
+  prev_skipped_cumulative_ = other.prev_skipped_cumulative_;
+  loss_seen_ = other.loss_seen_;
+  last_record_ts_ = other.last_record_ts_;
+  consumed_tokens_ = other.consumed_tokens_;
+  seq_from_log_ = other.seq_from_log_;
+  warmup_ = other.warmup_;
+  level_s_ = other.level_s_;
+  level_sum_s_ = other.level_sum_s_;
+  level_sum_tflops_ = other.level_sum_tflops_;
+  level_n_ = other.level_n_;
+  level_tflops_n_ = other.level_tflops_n_;
+  first_segment_open_ = other.first_segment_open_;
+  step_open_ = other.step_open_;
+  run_sign_ = other.run_sign_;
+  run_n_ = other.run_n_;
+  run_tflops_n_ = other.run_tflops_n_;
+  run_sum_s_ = other.run_sum_s_;
+  run_sum_tflops_ = other.run_sum_tflops_;
+  run_iteration_ = other.run_iteration_;
+  run_at_ = other.run_at_;
+  slow_run_ = other.slow_run_;
+  recent_s_ = other.recent_s_;
+  recent_tflops_ = other.recent_tflops_;
+  recent_samples_ = other.recent_samples_;
+  sum_s_ = other.sum_s_;
+  sum_tflops_ = other.sum_tflops_;
+  n_s_ = other.n_s_;
+  n_tflops_ = other.n_tflops_;
+  wall_sum_s_ = other.wall_sum_s_;
+  wall_iterations_ = other.wall_iterations_;
+  losses_ = other.losses_;
+  grad_norms_ = other.grad_norms_;
+  in_spike_ = other.in_spike_;
+  spike_ = other.spike_;
+  engine_ = std::move(engine);
+  return *this;
+}
+
+std::int64_t log_analyzer::records() const {
+  return r_.records > 0 || !engine_ ? r_.records : engine_->r_.records + (engine_->engine_pending_ ? 1 : 0);
+}
 
 void log_analyzer::begin_file(std::string name) {
   file_ = std::move(name);
@@ -95,9 +164,26 @@ void log_analyzer::add_binary_line() {
 void log_analyzer::add_line(std::string_view text) {
   ++line_;
   ++r_.lines;
-  const log_line l = parse_log_line(text);
+  add_parsed(parse_log_line(text));
+}
+
+void log_analyzer::add_parsed(const log_line& l) {
+  if (l.format == log_format::deepspeed_engine && l.what != log_line::kind::unknown) {
+    if (!engine_) engine_ = std::make_unique<log_analyzer>(o_);
+    engine_->file_ = file_;
+    engine_->line_ = line_;
+    if (engine_->r_.files.empty() || engine_->r_.files.back() != file_) engine_->r_.files.push_back(file_);
+    ++engine_->r_.lines;
+    engine_->add_engine_line(l);
+    ++r_.companion_lines;
+    return;
+  }
+  if (engine_ && l.what == log_line::kind::event && l.event == log_event::startup) {
+    engine_->startup_seen_ = true;  // a restart restarts the engine's count too
+  }
   switch (l.what) {
     case log_line::kind::unknown:
+    case log_line::kind::throughput:
       ++r_.unknown_lines;
       return;
     case log_line::kind::event:
@@ -125,6 +211,64 @@ void log_analyzer::add_line(std::string_view text) {
   add_record(l.record, l.format);
 }
 
+// ---- DeepSpeed's engine lines (§8.0): a step line, completed by the throughput line after it ------------
+
+void log_analyzer::add_engine_line(const log_line& l) {
+  switch (l.what) {
+    case log_line::kind::record:
+      commit_engine_step();
+      engine_pending_ = true;
+      engine_step_ = l.record;
+      engine_step_line_ = line_;
+      return;
+    case log_line::kind::throughput:
+      if (engine_pending_ && (l.step < 0 || l.step == engine_step_.iteration)) {
+        engine_step_.samples_per_s = l.samples_per_s;
+        commit_engine_step();
+      } else if (!engine_pending_ && l.step >= 0) {  // a timer line alone (steps_per_print off)
+        log_record rec;
+        rec.iteration = l.step;
+        rec.samples_per_s = l.samples_per_s;
+        rec.timestamp_s = l.timestamp_s;
+        engine_pending_ = true;
+        engine_step_ = rec;
+        engine_step_line_ = line_;
+        commit_engine_step();
+      }
+      return;
+    case log_line::kind::event:  // an fp16 overflow: the scaler's own report of the scale it drops
+      if (!std::isnan(l.scale_after) && l.scale_after < l.scale_before) {
+        ++r_.loss_scale_drop_count;
+        const std::int64_t it = engine_pending_ ? engine_step_.iteration : std::max<std::int64_t>(prev_iteration_, 0);
+        push_capped(r_.loss_scale_drops, log_flagged_iteration{it, here(), l.scale_before, l.scale_after});
+      }
+      return;
+    case log_line::kind::malformed:
+      ++r_.malformed_lines;
+      warn("a malformed DeepSpeed engine line (" + l.problem + "); skipped");
+      return;
+    case log_line::kind::unknown:
+      return;
+  }
+}
+
+void log_analyzer::commit_engine_step() {
+  if (!engine_pending_) return;
+  engine_pending_ = false;
+  log_record rec = engine_step_;
+  // The step time from the timestamps (add_record, Δt / Δstep), or else from the job's samples/s.
+  if (std::isnan(rec.timestamp_s) && std::isnan(rec.iteration_s) && !std::isnan(rec.samples_per_s) &&
+      o_.global_batch_size > 0) {
+    rec.iteration_s = static_cast<double>(o_.global_batch_size) / rec.samples_per_s;
+  }
+  const std::int64_t line = line_;
+  line_ = engine_step_line_;
+  r_.has_format = true;
+  r_.format = log_format::deepspeed_engine;
+  add_record(rec, log_format::deepspeed_engine);
+  line_ = line;
+}
+
 void log_analyzer::note_restart(const log_record& rec) {
   log_restart x;
   x.at = here();
@@ -146,10 +290,13 @@ void log_analyzer::note_restart(const log_record& rec) {
 
 void log_analyzer::add_record(const log_record& in, log_format f) {
   log_record rec = in;
-  if (r_.format == log_format::megatron_lm && f == log_format::megatron_deepspeed) r_.format = f;
+  if (r_.format == log_format::megatron_lm && (f == log_format::megatron_deepspeed || f == log_format::gpt_neox)) r_.format = f;
   if (prev_iteration_ >= 0 && rec.iteration == prev_iteration_ && !startup_seen_) {
     ++r_.duplicate_records;  // every rank printed it
     return;
+  }
+  if (rec.cut_short && r_.cut_short_lines++ == 0) {
+    warn("a progress line cut short; the fields before the cut are read");
   }
   ++r_.records;
   const bool restart = prev_iteration_ >= 0 && (rec.iteration <= prev_iteration_ || startup_seen_);
@@ -162,11 +309,21 @@ void log_analyzer::add_record(const log_record& in, log_format f) {
     if (r_.log_interval == 0 || delta == last_delta_) r_.log_interval = delta;
     last_delta_ = delta;
   }
-  if (delta > 0 && !std::isnan(rec.timestamp_s) && !std::isnan(prev_timestamp_s_) && rec.timestamp_s >= prev_timestamp_s_) {
-    const double dt = rec.timestamp_s - prev_timestamp_s_;
+  // The wall clock between two lines: their timestamps, or a progress bar's own elapsed clock.
+  double dt = kNotLogged;
+  if (!std::isnan(rec.timestamp_s) && !std::isnan(prev_timestamp_s_) && rec.timestamp_s >= prev_timestamp_s_) {
+    dt = rec.timestamp_s - prev_timestamp_s_;
+  } else if (std::isnan(rec.timestamp_s) && !std::isnan(rec.elapsed_s) && !std::isnan(prev_elapsed_s_) &&
+             rec.elapsed_s >= prev_elapsed_s_) {
+    dt = rec.elapsed_s - prev_elapsed_s_;
+  }
+  if (delta > 0 && !std::isnan(dt)) {
     wall_sum_s_ += dt;
     wall_iterations_ += delta;
-    if (std::isnan(rec.iteration_s)) rec.iteration_s = dt / static_cast<double>(delta);  // torchtitan
+    if (std::isnan(rec.iteration_s)) rec.iteration_s = dt / static_cast<double>(delta);  // torchtitan, DeepSpeed engine
+  }
+  if (!std::isnan(rec.samples_per_s) && std::isfinite(rec.samples_per_s) && rec.samples_per_s > 0) {
+    push_window(recent_samples_, rec.samples_per_s, static_cast<std::size_t>(o_.recent_records));
   }
   if (r_.first_iteration < 0) r_.first_iteration = rec.iteration;
   r_.last_iteration = rec.iteration;
@@ -183,15 +340,25 @@ void log_analyzer::add_record(const log_record& in, log_format f) {
   }
   if (!std::isnan(rec.timestamp_s)) last_record_ts_ = rec.timestamp_s;
   track_flags(rec);
+  track_nonfinite(rec, f, delta);
   track_speed(rec);
   track_loss(rec);
   prev_iteration_ = rec.iteration;
   prev_timestamp_s_ = rec.timestamp_s;
+  prev_elapsed_s_ = rec.elapsed_s;
   pending_event_ = log_event::none;
   ++since_start_;
 }
 
-void log_analyzer::track_flags(const log_record& rec) {
+void log_analyzer::track_flags(const log_record& in) {
+  log_record rec = in;
+  if (rec.skipped_cumulative >= 0) {  // DeepSpeed counts since the start; a restart starts again from 0
+    const std::int64_t before = prev_skipped_cumulative_ >= 0 && rec.skipped_cumulative >= prev_skipped_cumulative_
+                                    ? prev_skipped_cumulative_
+                                    : 0;
+    rec.skipped_iterations = rec.skipped_cumulative - before;
+    prev_skipped_cumulative_ = rec.skipped_cumulative;
+  }
   if (rec.skipped_iterations > 0) {
     r_.skipped_total += rec.skipped_iterations;
     push_capped(r_.skipped, log_flagged_iteration{rec.iteration, here(), 0, static_cast<double>(rec.skipped_iterations)});
@@ -206,6 +373,28 @@ void log_analyzer::track_flags(const log_record& rec) {
       push_capped(r_.loss_scale_drops, log_flagged_iteration{rec.iteration, here(), prev_loss_scale_, rec.loss_scale});
     }
     prev_loss_scale_ = rec.loss_scale;
+  }
+}
+
+/// §8.4: a loss or grad norm printed as nan or inf; or, in Megatron's line, a loss that earlier lines carried
+/// and this one omits: training.py training_log prints an average only when `avg > 0.0`, false for NaN (and
+/// for an interval whose iterations were all skipped, which the skipped count tells apart).
+void log_analyzer::track_nonfinite(const log_record& rec, log_format f, std::int64_t delta) {
+  auto note = [&](std::string what, std::string how) {
+    push_capped(r_.nonfinite, log_nonfinite{rec.iteration, here(), std::move(what), std::move(how)});
+  };
+  if (rec.loss_nonfinite) {
+    ++r_.nonfinite_loss_lines;
+    note("loss", "printed as nan or inf");
+  } else if (std::isnan(rec.loss) && loss_seen_ && megatron_family(f) && f != log_format::gpt_neox && !rec.cut_short &&
+             delta > 0 && rec.skipped_iterations < delta) {
+    ++r_.nonfinite_loss_lines;
+    note("loss", "omitted: Megatron prints no average that is NaN");
+  }
+  if (!std::isnan(rec.loss)) loss_seen_ = true;
+  if (rec.grad_norm_nonfinite) {
+    ++r_.nonfinite_grad_norm_lines;
+    note("grad norm", "printed as nan or inf");
   }
 }
 
@@ -235,14 +424,58 @@ void log_analyzer::track_speed(const log_record& rec) {
   classify(s);
 }
 
+/// §8.2: the first level. The median of the warm-up lines, unless they fall into two levels: a split into
+/// two runs of at least 3 lines each whose means differ by more than the step
+/// threshold and more than twice either run's own spread. Then the level is the first run's mean and the
+/// second run is judged against it (4 lines at 88 s then 4 at 127 s: a level of 88 s and a new one open).
+double warmup_level(const std::vector<double>& xs, double step_threshold) {
+  const std::size_t n = xs.size();
+  double best_sse = std::numeric_limits<double>::infinity();
+  std::size_t best_k = 0;
+  auto stats = [&](std::size_t from, std::size_t to, double& mean, double& spread) {
+    mean = 0;
+    for (std::size_t i = from; i < to; ++i) mean += xs[i];
+    mean /= static_cast<double>(to - from);
+    spread = 0;
+    double sse = 0;
+    for (std::size_t i = from; i < to; ++i) {
+      spread = std::max(spread, std::fabs(xs[i] / mean - 1));
+      sse += (xs[i] - mean) * (xs[i] - mean);
+    }
+    return sse;
+  };
+  for (std::size_t k = 3; k + 3 <= n; ++k) {
+    double m1 = 0, m2 = 0, s1 = 0, s2 = 0;
+    const double sse = stats(0, k, m1, s1) + stats(k, n, m2, s2);
+    const double gap = std::fabs(m2 / m1 - 1);
+    if (gap > step_threshold && gap > 2 * std::max(s1, s2) && sse < best_sse) {
+      best_sse = sse;
+      best_k = k;
+    }
+  }
+  if (best_k == 0) return median_of(std::vector<double>(xs));
+  double m1 = 0, s1 = 0;
+  stats(0, best_k, m1, s1);
+  return m1;
+}
+
 void log_analyzer::flush_warmup() {
   if (warmup_.empty()) return;
   std::vector<double> xs;
   for (const segment& s : warmup_) xs.push_back(s.iteration_s);
-  level_s_ = median_of(std::move(xs));
+  level_s_ = warmup_level(xs, o_.step_threshold);
   const std::vector<segment> buffered = std::move(warmup_);
   warmup_.clear();
   for (const segment& s : buffered) classify(s);
+}
+
+/// The lines over --slow-factor held so far are one-offs: a line back near the level ended them.
+void log_analyzer::flush_slow_run() {
+  for (const segment& s : slow_run_) {
+    ++r_.slow_iteration_count;
+    push_capped(r_.slow_iterations, log_slow_iteration{s.iteration, s.at, s.iteration_s, level_s_, s.cause});
+  }
+  slow_run_.clear();
 }
 
 void log_analyzer::add_steady(const segment& s) {
@@ -258,11 +491,53 @@ void log_analyzer::add_steady(const segment& s) {
 
 void log_analyzer::classify(const segment& s) {
   const double ratio = s.iteration_s / level_s_ - 1;
-  if (ratio >= o_.slow_factor) {  // a one-off: checkpoint, evaluation, warm-up or unexplained
-    ++r_.slow_iteration_count;
-    push_capped(r_.slow_iterations, log_slow_iteration{s.iteration, s.at, s.iteration_s, level_s_, s.cause});
+  if (ratio >= o_.slow_factor) {
+    // A one-off (checkpoint, evaluation, warm-up, unexplained) unless --step-min-lines of them in a row
+    // hold one speed: then the job runs slower from their first line, a step (§8.2).
+    slow_run_.push_back(s);
+    if (static_cast<std::int64_t>(slow_run_.size()) < o_.step_min_records) return;
+    double sum = 0;
+    for (const segment& x : slow_run_) sum += x.iteration_s;
+    const double mean = sum / static_cast<double>(slow_run_.size());
+    double spread = 0;
+    for (const segment& x : slow_run_) spread = std::max(spread, std::fabs(x.iteration_s / mean - 1));
+    if (spread > o_.slow_factor / 2) {  // slow but not one speed: the oldest is a one-off
+      const segment oldest = slow_run_.front();
+      slow_run_.erase(slow_run_.begin());
+      ++r_.slow_iteration_count;
+      push_capped(r_.slow_iterations, log_slow_iteration{oldest.iteration, oldest.at, oldest.iteration_s, level_s_, oldest.cause});
+      return;
+    }
+    log_throughput_step step;
+    step.iteration = slow_run_.front().iteration;
+    step.at = slow_run_.front().at;
+    step.before_s = level_s_;
+    step.after_s = mean;
+    if (level_tflops_n_ > 0) step.before_tflops = level_sum_tflops_ / static_cast<double>(level_tflops_n_);
+    double tf_sum = 0;
+    std::int64_t tf_n = 0;
+    for (const segment& x : slow_run_) {
+      add_steady(x);
+      if (!std::isnan(x.tflops)) {
+        tf_sum += x.tflops;
+        ++tf_n;
+      }
+    }
+    if (tf_n > 0) step.after_tflops = tf_sum / static_cast<double>(tf_n);
+    ++r_.step_count;
+    push_capped(r_.steps, step);
+    step_open_ = r_.steps.size() <= log_report::kMaxListed && r_.step_count == static_cast<std::int64_t>(r_.steps.size());
+    level_sum_s_ = sum;
+    level_n_ = static_cast<std::int64_t>(slow_run_.size());
+    level_sum_tflops_ = tf_sum;
+    level_tflops_n_ = tf_n;
+    level_s_ = mean;
+    first_segment_open_ = false;
+    run_n_ = 0;
+    slow_run_.clear();
     return;
   }
+  flush_slow_run();
   add_steady(s);
   const int sign = std::fabs(ratio) >= o_.step_threshold ? (ratio > 0 ? 1 : -1) : 0;
   if (sign == 0) {
@@ -367,7 +642,49 @@ void log_analyzer::track_loss(const log_record& rec) {
 
 log_report log_analyzer::report() const {
   log_analyzer a = *this;
-  if (std::isnan(a.level_s_)) a.flush_warmup();
+  return a.summary();
+}
+
+log_report log_analyzer::summary() {
+  commit_engine_step();
+  if (std::isnan(level_s_)) flush_warmup();
+  if (r_.records == 0 && engine_ && engine_->records() > 0) {
+    // A plain DeepSpeed job: the engine's lines are its progress.
+    log_report e = engine_->summary();
+    e.files = r_.files;
+    e.lines = r_.lines;
+    e.unknown_lines = r_.unknown_lines;
+    e.overlong_lines = r_.overlong_lines;
+    e.binary_lines = r_.binary_lines;
+    e.malformed_lines += r_.malformed_lines;
+    e.other_format_records = r_.other_format_records;
+    e.warnings.insert(e.warnings.begin(), r_.warnings.begin(), r_.warnings.end());
+    e.stall = r_.stall;
+    return e;
+  }
+  if (engine_ && r_.format == log_format::deepspeed) {
+    // The pipeline engine's line has no skipped count: the engine's step lines and its scaler have them.
+    const log_report e = engine_->summary();
+    r_.skipped = e.skipped;
+    r_.skipped_total = e.skipped_total;
+    r_.loss_scale_drops = e.loss_scale_drops;
+    r_.loss_scale_drop_count = e.loss_scale_drop_count;
+  }
+  // §8.2: the log's tail at a new speed, not yet --step-min-lines long, is an open level.
+  if (static_cast<std::int64_t>(slow_run_.size()) >= kOpenLevelLines) {
+    double sum = 0;
+    for (const segment& x : slow_run_) sum += x.iteration_s;
+    r_.open_level = {true, slow_run_.front().iteration, slow_run_.front().at, static_cast<std::int64_t>(slow_run_.size()),
+                     level_s_, sum / static_cast<double>(slow_run_.size())};
+    for (const segment& x : slow_run_) add_steady(x);  // the job runs at this speed now: the recent rate says so
+    slow_run_.clear();
+  } else {
+    flush_slow_run();
+    if (run_n_ >= kOpenLevelLines) {
+      r_.open_level = {true, run_iteration_, run_at_, run_n_, level_s_, run_sum_s_ / static_cast<double>(run_n_)};
+    }
+  }
+  const log_analyzer& a = *this;
   log_report r = a.r_;
   if (a.in_spike_) {
     ++r.spike_count;
@@ -377,6 +694,7 @@ log_report log_analyzer::report() const {
   r.recent_iteration_s = mean_of(a.recent_s_);
   if (a.n_tflops_ > 0) r.mean_tflops = a.sum_tflops_ / static_cast<double>(a.n_tflops_);
   r.recent_tflops = mean_of(a.recent_tflops_);
+  r.recent_samples_per_s = mean_of(a.recent_samples_);
   if (a.wall_iterations_ > 0) r.wall_iteration_s = a.wall_sum_s_ / static_cast<double>(a.wall_iterations_);
   if (r.train_iterations == 0 && o_.train_iterations > 0) r.train_iterations = o_.train_iterations;
   const std::int64_t seq = o_.seq_length > 0 ? o_.seq_length : a.seq_from_log_;
@@ -435,11 +753,21 @@ log_plan_comparison compare_with_plan(const log_report& r, const time_report& p,
   c.predicted_tflops_per_gpu = p.tflops_per_gpu;
   c.plan_global_batch_size = plan_gbs;
   c.log_global_batch_size = r.global_batch_size;
-  c.observed_iteration_s = r.recent_iteration_s;
+  // The job's speed now: an open level at the log's tail, else the recent window.
+  c.observed_iteration_s = r.open_level.present ? r.open_level.run_s : r.recent_iteration_s;
+  if (std::isnan(c.observed_iteration_s) && !std::isnan(r.recent_samples_per_s) && plan_gbs > 0) {
+    c.observed_iteration_s = static_cast<double>(plan_gbs) / r.recent_samples_per_s;  // DeepSpeed's samples/s
+  }
   c.first_level_s = r.first_level_s;
   c.observed_tflops_logged = r.recent_tflops;
   if (std::isnan(c.observed_iteration_s) || c.observed_iteration_s <= 0 || p.iteration_s <= 0) return c;
   c.observed_tflops_our_count = p.tflops_per_gpu * p.iteration_s / c.observed_iteration_s;
+  // §8.6: both counts at the same observed speed differ only by the FLOPs each counts per iteration.
+  if (!std::isnan(c.observed_tflops_logged) && c.observed_tflops_our_count > 0) {
+    c.tflops_logged_vs_plan = c.observed_tflops_logged / c.observed_tflops_our_count - 1;
+    constexpr double kFlopsMismatch = 0.2;
+    c.flops_mismatch = std::fabs(c.tflops_logged_vs_plan) > kFlopsMismatch;
+  }
   c.gap_vs_plan = c.observed_iteration_s / p.iteration_s - 1;
   if (!std::isnan(c.first_level_s) && c.first_level_s > 0) c.gap_vs_first = c.observed_iteration_s / c.first_level_s - 1;
   constexpr double kSlowedDown = 0.02, kOffPlan = 0.05;  // §8.6

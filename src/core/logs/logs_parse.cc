@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,10 +17,12 @@ namespace trainplan {
 
 namespace {
 
-constexpr std::array<std::string_view, 6> kFormatNames = {"megatron-lm", "megatron-deepspeed", "nemo",
-                                                          "nemo-progress-bar", "torchtitan", "deepspeed"};
-constexpr std::array<std::string_view, 6> kDisplayNames = {"Megatron-LM", "Megatron-DeepSpeed", "NeMo",
-                                                           "NeMo (progress bar)", "torchtitan", "DeepSpeed"};
+constexpr std::array<std::string_view, 8> kFormatNames = {"megatron-lm",       "megatron-deepspeed", "nemo",
+                                                          "nemo-progress-bar", "torchtitan",         "deepspeed",
+                                                          "gpt-neox",          "deepspeed-engine"};
+constexpr std::array<std::string_view, 8> kDisplayNames = {
+    "Megatron-LM", "Megatron-DeepSpeed", "NeMo", "NeMo (progress bar)", "torchtitan", "DeepSpeed (pipeline)",
+    "GPT-NeoX",    "DeepSpeed engine"};
 
 }  // namespace
 
@@ -43,6 +46,27 @@ bool to_number(std::string_view text, double& out) {
   text = trim(text);
   if (!text.empty() && text.back() == '%') text.remove_suffix(1);
   if (text.empty() || text.size() > 64) return false;
+  // Lightning's bar prints a NaN loss as "nan.0": not a number, and known to be one.
+  if (const std::size_t dot = text.find('.'); dot != std::string_view::npos && dot >= 3 &&
+                                              text.find_first_not_of('0', dot + 1) == std::string_view::npos) {
+    const std::string_view head = text.substr(0, dot);
+    auto is = [&](std::string_view word) {
+      std::string_view h = head;
+      if (!h.empty() && (h.front() == '-' || h.front() == '+')) h.remove_prefix(1);
+      if (h.size() != word.size()) return false;
+      for (std::size_t i = 0; i < h.size(); ++i)
+        if ((h[i] | 0x20) != word[i]) return false;
+      return true;
+    };
+    if (is("nan")) {
+      out = std::numeric_limits<double>::quiet_NaN();
+      return true;
+    }
+    if (is("inf")) {
+      out = head.front() == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+      return true;
+    }
+  }
   char buf[64];
   std::size_t n = 0;
   for (char c : text)
@@ -62,17 +86,46 @@ bool to_count(std::string_view text, std::int64_t& out) {
 }
 
 /// Which log_record field a printed key sets, and the factor to its unit.
-enum class field { iteration_s, tflops, loss, grad_norm, loss_scale, learning_rate, skipped, nan_count,
-                   consumed_samples, consumed_tokens, global_batch_size, iteration };
+/// human_flops: GPT-NeoX's `human_readable_flops` ("112.9TFLOPS", "0.2PFLOPS"), in FLOP/s per GPU.
+enum class field { iteration_s, tflops, human_flops, loss, grad_norm, loss_scale, learning_rate, skipped, nan_count,
+                   consumed_samples, consumed_tokens, global_batch_size, iteration, samples_per_s };
 struct field_key {
   std::string_view key;
   field target;
   double scale = 1;
 };
 
+/// "112.9TFLOPS" → 112.9 TFLOP/s: the prefixes of GPT-NeoX's megatron/utils.py human_readable_flops (powers
+/// of 1000 from "" to "ZFLOPS"); false when the text is not one.
+bool human_flops_to_tflops(std::string_view text, double& tflops) {
+  text = trim(text);
+  if (!text.ends_with("FLOPS")) return false;
+  text.remove_suffix(5);
+  constexpr std::string_view kPrefixes = "KMGTPEZ";
+  double scale = 1e-12;
+  if (!text.empty()) {
+    if (const std::size_t p = kPrefixes.find(text.back()); p != std::string_view::npos) {
+      scale = std::pow(1000.0, static_cast<double>(p + 1)) * 1e-12;
+      text.remove_suffix(1);
+    }
+  }
+  double d = 0;
+  if (!to_number(text, d)) return false;
+  tflops = d * scale;
+  return true;
+}
+
 bool set_field(log_record& r, const field_key& k, std::string_view value, std::string& problem) {
   double d = 0;
   std::int64_t n = 0;
+  if (k.target == field::human_flops) {
+    if (!human_flops_to_tflops(value, r.tflops_per_gpu)) {
+      problem = "field '" + std::string(k.key) + "': '" + std::string(trim(value).substr(0, 40)) +
+                "' is not a rate such as 112.9TFLOPS";
+      return false;
+    }
+    return true;
+  }
   const bool count = k.target == field::skipped || k.target == field::nan_count ||
                      k.target == field::consumed_samples || k.target == field::consumed_tokens ||
                      k.target == field::global_batch_size || k.target == field::iteration;
@@ -84,8 +137,16 @@ bool set_field(log_record& r, const field_key& k, std::string_view value, std::s
   switch (k.target) {
     case field::iteration_s: r.iteration_s = d * k.scale; break;
     case field::tflops: r.tflops_per_gpu = d; break;
-    case field::loss: r.loss = d; break;
-    case field::grad_norm: r.grad_norm = d; break;
+    case field::human_flops: break;
+    case field::loss:  // a loss of nan or inf is a finding (§8.4), not a value
+      r.loss = std::isfinite(d) ? d : kNotLogged;
+      r.loss_nonfinite = !std::isfinite(d);
+      break;
+    case field::grad_norm:
+      r.grad_norm = std::isfinite(d) ? d : kNotLogged;
+      r.grad_norm_nonfinite = !std::isfinite(d);
+      break;
+    case field::samples_per_s: r.samples_per_s = d; break;
     case field::loss_scale: r.loss_scale = d; break;
     case field::learning_rate: r.learning_rate = d; break;
     case field::skipped: r.skipped_iterations = n; break;
@@ -134,7 +195,9 @@ bool finish_record(log_line& out, bool fields_ok) {
 // iteration (ms): 19138.8 | throughput per GPU (TFLOP/s/GPU): 80.2 | ... | lm loss: 1.043863E+01 |
 // loss scale: 1.0 | grad norm: 26.203 | number of skipped iterations: 0 | number of nan iterations: 0 |"
 // Megatron-DeepSpeed (BLOOM): "(s)" instead of "(ms)", "consumed tokens", "TFLOPs".
-constexpr std::array<field_key, 14> kMegatronKeys = {{
+// GPT-NeoX (megatron/training.py training_log): " samples/sec: 7.8 | iteration 34/ 10000 | … | approx flops
+// per GPU: 112.9TFLOPS | lm_loss: 1.118665E+01 | … |".
+constexpr std::array<field_key, 16> kMegatronKeys = {{
     {"consumed samples", field::consumed_samples},
     {"consumed tokens", field::consumed_tokens},
     {"elapsed time per iteration (ms)", field::iteration_s, 1e-3},
@@ -144,7 +207,9 @@ constexpr std::array<field_key, 14> kMegatronKeys = {{
     {"learning rate", field::learning_rate},
     {"global batch size", field::global_batch_size},
     {"lm loss", field::loss},
+    {"lm_loss", field::loss},
     {"loss", field::loss},
+    {"approx flops per GPU", field::human_flops},
     {"loss scale", field::loss_scale},
     {"grad norm", field::grad_norm},
     {"number of skipped iterations", field::skipped},
@@ -192,15 +257,29 @@ bool parse_megatron(std::string_view line, log_line& out) {
   out.format = log_format::megatron_lm;
   const std::span<const field_key> keys(kMegatronKeys);
   std::string_view rest = line.substr(after);
+  // A line cut short (a quote, a full disk, a killed job) ends before its last '|': the fields before it
+  // are whole and read; the last, perhaps partial, is not.
   if (trim(rest).empty() || trim(rest).back() != '|') {
-    out.what = log_line::kind::malformed;
-    out.problem = "a progress line cut short (Megatron's lines end with '|')";
-    return true;
+    r.cut_short = true;
+    const std::size_t last_bar = rest.rfind('|');
+    rest = last_bar == std::string_view::npos ? std::string_view() : rest.substr(0, last_bar + 1);
   }
   static constexpr std::array<std::string_view, 2> kDeepSpeedKeys = {"elapsed time per iteration (s)", "TFLOPs"};
   bool deepspeed = false;
   const bool ok = read_fields(rest, '|', ':', keys, out, kDeepSpeedKeys, &deepspeed);
   if (deepspeed) out.format = log_format::megatron_deepspeed;
+  if (rest.find("approx flops per GPU:") != std::string_view::npos || rest.find(" lm_loss:") != std::string_view::npos) {
+    out.format = log_format::gpt_neox;
+    // "samples/sec: X |" precedes the counter in GPT-NeoX's line.
+    const std::size_t sps = line.rfind("samples/sec:", pos);
+    if (sps != std::string_view::npos) {
+      const std::size_t end = line.find('|', sps);
+      double v = 0;
+      if (end != std::string_view::npos && end < pos && to_number(line.substr(sps + 12, end - sps - 12), v) && v > 0) {
+        r.samples_per_s = v;
+      }
+    }
+  }
   return finish_record(out, ok);
 }
 
@@ -236,10 +315,13 @@ bool parse_nemo(std::string_view line, log_line& out) {
   return finish_record(out, read_fields(line.substr(end), '|', ':', kNemoKeys, out));
 }
 
-// ---- NeMo 1 (PTL's TQDM bar, as NeMo's README "Expected Performance" shows it) ----------------------
-// "Epoch 0: : 100%|██████████| 50/50 [31:51<00:00, reduced_train_loss=6.130, global_step=50.0,
-// consumed_samples=76800.0, train_step_timing in s=5.900, val_loss=6.250]"
-constexpr std::array<field_key, 7> kNemoBarKeys = {{
+// ---- NeMo 1 (PTL's TQDM bar; NeMo's README "Expected Performance", NeMo-Framework-Launcher issue 55) --------
+// "Epoch 0:   1%|          | 795/77225 [9:07:58<878:01:48, 41.36s/it, loss=3.1, v_num=, reduced_train_loss=3.090,
+// global_step=794.0, consumed_samples=1.63e+6]"; after NeMo PR 7374 the rate is gone and
+// "train_step_timing in s=0.615" carries the step time. tqdm's format_num prints floats with 3 significant
+// digits ("global_step=9e+3"): such a step is not exact, and the bar's own counter is read instead.
+constexpr std::array<field_key, 8> kNemoBarKeys = {{
+    {"loss", field::loss},  // Lightning's running mean; NeMo's reduced_train_loss, later in the bar, wins
     {"reduced_train_loss", field::loss},
     {"global_step", field::iteration},
     {"consumed_samples", field::consumed_samples},
@@ -249,37 +331,85 @@ constexpr std::array<field_key, 7> kNemoBarKeys = {{
     {"grad_norm", field::grad_norm},
 }};
 
+/// tqdm's format_interval ("41:07", "9:07:58", "878:01:48") in seconds; NaN when not one.
+double bar_interval_s(std::string_view text) {
+  text = trim(text);
+  double total = 0;
+  int parts = 0;
+  while (!text.empty()) {
+    const std::size_t colon = text.find(':');
+    std::int64_t v = 0;
+    if (!to_count(text.substr(0, colon), v) || v > 100000000) return kNotLogged;
+    total = total * 60 + static_cast<double>(v);
+    ++parts;
+    text = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
+  }
+  return parts >= 2 && parts <= 3 ? total : kNotLogged;
+}
+
 bool parse_nemo_bar(std::string_view line, log_line& out) {
   if (line.find("train_step_timing in s=") == std::string_view::npos &&
-      line.find("reduced_train_loss=") == std::string_view::npos) {
+      line.find("reduced_train_loss=") == std::string_view::npos && line.find("global_step=") == std::string_view::npos) {
     return false;
   }
+  // The bar: "| n/total [" (a DeepSpeed timer line also says "global_step=", but has no bar).
   const std::size_t open = line.rfind('[');
   if (open == std::string_view::npos) return false;
+  const std::size_t bar_end = line.rfind('|', open);
+  if (bar_end == std::string_view::npos) return false;
+  const std::string_view counter_text = trim(line.substr(bar_end + 1, open - bar_end - 1));
+  const std::size_t counter_slash = counter_text.find('/');
+  if (counter_slash == std::string_view::npos || counter_slash == 0 ||
+      !std::all_of(counter_text.begin(), counter_text.begin() + static_cast<std::ptrdiff_t>(counter_slash), is_digit)) {
+    return false;
+  }
   out.format = log_format::nemo_progress_bar;
   log_record& r = out.record;
   std::string_view rest = line.substr(open + 1);
-  if (rest.empty() || rest.back() != ']') {
-    out.what = log_line::kind::malformed;
-    out.problem = "a progress bar cut short (no closing ']')";
-    return true;
+  if (!rest.empty() && trim(rest).back() == ']') {
+    rest = trim(rest);
+    rest.remove_suffix(1);
+  } else {  // cut short: the items before the last ',' are whole
+    r.cut_short = true;
+    const std::size_t comma = rest.rfind(',');
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(0, comma);
   }
-  rest.remove_suffix(1);
   if (!read_fields(rest, ',', '=', kNemoBarKeys, out)) return finish_record(out, false);
-  if (r.iteration < 0) {
-    out.what = log_line::kind::malformed;
-    out.problem = "a progress bar without global_step";
-    return true;
-  }
-  // "| 50/50 [": the bar's total, max_steps when the run sets it.
-  const std::size_t bar = line.rfind('|', open);
-  if (bar != std::string_view::npos) {
-    const std::string_view counter = trim(line.substr(bar + 1, open - bar - 1));
-    if (const std::size_t slash = counter.find('/'); slash != std::string_view::npos) {
-      std::int64_t total = 0;
-      if (to_count(counter.substr(slash + 1), total) && total >= r.iteration) r.train_iterations = total;
+  // The items without '=': "elapsed<remaining" and the rate ("41.36s/it", "2.5it/s", "?it/s").
+  std::string_view items = rest;
+  while (!items.empty()) {
+    const std::size_t cut = items.find(',');
+    const std::string_view item = trim(items.substr(0, cut));
+    items = cut == std::string_view::npos ? std::string_view() : items.substr(cut + 1);
+    if (item.find('=') != std::string_view::npos) continue;
+    double v = 0;
+    if (const std::size_t lt = item.find('<'); lt != std::string_view::npos) {
+      r.elapsed_s = bar_interval_s(item.substr(0, lt));
+    } else if (item.ends_with("s/it") && to_number(item.substr(0, item.size() - 4), v) && v > 0) {
+      if (std::isnan(r.iteration_s)) r.iteration_s = v;
+    } else if (item.ends_with("it/s") && to_number(item.substr(0, item.size() - 4), v) && v > 0) {
+      if (std::isnan(r.iteration_s)) r.iteration_s = 1 / v;
     }
   }
+  // "| 795/77225 [": the bar's counter and total (max_steps when the run sets it).
+  std::int64_t counter = -1, total = 0;
+  if (const std::size_t bar = line.rfind('|', open); bar != std::string_view::npos) {
+    const std::string_view c = trim(line.substr(bar + 1, open - bar - 1));
+    if (const std::size_t slash = c.find('/'); slash != std::string_view::npos) {
+      if (!to_count(c.substr(0, slash), counter)) counter = -1;
+      if (!to_count(c.substr(slash + 1), total)) total = 0;
+    }
+  }
+  const std::size_t gs = rest.find("global_step=");
+  const bool rounded = gs != std::string_view::npos &&
+                       rest.substr(gs + 12, rest.find(',', gs) - gs - 12).find_first_of("eE") != std::string_view::npos;
+  if ((r.iteration < 0 || rounded) && counter >= 0) r.iteration = counter;
+  if (r.iteration < 0) {
+    out.what = log_line::kind::malformed;
+    out.problem = "a progress bar without global_step or a counter";
+    return true;
+  }
+  if (total >= r.iteration) r.train_iterations = total;
   out.what = log_line::kind::record;
   return true;
 }
@@ -397,11 +527,99 @@ bool parse_deepspeed(std::string_view line, log_line& out) {
   return true;
 }
 
+// ---- DeepSpeed's engine: deepspeed/runtime/engine.py DeepSpeedEngine._report_progress ---------------------
+// "[2022-03-11 02:06:58,985] [INFO] [logging.py:69:log_dist] [Rank 0] step=40, skipped=2, lr=[5e-05],
+// mom=[[0.9, 0.999]]" every steps_per_print; `skipped` counts the fp16 overflow steps since the start.
+bool parse_deepspeed_engine(std::string_view line, log_line& out) {
+  const std::size_t at = line.find("] step=");
+  if (at == std::string_view::npos) return false;
+  const std::size_t skipped = line.find(", skipped=", at);
+  if (skipped == std::string_view::npos) return false;
+  log_record& r = out.record;
+  out.format = log_format::deepspeed_engine;
+  const std::size_t step_from = at + std::strlen("] step=");
+  std::size_t skip_to = skipped + std::strlen(", skipped=");
+  std::size_t skip_end = line.find(',', skip_to);
+  if (!to_count(line.substr(step_from, skipped - step_from), r.iteration) ||
+      !to_count(line.substr(skip_to, skip_end == std::string_view::npos ? std::string_view::npos : skip_end - skip_to),
+                r.skipped_cumulative)) {
+    out.what = log_line::kind::malformed;
+    out.problem = "step= and skipped= must be whole numbers";
+    return true;
+  }
+  if (const std::size_t lr = line.find("lr=[", skip_to); lr != std::string_view::npos) {
+    const std::size_t end = line.find_first_of(",]", lr + 4);
+    double v = 0;
+    if (end != std::string_view::npos && to_number(line.substr(lr + 4, end - lr - 4), v)) r.learning_rate = v;
+  }
+  out.what = log_line::kind::record;
+  return true;
+}
+
+// ---- DeepSpeed's throughput timer: deepspeed/utils/timer.py ThroughputTimer.stop -----------------------
+// "epoch=0/micro_step=34/global_step=34, RunningAvgSamplesPerSec=7.86, CurrSamplesPerSec=8.00, MemAllocated=…";
+// before 0.8: "0/3, RunningAvgSamplesPerSec=…, CurrSamplesPerSec=…" and "0/40, SamplesPerSec=83.48, …". The
+// timer's batch size is the train batch size (engine.py: ThroughputTimer(batch_size=train_batch_size())), so
+// samples/s are the whole job's; CurrSamplesPerSec measures the last step, the others the run so far.
+bool parse_deepspeed_timer(std::string_view line, log_line& out) {
+  const std::size_t sps = line.find("SamplesPerSec=");
+  if (sps == std::string_view::npos) return false;
+  auto value_of = [&](std::string_view key) {
+    double v = kNotLogged;
+    const std::size_t k = line.find(key);
+    if (k == std::string_view::npos) return v;
+    const std::size_t from = k + key.size();
+    const std::size_t end = line.find(',', from);
+    if (!to_number(line.substr(from, end == std::string_view::npos ? std::string_view::npos : end - from), v)) v = kNotLogged;
+    return v;
+  };
+  double rate = value_of("CurrSamplesPerSec=");
+  if (std::isnan(rate)) rate = value_of(", SamplesPerSec=");
+  if (std::isnan(rate)) rate = value_of("RunningAvgSamplesPerSec=");
+  if (std::isnan(rate) || !std::isfinite(rate) || rate <= 0) return false;  // -inf before the first step
+  out.what = log_line::kind::throughput;
+  out.format = log_format::deepspeed_engine;
+  out.samples_per_s = rate;
+  if (const std::size_t g = line.find("global_step="); g != std::string_view::npos) {
+    const std::size_t end = line.find(',', g);
+    std::int64_t n = 0;
+    if (to_count(line.substr(g + 12, end == std::string_view::npos ? std::string_view::npos : end - g - 12), n)) out.step = n;
+  } else {  // "E/N, ...SamplesPerSec": N, the step count
+    const std::size_t comma = line.rfind(',', sps);
+    const std::size_t slash = comma == std::string_view::npos ? std::string_view::npos : line.rfind('/', comma);
+    std::int64_t n = 0;
+    if (slash != std::string_view::npos && to_count(line.substr(slash + 1, comma - slash - 1), n)) out.step = n;
+  }
+  return true;
+}
+
+// ---- DeepSpeed's fp16 loss scaler: deepspeed/runtime/fp16/loss_scaler.py DynamicLossScaler.update_scale --
+// "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768"; with
+// hysteresis left, "…: 65536, but hysteresis is 2. Reducing hysteresis to 1" (the scale stays).
+bool parse_deepspeed_overflow(std::string_view line, log_line& out) {
+  const std::size_t a = line.find("Attempted loss scale: ");
+  if (a == std::string_view::npos || line.find("OVERFLOW") == std::string_view::npos) return false;
+  const std::size_t from = a + std::strlen("Attempted loss scale: ");
+  const std::size_t comma = line.find(',', from);
+  double before = 0;
+  if (comma == std::string_view::npos || !to_number(line.substr(from, comma - from), before)) return false;
+  out.what = log_line::kind::event;
+  out.event = log_event::overflow;
+  out.format = log_format::deepspeed_engine;
+  out.scale_before = before;
+  if (const std::size_t to = line.find("reducing to ", comma); to != std::string_view::npos) {
+    double after = 0;
+    if (to_number(line.substr(to + 12), after)) out.scale_after = after;
+  }
+  return true;
+}
+
 /// The formats, tried in order on each line.
 using line_parser = bool (*)(std::string_view, log_line&);
 /// NeMo 2's "Training epoch 0, iteration 9/99 | ..." would also pass Megatron's counter: NeMo first.
-constexpr std::array<line_parser, 5> kParsers = {parse_nemo, parse_megatron, parse_nemo_bar, parse_titan,
-                                                 parse_deepspeed};
+constexpr std::array<line_parser, 8> kParsers = {parse_nemo,    parse_megatron,         parse_nemo_bar,
+                                                 parse_titan,   parse_deepspeed,        parse_deepspeed_engine,
+                                                 parse_deepspeed_timer, parse_deepspeed_overflow};
 
 /// Markers of lines that explain the progress lines after them.
 struct event_marker {

@@ -442,18 +442,19 @@ TEST(LogsBadLines, MalformedTruncatedMixedOverlongAndBinaryLinesAreCountedWithTh
   text += megatron_line(4, 1000, 5);  // no final newline: a job still writing
   const std::string path = temp_file("bad_lines.log", text);
   const log_report r = read_logs({path}, {}, nullptr).report();
-  EXPECT_EQ(r.records, 2);
+  // The line cut short is read for its complete fields: its iteration and consumed samples.
+  EXPECT_EQ(r.records, 3);
+  EXPECT_EQ(r.cut_short_lines, 1);
   EXPECT_EQ(r.last_iteration, 4);
-  EXPECT_EQ(r.malformed_lines, 2);
+  EXPECT_EQ(r.malformed_lines, 1);
   EXPECT_EQ(r.other_format_records, 1);
   EXPECT_EQ(r.overlong_lines, 1);
   EXPECT_EQ(r.binary_lines, 1);
   ASSERT_EQ(r.warnings.size(), 5u);
   EXPECT_EQ(r.warnings[0], path + ":2: a malformed Megatron-LM progress line (field 'lm loss': 'abc' is not a number); skipped");
-  EXPECT_EQ(r.warnings[1], path + ":3: a malformed Megatron-LM progress line (a progress line cut short (Megatron's lines end "
-                                  "with '|')); skipped");
-  EXPECT_EQ(r.warnings[2], path + ":4: a DeepSpeed progress line in a Megatron-LM log; lines of a second format are "
-                                  "counted and skipped");
+  EXPECT_EQ(r.warnings[1], path + ":3: a progress line cut short; the fields before the cut are read");
+  EXPECT_EQ(r.warnings[2], path + ":4: a DeepSpeed (pipeline) progress line in a Megatron-LM log; lines of a second format "
+                                  "are counted and skipped");
   EXPECT_EQ(r.warnings[3], path + ":5: a line longer than 1 MiB; skipped");
   EXPECT_EQ(r.warnings[4], path + ":6: a line holding NUL bytes (binary data); skipped");
 }

@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,8 +21,12 @@ namespace trainplan {
 inline constexpr double kNotLogged = std::numeric_limits<double>::quiet_NaN();
 
 /// The frameworks whose progress lines are read (src/core/logs/logs_parse.cc has one parser per row).
-enum class log_format { megatron_lm, megatron_deepspeed, nemo, nemo_progress_bar, torchtitan, deepspeed };
-/// "megatron-lm", "megatron-deepspeed", "nemo", "nemo-progress-bar", "torchtitan", "deepspeed".
+/// Megatron-LM, Megatron-DeepSpeed and GPT-NeoX print one line (one family); `deepspeed` is the pipeline
+/// engine's line, `deepspeed_engine` the engine's `step=N, skipped=K` report with its throughput timer.
+enum class log_format { megatron_lm, megatron_deepspeed, nemo, nemo_progress_bar, torchtitan, deepspeed, gpt_neox,
+                        deepspeed_engine };
+/// "megatron-lm", "megatron-deepspeed", "nemo", "nemo-progress-bar", "torchtitan", "deepspeed", "gpt-neox",
+/// "deepspeed-engine".
 std::string_view to_string(log_format f);
 /// "Megatron-LM", "Megatron-DeepSpeed", ...: for people.
 std::string_view display_name(log_format f);
@@ -43,20 +48,31 @@ struct log_record {
   std::int64_t consumed_tokens = -1;
   std::int64_t global_batch_size = -1;
   double timestamp_s = kNotLogged;    ///< the line's wall clock: seconds since 1970 read as UTC (local time)
+  double elapsed_s = kNotLogged;      ///< a progress bar's own clock: seconds since its start (tqdm's elapsed)
+  double samples_per_s = kNotLogged;  ///< global samples per second, as the framework measured them
+  std::int64_t skipped_cumulative = -1;  ///< skipped steps since the start (DeepSpeed's `skipped=`); -1: not logged
+  bool loss_nonfinite = false;        ///< the loss was printed as nan or inf
+  bool grad_norm_nonfinite = false;   ///< the grad norm was printed as nan or inf
+  bool cut_short = false;             ///< the line ended before its last field; the complete fields were read
 };
 
 /// Lines that are not progress but explain what follows them.
-enum class log_event { none, startup, checkpoint_save, evaluation };
+enum class log_event { none, startup, checkpoint_save, evaluation, overflow };
 
 /// What one line of a log holds.
 struct log_line {
-  enum class kind { unknown, record, event, malformed };
+  /// throughput: DeepSpeed's throughput-timer line, which completes the engine's step line before it.
+  enum class kind { unknown, record, event, malformed, throughput };
   kind what = kind::unknown;
   log_format format = log_format::megatron_lm;  ///< for records and malformed progress lines
   log_record record;
   log_event event = log_event::none;
   double timestamp_s = kNotLogged;              ///< any line's leading timestamp
   std::string problem;                           ///< malformed: which field and why
+  std::int64_t step = -1;                        ///< throughput: the step it measured (-1: not printed)
+  double samples_per_s = kNotLogged;             ///< throughput: global samples per second
+  double scale_before = kNotLogged;              ///< overflow: the loss scale attempted
+  double scale_after = kNotLogged;               ///< overflow: the loss scale after (NaN: unchanged, hysteresis)
 };
 
 /// Parse one line (no line terminator). Never throws; bytes of any kind are accepted.
@@ -79,6 +95,7 @@ struct log_options {
   double grad_norm_spike_factor = 10; ///< ... or the grad norm this many times its trailing median
   std::int64_t train_iterations = 0; ///< the run's total when the log does not say it; 0: from the log
   std::int64_t seq_length = 0;       ///< tokens per sample, to count tokens; 0: unknown
+  std::int64_t global_batch_size = 0; ///< samples per iteration, to turn samples/s into s/iteration; 0: unknown
 };
 
 /// Where a line came from, for messages and findings.
@@ -133,6 +150,24 @@ struct log_flagged_iteration {         ///< skipped or NaN iterations, or a loss
   double after = 0;
 };
 
+/// A progress line whose loss or grad norm is not a number (§8.4).
+struct log_nonfinite {
+  std::int64_t iteration = 0;
+  log_position at;
+  std::string what;                   ///< "loss" or "grad norm"
+  std::string how;                    ///< "printed as nan", "printed as inf", "omitted (Megatron prints no NaN average)"
+};
+
+/// A run of lines at a new speed that has not lasted --step-min-lines yet (short logs; the log's tail).
+struct log_open_level {
+  bool present = false;
+  std::int64_t first_iteration = 0;
+  log_position at;
+  std::int64_t lines = 0;
+  double level_s = kNotLogged;        ///< the level before it
+  double run_s = kNotLogged;          ///< the run's mean s/iteration
+};
+
 struct log_batch_change {
   std::int64_t iteration = 0;
   std::int64_t before = 0;
@@ -166,6 +201,8 @@ struct log_report {
   std::int64_t malformed_lines = 0;
   std::int64_t overlong_lines = 0;        ///< longer than kMaxLogLineBytes, skipped
   std::int64_t binary_lines = 0;          ///< holding NUL bytes, skipped
+  std::int64_t cut_short_lines = 0;       ///< progress lines cut short; their complete fields were read
+  std::int64_t companion_lines = 0;       ///< DeepSpeed engine lines beside another format's progress lines
   std::vector<std::string> warnings;      ///< "file:line: ..." for the first malformed or odd lines
 
   // Progress (§8.1)
@@ -183,6 +220,7 @@ struct log_report {
   double first_level_s = kNotLogged;      ///< the first steady level at the last batch size
   double mean_tflops = kNotLogged;
   double recent_tflops = kNotLogged;
+  double recent_samples_per_s = kNotLogged;  ///< the framework's own samples/s over the recent window
   double eta_low_s = kNotLogged;          ///< remaining iterations at the fastest of the rates above
   double eta_high_s = kNotLogged;         ///< ... at the slowest
   double last_record_timestamp_s = kNotLogged;  ///< of the last progress line; NaN: not logged
@@ -200,6 +238,10 @@ struct log_report {
   std::int64_t nan_total = 0;
   std::vector<log_flagged_iteration> loss_scale_drops;
   std::int64_t loss_scale_drop_count = 0;
+  std::vector<log_nonfinite> nonfinite;       ///< lines with a NaN or infinite loss or grad norm
+  std::int64_t nonfinite_loss_lines = 0;
+  std::int64_t nonfinite_grad_norm_lines = 0;
+  log_open_level open_level;                  ///< the tail's run at a new speed, not yet a step
   std::vector<log_restart> restarts;
   std::int64_t restart_count = 0;
   double restart_lost_s = 0;
@@ -215,6 +257,11 @@ inline constexpr std::size_t kMaxLogLineBytes = 1 << 20;
 class log_analyzer {
  public:
   explicit log_analyzer(log_options options = {});
+  log_analyzer(const log_analyzer& other);
+  log_analyzer& operator=(const log_analyzer& other);
+  log_analyzer(log_analyzer&&) noexcept = default;
+  log_analyzer& operator=(log_analyzer&&) noexcept = default;
+  ~log_analyzer();
   void begin_file(std::string name);
   void add_line(std::string_view line);
   void add_overlong_line();
@@ -224,7 +271,7 @@ class log_analyzer {
   /// this machine's clock (`written_source` names it), or, where there is none (NaN: a pipe, or a time
   /// given in the log's own clock), from the last progress line's timestamp.
   log_report report(double now_s, double written_s, std::string_view written_source) const;
-  std::int64_t records() const { return r_.records; }
+  std::int64_t records() const;
 
  private:
   /// A progress line's speed, as the speed tracking keeps it.
@@ -235,8 +282,16 @@ class log_analyzer {
     double tflops = kNotLogged;
     log_event cause = log_event::none;
   };
+  void add_parsed(const log_line& l);
+  void add_engine_line(const log_line& l);
+  void commit_engine_step();
   void add_record(const log_record& rec, log_format f);
   void track_flags(const log_record& rec);
+  void track_nonfinite(const log_record& rec, log_format f, std::int64_t delta);
+  void flush_slow_run();
+  /// The report of the lines so far (on a copy: the warm-up, the pending engine step and the slow run
+  /// are settled as if the log ended here).
+  log_report summary();
   void track_speed(const log_record& rec);
   void flush_warmup();
   void reset_level();
@@ -248,6 +303,12 @@ class log_analyzer {
   log_position here() const { return {file_, line_}; }
 
   log_options o_;
+  /// DeepSpeed's engine lines (`step=N, skipped=K` and the throughput timer), read apart: they are the
+  /// progress of a plain DeepSpeed job, and companions of Megatron-DeepSpeed's or GPT-NeoX's own lines.
+  std::unique_ptr<log_analyzer> engine_;
+  bool engine_pending_ = false;                ///< a step line waiting for its throughput line
+  log_record engine_step_;
+  std::int64_t engine_step_line_ = 0;
   log_report r_;
   std::string file_;
   std::int64_t line_ = 0;
@@ -258,7 +319,10 @@ class log_analyzer {
   std::int64_t prev_iteration_ = -1;
   std::int64_t last_delta_ = 0;                ///< iterations between the last two progress lines
   double prev_timestamp_s_ = kNotLogged;
+  double prev_elapsed_s_ = kNotLogged;
   double prev_loss_scale_ = kNotLogged;
+  std::int64_t prev_skipped_cumulative_ = -1;
+  bool loss_seen_ = false;                     ///< an earlier progress line carried a loss
   double last_record_ts_ = kNotLogged;
   std::int64_t consumed_tokens_ = -1;
   std::int64_t seq_from_log_ = 0;              ///< consumed tokens / consumed samples
@@ -274,7 +338,8 @@ class log_analyzer {
   double run_sum_s_ = 0, run_sum_tflops_ = 0;
   std::int64_t run_iteration_ = 0;
   log_position run_at_;
-  std::deque<double> recent_s_, recent_tflops_;
+  std::vector<segment> slow_run_;              ///< consecutive lines over --slow-factor, not yet judged
+  std::deque<double> recent_s_, recent_tflops_, recent_samples_;
   double sum_s_ = 0, sum_tflops_ = 0;
   std::int64_t n_s_ = 0, n_tflops_ = 0;
   double wall_sum_s_ = 0;
@@ -324,6 +389,8 @@ struct log_plan_comparison {
   double observed_tflops_our_count = kNotLogged;  ///< the plan's FLOPs at the observed speed
   double gap_vs_plan = kNotLogged;          ///< observed / predicted − 1 (positive: slower)
   double gap_vs_first = kNotLogged;         ///< observed / first level − 1
+  double tflops_logged_vs_plan = kNotLogged; ///< the log's TFLOPs / the plan's count at the observed speed − 1
+  bool flops_mismatch = false;              ///< beyond ±20%: the log runs another model, sequence or count
   std::int64_t plan_global_batch_size = 0;
   std::int64_t log_global_batch_size = -1;
   log_verdict verdict = log_verdict::not_enough_data;
