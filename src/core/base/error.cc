@@ -56,17 +56,21 @@ std::vector<std::string> input_error::fields() const {
 }
 
 std::string nearest_name(std::string_view name, const std::vector<std::string>& candidates) {
+  // Suggest only when at most a third of the name would change (at least one edit allowed). The distance is
+  // at least the difference in length, so a candidate beyond the limit by length alone is not compared: a
+  // 4,000-byte unknown flag costs one pass over the names, not 4,000 × their length each.
+  const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
   std::string best;
   std::size_t best_distance = std::string::npos;
   for (const auto& c : candidates) {
+    const std::size_t length_gap = c.size() > name.size() ? c.size() - name.size() : name.size() - c.size();
+    if (length_gap > limit) continue;
     const std::size_t d = edit_distance(name, c);
     if (d < best_distance) {
       best_distance = d;
       best = c;
     }
   }
-  // Suggest only when at most a third of the name would change (at least one edit allowed).
-  const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
   if (best_distance <= limit) return best;
   // Else the shortest name that begins with it ("jean-zay" → "jean-zay-a100", "--micro-batch" →
   // "--micro-batch-size"), for a start long enough to mean something: four characters after any dashes.
