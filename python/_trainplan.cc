@@ -97,6 +97,13 @@ PYBIND11_MODULE(_trainplan, m) {
       "did_you_mean",
       [](const std::string& name, const std::vector<std::string>& candidates) { return did_you_mean(name, candidates); },
       py::arg("name"), py::arg("candidates"));
+  m.def(
+      "classify_flag",
+      [](const std::string& flag) {
+        static constexpr const char* kNames[] = {"modelled", "ignored", "refused", "unknown"};
+        return std::string(kNames[static_cast<int>(classify_flag(flag))]);
+      },
+      py::arg("flag"), "how the CLI treats a job flag: 'modelled', 'ignored', 'refused' or 'unknown'");
   m.def("version", [] { return std::string(tool_version()); });
   m.attr("schema_version") = kSchemaVersion;
 }

@@ -132,3 +132,22 @@ def test_pattern_flags_take_a_count_or_megatrons_string():
     assert e.argument == "moe_layer_freq"
     e = error_of(lambda: trainplan.Job(model="nemotron-h-8b", hybrid_layer_pattern="M*X").model())
     assert "not a layer" in str(e) and e.argument == "hybrid_layer_pattern"
+
+
+def test_megatron_flags_the_cli_refuses_or_ignores_get_its_handling():
+    # Issue 32: a Megatron flag the CLI refuses or ignores gave "unknown argument" in Python.
+    base = dict(model="llama3-8b", cluster="dgx-h100", num_gpus=8)
+    e = error_of(trainplan.Job, **base, fp16_lm_cross_entropy=True)
+    assert str(e) == cli_error("memory", "--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                               "--fp16-lm-cross-entropy").replace("--fp16-lm-cross-entropy", "fp16_lm_cross_entropy")
+    assert e.argument == "fp16_lm_cross_entropy"
+    job = trainplan.Job(**base, lr=1e-4, train_iters=1000, log_interval=10)
+    assert job.time()["context"]["ignored_flags"] == ["--lr", "--train-iters", "--log-interval"]
+    assert str(error_of(trainplan.Job, **base, tpp=2)) == "unknown argument 'tpp' (did you mean 'pp'?)"
+
+
+def test_the_module_exports_only_its_api():
+    # Issue 32: Any, Dict, json, os, re and shlex were names of the module.
+    public = {name for name in vars(trainplan) if not name.startswith("_")}
+    assert public == set(trainplan.__all__) - {"__version__"}
+    assert set(dir(trainplan)) == set(trainplan.__all__)

@@ -16,11 +16,16 @@ Bad input raises :class:`trainplan.Error` (a ``ValueError``) naming the argument
 """
 from __future__ import annotations
 
-import json
-import os
-import re
-import shlex
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+# The module's names are its API (__all__): what it imports is kept under private names, and the typing
+# names exist for type checkers only (annotations are strings here, PEP 563).
+import json as _json
+import os as _os
+import re as _re
+import shlex as _shlex
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _trainplan as _core
 
@@ -47,7 +52,7 @@ class Error(ValueError):
 
 # Command-line outputs with no meaning for a function that returns dicts.
 _CLI_ONLY = {"explain", "csv"}
-_FLAG_TOKEN = re.compile(r"--[a-z0-9][a-z0-9-]*")
+_FLAG_TOKEN = _re.compile(r"--[a-z0-9][a-z0-9-]*")
 
 
 class _Flag:
@@ -155,9 +160,9 @@ def _values(key: str, spelling: str, flag: _Flag, value: Any) -> List[str]:
             raise _type_error(key, flag, value)
         return [spelling, value]
     if kind == "text":
-        if not isinstance(value, (str, os.PathLike)):
+        if not isinstance(value, (str, _os.PathLike)):
             raise _type_error(key, flag, value)
-        return [spelling, os.fspath(value)]
+        return [spelling, _os.fspath(value)]
     if kind == "list":
         if isinstance(value, (list, tuple)):
             if not value:
@@ -194,6 +199,18 @@ class _Arguments:
         table = _table(command)
         for key, value in kwargs.items():
             flag = table.get(key)
+            if flag is None and command == "job" and value is not None:
+                # A Megatron flag the CLI accepts and ignores (listed in context.ignored_flags) or refuses
+                # by name: the core says which, with the CLI's own message.
+                spelling = "--" + key.replace("_", "-")
+                if _core.classify_flag(spelling) in ("ignored", "refused"):
+                    self.keyword_of[spelling] = key
+                    words = [spelling] if value is True else [spelling, *(str(v) for v in (
+                        value if isinstance(value, (list, tuple)) else [value]))]
+                    for word in words:
+                        _require_text(key, word)
+                    self.tokens += words
+                    continue
             if flag is None:
                 raise Error(f"unknown argument '{key}'{_core.did_you_mean(key, sorted(table))}", key)
             if value is None:  # None: not given, the default
@@ -206,7 +223,7 @@ class _Arguments:
             self.tokens += tokens
 
     def add_launch_line(self, line: Union[str, Sequence[str]]) -> None:
-        words = shlex.split(line) if isinstance(line, str) else [str(w) for w in line]
+        words = _shlex.split(line) if isinstance(line, str) else [str(w) for w in line]
         for word in words:
             _require_text("line", word)
         if not any(w.endswith(".py") for w in words):
@@ -219,7 +236,7 @@ class _Arguments:
         table = _table(self.command)
         named: List[str] = []
 
-        def name(match: "re.Match[str]") -> str:
+        def name(match: "_re.Match[str]") -> str:
             token = match.group(0)
             key = self.keyword_of.get(token)
             if key is None and not self.launch and _keyword(token) in table:
@@ -241,7 +258,7 @@ class _Arguments:
 
 
 def _loads(text: str) -> Any:
-    return json.loads(text)
+    return _json.loads(text)
 
 
 # ---- the API ------------------------------------------------------------------------------------------
@@ -277,7 +294,7 @@ class Job:
         return job
 
     @classmethod
-    def from_files(cls, model: Union[str, os.PathLike], cluster: Union[str, os.PathLike, None] = None,
+    def from_files(cls, model: Union[str, _os.PathLike], cluster: Union[str, _os.PathLike, None] = None,
                    **kwargs: Any) -> "Job":
         """A job whose model (our YAML/JSON or a Hugging Face config.json) and cluster come from files."""
         return cls(model=model, cluster=cluster, **kwargs)
@@ -371,14 +388,14 @@ def plan(job: Optional[Job] = None, **kwargs: Any) -> Dict[str, Any]:
     return _loads(arguments.call(_core.plan, arguments.tokens))
 
 
-def validate(csv: Union[str, os.PathLike, None] = None) -> Dict[str, Any]:
+def validate(csv: Union[str, _os.PathLike, None] = None) -> Dict[str, Any]:
     """Predicted against measured over the shipped tables, or the measurements in the file ``csv``
     (``trainplan validate [--csv FILE] --json``)."""
-    if csv is not None and not isinstance(csv, (str, os.PathLike)):
+    if csv is not None and not isinstance(csv, (str, _os.PathLike)):
         raise Error(f"csv takes a file name, got {type(csv).__name__} {csv!r}", "csv")
     arguments = _Arguments("job", {})
     arguments.keyword_of["--csv"] = "csv"
-    return _loads(arguments.call(_core.validate, "" if csv is None else os.fspath(csv)))
+    return _loads(arguments.call(_core.validate, "" if csv is None else _os.fspath(csv)))
 
 
 def models() -> Dict[str, Any]:
@@ -394,3 +411,10 @@ def gpus() -> Dict[str, Any]:
 def clusters() -> Dict[str, Any]:
     """The embedded clusters: GPUs per node, NICs, interconnect (``trainplan clusters --json``)."""
     return _loads(_core.clusters())
+
+
+def __dir__() -> "List[str]":
+    """``dir(trainplan)``: the API (PEP 562)."""
+    return sorted(__all__)
+
+del annotations  # the __future__ import's name: not part of the API

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -509,6 +510,23 @@ void apply_flag(const pending& p, job_builder& b) {
 
 namespace {
 
+/// A flag given twice with different values: the later one counts (a preset's, then the user's flags, then
+/// the launch line's, each in order). "--tp 4 (preset) → 8 (your flags)", as each was typed, for the reports.
+std::vector<std::string> overridden_flags(const std::vector<pending>& flags) {
+  static constexpr const char* kSource[] = {"preset", "your flags", "launch line"};
+  std::vector<std::string> out;
+  std::map<const flag_def*, const pending*> last;
+  for (const pending& p : flags) {
+    const pending*& before = last[p.def];
+    if (before != nullptr && before->value != p.value) {
+      out.push_back(fmt::format("{} {} ({}) → {}{} ({})", before->flag, before->value, kSource[before->source],
+                                p.flag == before->flag ? "" : p.flag + " ", p.value, kSource[p.source]));
+    }
+    before = &p;
+  }
+  return out;
+}
+
 /// parse_job_args with the core's messages as it throws them (fields as ${paths}).
 parsed_job parse_job_fields(const std::vector<std::string>& args, model_need need) {
   job_builder b;
@@ -526,6 +544,7 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
   out.preset = b.preset;
   std::stable_sort(flags.begin(), flags.end(),
                    [](const pending& x, const pending& y) { return x.def->priority < y.def->priority; });
+  out.overridden_flags = overridden_flags(flags);
   model_spec base;
   bool base_taken = false;
   for (const auto& p : flags) {
@@ -622,6 +641,7 @@ run_context context_of(const parsed_job& pj) {
   c.job = pj.job;
   c.has_job = true;
   c.ignored_flags = pj.ignored_flags;
+  c.overridden_flags = pj.overridden_flags;
   c.preset = pj.preset;
   c.from_launch_line = pj.from_launch_line;
   c.seq_length_given = pj.seq_length_given;

@@ -58,7 +58,7 @@ std::string report_output(const parsed_job& pj, const reporter& rep) {
   const comm_report c = analyze_comm(pj.job);
   switch (rep.format()) {
     case output_format::html:
-      return html_page("Report: " + pj.job.model.name, &ctx,
+      return html_page("Report: " + model_label(pj.job), &ctx,
                        {html_memory_section(m, shown), html_time_section(t), html_schedule_section(t), html_comm_section(c)});
     case output_format::text:
       return rep.memory(ctx, p, m, shown) + "\n" + rep.time(ctx, t) + "\n" + rep.comm(ctx, c);

@@ -95,7 +95,18 @@ std::string html_page(const std::string& title, const run_context* context, cons
                   "<meta name=\"color-scheme\" content=\"light dark\">\n<title>" +
                   svg::escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<h1>" +
                   svg::escape(title) + "</h1>\n";
-  if (context != nullptr && context->has_job) o += "<p class=\"context\">" + svg::escape(context_line(*context)) + "</p>\n";
+  if (context != nullptr && context->has_job) {
+    o += "<p class=\"context\">" + svg::escape(context_line(*context)) + "</p>\n";
+    // What the job's flags did not change: the flags accepted and ignored, and those given twice.
+    auto flag_list = [&](const char* label, const std::vector<std::string>& flags, const char* sep) {
+      if (flags.empty()) return;
+      std::string joined;
+      for (const std::string& f : flags) joined += (joined.empty() ? "" : sep) + f;
+      o += "<p class=\"context flags\">" + svg::escape(std::string(label) + joined) + "</p>\n";
+    };
+    flag_list("Ignored (they change no estimate): ", context->ignored_flags, " ");
+    flag_list("Given twice (the later counts): ", context->overridden_flags, "; ");
+  }
   for (const html_section& s : sections) {
     o += "<section>\n<h2>" + svg::escape(s.heading) + "</h2>\n";
     if (!s.caption.empty()) o += "<p class=\"caption\">" + svg::escape(s.caption) + "</p>\n";

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "report_detail.h"
 #include "trainplan/report/html.h"
 #include "trainplan/report/svg.h"
 
@@ -289,20 +290,28 @@ html_section html_search_section(const search_space&, const search_result& r, st
   if (legend.size() > 8) legend.resize(8);
   svg::legend(c, kLeft, 18, legend);
   std::vector<std::vector<std::pair<std::string, std::string>>> rows;
+  // The text table's columns (report_search.cc), in its order: rows that differ only in EP, VPP, SP, ZeRO or
+  // the node count must not look alike.
   for (std::size_t i = 0; i < std::min(top_k, r.candidates.size()); ++i) {
     const search_candidate& cand = r.candidates[i];
+    const std::string ep = cand.etp != cand.tp ? fmt::format("{}/{}", cand.ep, cand.etp) : std::to_string(cand.ep);
     rows.push_back({{std::to_string(i + 1), std::to_string(i + 1)},
-                    {std::to_string(cand.tp), ""}, {std::to_string(cand.pp), ""}, {std::to_string(cand.dp), ""},
-                    {std::to_string(cand.cp), ""}, {std::to_string(cand.mbs), ""},
-                    {std::string(to_string(cand.recompute)), ""},
+                    {std::to_string(cand.num_nodes), ""}, {std::to_string(cand.dp), ""},
+                    {std::to_string(cand.tp), ""}, {std::to_string(cand.pp), ""}, {std::to_string(cand.mbs), ""},
+                    {fmt::format("{:.1f}", cand.peak_reserved_bytes / kGiB), ""},
                     {fmt::format("{:.2f}", cand.iteration_s), ""}, {fmt::format("{:.1f}", cand.tflops_per_gpu), ""},
-                    {fmt::format("{:.1f}", 100 * cand.mfu), ""}, {fmt::format("{:.1f}", cand.peak_reserved_bytes / kGiB), ""}});
+                    {fmt::format("{:.1f}", 100 * cand.mfu), ""}, {fmt::format("{:.1f}", cand.headroom_bytes / kGiB), ""},
+                    {std::to_string(cand.cp), ""}, {ep, std::to_string(cand.ep)}, {std::to_string(cand.vpp), ""},
+                    {cand.sequence_parallel ? "on" : "off", ""}, {detail::layout_recompute(cand), ""},
+                    {std::to_string(cand.zero_stage), ""}, {cand.embedding_as_stage ? "yes" : "no", ""}});
   }
   return {"Search landscape",
           fmt::format("{} layouts evaluated of {} enumerated; the line joins the Pareto front (less memory than every "
                       "faster layout); hover a point for its layout. Top {} below: click a column to sort.",
                       r.evaluated, r.enumerated, rows.size()),
-          c.str() + table({"#", "TP", "PP", "DP", "CP", "MBS", "recompute", "s/iter", "TFLOPs", "MFU %", "GiB"}, rows, true)};
+          c.str() + table({"#", "Nodes", "DP", "TP", "PP", "MBS", "Mem GiB", "Sec/it s", "TFLOPs", "MFU %", "Headroom GiB", "CP",
+                           "EP", "VPP", "SP", "Recompute", "ZeRO", "Emb"},
+                          rows, true)};
 }
 
 html_section html_shapes_section(const shapes_result& r) {

@@ -27,10 +27,22 @@ inline std::string counted(std::int64_t n, std::string_view noun, std::string_vi
 
 /// The flags a launch line or pasted arguments carried that change no estimate.
 inline void append_ignored_flags(std::string& out, const run_context& ctx) {
-  if (ctx.ignored_flags.empty()) return;
-  out += "\nIgnored (they change no estimate):";
-  for (const auto& f : ctx.ignored_flags) out += " " + f;
-  out += "\n";
+  if (!ctx.ignored_flags.empty()) {
+    out += "\nIgnored (they change no estimate):";
+    for (const auto& f : ctx.ignored_flags) out += " " + f;
+    out += "\n";
+  }
+  if (!ctx.overridden_flags.empty()) {
+    out += "Given twice (the later counts):";
+    for (const auto& f : ctx.overridden_flags) out += " " + f + ";";
+    out.back() = '\n';
+  }
+}
+
+/// A search row's recomputation: "none", "selective", "full" or "block N" (N layers recomputed per stage).
+inline std::string layout_recompute(const search_candidate& c) {
+  return c.recompute == recompute_choice::block ? "block " + std::to_string(c.recompute_num_layers)
+                                                : std::string(to_string(c.recompute));
 }
 
 /// The job's layout and training settings, as every JSON report gives them.

@@ -120,6 +120,12 @@ json layer_json(const layer_parameters& l) {
 
 }  // namespace
 
+std::string model_label(const job_spec& job) {
+  const model_spec& m = job.model;
+  if (m.name != "custom") return m.name;
+  return fmt::format("custom model: {} layers, hidden {}, {} heads", m.num_layers, m.hidden_size, m.num_attention_heads);
+}
+
 std::string format_gib(double bytes, int digits) { return fmt::format("{:.{}f}", bytes / kGiB, digits); }
 
 std::string format_count(std::int64_t n) {

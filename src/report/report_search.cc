@@ -15,15 +15,11 @@ using detail::append_ignored_flags;
 using detail::context_json;
 using detail::json;
 using detail::kGiB;
+using detail::layout_recompute;
 using detail::parallel_json;
 using detail::whole_bytes;
 
 namespace {
-
-std::string layout_recompute(const search_candidate& c) {
-  return c.recompute == recompute_choice::block ? fmt::format("block {}", c.recompute_num_layers)
-                                                : std::string(to_string(c.recompute));
-}
 
 json candidate_json(const search_candidate& c) {
   return {{"num_gpus", c.num_gpus},

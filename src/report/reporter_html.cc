@@ -13,7 +13,7 @@ namespace trainplan {
 namespace {
 
 std::string title_of(const char* what, const run_context& ctx) {
-  return ctx.has_job ? std::string(what) + ": " + ctx.job.model.name : std::string(what);
+  return ctx.has_job ? std::string(what) + ": " + model_label(ctx.job) : std::string(what);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <cmath>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "cli_support.h"
@@ -181,6 +182,44 @@ TEST(HtmlCharts, FormatsWithoutAnHtmlFormSaySo) {
 }
 
 // ---- --html and the file ------------------------------------------------------------------------------------
+
+TEST(HtmlCharts, SearchTableHasTheTextTablesColumns) {
+  // Issue 32: four Mixtral rows looked identical on the page while their times differed (EP, VPP, SP, ZeRO
+  // and the node count were missing). The page's columns are the text table's.
+  const search_request req = parse_search_request({"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-nodes", "4",
+                                                   "--gbs", "256", "--threads", "1", "--top", "12"});
+  const search_result r = run_search(req.base.job, req.space);
+  const html_section s = html_search_section(req.space, r, 12);
+  for (const char* col : {">Nodes<", ">DP<", ">TP<", ">PP<", ">MBS<", ">CP<", ">EP<", ">VPP<", ">SP<", ">Recompute<",
+                          ">ZeRO<", ">Emb<", ">Headroom GiB<"}) {
+    EXPECT_NE(s.body.find(col), std::string::npos) << col;
+  }
+  // Every listed row is told apart by its cells.
+  const std::regex row("<tr>(.*?)</tr>");
+  std::set<std::string> rows;
+  std::size_t n = 0;
+  for (auto it = std::sregex_iterator(s.body.begin(), s.body.end(), row); it != std::sregex_iterator(); ++it, ++n) {
+    std::string cells = (*it)[1].str();
+    cells = cells.substr(cells.find("</td>") + 5);  // without the rank
+    rows.insert(cells);
+  }
+  EXPECT_EQ(rows.size(), n);
+}
+
+TEST(HtmlCli, ALaunchLinePageNamesItsModelAndTheFlagsThatChangedNothing) {
+  // Issue 32: "Report: custom", and the ignored flags only on the terminal.
+  const std::string path = ::testing::TempDir() + "trainplan_html_launch.html";
+  const auto r = testing::run({"report", "--cluster", "dgx-h100", "--tp", "4", "--html", path, "--", "torchrun", "--nproc_per_node",
+                               "8", "pretrain_gpt.py", "--tensor-model-parallel-size", "2", "--num-layers", "32", "--hidden-size",
+                               "4096", "--num-attention-heads", "32", "--seq-length", "2048", "--max-position-embeddings", "2048",
+                               "--micro-batch-size", "4", "--global-batch-size", "512", "--lr", "0.00015", "--train-iters",
+                               "500000", "--vocab-size", "50257"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string page = testing::read_file(path);
+  EXPECT_NE(page.find("<title>Report: custom model: 32 layers, hidden 4096, 32 heads</title>"), std::string::npos);
+  EXPECT_NE(page.find("Ignored (they change no estimate): --lr --train-iters"), std::string::npos);
+  EXPECT_NE(page.find("Given twice (the later counts): --tp 4 (your flags) → --tensor-model-parallel-size 2 (launch line)"), std::string::npos);
+}
 
 TEST(HtmlCli, WritesThePageWholeAndSaysWhere) {
   const std::string dir = ::testing::TempDir() + "trainplan_html_cli";

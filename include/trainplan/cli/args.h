@@ -36,6 +36,8 @@ const std::vector<preset>& presets();
 struct parsed_job {
   job_spec job;                              ///< finalized
   std::vector<std::string> ignored_flags;    ///< accepted, change no estimate (launch lines)
+  /// A flag given again with another value, and which one counts: "--tp 4 (preset) → 8 (your flags)".
+  std::vector<std::string> overridden_flags;
   bool from_launch_line = false;
   std::string preset;                        ///< preset used, if any
   bool seq_length_given = false;             ///< --seq-length given; else the model's own context

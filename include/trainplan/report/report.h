@@ -32,6 +32,7 @@ struct run_context {
   bool has_job = false;
   bool has_layout = true;                  ///< false for a search's base job (no layout chosen yet)
   std::vector<std::string> ignored_flags;  ///< accepted, change no estimate (launch lines)
+  std::vector<std::string> overridden_flags;  ///< given twice: the earlier value and the one that counts
   std::string preset;                      ///< the preset the job came from, if any
   bool from_launch_line = false;
   /// Whether the sequence length was given (--seq-length) or is the model's own context, which text
@@ -44,6 +45,10 @@ struct run_context {
   /// job_args, the command that reproduces the row. Unset: rows print no command.
   std::function<std::vector<std::string>(const search_candidate&)> candidate_args;
 };
+
+/// The model as a page title names it: its catalog or file name, or, for a model given by Megatron's
+/// flags alone ("custom"), its shape: "custom model: 32 layers, hidden 4096, 32 heads".
+std::string model_label(const job_spec& job);
 
 /// Bytes as GiB (2^30) with `digits` decimals.
 std::string format_gib(double bytes, int digits = 2);

@@ -135,7 +135,7 @@ json yaml_scalar(const YAML::Node& n, const std::string& path, document& d) {
 /// [*a]`, a cycle) or nest aliases of aliases (the "billion laughs"). Depth and the nodes visited are
 /// capped (§7.9); model files nest three levels and hold a few hundred nodes.
 constexpr int kMaxYamlDepth = 64;
-constexpr std::int64_t kMaxYamlNodes = 100'000;
+constexpr std::int64_t kMaxYamlNodes = 20'000;
 
 json yaml_to_json(const YAML::Node& n, const std::string& path, document& d, int depth = 0) {
   if (depth > kMaxYamlDepth) {

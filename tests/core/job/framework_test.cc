@@ -92,9 +92,15 @@ TEST(FrameworkRows, MemoryCommunicationAndComputeAgreeOnEveryCombination) {
               const dp_traffic t = traffic_of(summarize_comm(job));
               EXPECT_EQ(row.step_sharded(), t.gather_after_step || t.gather_per_layer);
               EXPECT_EQ(t.reduce_scatter, !t.all_reduce);
-              if (gradients_sharded) EXPECT_TRUE(t.reduce_scatter);
-              if (t.reduce_scatter) EXPECT_TRUE(row.step_sharded());
-              if (!row.step_sharded()) EXPECT_FALSE(gradients_sharded);
+              if (gradients_sharded) {
+                EXPECT_TRUE(t.reduce_scatter);
+              }
+              if (t.reduce_scatter) {
+                EXPECT_TRUE(row.step_sharded());
+              }
+              if (!row.step_sharded()) {
+                EXPECT_FALSE(gradients_sharded);
+              }
 
               // The gradients' accumulation (§5.9): in the GEMM (Megatron), AccumulateGrad, and
               // BF16_Optimizer's copy into its buffer after every micro-batch.
