@@ -189,36 +189,76 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-std::vector<slow_finding> find_slow(const std::vector<rank_metric>& metrics, double threshold) {
+sample_summary summarize_samples(std::vector<double> values) {
+  sample_summary s;
+  s.level = median(values);
+  if (s.level <= 0) return s;
+  std::vector<double> deviations;
+  deviations.reserve(values.size());
+  for (const double v : values) deviations.push_back(std::fabs(v - s.level));
+  s.spread = 1.4826 * median(std::move(deviations)) / s.level;
+  return s;
+}
+
+namespace {
+
+/// One rank's or node's level and spread, under its name.
+struct judged {
+  std::string who;
+  double level = 0;
+  double spread = 0;
+};
+
+/// Each entry against the others' median level and median spread (find_slow's rule).
+void judge(const std::vector<judged>& all, double threshold, double z_score, std::vector<slow_finding>& out) {
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    std::vector<double> levels, spreads;
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      if (k == i) continue;
+      levels.push_back(all[k].level);
+      spreads.push_back(all[k].spread);
+    }
+    const double ref = median(levels);
+    if (ref <= 0) continue;
+    const double shortfall = 1 - all[i].level / ref;
+    const double others_spread = median(spreads);
+    const double noise = std::sqrt(all[i].spread * all[i].spread + others_spread * others_spread);
+    if (shortfall > threshold && shortfall > z_score * noise) {
+      out.push_back({all[i].who, all[i].level, ref, shortfall, noise});
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<slow_finding> find_slow(const std::vector<rank_samples>& ranks, double threshold, double z_score) {
   std::vector<slow_finding> out;
-  std::vector<double> values;
-  for (const rank_metric& m : metrics) values.push_back(m.value);
-  const double med = median(values);
-  if (med <= 0) return out;
-  for (const rank_metric& m : metrics) {
-    if (m.value < med * (1 - threshold)) {
-      out.push_back({fmt::format("{} (rank {})", m.name, m.rank), m.value, med, 1 - m.value / med});
-    }
+  if (ranks.size() < 2) return out;
+  std::vector<judged> per_rank;
+  // Nodes: the mean of their ranks' levels; the noise of a mean of n ranks is their RMS spread / √n.
+  struct node_sum {
+    double level_sum = 0;
+    double spread_sq_sum = 0;
+    int n = 0;
+    std::string host;
+  };
+  std::map<std::string, node_sum> nodes;  // node prefix "n<i>"
+  for (const rank_samples& r : ranks) {
+    const sample_summary s = summarize_samples(r.values);
+    per_rank.push_back({fmt::format("{} (rank {})", r.name, r.rank), s.level, s.spread});
+    node_sum& n = nodes[r.name.substr(0, r.name.find('_'))];
+    n.level_sum += s.level;
+    n.spread_sq_sum += s.spread * s.spread;
+    ++n.n;
+    n.host = r.host;
   }
-  // Nodes: the mean of their ranks against the median of node means.
-  std::map<std::string, std::pair<double, int>> nodes;  // node prefix "n<i>" -> (sum, count)
-  std::map<std::string, std::string> hosts;
-  for (const rank_metric& m : metrics) {
-    const std::string node = m.name.substr(0, m.name.find('_'));
-    nodes[node].first += m.value;
-    nodes[node].second += 1;
-    hosts[node] = m.host;
-  }
+  judge(per_rank, threshold, z_score, out);
   if (nodes.size() < 2) return out;
-  std::vector<double> means;
-  for (const auto& [node, sc] : nodes) means.push_back(sc.first / sc.second);
-  const double node_med = median(means);
-  for (const auto& [node, sc] : nodes) {
-    const double mean = sc.first / sc.second;
-    if (mean < node_med * (1 - threshold)) {
-      out.push_back({fmt::format("node {} ({})", node, hosts[node]), mean, node_med, 1 - mean / node_med});
-    }
+  std::vector<judged> per_node;
+  for (const auto& [node, n] : nodes) {
+    per_node.push_back({fmt::format("node {} ({})", node, n.host), n.level_sum / n.n, std::sqrt(n.spread_sq_sum / n.n) / std::sqrt(n.n)});
   }
+  judge(per_node, threshold, z_score, out);
   return out;
 }
 

@@ -56,23 +56,34 @@ std::vector<std::vector<float>> reference_collective(collective_kind kind, const
 
 double median(std::vector<double> v);
 
-/// One probe's result per rank (higher is better: FLOP/s, bytes/s), and what to call the rank.
-struct rank_metric {
+/// One probe repeated on one rank (higher is better: FLOP/s, bytes/s), and what to call the rank.
+struct rank_samples {
   std::int64_t rank = 0;
   std::string name;  ///< n<node>_g<gpu>
   std::string host;
-  double value = 0;
+  std::vector<double> values;  ///< one rate per repeat
 };
-/// A rank or node slower than the median of its peers by more than the threshold.
+
+/// A rank's level and how much its repeats scatter (docs/bench.md "Health").
+struct sample_summary {
+  double level = 0;   ///< the median of the repeats
+  double spread = 0;  ///< their robust relative σ: 1.4826 × median |x − level| / level
+};
+sample_summary summarize_samples(std::vector<double> values);
+
+/// A rank or node slower than its peers by more than the threshold and by more than the noise.
 struct slow_finding {
   std::string who;          ///< "n0_g3 (rank 3)" or "node n1 (host)"
-  double value = 0;
-  double median = 0;
+  double value = 0;         ///< its level (median of its repeats; a node: the mean of its ranks' levels)
+  double median = 0;        ///< the median level of the others
   double shortfall = 0;     ///< 1 − value / median
+  double noise = 0;         ///< σ of that comparison: √(own spread² + the others' median spread²)
 };
-/// Ranks whose value is below median × (1 − threshold), and nodes whose mean is below the median of the
-/// node means × (1 − threshold) (nodes only when there are two or more).
-std::vector<slow_finding> find_slow(const std::vector<rank_metric>& metrics, double threshold);
+/// A rank is slow when 1 − level / (the median of the other ranks' levels) exceeds both `threshold` and
+/// `z_score` × noise; nodes likewise (their ranks' mean level, its spread over √ranks), when there are two
+/// or more. The others exclude the rank itself, so with two ranks the slow one is measured against the
+/// healthy one, not against their mean.
+std::vector<slow_finding> find_slow(const std::vector<rank_samples>& ranks, double threshold, double z_score = 3);
 
 /// --inject-slowdown RANK:FACTOR (test aid): the rank's probes take FACTOR × their time.
 struct slowdown_injection {

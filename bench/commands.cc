@@ -370,8 +370,9 @@ const std::vector<dim_ops>& layout_ops() {
   return t;
 }
 
+/// `modelled_on` gets the cluster whose model gives the predicted times (the job's), or stays empty.
 std::vector<collective_row> measure_collectives(const world_info& w, const sweep_flags& f, const common_options& c,
-                                                backend_choice b, std::string& library) {
+                                                backend_choice b, std::string& library, std::string& modelled_on) {
   sweep_options o = sweep_of(f, b == backend_choice::nccl, c.timeout_s);
   o.progress = isatty(2) != 0;
   int step = 0;
@@ -383,6 +384,7 @@ std::vector<collective_row> measure_collectives(const world_info& w, const sweep
   }
   // The planner's own groups: every group of a dimension measured at once, as the job runs them.
   const parsed_job pj = job_for_world(c.job_args, w);
+  modelled_on = pj.job.cluster.name;
   for (const dim_ops& d : layout_ops()) {
     const comm_group_set groups = process_groups(pj.job, d.dim);
     if (groups.group_size <= 1) continue;
@@ -462,9 +464,11 @@ int run_collectives(const world_info& w, all_options& o) {
   const backend_choice b = choose_backend(o.common, w);
   const bool gpu = b == backend_choice::nccl;
   std::string library;
-  const std::vector<collective_row> rows = measure_collectives(w, o.sweep, o.common, b, library);
+  std::string modelled_on;
+  const std::vector<collective_row> rows = measure_collectives(w, o.sweep, o.common, b, library, modelled_on);
   run_context ctx = context_of(w, "collectives", backend_name(b));
   ctx.library_version = library;
+  ctx.modelled_cluster = modelled_on;
   emit(w, render_collectives(ctx, rows, f));
   if (w.self.rank == 0) {
     write_profile_if_asked(w, o.common, backend_name(b), [&](calibration_profile& p) {
@@ -484,6 +488,14 @@ int run_health_cmd(const world_info& w, all_options& o) {
     throw input_error(fmt::format("--threshold-pct must be between 0 and 100, got {}", o.health.threshold_pct));
   }
   h.threshold = o.health.threshold_pct / 100;
+  if (o.health.repeats < 3 || o.health.repeats > 1000) {
+    throw input_error(fmt::format("--repeats must be between 3 and 1000 (a spread needs three), got {}", o.health.repeats));
+  }
+  h.repeats = o.health.repeats;
+  if (!(o.health.z_score >= 0 && o.health.z_score <= 100)) {
+    throw input_error(fmt::format("--z must be between 0 and 100, got {}", o.health.z_score));
+  }
+  h.z_score = o.health.z_score;
   h.timeout_s = o.common.timeout_s;
   h.slowdown = parse_slowdown(o.health.inject_slowdown, "--inject-slowdown");
   if (h.slowdown && h.slowdown->rank >= w.self.world) {
@@ -523,7 +535,9 @@ int run_calibrate(const world_info& w, all_options& o) {
     world_only.common.job_args.clear();
     if (world_only.sweep.ops.empty()) world_only.sweep.ops = {"all_reduce", "all_gather", "reduce_scatter"};
     std::string library;
-    const std::vector<collective_row> rows = measure_collectives(w, world_only.sweep, world_only.common, b, library);
+    std::string modelled_on;
+    const std::vector<collective_row> rows =
+        measure_collectives(w, world_only.sweep, world_only.common, b, library, modelled_on);
     run_context ctx = context_of(w, "calibrate", backend_name(b));
     ctx.library_version = library;
     emit(w, render_collectives(ctx, rows, f));

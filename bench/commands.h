@@ -50,6 +50,8 @@ struct sweep_flags {
 
 struct health_flags {
   double threshold_pct = 3;
+  int repeats = 5;
+  double z_score = 3;
   std::string inject_slowdown;
   std::int64_t inject_hang = -1;
   bool serial = false;

@@ -73,7 +73,12 @@ const std::vector<subcommand>& subcommands() {
        sweep_cli, run_collectives},
       {"health", "every rank: connectivity, GEMM, memory, all-reduce, send/recv; names slow and hung ranks and nodes",
        [](CLI::App& a, all_options& o) {
-         a.add_option("--threshold-pct", o.health.threshold_pct, "slower than the median by more than this is named")
+         a.add_option("--threshold-pct", o.health.threshold_pct,
+                      "slower than the other ranks' median by more than this is named ...")
+             ->capture_default_str();
+         a.add_option("--z", o.health.z_score, "... and by more than this many σ of the repeats' spread")
+             ->capture_default_str();
+         a.add_option("--repeats", o.health.repeats, "each probe this many times on each rank (3 or more)")
              ->capture_default_str();
          a.add_option("--inject-slowdown", o.health.inject_slowdown, "test aid: RANK:FACTOR makes that rank's probes slower");
          a.add_option("--inject-hang", o.health.inject_hang, "test aid: that rank stops answering");

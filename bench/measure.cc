@@ -112,11 +112,13 @@ double probe_with_slowdown(const std::function<double()>& probe, const health_op
   return rate / o.slowdown->factor;
 }
 
-/// The GEMM and memory probes of this rank (FLOP/s, bytes/s), all ranks at once or in turn.
-std::pair<double, double> run_probes(const world_info& w, bool gpu, const health_options& o, int& step,
-                                     health_report& rep) {
-  double gemm = 0, mem = 0;
-  auto probe = [&] {
+/// The GEMM and memory probes of this rank (FLOP/s, bytes/s), `o.repeats` times each (GEMM, copy, GEMM,
+/// copy, …: a slow spell touches both), all ranks at once or in turn.
+std::pair<std::vector<double>, std::vector<double>> run_probes(const world_info& w, bool gpu, const health_options& o,
+                                                               int& step, health_report& rep) {
+  std::vector<double> gemms, mems;
+  auto probe_once = [&] {
+    double gemm = 0, mem = 0;
     if (gpu) {
       const int device = static_cast<int>(w.self.local_rank % std::max(1, gpu_count()));
       gemm_timing t;
@@ -132,6 +134,11 @@ std::pair<double, double> run_probes(const world_info& w, bool gpu, const health
       gemm = probe_with_slowdown(cpu_gemm_probe, o, w.self.rank);
       mem = probe_with_slowdown(cpu_memory_probe, o, w.self.rank);
     }
+    gemms.push_back(gemm);
+    mems.push_back(mem);
+  };
+  auto probe = [&] {
+    for (int k = 0; k < o.repeats; ++k) probe_once();
   };
   rep.gemm_probe = gpu ? "bf16 GEMM 8192×8192×8192 (cuBLASLt)" : "fp32 CPU matrix product 256×256×256 (one core, fastest of 9)";
   rep.memory_probe = gpu ? "device-to-device copy of 1 GiB" : "memcpy of 32 MiB (fastest of 9)";
@@ -143,7 +150,7 @@ std::pair<double, double> run_probes(const world_info& w, bool gpu, const health
   } else {
     probe();
   }
-  return {gemm, mem};
+  return {gemms, mems};
 }
 
 }  // namespace
@@ -204,6 +211,9 @@ health_report run_health(const world_info& w, collective_backend& be, bool gpu, 
   rep.world = w.self.world;
   rep.nodes = w.self.num_nodes;
   rep.threshold = o.threshold;
+  rep.z_score = o.z_score;
+  rep.repeats = o.repeats;
+  rep.on_gpu = gpu;
   const bool show = o.progress && w.self.rank == 0;
   int step = 0;
   // 1. Connectivity: every rank is alive and reports (seeds/001's torch-distributed-gpu-test).
@@ -222,7 +232,7 @@ health_report run_health(const world_info& w, collective_backend& be, bool gpu, 
 
   // 2. The same probes on every rank.
   show_progress(show, "health: GEMM and memory probes");
-  const auto [gemm, mem] = run_probes(w, gpu, o, step, rep);
+  const auto [gemms, mems] = run_probes(w, gpu, o, step, rep);
   meet(w, step, o.timeout_s, "health: after the GEMM and memory probes");
 
   // 3. A checked all-reduce over every rank, and each rank's send/recv to its neighbour.
@@ -241,7 +251,10 @@ health_report run_health(const world_info& w, collective_backend& be, bool gpu, 
 
   // 4. Rank 0 gathers and judges.
   std::vector<std::int64_t> missing;
-  const auto all = gather_values(w, {gemm, mem, static_cast<double>(c.bytes) / sr}, 7200, o.timeout_s, missing);
+  std::vector<double> mine = gemms;  // [GEMM × repeats, copy × repeats, send/recv]
+  mine.insert(mine.end(), mems.begin(), mems.end());
+  mine.push_back(static_cast<double>(c.bytes) / sr);
+  const auto all = gather_values(w, mine, 7200, o.timeout_s, missing);
   if (!missing.empty()) abort_hung(w, "health: gathering the probes", missing);
   show_progress(show, "");
   if (w.self.rank != 0) return rep;
@@ -251,16 +264,19 @@ health_report run_health(const world_info& w, collective_backend& be, bool gpu, 
     rep.all_reduce_busbw_bytes_per_s = ar.front().busbw_bytes_per_s;
     rep.all_reduce_errors = ar.front().errors;
   }
-  std::vector<rank_metric> g, m;
+  std::vector<rank_samples> g, m;
+  const auto n = static_cast<std::ptrdiff_t>(o.repeats);
   for (std::int64_t r = 0; r < w.self.world; ++r) {
     const auto& v = all[static_cast<std::size_t>(r)];
-    health_rank hr{r, w.name_of(r), w.hosts[static_cast<std::size_t>(r)], v[0], v[1], v[2]};
-    rep.ranks.push_back(hr);
-    g.push_back({r, hr.name, hr.host, hr.gemm_flops_per_s});
-    m.push_back({r, hr.name, hr.host, hr.memory_bytes_per_s});
+    rank_samples gs{r, w.name_of(r), w.hosts[static_cast<std::size_t>(r)], {v.begin(), v.begin() + n}};
+    rank_samples ms{r, gs.name, gs.host, {v.begin() + n, v.begin() + 2 * n}};
+    const sample_summary gsum = summarize_samples(gs.values), msum = summarize_samples(ms.values);
+    rep.ranks.push_back({r, gs.name, gs.host, gsum.level, gsum.spread, msum.level, msum.spread, v[static_cast<std::size_t>(2 * n)]});
+    g.push_back(std::move(gs));
+    m.push_back(std::move(ms));
   }
-  rep.slow_gemm = find_slow(g, o.threshold);
-  rep.slow_memory = find_slow(m, o.threshold);
+  rep.slow_gemm = find_slow(g, o.threshold, o.z_score);
+  rep.slow_memory = find_slow(m, o.threshold, o.z_score);
   return rep;
 }
 

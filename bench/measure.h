@@ -58,13 +58,17 @@ struct health_rank {
   std::int64_t rank = 0;
   std::string name;   ///< n<node>_g<gpu>
   std::string host;
-  double gemm_flops_per_s = 0;
-  double memory_bytes_per_s = 0;  ///< copy, bytes read + written per second
+  double gemm_flops_per_s = 0;    ///< the median of its repeats
+  double gemm_spread = 0;         ///< the repeats' robust relative σ (bench_stats.h sample_summary)
+  double memory_bytes_per_s = 0;  ///< copy, bytes read + written per second: the median of its repeats
+  double memory_spread = 0;
   double sendrecv_busbw_bytes_per_s = 0;  ///< to the next rank, from the previous one
 };
 
 struct health_options {
-  double threshold = 0.03;   ///< slower than the median by more than this fraction is named
+  double threshold = 0.03;   ///< slower than the others' median by more than this fraction is named ...
+  double z_score = 3;        ///< ... and by more than this many σ of the repeats' spread
+  int repeats = 5;           ///< each probe, on each rank
   double timeout_s = 60;
   std::optional<slowdown_injection> slowdown;  ///< test aid
   std::int64_t hang_rank = -1;                 ///< test aid: this rank stops answering
@@ -86,6 +90,9 @@ struct health_report {
   std::vector<slow_finding> slow_gemm;
   std::vector<slow_finding> slow_memory;
   double threshold = 0;
+  double z_score = 0;
+  int repeats = 0;
+  bool on_gpu = false;            ///< false: the probes ran on the CPU (no CUDA device)
 };
 
 /// Connectivity (every rank allocates, meets, all-reduces a checked buffer), then the same GEMM,

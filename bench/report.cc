@@ -18,7 +18,7 @@ json context_json(const run_context& c) {
           {"launcher", c.launcher},     {"world_size", c.world},
           {"nodes", c.nodes},           {"host", c.host},
           {"mpi_version", c.mpi_version}, {"library_version", c.library_version},
-          {"created_utc", c.created_utc}};
+          {"created_utc", c.created_utc}, {"modelled_cluster", c.modelled_cluster.empty() ? json(nullptr) : json(c.modelled_cluster)}};
 }
 
 json gpu_json(const gpu_device_info& g) {
@@ -174,9 +174,11 @@ std::string render_collectives(const run_context& ctx, const std::vector<collect
     return out;
   }
   out += fmt::format("library: {}\n", ctx.library_version);
+  // The model column is the planner's prediction for the job's cluster, not for this machine: say which.
+  const std::string model = ctx.modelled_cluster.empty() ? "model (µs)" : "model µs, " + ctx.modelled_cluster;
   out += fmt::format("{:<6} {:<15} {:>5} {:>12} {:>11} | {:>10} {:>8} {:>8} | {:>10} {:>8} {:>8} | {:>6} | {:>11}\n",
                      "group", "collective", "ranks", "size (B)", "count", "time (µs)", "algbw", "busbw", "in-place",
-                     "algbw", "busbw", "errors", "model (µs)");
+                     "algbw", "busbw", "errors", model);
   for (const collective_row& r : rows) {
     out += fmt::format("{:<6} {:<15} {:>5} {:>12} {:>11} | {:>10.1f} {:>8.2f} {:>8.2f} | {:>10} {:>8} {:>8} | {:>6} | {:>11}\n",
                        r.group, to_string(r.kind), r.ranks, r.bytes, r.count, r.time_s * 1e6, r.algbw_bytes_per_s / 1e9,
@@ -189,13 +191,19 @@ std::string render_collectives(const run_context& ctx, const std::vector<collect
   }
   out += "algbw = size / time, busbw = algbw × nccl-tests' bus factor (GB/s = 1e9 bytes/s); time: mean per op, averaged "
          "over ranks; errors: wrong elements in the checked runs\n";
+  if (!ctx.modelled_cluster.empty()) {
+    out += "model: the planner's alpha-beta time for this group on " + ctx.modelled_cluster +
+           " (the job's --cluster), not on the machine measured\n";
+  }
   return out;
 }
 
 std::string render_health(const run_context& ctx, const health_report& r, output_format f) {
   auto findings_json = [](const std::vector<slow_finding>& v) {
     json a = json::array();
-    for (const slow_finding& s : v) a.push_back({{"who", s.who}, {"value", s.value}, {"median", s.median}, {"shortfall", s.shortfall}});
+    for (const slow_finding& s : v) {
+      a.push_back({{"who", s.who}, {"value", s.value}, {"median", s.median}, {"shortfall", s.shortfall}, {"noise", s.noise}});
+    }
     return a;
   };
   if (f == output_format::json) {
@@ -205,13 +213,18 @@ std::string render_health(const run_context& ctx, const health_report& r, output
                        {"device", h.name},
                        {"host", h.host},
                        {"gemm_flops_per_s", h.gemm_flops_per_s},
+                       {"gemm_spread", h.gemm_spread},
                        {"memory_bytes_per_s", h.memory_bytes_per_s},
+                       {"memory_spread", h.memory_spread},
                        {"sendrecv_busbw_bytes_per_s", h.sendrecv_busbw_bytes_per_s}});
     }
     return json{{"context", context_json(ctx)},
+                {"probes_on", r.on_gpu ? "gpu" : "cpu"},
                 {"gemm_probe", r.gemm_probe},
                 {"memory_probe", r.memory_probe},
+                {"repeats", r.repeats},
                 {"threshold", r.threshold},
+                {"z_score", r.z_score},
                 {"all_reduce", {{"bytes", r.all_reduce_bytes}, {"time_s", r.all_reduce_time_s},
                                 {"busbw_bytes_per_s", r.all_reduce_busbw_bytes_per_s}, {"errors", r.all_reduce_errors}}},
                 {"ranks", ranks},
@@ -222,10 +235,10 @@ std::string render_health(const run_context& ctx, const health_report& r, output
            "\n";
   }
   if (f == output_format::csv) {
-    std::string out = "rank,device,host,gemm_tflops_per_s,memory_gb_per_s,sendrecv_busbw_gb_per_s\n";
+    std::string out = "rank,device,host,gemm_tflops_per_s,gemm_spread,memory_gb_per_s,memory_spread,sendrecv_busbw_gb_per_s\n";
     for (const health_rank& h : r.ranks) {
-      out += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g}\n", h.rank, h.name, h.host, h.gemm_flops_per_s / 1e12,
-                         h.memory_bytes_per_s / 1e9, h.sendrecv_busbw_bytes_per_s / 1e9);
+      out += fmt::format("{},{},{},{:.6g},{:.4g},{:.6g},{:.4g},{:.6g}\n", h.rank, h.name, h.host, h.gemm_flops_per_s / 1e12,
+                         h.gemm_spread, h.memory_bytes_per_s / 1e9, h.memory_spread, h.sendrecv_busbw_bytes_per_s / 1e9);
     }
     return out;
   }
@@ -233,23 +246,32 @@ std::string render_health(const run_context& ctx, const health_report& r, output
   out += fmt::format("connectivity: all {} ranks allocated, met and all-reduced {:.0f} bytes: {} wrong elements, busbw "
                      "{:.2f} GB/s\n",
                      r.world, r.all_reduce_bytes, r.all_reduce_errors, r.all_reduce_busbw_bytes_per_s / 1e9);
-  out += fmt::format("probes: {}; {}\n", r.gemm_probe, r.memory_probe);
-  out += fmt::format("{:>5} {:<10} {:<20} {:>14} {:>11} {:>16}\n", "rank", "device", "host", "GEMM (TFLOP/s)",
-                     "copy (GB/s)", "send/recv (GB/s)");
-  for (const health_rank& h : r.ranks) {
-    out += fmt::format("{:>5} {:<10} {:<20} {:>14.3f} {:>11.2f} {:>16.2f}\n", h.rank, h.name, h.host,
-                       h.gemm_flops_per_s / 1e12, h.memory_bytes_per_s / 1e9, h.sendrecv_busbw_bytes_per_s / 1e9);
+  if (!r.on_gpu) {
+    out += "CPU probes: no CUDA device here, so the GEMM and copy rates are this host's CPU and memory, not a GPU's\n";
   }
+  out += fmt::format("probes ({} repeats each): {}; {}\n", r.repeats, r.gemm_probe, r.memory_probe);
+  out += fmt::format("{:>5} {:<10} {:<20} {:>14} {:>7} {:>11} {:>7} {:>16}\n", "rank", "device", "host", "GEMM (TFLOP/s)",
+                     "± %", "copy (GB/s)", "± %", "send/recv (GB/s)");
+  for (const health_rank& h : r.ranks) {
+    out += fmt::format("{:>5} {:<10} {:<20} {:>14.3f} {:>7.1f} {:>11.2f} {:>7.1f} {:>16.2f}\n", h.rank, h.name, h.host,
+                       h.gemm_flops_per_s / 1e12, 100 * h.gemm_spread, h.memory_bytes_per_s / 1e9, 100 * h.memory_spread,
+                       h.sendrecv_busbw_bytes_per_s / 1e9);
+  }
+  out += "rates: the median of the repeats; ± %: their spread (1.4826 × median absolute deviation, as a % of the median)\n";
   auto list = [&](const char* what, const std::vector<slow_finding>& v, double unit, const char* units) {
     for (const slow_finding& s : v) {
-      out += fmt::format("SLOW {}: {}: {:.3f} {} against a median of {:.3f} ({:.1f}% slower; threshold {:.1f}%)\n", what,
-                         s.who, s.value / unit, units, s.median / unit, 100 * s.shortfall, 100 * r.threshold);
+      out += fmt::format("SLOW {}: {}: {:.3f} {} against the others' median of {:.3f} ({:.1f}% slower; threshold {:.1f}%, "
+                         "noise ±{:.1f}%)\n",
+                         what, s.who, s.value / unit, units, s.median / unit, 100 * s.shortfall, 100 * r.threshold,
+                         100 * s.noise);
     }
   };
   list("GEMM", r.slow_gemm, 1e12, "TFLOP/s");
   list("memory", r.slow_memory, 1e9, "GB/s");
   if (r.slow_gemm.empty() && r.slow_memory.empty() && r.all_reduce_errors == 0) {
-    out += fmt::format("healthy: no rank or node is more than {:.1f}% below the median\n", 100 * r.threshold);
+    out += fmt::format("healthy: no rank or node is more than {:.1f}% below the others' median and {:.0f}σ of the repeats' "
+                       "spread\n",
+                       100 * r.threshold, r.z_score);
   }
   return out;
 }

@@ -24,6 +24,7 @@ struct run_context {
   std::string host;
   std::string mpi_version;
   std::string library_version;  ///< NCCL or MPI for collectives
+  std::string modelled_cluster; ///< collectives: the cluster whose model gives the predicted times
   std::string created_utc;
 };
 

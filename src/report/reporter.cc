@@ -35,6 +35,7 @@ json context_json(const run_context* ctx) {
   if (!ctx->preset.empty()) c["preset"] = ctx->preset;
   c["from_launch_line"] = ctx->from_launch_line;
   c["ignored_flags"] = ctx->ignored_flags;
+  c["overridden_flags"] = ctx->overridden_flags;
   return c;
 }
 

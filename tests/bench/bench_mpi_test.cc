@@ -98,6 +98,15 @@ TEST(BenchMpi, PlannersGroupsAreMeasuredWithThePlannersPrediction) {
   EXPECT_EQ(std::find(groups.begin(), groups.end(), "dp"), groups.end());  // DP 1: no group to measure
 }
 
+TEST(BenchMpi, TheModelColumnNamesTheClusterItModels) {
+  // Issue 32: a "model (µs)" column for the dgx-h100 NVLink stood beside CPU/MPI timings, unnamed.
+  const run_result r = mpirun(2, {"collectives", "--backend", "mpi", "--max-bytes", "4K", "--iters", "2", "--", "--model",
+                                  "llama3-8b", "--tp", "2", "--gbs", "8", "--cluster", "dgx-h100"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("model µs, dgx-h100"));
+  EXPECT_THAT(r.out, HasSubstr("on dgx-h100 (the job's --cluster), not on the machine measured"));
+}
+
 TEST(BenchMpi, AJobWithoutGroupsSaysSo) {
   const run_result r = mpirun(1, {"collectives", "--backend", "mpi", "--", "--model", "llama3-8b", "--tp", "1", "--gbs", "8"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -124,6 +133,37 @@ TEST(BenchMpi, HealthNamesTheSlowedRank) {
   EXPECT_GT((*worst)["shortfall"].get<double>(), 0.6);
 }
 
+TEST(BenchMpi, HealthIsQuietWhenNothingIsSlowAndNamesATwentyPercentSlowdown) {
+  // Issue 32: under mpirun -np 2 on the 2-core machine, a 3% threshold on one probe named a rank SLOW on
+  // most runs. The probes now repeat and a rank must fall below the other by more than 3σ of the repeats'
+  // spread as well (docs/bench.md "Health"). 20 of 20 quiet runs and 20 of 20 slowed ones were measured by
+  // hand (docs/bench.md); here three quiet runs and one slowed.
+  for (int run = 0; run < 3; ++run) {
+    const run_result q = mpirun(2, {"health", "--backend", "mpi", "--json"});
+    ASSERT_EQ(q.status, 0) << "run " << run << ": " << q.out << q.err;
+    const json j = json::parse(q.out);
+    EXPECT_EQ(j["healthy"], true);
+    EXPECT_EQ(j["probes_on"], "cpu");
+    EXPECT_EQ(j["repeats"], 5);
+    for (const json& r : j["ranks"]) EXPECT_GE(r["gemm_spread"].get<double>(), 0);
+  }
+  const run_result r = mpirun(2, {"health", "--backend", "mpi", "--inject-slowdown", "1:1.2", "--json"});
+  ASSERT_EQ(r.status, 1) << r.out << r.err;
+  const json j = json::parse(r.out);
+  const json& slow = j["slow_gemm"];
+  ASSERT_EQ(slow.size(), 1u) << slow.dump();
+  EXPECT_EQ(slow[0]["who"], "n0_g1 (rank 1)");
+  EXPECT_NEAR(slow[0]["shortfall"].get<double>(), 1 - 1 / 1.2, 0.05);  // against rank 0 alone
+  EXPECT_LT(3 * slow[0]["noise"].get<double>(), slow[0]["shortfall"].get<double>());
+}
+
+TEST(BenchMpi, HealthSaysItsProbesRanOnTheCpu) {
+  const run_result r = mpirun(2, {"health", "--backend", "mpi"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("CPU probes: no CUDA device here"));
+  EXPECT_THAT(r.out, HasSubstr("probes (5 repeats each)"));
+}
+
 TEST(BenchMpi, HealthNamesAHungRankWithinTheTimeoutAndExitsNonZero) {
   const run_result r = mpirun(4, {"health", "--backend", "mpi", "--inject-hang", "3", "--timeout-s", "3"});
   EXPECT_EQ(r.status, 3) << r.err;
@@ -141,6 +181,8 @@ TEST(BenchMpi, BadInputIsExitTwoWithTheFlagNamed) {
   };
   expect_error(2, {"health", "--backend", "mpi", "--inject-hang", "9"}, "--inject-hang: rank 9 does not exist (world size 2)");
   expect_error(2, {"health", "--backend", "mpi", "--inject-slowdown", "1"}, "--inject-slowdown expects RANK:FACTOR");
+  expect_error(2, {"health", "--backend", "mpi", "--repeats", "2"},
+               "--repeats must be between 3 and 1000 (a spread needs three), got 2");
   expect_error(2, {"collectives", "--backend", "mpi", "--ops", "allreduce"},
                "--ops: unknown collective 'allreduce' (did you mean 'all_reduce'?)");
   expect_error(2, {"collectives", "--backend", "mpi", "--min-bytes", "1M", "--max-bytes", "1K"},
