@@ -109,4 +109,16 @@ void BM_SearchMegatron530b(benchmark::State& state) {
 }
 BENCHMARK(BM_SearchMegatron530b)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(3);
 
+/// DeepSeek-V3 on 64 DGX-H100 nodes, GBS 4096: EP, expert TP and uneven ends (issue 30 target ≤ 0.3 s).
+void BM_SearchDeepSeekV3(benchmark::State& state) {
+  run(state, {"--model", "deepseek-v3", "--cluster", "dgx-h100", "--num-nodes", "64", "--gbs", "4096"});
+}
+BENCHMARK(BM_SearchDeepSeekV3)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+/// Llama-3.1-405B on every node count up to 1,024 DGX-H100 nodes, GBS 2048 (issue 30 target ≤ 0.5 s).
+void BM_SearchLlama405bTo1024Nodes(benchmark::State& state) {
+  run(state, {"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--num-nodes", "1024", "--gbs", "2048"});
+}
+BENCHMARK(BM_SearchLlama405bTo1024Nodes)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(3);
+
 }  // namespace

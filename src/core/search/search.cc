@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <queue>
+#include <set>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -108,10 +110,31 @@ std::vector<int> zero_stages_for(const training_config& base, std::int64_t pp) {
   return out;
 }
 
-/// A layout before memory and time: the integers of a candidate.
-struct proto {
-  search_candidate c;
+/// A layout before memory and time, packed (16 bytes: a 530B search enumerates 1.7 million): its group
+/// (nodes, TP, CP, PP, EP, ETP, DP), its pipeline split, micro-batch, SP, recomputation and ZeRO stage.
+struct packed_layout {
+  std::uint32_t group = 0;   ///< index into enumeration::groups
+  std::uint32_t split = 0;   ///< index into enumeration::splits
+  std::int32_t mbs = 1;      ///< ≤ the global batch, 2^30
+  std::uint8_t recompute = 0;
+  std::uint8_t zero = 0;
+  bool sp = false;
+};
+static_assert(sizeof(packed_layout) <= 16);
+
+/// A pipeline split of a (PP, embedding slots, VPP), shared by every group at that PP.
+struct split_entry {
+  std::int64_t first = -1, last = -1;
   std::int64_t stage_layers = 0;  ///< transformer layers on the busiest rank
+  std::int64_t vpp = 1;
+  bool emb = false;
+};
+
+/// A layout's bound as the search orders them: score of the compute lower bound, then enumeration order.
+struct bound_key {
+  double score = 0;
+  std::uint32_t index = 0;
+  bool operator<(const bound_key& o) const { return score != o.score ? score < o.score : index < o.index; }
 };
 
 /// Per-(TP, CP, EP, MBS, SP) dense-layer compute, shared by every layout that differs only in PP, DP,
@@ -303,7 +326,23 @@ search_axes axes_of(const job_spec& base, const search_space& s) {
 
 /// The layouts to evaluate, and what the enumeration rejected on the way (for the empty-space message).
 struct enumeration {
-  std::vector<proto> protos;
+  std::vector<search_candidate> groups;  ///< (nodes, TP, CP, PP, EP, ETP, DP, dispatcher), the rest unset
+  std::vector<split_entry> splits;
+  std::map<std::tuple<std::int64_t, bool, std::int64_t>, std::pair<std::uint32_t, std::uint32_t>> split_ranges;
+  std::vector<packed_layout> layouts;
+  search_candidate candidate(const packed_layout& p) const {
+    search_candidate c = groups[p.group];
+    const split_entry& s = splits[p.split];
+    c.first_stage_layers = s.first;
+    c.last_stage_layers = s.last;
+    c.vpp = s.vpp;
+    c.embedding_as_stage = s.emb;
+    c.mbs = p.mbs;
+    c.sequence_parallel = p.sp;
+    c.recompute = static_cast<recompute_choice>(p.recompute);
+    c.zero_stage = p.zero;
+    return c;
+  }
   std::int64_t had_world = 0, had_batch = 0, had_dp_multiple = 0;
   std::int64_t bad_split_pp = 0, bad_mbs = 0, bad_vpp_pp = 0, bad_zero_pp = 0;
   bool bad_sp = false;
@@ -354,15 +393,24 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
   }
   vpps = kept_of(vpps, s.vpp, true);
   if (zeros.empty()) e.bad_zero_pp = c.pp;
-  // The splits at each (embedding slots, VPP), which do not depend on the micro-batch.
-  std::vector<std::vector<split_choice>> splits;
+  // The splits at each (embedding slots, VPP), which depend on neither the micro-batch nor the group's other
+  // sizes: worked out once per (PP, embedding slots, VPP) and shared.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;
   std::size_t split_count = 0;
   for (bool emb : x.embs) {
     for (std::int64_t vpp : vpps) {
-      splits.push_back(pipeline_splits(m, fw, c.pp, emb, vpp));
-      split_count += splits.back().size();
+      auto [it, fresh] = e.split_ranges.try_emplace({c.pp, emb, vpp});
+      if (fresh) {
+        const std::vector<split_choice> found = pipeline_splits(m, fw, c.pp, emb, vpp);
+        it->second = {static_cast<std::uint32_t>(e.splits.size()), static_cast<std::uint32_t>(found.size())};
+        for (const split_choice& sc : found) e.splits.push_back({sc.first, sc.last, sc.stage_layers, vpp, emb});
+      }
+      ranges.push_back(it->second);
+      split_count += it->second.second;
     }
   }
+  const auto group = static_cast<std::uint32_t>(e.groups.size());
+  e.groups.push_back(c);
   const auto per_mbs = static_cast<std::int64_t>(zeros.size() * split_count * x.recomputes.size() * x.sps.size());
   for (std::int64_t mbs : mbss) {
     if (gbs % (mbs * c.dp) != 0) {
@@ -371,39 +419,28 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
       res.pruned_divisibility += std::max<std::int64_t>(per_mbs, 1);
       continue;
     }
-    c.mbs = mbs;
     const std::int64_t micro = gbs / (mbs * c.dp);
-    std::size_t k = 0;
-    for (bool emb : x.embs) {
-      for (std::int64_t vpp : vpps) {
-        for (const split_choice& split : splits[k]) {
-          c.first_stage_layers = split.first;
-          c.last_stage_layers = split.last;
-          const std::int64_t stage_layers = split.stage_layers;
-          const bool vpp_ok = vpp == 1 || micro % c.pp == 0;
-          for (bool sp : x.sps) {
-            const bool sp_ok = !sp || (c.tp > 1 && (m.seq_length / c.cp) % c.tp == 0);
-            for (recompute_choice rc : x.recomputes) {
-              for (int z : zeros) {
-                ++res.enumerated;
-                if (stage_layers == 0 || !vpp_ok || !sp_ok) {
-                  if (stage_layers == 0) e.bad_split_pp = c.pp;
-                  if (!vpp_ok) e.bad_vpp_pp = c.pp;
-                  e.bad_sp = e.bad_sp || !sp_ok;
-                  ++res.pruned_divisibility;
-                  continue;
-                }
-                c.embedding_as_stage = emb;
-                c.vpp = vpp;
-                c.sequence_parallel = sp;
-                c.recompute = rc;
-                c.zero_stage = z;
-                e.protos.push_back(proto{c, stage_layers});
+    for (const auto& [first, count] : ranges) {
+      for (std::uint32_t si = first; si < first + count; ++si) {
+        const split_entry& split = e.splits[si];
+        const bool vpp_ok = split.vpp == 1 || micro % c.pp == 0;
+        for (bool sp : x.sps) {
+          const bool sp_ok = !sp || (c.tp > 1 && (m.seq_length / c.cp) % c.tp == 0);
+          for (recompute_choice rc : x.recomputes) {
+            for (int z : zeros) {
+              ++res.enumerated;
+              if (split.stage_layers == 0 || !vpp_ok || !sp_ok) {
+                if (split.stage_layers == 0) e.bad_split_pp = c.pp;
+                if (!vpp_ok) e.bad_vpp_pp = c.pp;
+                e.bad_sp = e.bad_sp || !sp_ok;
+                ++res.pruned_divisibility;
+                continue;
               }
+              e.layouts.push_back({group, si, static_cast<std::int32_t>(mbs), static_cast<std::uint8_t>(rc),
+                                   static_cast<std::uint8_t>(z), sp});
             }
           }
         }
-        ++k;
       }
     }
   }
@@ -506,22 +543,59 @@ std::string empty_space_reason(const job_spec& base, const search_space& s, cons
   return why;
 }
 
-/// The search's workers, each with its own job buffer and per-(TP, CP, EP, MBS, SP) layer cache.
-using worker_pool = detail::search_workers<std::map<layer_key, unit_time>>;
+/// A worker's per-(TP, CP, EP, MBS, SP) layer compute, and the last entry looked up for each SP value
+/// (neighbouring layouts share the key but for SP, so most lookups skip the map).
+struct layer_cache {
+  std::map<layer_key, unit_time> layers;
+  std::array<const std::pair<const layer_key, unit_time>*, 2> last{};
+  /// (group, split, ZeRO stage) whose weights, gradients and optimizer state alone overflow a GPU: no
+  /// micro-batch, recomputation or SP makes them fit (§7.3).
+  std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>> static_overflow;
+  /// (group, split, ZeRO, SP, recomputation) → the smallest micro-batch found not to fit: memory never falls
+  /// as the micro-batch grows (tests/core/estimate/property_test.cc), so no larger one fits either.
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t, bool, std::uint8_t>, std::int32_t> no_fit_mbs;
+};
+
+/// The search's workers, each with its own job buffer and layer cache.
+using worker_pool = detail::search_workers<layer_cache>;
 using detail::top_k_threshold;
 
-/// Each layout's compute lower bound (§7.2): the busiest rank's layers, every micro-batch, no bubble,
-/// communication, embedding or optimizer. Block recomputation is bounded with one recomputed layer.
-/// The dense-layer compute is shared per (TP, CP, EP, MBS, SP).
-void bound_layouts(const job_spec& base, std::vector<proto>& protos, worker_pool& pool) {
+/// Each layout's compute lower bound (§7.2), as its score's key: the busiest rank's layers, every
+/// micro-batch, no bubble, communication, embedding or optimizer. Block recomputation is bounded with one
+/// recomputed layer. The dense-layer compute is shared per (TP, CP, EP, MBS, SP).
+std::vector<bound_key> bound_layouts(const job_spec& base, const search_space& s, const enumeration& e,
+                                     worker_pool& pool) {
   const compute_efficiency eff = effective_compute_efficiency(base.cluster.gpu);
   const layer_counts kinds = base.model.count_layer_kinds(0, base.model.num_layers);
   const std::int64_t gbs = base.training.global_batch_size;
-  pool.run(protos.size(), [&](std::size_t i, job_spec& j, std::map<layer_key, unit_time>& layers) {
-    search_candidate& c = protos[i].c;
-    const layer_key key{c.tp, c.cp, c.ep, c.etp, c.mbs, c.sequence_parallel};
+  std::vector<bound_key> keys(e.layouts.size());
+  auto bound_from = [&](const unit_time& u, const packed_layout& p, const search_candidate& g, std::size_t i) {
+    const double f = u.forward.gemm_s;
+    const double b = u.backward.gemm_s;
+    const double layers_on_rank = static_cast<double>(e.splits[p.split].stage_layers);
+    double extra = 0;
+    switch (static_cast<recompute_choice>(p.recompute)) {
+      case recompute_choice::none: break;
+      case recompute_choice::selective: extra = layers_on_rank * u.forward.attention_s; break;
+      case recompute_choice::full: extra = layers_on_rank * f; break;
+      case recompute_choice::block: extra = f; break;
+    }
+    const double micro = static_cast<double>(gbs / (p.mbs * g.dp));
+    keys[i] = {score_of(s, micro * (layers_on_rank * (f + b) + extra), g.num_gpus), static_cast<std::uint32_t>(i)};
+  };
+  pool.run(e.layouts.size(), [&](std::size_t i, job_spec& j, layer_cache& cache) {
+    const packed_layout& p = e.layouts[i];
+    const search_candidate& g = e.groups[p.group];
+    const layer_key key{g.tp, g.cp, g.ep, g.etp, p.mbs, p.sp};
+    const auto* last = cache.last[p.sp];
+    if (last != nullptr && last->first == key) {
+      bound_from(last->second, p, g, i);
+      return;
+    }
+    std::map<layer_key, unit_time>& layers = cache.layers;
     auto it = layers.find(key);
     if (it == layers.end()) {
+      const search_candidate c = e.candidate(p);
       apply_candidate(j, base, c);
       j.parallel.dp = c.dp;
       resolve_job(j);  // the tokens and precision roles the layer's kernels read
@@ -541,29 +615,41 @@ void bound_layouts(const job_spec& base, std::vector<proto>& protos, worker_pool
       }
       it = layers.emplace(key, u).first;
     }
-    const unit_time& u = it->second;
-    const double f = u.forward.gemm_s;
-    const double b = u.backward.gemm_s;
-    const double layers_on_rank = static_cast<double>(protos[i].stage_layers);
-    double extra = 0;
-    switch (c.recompute) {
-      case recompute_choice::none: break;
-      case recompute_choice::selective: extra = layers_on_rank * u.forward.attention_s; break;
-      case recompute_choice::full: extra = layers_on_rank * f; break;
-      case recompute_choice::block: extra = f; break;
-    }
-    const double micro = static_cast<double>(gbs / (c.mbs * c.dp));
-    c.lower_bound_s = micro * (layers_on_rank * (f + b) + extra);
+    cache.last[p.sp] = &*it;  // std::map nodes stay put
+    bound_from(it->second, p, g, i);
   });
+  return keys;
 }
 
 enum class fate : char { bounded, invalid, no_fit, evaluated };
 
+/// Whether a group's ranks sit on the nodes as the collectives need (placement_violation depends on the
+/// group's sizes alone): worked out by the first layout of the group that gets that far, then read.
+class placement_cache {
+ public:
+  explicit placement_cache(std::size_t groups) : state_(groups) {
+    for (auto& x : state_) x.store(kUnknown, std::memory_order_relaxed);
+  }
+  bool placed(std::uint32_t group, const job_spec& j) {
+    signed char v = state_[group].load(std::memory_order_relaxed);
+    if (v == kUnknown) {
+      v = placement_violation(j).empty() ? kPlaced : kNotPlaced;
+      state_[group].store(v, std::memory_order_relaxed);  // a race computes the same answer twice
+    }
+    return v == kPlaced;
+  }
+
+ private:
+  static constexpr signed char kUnknown = -1, kPlaced = 1, kNotPlaced = 0;
+  std::vector<std::atomic<signed char>> state_;
+};
+
 /// Memory and time of one layout into `c` (§7.3), or why it was dropped. Block recomputation takes the
 /// fewest recomputed layers per chunk that fit (fewer is faster; §7.1), by bisection.
-fate evaluate_one(const job_spec& base, const search_space& s, proto& pr, job_spec& j, double capacity,
-                  double need_headroom) {
-  search_candidate& c = pr.c;
+fate evaluate_one(const job_spec& base, const search_space& s, search_candidate& c, const packed_layout& p,
+                  std::int64_t stage_layers, placement_cache& placements, layer_cache& cache, job_spec& j,
+                  double capacity, double need_headroom) {
+
   // One evaluation's buffers per worker thread, reused from layout to layout; the memory report of the
   // last fit check is the one the time model uses (§7.3).
   thread_local layout_evaluation ev;
@@ -577,13 +663,19 @@ fate evaluate_one(const job_spec& base, const search_space& s, proto& pr, job_sp
     return mr.fits && c.headroom_bytes >= need_headroom;
   };
   const bool block = c.recompute == recompute_choice::block;
-  const std::int64_t chunk_layers = pr.stage_layers / std::max<std::int64_t>(1, c.vpp);
+  const std::int64_t chunk_layers = stage_layers / std::max<std::int64_t>(1, c.vpp);
   if (block) {
     if (chunk_layers < 2) return fate::invalid;  // one layer per chunk: block is full recomputation
     c.recompute_num_layers = chunk_layers - 1;
   }
   apply_candidate(j, base, c);
-  if (!layout_violation(j).empty() || !placement_violation(j).empty()) return fate::invalid;
+  if (!layout_violation(j).empty() || !placements.placed(p.group, j)) return fate::invalid;
+  const auto static_key = std::make_tuple(p.group, p.split, p.zero);
+  if (cache.static_overflow.count(static_key) != 0) return fate::no_fit;
+  const auto fit_key = std::make_tuple(p.group, p.split, p.zero, p.sp, p.recompute);
+  if (const auto it = cache.no_fit_mbs.find(fit_key); it != cache.no_fit_mbs.end() && p.mbs >= it->second) {
+    return fate::no_fit;
+  }
   params = count_parameters(j.model, j.parallel.tp);
   pipeline_layout(j, layout);
   bool fits = fits_now();
@@ -599,7 +691,16 @@ fate evaluate_one(const job_spec& base, const search_space& s, proto& pr, job_sp
     j.training.recompute_num_layers = hi;
     fits = fits_now();
   }
-  if (!fits) return fate::no_fit;
+  if (!fits) {
+    double static_bytes = 0;
+    for (const stage_memory& st : ev.memory.stages) {
+      static_bytes = std::max(static_bytes, st.weights_bytes + st.gradients_bytes + st.optimizer_bytes);
+    }
+    if (static_bytes > capacity - need_headroom) cache.static_overflow.insert(static_key);
+    auto [it, fresh] = cache.no_fit_mbs.try_emplace(fit_key, p.mbs);
+    if (!fresh) it->second = std::min(it->second, p.mbs);
+    return fate::no_fit;
+  }
   time_report& t = ev.time;
   estimate_time(j, ev.memory, t);
   c.iteration_s = t.iteration_s;
@@ -614,37 +715,62 @@ fate evaluate_one(const job_spec& base, const search_space& s, proto& pr, job_sp
   return fate::evaluated;
 }
 
-/// Memory, then the full time model (§7.3), best bound first, skipping layouts the bound rules out.
-std::vector<fate> evaluate_bounded(const job_spec& base, const search_space& s, std::vector<proto>& protos,
-                                   const std::vector<std::size_t>& order, worker_pool& pool) {
+/// Memory, then the full time model (§7.3), best bound first, until the bound passes the K-th best score.
+/// The keys are not sorted whole: each round selects the next `chunk` lowest (nth_element, O(n)) and
+/// sorts only those, so a search that stops after a few thousand of 1.7 million layouts never sorts the
+/// rest. Within a round the workers skip what the bound rules out; the round after the bound passed the
+/// threshold is never started (the threshold only falls, the keys only rise).
+void evaluate_bounded(const job_spec& base, const search_space& s, const enumeration& e, std::vector<bound_key>& keys,
+                      worker_pool& pool, search_result& res) {
   const double capacity = static_cast<double>(base.cluster.gpu.usable_memory_bytes);
   const double need_headroom = std::max(s.min_headroom_bytes, s.min_headroom_fraction * capacity);
-  std::vector<fate> fates(order.size(), fate::bounded);
   top_k_threshold best(static_cast<std::size_t>(std::max<std::int64_t>(1, s.top_k)));
-  pool.run(order.size(), [&](std::size_t oi, job_spec& j, std::map<layer_key, unit_time>&) {
-    proto& pr = protos[order[oi]];
-    if (!s.exhaustive && score_of(s, pr.c.lower_bound_s, pr.c.num_gpus) > best.threshold()) return;
-    fates[oi] = evaluate_one(base, s, pr, j, capacity, need_headroom);
-    if (fates[oi] == fate::evaluated) best.offer(pr.c.score);
-  });
-  return fates;
+  placement_cache placements(e.groups.size());
+  std::mutex mu;  // guards res.candidates: evaluated layouts are few; the other fates go to their slots
+  std::vector<fate> fates;
+  std::int64_t invalid = 0, no_fit = 0;
+  std::size_t done = 0;
+  std::size_t chunk = 4096;
+  while (done < keys.size()) {
+    const std::size_t end = std::min(keys.size(), done + chunk);
+    const auto first = keys.begin() + static_cast<std::ptrdiff_t>(done);
+    const auto last = keys.begin() + static_cast<std::ptrdiff_t>(end);
+    if (end < keys.size()) std::nth_element(first, last, keys.end());
+    std::sort(first, last);
+    if (!s.exhaustive && first->score > best.threshold()) break;  // every later key is larger still
+    fates.assign(end - done, fate::bounded);
+    pool.run(end - done, [&](std::size_t k, job_spec& j, layer_cache& cache) {
+      const bound_key& key = keys[done + k];
+      if (!s.exhaustive && key.score > best.threshold()) return;
+      const packed_layout& p = e.layouts[key.index];
+      search_candidate c = e.candidate(p);
+      c.lower_bound_s = s.rank == rank_kind::cost ? key.score / static_cast<double>(c.num_gpus) : key.score;
+      const fate f = evaluate_one(base, s, c, p, e.splits[p.split].stage_layers, placements, cache, j, capacity,
+                                  need_headroom);
+      fates[k] = f;
+      if (f == fate::evaluated) {
+        best.offer(c.score);
+        std::lock_guard<std::mutex> lock(mu);
+        res.candidates.push_back(c);
+      }
+    });
+    invalid += std::count(fates.begin(), fates.end(), fate::invalid);
+    no_fit += std::count(fates.begin(), fates.end(), fate::no_fit);
+    done = end;
+    chunk *= 2;  // few rounds even when the bound prunes little
+  }
+  res.pruned_divisibility += invalid;
+  res.pruned_memory += no_fit;
+  res.pruned_bound += static_cast<std::int64_t>(keys.size()) - invalid - no_fit -
+                      static_cast<std::int64_t>(res.candidates.size());
 }
 
 /// The evaluated layouts best first, and the counts of the others (§7.3).
-void rank_results(const job_spec& base, const search_space& s, const std::vector<proto>& protos,
-                  const std::vector<std::size_t>& order, const std::vector<fate>& fates, search_result& res) {
-  for (std::size_t oi = 0; oi < order.size(); ++oi) {
-    switch (fates[oi]) {
-      case fate::evaluated: res.candidates.push_back(protos[order[oi]].c); break;
-      case fate::bounded: ++res.pruned_bound; break;
-      case fate::invalid: ++res.pruned_divisibility; break;
-      case fate::no_fit: ++res.pruned_memory; break;
-    }
-  }
+void rank_results(const job_spec& base, const search_space& s, std::size_t layouts, search_result& res) {
   if (res.candidates.empty()) {
     const double capacity = static_cast<double>(base.cluster.gpu.usable_memory_bytes);
     const double need_headroom = std::max(s.min_headroom_bytes, s.min_headroom_fraction * capacity);
-    throw input_error("nothing fits: all " + std::to_string(protos.size()) + " layouts that divide need more memory than " +
+    throw input_error("nothing fits: all " + std::to_string(layouts) + " layouts that divide need more memory than " +
                       (need_headroom > 0 ? "the GPU has after the headroom asked (${space.min_headroom_bytes} / ${space.min_headroom_fraction})"
                                          : fmt_gib(capacity) + " GiB usable per GPU"));
   }
@@ -675,24 +801,21 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
 
   const search_axes axes = axes_of(base, s);
   enumeration e = enumerate_layouts(base, s, axes, res);
-  if (e.protos.empty()) throw input_error("nothing to search: " + empty_space_reason(base, s, axes, e));
-  std::vector<proto>& protos = e.protos;
+  if (e.layouts.empty()) throw input_error("nothing to search: " + empty_space_reason(base, s, axes, e));
+  if (e.layouts.size() > std::numeric_limits<std::uint32_t>::max()) {
+    throw input_error(fmt::format("{} layouts to search, more than 2^32: give fewer node counts (${{space.nodes}}) or "
+                                  "fix some sizes (${{space.tp}}, ${{space.pp}}, ${{space.mbs}})",
+                                  e.layouts.size()));
+  }
 
   const unsigned threads = s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
   res.threads = threads;
-  const auto total_work = static_cast<std::int64_t>(protos.size()) * 2;
+  const auto total_work = static_cast<std::int64_t>(e.layouts.size()) * 2;
   worker_pool pool(base, threads, total_work, progress);
-  bound_layouts(base, protos, pool);
   // Best bound first: once a layout's bound exceeds the K-th best score, it cannot enter the top K.
-  std::vector<std::size_t> order(protos.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const double sa = score_of(s, protos[a].c.lower_bound_s, protos[a].c.num_gpus);
-    const double sb = score_of(s, protos[b].c.lower_bound_s, protos[b].c.num_gpus);
-    return sa != sb ? sa < sb : a < b;
-  });
-  const std::vector<fate> fates = evaluate_bounded(base, s, protos, order, pool);
-  rank_results(base, s, protos, order, fates, res);
+  std::vector<bound_key> keys = bound_layouts(base, s, e, pool);
+  evaluate_bounded(base, s, e, keys, pool, res);
+  rank_results(base, s, e.layouts.size(), res);
   res.elapsed_s = std::chrono::duration<double>(clock_type::now() - t0).count();
   if (progress) progress(total_work, total_work);
   return res;
