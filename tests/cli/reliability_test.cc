@@ -157,4 +157,18 @@ TEST(Reliability, MemoryRefusesWhatTimeAndCommCannotPlace) {
   EXPECT_EQ(statuses[1], statuses[2]);
 }
 
+TEST(Reliability, AGroupOverThousandsOfNodesIsNamedShortlyAndQuickly) {
+  // Fuzzing (job_flags, 2026-11-25): 64,252 GPUs put a data-parallel group over 8,032 nodes unevenly; the
+  // placement check searched its node list once per member (quadratic: 4 s under ASan, 14 s for a million
+  // GPUs) and the message listed all 64,252 devices (540 KB).
+  const auto r = run({"time", "--model", "mixtral-8x7b", "--num-gpus", "64252"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("the dp group [n0_g0 n0_g1 n0_g2 n0_g3 n0_g4 n0_g5 n0_g6 n0_g7 … n8031_g3] of 64252 GPUs "
+                               "cannot be placed"));
+  EXPECT_LT(r.err.size(), 1000u);
+  const auto million = run({"time", "--model", "mixtral-8x7b", "--num-gpus", "1000004"});
+  EXPECT_EQ(million.status, 2);
+  EXPECT_LT(million.seconds, 5);
+}
+
 }  // namespace

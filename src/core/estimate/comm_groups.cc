@@ -91,26 +91,36 @@ group_placement scan_placement(const std::vector<std::vector<std::int64_t>>& gro
     for (auto r : g) max_rank = std::max(max_rank, r);
   std::vector<std::int64_t> groups_on_node(static_cast<std::size_t>(max_rank / gpn + 1), 0);
   bool first = true;
+  std::vector<std::int64_t> nodes;
+  std::vector<std::pair<std::int64_t, std::int64_t>> per_node;  // (node, members)
   for (const auto& g : groups) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> per_node;  // (node, members)
-    for (auto r : g) {
-      const std::int64_t node = r / gpn;
-      auto it = std::find_if(per_node.begin(), per_node.end(), [&](const auto& e) { return e.first == node; });
-      if (it == per_node.end()) per_node.emplace_back(node, 1);
-      else ++it->second;
+    // The members per node, by sorting the nodes (O(g log g); a linear search per member was quadratic in
+    // the nodes a group spans: a 64,252-GPU data-parallel group took 0.08 s, a million GPUs 14 s).
+    nodes.clear();
+    for (auto r : g) nodes.push_back(r / gpn);
+    std::sort(nodes.begin(), nodes.end());
+    per_node.clear();
+    for (const std::int64_t node : nodes) {
+      if (per_node.empty() || per_node.back().first != node) per_node.emplace_back(node, 1);
+      else ++per_node.back().second;
     }
     const std::int64_t m = per_node.front().second;
     const bool even = std::all_of(per_node.begin(), per_node.end(), [&](const auto& e) { return e.second == m; });
     const auto k = static_cast<std::int64_t>(per_node.size());
     if (!even || (!first && (k != p.num_nodes || m != p.gpus_per_node))) {
+      // The group by its devices: every one for a small group, else the first eight, the last and the count.
+      constexpr std::size_t kShown = 8;
       std::vector<std::string> names;
-      for (auto r : g) names.push_back(device_name(r, gpn));
+      for (std::size_t i = 0; i < g.size() && i < kShown; ++i) names.push_back(device_name(g[i], gpn));
+      if (g.size() > kShown + 1) names.push_back("…");
+      if (g.size() > kShown) names.push_back(device_name(g.back(), gpn));
+      const std::string size = g.size() > kShown + 1 ? fmt::format(" of {} GPUs", g.size()) : std::string();
       std::string message = fmt::format(
-          "the {} group [{}] cannot be placed: its GPUs spread unevenly over nodes of {} GPUs (${{cluster.gpus_per_node}}); "
+          "the {} group [{}]{} cannot be placed: its GPUs spread unevenly over nodes of {} GPUs (${{cluster.gpus_per_node}}); "
           "trainplan models groups with the same number of GPUs on every node they span: choose sizes "
           "(${{parallel.tp}}, ${{parallel.cp}}, ${{parallel.ep}}, "
           "${{parallel.pp}}) or a ${{parallel.rank_order}} that divide or are multiples of it",
-          name, fmt::join(names, " "), gpn);
+          name, fmt::join(names, " "), size, gpn);
       if (violation == nullptr) throw input_error(message);
       *violation = std::move(message);
       return {};
