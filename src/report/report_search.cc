@@ -151,13 +151,16 @@ std::string json_reporter::search(const run_context& ctx, const search_space& s,
 
 std::string csv_reporter::search(const run_context&, const search_space&, const search_result& r) const {
   std::string o =
-      "rank,num_gpus,num_nodes,dp,tp,pp,cp,ep,etp,vpp,mbs,sequence_parallel,embedding_as_stage,recompute,recompute_num_layers,"
-      "zero_stage,iteration_s,tflops_per_gpu,mfu,samples_per_s,bubble_fraction,peak_reserved_bytes,headroom_bytes,"
-      "lower_bound_s,gpu_hours_per_iteration,train_days\n";
+      "rank,num_gpus,num_nodes,dp,tp,pp,cp,ep,etp,vpp,first_stage_layers,last_stage_layers,mbs,sequence_parallel,"
+      "embedding_as_stage,recompute,recompute_num_layers,zero_stage,iteration_s,tflops_per_gpu,mfu,samples_per_s,"
+      "bubble_fraction,peak_reserved_bytes,headroom_bytes,lower_bound_s,gpu_hours_per_iteration,train_days\n";
+  // The pipeline split's ends: empty for the even split (rows that differ only there are told apart).
+  auto ends = [](std::int64_t layers) { return layers < 0 ? std::string() : std::to_string(layers); };
   std::size_t rank = 0;
   for (const search_candidate& c : r.candidates) {
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{}\n",
-                     ++rank, c.num_gpus, c.num_nodes, c.dp, c.tp, c.pp, c.cp, c.ep, c.etp, c.vpp, c.mbs,
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{}\n",
+                     ++rank, c.num_gpus, c.num_nodes, c.dp, c.tp, c.pp, c.cp, c.ep, c.etp, c.vpp,
+                     ends(c.first_stage_layers), ends(c.last_stage_layers), c.mbs,
                      c.sequence_parallel ? 1 : 0, c.embedding_as_stage ? 1 : 0, to_string(c.recompute),
                      c.recompute_num_layers, c.zero_stage, c.iteration_s, c.tflops_per_gpu, c.mfu, c.samples_per_s,
                      c.bubble_fraction, whole_bytes(c.peak_reserved_bytes), whole_bytes(c.headroom_bytes),
