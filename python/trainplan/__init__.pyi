@@ -123,6 +123,7 @@ class Job:
         num_distributed_optimizer_instances: Optional[int] = ...,
         data_parallel_replicate_degree: Optional[int] = ...,
         accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
+        grad_reduce_in_bf16: Optional[bool] = ...,
         overlap_grad_reduce: Optional[bool] = ...,
         overlap_param_gather: Optional[bool] = ...,
         overlap_moe_expert_parallel_comm: Optional[bool] = ...,
@@ -260,6 +261,7 @@ class Job:
         num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
         data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
         accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
+        grad_reduce_in_bf16: Megatron: the gradient buffer and its DP reduction in bf16, not fp32 (NeMo grad_reduce_in_fp32=False; §3.1)
         overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
         overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
         overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
@@ -438,6 +440,7 @@ def search(*,
     num_distributed_optimizer_instances: Optional[int] = ...,
     data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
+    grad_reduce_in_bf16: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
@@ -583,6 +586,7 @@ def search(*,
     num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
     data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
+    grad_reduce_in_bf16: Megatron: the gradient buffer and its DP reduction in bf16, not fp32 (NeMo grad_reduce_in_fp32=False; §3.1)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
@@ -751,6 +755,7 @@ def shapes(*,
     num_distributed_optimizer_instances: Optional[int] = ...,
     data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
+    grad_reduce_in_bf16: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
@@ -903,6 +908,7 @@ def shapes(*,
     num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
     data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
+    grad_reduce_in_bf16: Megatron: the gradient buffer and its DP reduction in bf16, not fp32 (NeMo grad_reduce_in_fp32=False; §3.1)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
@@ -1065,6 +1071,7 @@ def plan(job: Optional[Job] = ..., *,
     num_distributed_optimizer_instances: Optional[int] = ...,
     data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
+    grad_reduce_in_bf16: Optional[bool] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
@@ -1217,6 +1224,7 @@ def plan(job: Optional[Job] = ..., *,
     num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
     data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
+    grad_reduce_in_bf16: Megatron: the gradient buffer and its DP reduction in bf16, not fp32 (NeMo grad_reduce_in_fp32=False; §3.1)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)

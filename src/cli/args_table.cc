@@ -410,6 +410,9 @@ const std::vector<flag_def>& flag_table() {
                       with_fields(INT_FIELD_MIN(b.job.training.dp_replicas, 1), "training.dp_replicate_degree")));
     t.push_back(swtch("--accumulate-allreduce-grads-in-fp32", "", "training", "fp32 main gradients (forced with bf16)",
                       SWITCH(b.job.training.accumulate_allreduce_grads_in_fp32 = true)));
+    t.push_back(swtch("--grad-reduce-in-bf16", "", "training",
+                      "Megatron: the gradient buffer and its DP reduction in bf16, not fp32 (NeMo grad_reduce_in_fp32=False; §3.1)",
+                      SWITCH(b.job.training.grad_reduce_in_bf16 = true)));
     t.push_back(swtch("--overlap-grad-reduce", "", "training",
                       "DP gradient reduction overlapped with the last backward (Megatron; §5.4)",
                       SWITCH(b.job.training.overlap_grad_reduce = true)));

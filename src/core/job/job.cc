@@ -80,7 +80,8 @@ void apply_framework_defaults(training_config& t) {
     case framework_kind::megatron:
       if (t.zero_stage == 1) t.distributed_optimizer = true;
       t.zero_stage = t.distributed_optimizer ? 1 : 0;
-      if (t.precision == dtype::bf16) t.accumulate_allreduce_grads_in_fp32 = true;  // arguments.py
+      // arguments.py validate_args: bf16 accumulates and all-reduces in fp32 unless --grad-reduce-in-bf16.
+      if (t.precision == dtype::bf16) t.accumulate_allreduce_grads_in_fp32 = !t.grad_reduce_in_bf16;
       break;
     case framework_kind::deepspeed:
       // DeepSpeed's data_types.grad_accum_dtype. Unset, bf16 accumulates in fp32, as BLOOM's

@@ -54,6 +54,18 @@ std::string framework_violation(job_spec& job) {
   if (!at_pp[z]) {
     return std::string(words.no_pp) + to_string(t.zero_stage) + " with ${parallel.pp} " + to_string(p.pp);
   }
+  if (t.grad_reduce_in_bf16) {
+    if (fw != framework_kind::megatron) {
+      return "${training.grad_reduce_in_bf16} is Megatron-LM's; DeepSpeed's is ${training.grad_accum_dtype} bf16, and FSDP "
+             "reduces in its mixed-precision policy's reduce dtype";
+    }
+    if (t.precision != dtype::bf16) {
+      return "${training.grad_reduce_in_bf16} needs bf16 weights (Megatron reduces fp16 gradients in fp16 already, and fp32 in fp32)";
+    }
+    if (t.accumulate_allreduce_grads_in_fp32) {
+      return "${training.grad_reduce_in_bf16} contradicts ${training.accumulate_allreduce_grads_in_fp32}: give one of them";
+    }
+  }
   apply_framework_defaults(t);
   switch (fw) {
     case framework_kind::megatron:

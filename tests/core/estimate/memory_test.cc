@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "trainplan/cli/args.h"
+#include "trainplan/core/base/error.h"
 #include "trainplan/core/estimate/memory.h"
 
 namespace trainplan {
@@ -63,6 +64,22 @@ TEST(MemoryStates, MegatronBytesPerParameter) {
   // fp16 keeps 16-bit main gradients unless asked: 16 bytes.
   const memory_report f = estimate_memory(job_of({"--model", "llama2-7b", "--num-gpus", "8", "--fp16"}));
   EXPECT_DOUBLE_EQ(f.stages[0].weights_bytes + f.stages[0].gradients_bytes + f.stages[0].optimizer_bytes, 16 * p);
+  // --grad-reduce-in-bf16 (arguments.py: accumulate_allreduce_grads_in_fp32 = False): a bf16 gradient
+  // buffer, 2 bytes per parameter, so 4 + 12/d with the distributed optimizer (issue 27).
+  const job_spec bf16_grads =
+      job_of({"--model", "llama2-7b", "--num-gpus", "8", "--bf16", "--use-distributed-optimizer", "--grad-reduce-in-bf16"});
+  const memory_report g = estimate_memory(bf16_grads);
+  EXPECT_DOUBLE_EQ(g.stages[0].gradients_bytes, 2 * p);
+  EXPECT_DOUBLE_EQ(g.stages[0].weights_bytes + g.stages[0].gradients_bytes + g.stages[0].optimizer_bytes, (4 + 12.0 / 8) * p);
+  EXPECT_EQ(bf16_grads.resolved.roles.grad_comm, dtype::bf16);  // the reduce-scatter moves half the bytes
+  EXPECT_EQ(dist.resolved.roles.grad_comm, dtype::fp32);
+}
+
+TEST(MemoryStates, GradReduceInBf16IsMegatronsAndBf16s) {
+  EXPECT_THROW(job_of({"--model", "llama2-7b", "--num-gpus", "8", "--fp16", "--grad-reduce-in-bf16"}), input_error);
+  EXPECT_THROW(job_of({"--model", "llama2-7b", "--num-gpus", "8", "--framework", "fsdp", "--grad-reduce-in-bf16"}), input_error);
+  EXPECT_THROW(job_of({"--model", "llama2-7b", "--num-gpus", "8", "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32"}),
+               input_error);
 }
 
 TEST(MemoryStates, DeepSpeedEstimators) {

@@ -99,7 +99,10 @@ struct training_config {
   framework_kind framework = framework_kind::megatron;
   int zero_stage = 0;                 ///< DeepSpeed/ZeRO stage; Megatron distributed optimizer = 1
   bool distributed_optimizer = false; ///< Megatron --use-distributed-optimizer
-  bool accumulate_allreduce_grads_in_fp32 = false;  ///< forced on by Megatron with bf16
+  bool accumulate_allreduce_grads_in_fp32 = false;  ///< forced on by Megatron with bf16 ...
+  /// ... unless --grad-reduce-in-bf16 (Megatron; NeMo's grad_reduce_in_fp32=False): the gradient buffer and
+  /// its DP reduction in bf16 (megatron/training/arguments.py validate_args; docs/formulas.md §3.1).
+  bool grad_reduce_in_bf16 = false;
   /// The attention kernel as asked: the framework's default (Megatron-Core: Transformer Engine's fused
   /// attention; Megatron-DeepSpeed: the unfused BLOOM-era core), fused (flash) or unfused.
   enum class attention_backend { framework_default, fused, unfused } attention = attention_backend::framework_default;
