@@ -193,10 +193,12 @@ sample_summary summarize_samples(std::vector<double> values) {
   sample_summary s;
   s.level = median(values);
   if (s.level <= 0) return s;
+  // In logarithms, so that a spread and a gap of any size compare on one scale (a 10× slowdown is a gap
+  // of ln 10 = 2.3, which no spread of the repeats reaches; as a fraction it could never exceed 1).
   std::vector<double> deviations;
   deviations.reserve(values.size());
-  for (const double v : values) deviations.push_back(std::fabs(v - s.level));
-  s.spread = 1.4826 * median(std::move(deviations)) / s.level;
+  for (const double v : values) deviations.push_back(v > 0 ? std::fabs(std::log(v / s.level)) : HUGE_VAL);
+  s.spread = 1.4826 * median(std::move(deviations));
   return s;
 }
 
@@ -223,7 +225,8 @@ void judge(const std::vector<judged>& all, double threshold, double z_score, std
     const double shortfall = 1 - all[i].level / ref;
     const double others_spread = median(spreads);
     const double noise = std::sqrt(all[i].spread * all[i].spread + others_spread * others_spread);
-    if (shortfall > threshold && shortfall > z_score * noise) {
+    const double gap = all[i].level > 0 ? std::log(ref / all[i].level) : HUGE_VAL;  // ln of the slowdown factor
+    if (shortfall > threshold && gap > z_score * noise) {
       out.push_back({all[i].who, all[i].level, ref, shortfall, noise});
     }
   }

@@ -67,7 +67,7 @@ struct rank_samples {
 /// A rank's level and how much its repeats scatter (docs/bench.md "Health").
 struct sample_summary {
   double level = 0;   ///< the median of the repeats
-  double spread = 0;  ///< their robust relative σ: 1.4826 × median |x − level| / level
+  double spread = 0;  ///< their robust σ of ln x: 1.4826 × median |ln(x / level)| (≈ relative σ when small)
 };
 sample_summary summarize_samples(std::vector<double> values);
 
@@ -77,10 +77,10 @@ struct slow_finding {
   double value = 0;         ///< its level (median of its repeats; a node: the mean of its ranks' levels)
   double median = 0;        ///< the median level of the others
   double shortfall = 0;     ///< 1 − value / median
-  double noise = 0;         ///< σ of that comparison: √(own spread² + the others' median spread²)
+  double noise = 0;         ///< σ of ln(median / value): √(own spread² + the others' median spread²)
 };
-/// A rank is slow when 1 − level / (the median of the other ranks' levels) exceeds both `threshold` and
-/// `z_score` × noise; nodes likewise (their ranks' mean level, its spread over √ranks), when there are two
+/// A rank is slow when 1 − level / (the median of the other ranks' levels) exceeds `threshold` and
+/// ln(median / level) exceeds `z_score` × noise; nodes likewise (their ranks' mean level, its spread over √ranks), when there are two
 /// or more. The others exclude the rank itself, so with two ranks the slow one is measured against the
 /// healthy one, not against their mean.
 std::vector<slow_finding> find_slow(const std::vector<rank_samples>& ranks, double threshold, double z_score = 3);

@@ -137,18 +137,19 @@ std::pair<std::vector<double>, std::vector<double>> run_probes(const world_info&
     gemms.push_back(gemm);
     mems.push_back(mem);
   };
-  auto probe = [&] {
-    for (int k = 0; k < o.repeats; ++k) probe_once();
-  };
   rep.gemm_probe = gpu ? "bf16 GEMM 8192×8192×8192 (cuBLASLt)" : "fp32 CPU matrix product 256×256×256 (one core, fastest of 9)";
   rep.memory_probe = gpu ? "device-to-device copy of 1 GiB" : "memcpy of 32 MiB (fastest of 9)";
-  if (o.serial) {  // one rank at a time: a checkin before each rank's turn
-    for (std::int64_t r = 0; r < w.self.world; ++r) {
-      meet(w, step, o.timeout_s, fmt::format("health: before the probes of {}", w.name_of(r)));
-      if (r == w.self.rank) probe();
+  if (o.serial) {
+    // One rank at a time, each repeat in turn (rank 0, 1, …, then again): a slow spell of the machine
+    // falls on every rank's repeats alike and widens their spread instead of lowering one rank's level.
+    for (int k = 0; k < o.repeats; ++k) {
+      for (std::int64_t r = 0; r < w.self.world; ++r) {
+        meet(w, step, o.timeout_s, fmt::format("health: before the probes of {}", w.name_of(r)));
+        if (r == w.self.rank) probe_once();
+      }
     }
   } else {
-    probe();
+    for (int k = 0; k < o.repeats; ++k) probe_once();
   }
   return {gemms, mems};
 }

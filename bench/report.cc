@@ -257,7 +257,7 @@ std::string render_health(const run_context& ctx, const health_report& r, output
                        h.gemm_flops_per_s / 1e12, 100 * h.gemm_spread, h.memory_bytes_per_s / 1e9, 100 * h.memory_spread,
                        h.sendrecv_busbw_bytes_per_s / 1e9);
   }
-  out += "rates: the median of the repeats; ± %: their spread (1.4826 × median absolute deviation, as a % of the median)\n";
+  out += "rates: the median of the repeats; ± %: their spread, the robust σ of ln(rate) (1.4826 × the median |ln(rate / median)|; for a small scatter, the relative σ)\n";
   auto list = [&](const char* what, const std::vector<slow_finding>& v, double unit, const char* units) {
     for (const slow_finding& s : v) {
       out += fmt::format("SLOW {}: {}: {:.3f} {} against the others' median of {:.3f} ({:.1f}% slower; threshold {:.1f}%, "
