@@ -102,13 +102,17 @@ double cpu_memory_probe() {
   return *std::max_element(rates.begin(), rates.end());
 }
 
-/// Runs `probe` (returns a rate); on the slowed rank the probe takes `factor` × as long (test aid).
+/// Runs `probe` (returns a rate); on the slowed rank the probe takes `factor` × as long (test aid). The
+/// extra time is spent busy, as a slow device is: a sleeping rank left its core idle, and on the CI VM
+/// the rank probing next on that core then ran up to 40% slower (an idle vCPU wakes slowly).
 double probe_with_slowdown(const std::function<double()>& probe, const health_options& o, std::int64_t rank) {
   const auto t0 = std::chrono::steady_clock::now();
   const double rate = probe();
   if (!o.slowdown || o.slowdown->rank != rank || o.slowdown->factor <= 1) return rate;
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::this_thread::sleep_for(std::chrono::duration<double>((o.slowdown->factor - 1) * took));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  const auto until = t0 + took + std::chrono::duration_cast<std::chrono::steady_clock::duration>((o.slowdown->factor - 1) * took);
+  volatile std::uint64_t spins = 0;
+  while (std::chrono::steady_clock::now() < until) spins = spins + 1;
   return rate / o.slowdown->factor;
 }
 

@@ -155,10 +155,11 @@ TEST(BenchMpi, HealthIsQuietWhenNothingIsSlowAndNamesATwentyPercentSlowdown) {
   // Issue 32: under mpirun -np 2 on the 2-core machine, a 3% threshold on one probe named a rank SLOW on
   // most runs. The probes now repeat and a rank must fall below the others by more than 3σ of the
   // repeats' spread as well (docs/bench.md "Health"). On one core, in turn (mpirun_one_cpu). This VM has
-  // noisy spells in which its CPU probe scatters ±20-30% over the repeats; a 20% gap is then rightly
-  // inside the noise and not named, and a quiet run can fall outside it by chance. So: of five quiet runs
-  // at least four are healthy, and of five runs with rank 1 slowed by 20% the GEMM probe names rank 1 in
-  // at least two and rank 0 in none (tools/health_trials.sh counts 20 + 20 runs; docs/bench.md has them).
+  // noisy spells in which its CPU probe scatters ±20-30% over the repeats, or runs one rank's turns at
+  // ~60%; a 20% gap (ln 1.2 = 0.18) is then rightly inside the noise, or reversed. So: of five quiet runs
+  // at least four are healthy; of seven runs with rank 1 slowed by 20%, every verdict is the rule applied
+  // to the levels and spreads reported, at least four name rank 1 and at most two rank 0
+  // (tools/health_trials.sh counts 20 + 20 runs: 20 and 19 of 20 on one core).
   int healthy = 0;
   for (int run = 0; run < 5; ++run) {
     const run_result q = mpirun_one_cpu(2, {"health", "--backend", "mpi", "--serial", "--json"});
@@ -171,19 +172,39 @@ TEST(BenchMpi, HealthIsQuietWhenNothingIsSlowAndNamesATwentyPercentSlowdown) {
     healthy += q.status == 0;
   }
   EXPECT_GE(healthy, 4);
-  int named = 0;
-  for (int run = 0; run < 5; ++run) {
+  int named_slowed = 0, named_other = 0;
+  for (int run = 0; run < 7; ++run) {
     const run_result r = mpirun_one_cpu(2, {"health", "--backend", "mpi", "--serial", "--inject-slowdown", "1:1.2", "--json"});
     ASSERT_TRUE(r.status == 0 || r.status == 1) << r.out << r.err;
     const json j = json::parse(r.out);
+    const json& ranks = j["ranks"];
+    ASSERT_EQ(ranks.size(), 2u);
+    // The verdicts are the rule applied to the levels and spreads the report gives (docs/bench.md).
+    const double s0 = ranks[0]["gemm_spread"].get<double>(), s1 = ranks[1]["gemm_spread"].get<double>();
+    const double noise = std::sqrt(s0 * s0 + s1 * s1);
+    const double ratio = ranks[1]["gemm_flops_per_s"].get<double>() / ranks[0]["gemm_flops_per_s"].get<double>();
+    auto rule = [&](double level_over_other) {
+      return 1 - level_over_other > 0.03 && std::log(1 / level_over_other) > 3 * noise;
+    };
+    bool rank1 = false, rank0 = false;
     for (const json& s : j["slow_gemm"]) {
-      ASSERT_EQ(s["who"], "n0_g1 (rank 1)") << r.out;
-      EXPECT_NEAR(s["shortfall"].get<double>(), 1 - 1 / 1.2, 0.06) << r.out;  // against rank 0 alone
-      EXPECT_LT(3 * s["noise"].get<double>(), std::log(1 / (1 - s["shortfall"].get<double>())));
-      ++named;
+      if (s["who"] == "n0_g1 (rank 1)") {
+        rank1 = true;
+        EXPECT_NEAR(s["shortfall"].get<double>(), 1 - ratio, 1e-9);  // against rank 0 alone
+      } else {
+        EXPECT_EQ(s["who"], "n0_g0 (rank 0)") << r.out;
+        rank0 = true;
+      }
     }
+    EXPECT_EQ(rank1, rule(ratio)) << r.out;
+    EXPECT_EQ(rank0, rule(1 / ratio)) << r.out;
+    named_slowed += rank1;
+    named_other += rank0;
   }
-  EXPECT_GE(named, 2);
+  // A noisy spell of a few seconds (the core at ~60% for one rank's turns, or both) hides the 20% or
+  // inverts it in a run or two; outside such spells every run names rank 1 alone.
+  EXPECT_GE(named_slowed, 4);
+  EXPECT_LE(named_other, 2);
 }
 
 TEST(BenchMpi, HealthSaysItsProbesRanOnTheCpu) {
