@@ -12,6 +12,8 @@ namespace trainplan {
 
 using detail::context_json;
 using detail::json;
+using detail::kGiB;
+using detail::whole_bytes;
 
 std::string json_reporter::validation(const validation_report& r) const {
   json j;
@@ -20,6 +22,7 @@ std::string json_reporter::validation(const validation_report& r) const {
   json rows = json::array();
   for (const validation_row& v : r.rows) {
     json x = {{"table", v.table}, {"row", v.label}, {"date", v.date}, {"group", v.group}};
+    if (!v.source.empty()) x["source"] = v.source;
     if (!v.assumed.empty()) x["assumed"] = v.assumed;
     if (v.skipped.empty()) {
       x["measured_s"] = v.measured_s;
@@ -27,21 +30,26 @@ std::string json_reporter::validation(const validation_report& r) const {
       x["error"] = v.error;
       x["measured_tflops"] = v.measured_tflops;
       x["predicted_tflops"] = v.predicted_tflops;
+      x["fits"] = v.fits;
+      x["peak_reserved_bytes"] = whole_bytes(v.peak_reserved_bytes);
+      x["capacity_bytes"] = whole_bytes(v.capacity_bytes);
     } else {
       x["skipped"] = v.skipped;
     }
     rows.push_back(x);
   }
   auto stats = [](const validation_stats& s) {
-    return json{{"name", s.name}, {"rows", s.rows}, {"median_abs_error", s.median_abs_error},
-                {"max_abs_error", s.max_abs_error}, {"spearman", s.spearman}};
+    return json{{"name", s.name},     {"rows", s.rows},         {"median_abs_error", s.median_abs_error},
+                {"max_abs_error", s.max_abs_error}, {"spearman", s.spearman}, {"not_fit", s.not_fit},
+                {"skipped", s.skipped}};
   };
-  json tables = json::array(), groups = json::array(), generations = json::array();
+  json tables = json::array(), groups = json::array(), generations = json::array(), sources = json::array();
   for (const auto& s : r.tables) tables.push_back(stats(s));
   for (const auto& s : r.groups) groups.push_back(stats(s));
   for (const auto& s : r.generations) generations.push_back(stats(s));
-  j["validation"] = {{"rows", rows},     {"tables", tables},           {"groups", groups},
-                     {"generations", generations}, {"overall", stats(r.overall)}};
+  for (const auto& s : r.sources) sources.push_back(stats(s));
+  j["validation"] = {{"rows", rows},       {"tables", tables},   {"groups", groups}, {"generations", generations},
+                     {"sources", sources}, {"overall", stats(r.overall)}};
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -57,17 +65,22 @@ std::string text_reporter::validation(const validation_report& r) const {
       o += fmt::format("  {:<10} {:<11} skipped: {}\n", v.label, v.date, v.skipped);
     } else {
       if (v.by_tflops) {  // the source gives model TFLOPs per GPU, not a time
-        o += fmt::format("  {:<10} {:<11} {:7.1f} TF {:8.1f} TF {:+6.1f}%  {}\n", v.label, v.date.substr(0, 11),
+        o += fmt::format("  {:<10} {:<11} {:7.1f} TF {:8.1f} TF {:+6.1f}%  {}", v.label, v.date.substr(0, 11),
                          v.measured_tflops, v.predicted_tflops, 100 * v.error, v.group);
       } else {
-        o += fmt::format("  {:<10} {:<11} {:10.2f} {:11.2f} {:+6.1f}%  {}\n", v.label, v.date.substr(0, 11), v.measured_s,
+        o += fmt::format("  {:<10} {:<11} {:10.2f} {:11.2f} {:+6.1f}%  {}", v.label, v.date.substr(0, 11), v.measured_s,
                          v.predicted_s, 100 * v.error, v.group);
       }
+      if (!v.fits) {
+        o += fmt::format("  [ran, but predicted not to fit: {:.1f} of {:.1f} GiB]", v.peak_reserved_bytes / kGiB,
+                         v.capacity_bytes / kGiB);
+      }
+      o += "\n";
     }
   }
   auto stats = [&](const validation_stats& s) {
-    o += fmt::format("  {:<32} {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  Spearman {:+.2f}\n", s.name, s.rows,
-                     100 * s.median_abs_error, 100 * s.max_abs_error, s.spearman);
+    o += fmt::format("  {:<32} {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  Spearman {:+.2f}  not fit {}\n", s.name,
+                     s.rows, 100 * s.median_abs_error, 100 * s.max_abs_error, s.spearman, s.not_fit);
   };
   o += "\nPer table:\n";
   for (const auto& s : r.tables) stats(s);
@@ -76,16 +89,29 @@ std::string text_reporter::validation(const validation_report& r) const {
     for (const auto& s : r.groups) stats(s);
   }
   if (!r.generations.empty()) {
-    o += "\nPer GPU generation (published rows; targets: median ≤ 8%, max ≤ 20%):\n";
+    o += "\nPer GPU generation (published rows; targets: median ≤ 8%, max ≤ 20%; \"held out\": "
+         "published-measurements-more.csv, fitted on by nothing):\n";
     for (const auto& s : r.generations) stats(s);
+  }
+  if (!r.sources.empty()) {
+    o += "\nPer source (published rows; skipped: a field the row leaves empty or a feature not modelled, "
+         "`trainplan validate --format csv` says which):\n";
+    for (const auto& s : r.sources) {
+      o += fmt::format("  {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  not fit {:2}  skipped {:2}  {}\n", s.rows,
+                       100 * s.median_abs_error, 100 * s.max_abs_error, s.not_fit, s.skipped, s.name);
+    }
   }
   o += "\nOverall:\n";
   stats(r.overall);
+  o += "\nnot fit: rows that ran but are predicted not to fit (reserved memory above the GPU's usable memory);\n"
+       "their time is still compared.\n";
   return o;
 }
 
 std::string csv_reporter::validation(const validation_report& r) const {
-  std::string o = "table,label,date,measured_s,predicted_s,error,measured_tflops,predicted_tflops,skipped\n";
+  std::string o =
+      "table,label,date,measured_s,predicted_s,error,measured_tflops,predicted_tflops,fits,peak_reserved_bytes,capacity_bytes,"
+      "skipped\n";
   auto quoted = [](const std::string& v) {
     if (v.find_first_of(",\"\n") == std::string::npos) return v;
     std::string q = "\"";
@@ -93,8 +119,9 @@ std::string csv_reporter::validation(const validation_report& r) const {
     return q + "\"";
   };
   for (const validation_row& v : r.rows) {
-    o += fmt::format("{},{},{},{},{},{},{},{},{}\n", quoted(v.table), quoted(v.label), quoted(v.date), v.measured_s,
-                     v.predicted_s, v.error, v.measured_tflops, v.predicted_tflops, quoted(v.skipped));
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", quoted(v.table), quoted(v.label), quoted(v.date), v.measured_s,
+                     v.predicted_s, v.error, v.measured_tflops, v.predicted_tflops, v.skipped.empty() ? (v.fits ? "1" : "0") : "",
+                     v.peak_reserved_bytes, v.capacity_bytes, quoted(v.skipped));
   }
   return o;
 }

@@ -74,9 +74,20 @@ TEST(Report, CsvHasSearchAndValidationOnly) {
   row.predicted_s = 2.5;
   row.error = 0.25;
   v.rows.push_back(row);
+  row.label = "c";
+  row.fits = false;  // ran, but predicted not to fit
+  row.peak_reserved_bytes = 90;
+  row.capacity_bytes = 80;
+  v.rows.push_back(row);
+  row.label = "d";
+  row.skipped = "column 'vocab_size' is empty";  // no prediction: fits is left empty
+  v.rows.push_back(row);
   EXPECT_EQ(csv->validation(v),
-            "table,label,date,measured_s,predicted_s,error,measured_tflops,predicted_tflops,skipped\n"
-            "t.csv,\"a,b\",,2,2.5,0.25,0,0,\n");
+            "table,label,date,measured_s,predicted_s,error,measured_tflops,predicted_tflops,fits,peak_reserved_bytes,"
+            "capacity_bytes,skipped\n"
+            "t.csv,\"a,b\",,2,2.5,0.25,0,0,1,0,0,\n"
+            "t.csv,c,,2,2.5,0.25,0,0,0,90,80,\n"
+            "t.csv,d,,2,2.5,0.25,0,0,,90,80,column 'vocab_size' is empty\n");
 }
 
 }  // namespace

@@ -19,10 +19,14 @@ validation_stats stats_of(const std::string& name, const std::vector<const valid
   s.name = name;
   std::vector<double> errs, pred, meas;
   for (const validation_row* r : rows) {
-    if (!r->skipped.empty()) continue;
+    if (!r->skipped.empty()) {
+      ++s.skipped;
+      continue;
+    }
     errs.push_back(std::fabs(r->error));
     pred.push_back(r->predicted_s);
     meas.push_back(r->measured_s);
+    if (!r->fits) ++s.not_fit;
   }
   s.rows = static_cast<std::int64_t>(errs.size());
   s.median_abs_error = median_of(errs);

@@ -14,6 +14,7 @@ struct validation_row {
   std::string table;               ///< file the row comes from
   std::string group;               ///< seed table it belongs to ("" when none)
   std::string label;               ///< source line or source
+  std::string source;              ///< a published row's source (its `source` column; "" for BLOOM's tables)
   std::string date;
   std::vector<std::string> args;   ///< job flags reproducing the row
   double measured_s = 0;
@@ -27,6 +28,11 @@ struct validation_row {
   double predicted_s = 0;          ///< model × environment factor
   double predicted_tflops = 0;     ///< as Megatron reports it at the predicted time
   double error = 0;                ///< predicted / measured − 1
+  /// Every row ran, so a prediction that it does not fit contradicts the measurement (issue 27). The
+  /// time is still compared: the memory estimate is reported, it does not skip the row.
+  bool fits = true;
+  double peak_reserved_bytes = 0;  ///< the fullest stage's reserved memory per GPU
+  double capacity_bytes = 0;       ///< what the GPU offers (usable memory)
   std::string skipped;             ///< why the row has no prediction ("" when it has one)
 };
 
@@ -37,6 +43,8 @@ struct validation_stats {
   double median_abs_error = 0;
   double max_abs_error = 0;
   double spearman = 0;             ///< NaN-free: 1 for fewer than 2 distinct values
+  std::int64_t not_fit = 0;        ///< rows (that ran) predicted not to fit
+  std::int64_t skipped = 0;        ///< rows without a prediction (a field the source leaves empty, …)
 };
 
 struct validation_report {
@@ -44,7 +52,11 @@ struct validation_report {
   std::vector<validation_stats> tables;  ///< per file
   std::vector<validation_stats> groups;  ///< per seed table (rows measured together, one thing varied)
   /// Published rows per GPU generation and precision ("H100 BF16", ...): issue 9's targets are per generation.
+  /// The rows of published-measurements-more.csv, which no constant was fitted on, count apart ("H100 BF16,
+  /// held out").
   std::vector<validation_stats> generations;
+  /// Published rows per source (the `source` column of both published tables): the error per source.
+  std::vector<validation_stats> sources;
   validation_stats overall;
 };
 
@@ -55,7 +67,7 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b);
 double median_of(std::vector<double> v);
 
 /// The statistics of `rows` (skipped rows left out): rows, median and max |error|, Spearman of predicted
-/// against measured seconds.
+/// against measured seconds, and how many were predicted not to fit.
 validation_stats stats_of(const std::string& name, const std::vector<const validation_row*>& rows);
 
 }  // namespace trainplan
