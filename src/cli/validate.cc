@@ -246,6 +246,33 @@ std::vector<std::string> published_model_args(const row_map& r) {
   return a;
 }
 
+/// The optimizer-state sharding a published row names (its `zero_or_dist_opt`, lower case) as flags. A
+/// value not in the table is refused by name: read silently as "none", DeepSpeed ZeRO-3 kept the whole
+/// optimizer per GPU (2.8 TB for a 175B model) and the row's time took the allocator's penalty.
+std::vector<std::string> sharding_args(const std::string& z) {
+  struct sharding {
+    const char* value;  ///< the column's text, or its start when it ends in '*'
+    std::vector<std::string> flags;
+  };
+  static const sharding kShardings[] = {
+      {"", {}},
+      {"none", {}},
+      {"none (megatron ptd-p)", {}},
+      {"ddp*", {}},  // "DDP (FSDP=0); dist-opt not stated": Megatron DDP; the conditions say what the recipe adds
+      {"distributed optimizer*", {"--use-distributed-optimizer"}},
+      {"deepspeed zero-3", {"--framework", "deepspeed", "--zero-stage", "3"}},
+      {"zero-1 (deepspeed)", {"--framework", "deepspeed", "--zero-stage", "1"}},
+      {"zero-1 equivalent (deepspeed bf16_optimizer; zero-stage 0 in config)", {"--framework", "deepspeed", "--zero-stage", "0"}},
+  };
+  for (const sharding& k : kShardings) {
+    const std::string_view v = k.value;
+    const bool prefix = !v.empty() && v.back() == '*';
+    if (prefix ? z.compare(0, v.size() - 1, v.substr(0, v.size() - 1)) == 0 : z == v) return k.flags;
+  }
+  throw unexpressible{"column 'zero_or_dist_opt': '" + z + "' is not modelled here (none, distributed optimizer, "
+                      "DeepSpeed ZeRO-0/1/3)"};
+}
+
 std::vector<std::string> published_layout_args(const row_map& r) {
   std::vector<std::string> a = {"--tp", required(r, "tp"), "--pp", required(r, "pp"), "--mbs",
                                 required(r, "micro_batch_size"), "--gbs", required(r, "global_batch_size")};
@@ -258,8 +285,8 @@ std::vector<std::string> published_layout_args(const row_map& r) {
   if (rc.find("full") != std::string::npos) a.insert(a.end(), {"--recompute-granularity", "full"});
   else if (rc.find("selective") != std::string::npos) a.insert(a.end(), {"--recompute-granularity", "selective"});
   else if (!rc.empty() && rc != "none" && rc != "no") throw unexpressible{"column 'activation_recompute': '" + rc + "' is not none, selective or full"};
-  const std::string z = lower(field(r, "zero_or_dist_opt"));
-  if (z.find("distributed optimizer") != std::string::npos) a.push_back("--use-distributed-optimizer");
+  const std::vector<std::string> sharding = sharding_args(lower(field(r, "zero_or_dist_opt")));
+  a.insert(a.end(), sharding.begin(), sharding.end());
   // Columns of our own, optional: the framework and attention kernel when not today's Megatron-Core.
   if (!field(r, "framework").empty()) a.insert(a.end(), {"--framework", lower(field(r, "framework"))});
   if (!field(r, "attention_backend").empty()) a.insert(a.end(), {"--attention-backend", lower(field(r, "attention_backend"))});
