@@ -29,6 +29,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Every log excerpt the tests read, the real ones in tests/data/logs/real/ included (regular files only).
+LOG_EXCERPTS = sorted(os.path.join(d, f) for d, _, names in os.walk(os.path.join(ROOT, "tests/data/logs"))
+                      for f in names if not f.endswith(".md"))
 
 MODELS = ["llama3-8b", "llama2-70b", "mixtral-8x7b", "gpt3-175b", "bloom-176b", "gemma2-27b", "qwen3-30b-a3b",
           "deepseek-v3", "nemotron-h-8b", "gpt-oss-20b", "llama4-scout"]
@@ -198,7 +201,7 @@ class campaign:
             target = self.rng.choice(list(files.values()) + [self.corrupted(os.path.join(ROOT, "tests/data/bloom-final-measurements.csv"), "v.csv")])
             return "validate", [self.bin, "validate", "--csv", target], None, 30
         if r < 0.93:
-            log = os.path.join(ROOT, "tests/data/logs", self.rng.choice(sorted(os.listdir(os.path.join(ROOT, "tests/data/logs")))))
+            log = self.rng.choice(LOG_EXCERPTS)
             target = self.corrupted(log, "l.log") if self.rng.random() < 0.7 else self.rng.choice(list(files.values()))
             extra = self.rng.choice([[], ["--now", self.rng.choice(["now", "2025-02-30 10:00:00", "2000-01-01 00:00:00", "x"])],
                                      ["--json"], ["--preset", "bloom-176b-production"]])

@@ -385,7 +385,7 @@ void log_analyzer::track_nonfinite(const log_record& rec, log_format f, std::int
   };
   if (rec.loss_nonfinite) {
     ++r_.nonfinite_loss_lines;
-    note("loss", "printed as nan or inf");
+    note("loss", "logged as NaN or infinity");
   } else if (std::isnan(rec.loss) && loss_seen_ && megatron_family(f) && f != log_format::gpt_neox && !rec.cut_short &&
              delta > 0 && rec.skipped_iterations < delta) {
     ++r_.nonfinite_loss_lines;
@@ -394,7 +394,7 @@ void log_analyzer::track_nonfinite(const log_record& rec, log_format f, std::int
   if (!std::isnan(rec.loss)) loss_seen_ = true;
   if (rec.grad_norm_nonfinite) {
     ++r_.nonfinite_grad_norm_lines;
-    note("grad norm", "printed as nan or inf");
+    note("grad norm", "logged as NaN or infinity");
   }
 }
 
