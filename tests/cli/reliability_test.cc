@@ -171,4 +171,18 @@ TEST(Reliability, AGroupOverThousandsOfNodesIsNamedShortlyAndQuickly) {
   EXPECT_LT(million.seconds, 5);
 }
 
+TEST(Reliability, AnIterationTimeNoJobHasIsReadAsAbsent) {
+  // The campaign (tools/adversarial.py, seed 31, run 13,207) put 1e308 into a DeepSpeed line's
+  // "iter time (s)": the log's report printed "+inf% over the level of 1.23 s" with exit 0.
+  std::string text;
+  for (int step = 10; step <= 60; step += 10) {
+    text += "steps: " + std::to_string(step) + " loss: 7.2600 iter time (s): " + (step == 40 ? "1.2371e308" : "1.232") +
+            " samples/sec: 415.638\n";
+  }
+  const auto r = run({"logs", written("huge_iteration.log", text), "--preset", "bloom-176b-production"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, Not(::testing::ContainsRegex("[^A-Za-z_](nan|inf)[^A-Za-z_]")));  // as the campaign reads it
+  EXPECT_THAT(r.out, HasSubstr(":4: an iteration time of 1.2371e+308 s is not in (0 s, one week]; the line is read without it"));
+}
+
 }  // namespace

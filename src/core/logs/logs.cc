@@ -4,6 +4,7 @@
 // comparison with the plan (§8.6).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
@@ -321,6 +322,16 @@ void log_analyzer::add_record(const log_record& in, log_format f) {
     wall_sum_s_ += dt;
     wall_iterations_ += delta;
     if (std::isnan(rec.iteration_s)) rec.iteration_s = dt / static_cast<double>(delta);  // torchtitan, DeepSpeed engine
+  }
+  // An iteration time no job has (not positive, or past a week: a corrupted or garbled field; the
+  // adversarial campaign's 1e308 ms) would make every level and percentage after it absurd ("+inf%"):
+  // the line is read without it.
+  constexpr double kMaxIterationS = 7 * 24 * 3600.0;
+  if (!std::isnan(rec.iteration_s) && !(rec.iteration_s > 0 && rec.iteration_s <= kMaxIterationS)) {
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", rec.iteration_s);
+    warn(std::string("an iteration time of ") + shown + " s is not in (0 s, one week]; the line is read without it");
+    rec.iteration_s = kNotLogged;
   }
   if (!std::isnan(rec.samples_per_s) && std::isfinite(rec.samples_per_s) && rec.samples_per_s > 0) {
     push_window(recent_samples_, rec.samples_per_s, static_cast<std::size_t>(o_.recent_records));
