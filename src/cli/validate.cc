@@ -457,6 +457,28 @@ std::vector<validation_row> read_rows(const std::string& csv_text, const std::st
   return out;
 }
 
+/// The statistics of `rows` grouped by `key` (a row whose key is "" is in no group), groups in the
+/// order their first row appears.
+template <typename Key>
+std::vector<validation_stats> stats_by(const std::vector<const validation_row*>& rows, Key key) {
+  std::vector<std::string> names;
+  std::vector<std::vector<const validation_row*>> members;
+  for (const validation_row* v : rows) {
+    const std::string name = key(*v);
+    if (name.empty()) continue;
+    const auto at = std::find(names.begin(), names.end(), name);
+    if (at == names.end()) {
+      names.push_back(name);
+      members.push_back({v});
+    } else {
+      members[static_cast<std::size_t>(at - names.begin())].push_back(v);
+    }
+  }
+  std::vector<validation_stats> out;
+  for (std::size_t i = 0; i < names.size(); ++i) out.push_back(stats_of(names[i], members[i]));
+  return out;
+}
+
 }  // namespace
 
 std::vector<validation_row> read_measurements(const std::string& csv_text, const std::string& table) {
@@ -486,20 +508,9 @@ validation_report run_validation(std::vector<validation_row> rows) {
     }
   }
   rep.rows = std::move(rows);
-  std::vector<std::string> tables, groups;
-  for (const validation_row& v : rep.rows) {
-    if (std::find(tables.begin(), tables.end(), v.table) == tables.end()) tables.push_back(v.table);
-  }
-  for (const seed_group& g : seed_groups()) groups.push_back(g.name);
   std::vector<const validation_row*> all;
   for (const validation_row& v : rep.rows) all.push_back(&v);
-  for (const std::string& t : tables) {
-    std::vector<const validation_row*> sel;
-    for (const validation_row* v : all) {
-      if (v->table == t) sel.push_back(v);
-    }
-    rep.tables.push_back(stats_of(t, sel));
-  }
+  rep.tables = stats_by(all, [](const validation_row& v) { return v.table; });
   // A row may sit in several seed tables (the seed repeats rows); membership is by source line.
   for (const seed_group& g : seed_groups()) {
     std::vector<const validation_row*> sel;
@@ -513,35 +524,11 @@ validation_report run_validation(std::vector<validation_row> rows) {
   }
   // Published rows by GPU generation and precision (issue 9's targets are per generation); the rows of
   // the second published table, which nothing was fitted on, apart.
-  auto generation_name = [](const validation_row& v) {
+  rep.generations = stats_by(all, [](const validation_row& v) {
+    if (v.table.find("prequel") != std::string::npos || v.group.empty()) return std::string();
     return v.table == kPublishedMoreTable ? v.group + ", held out" : v.group;
-  };
-  std::vector<std::string> generations;
-  for (const validation_row* v : all) {
-    if (v->table.find("prequel") != std::string::npos || v->group.empty()) continue;
-    const std::string name = generation_name(*v);
-    if (std::find(generations.begin(), generations.end(), name) == generations.end()) generations.push_back(name);
-  }
-  for (const std::string& gen : generations) {
-    std::vector<const validation_row*> sel;
-    for (const validation_row* v : all) {
-      if (!v->group.empty() && v->table.find("prequel") == std::string::npos && generation_name(*v) == gen) sel.push_back(v);
-    }
-    rep.generations.push_back(stats_of(gen, sel));
-  }
-  // Published rows by source, in the order the sources first appear.
-  std::vector<std::string> sources;
-  for (const validation_row* v : all) {
-    if (v->source.empty()) continue;
-    if (std::find(sources.begin(), sources.end(), v->source) == sources.end()) sources.push_back(v->source);
-  }
-  for (const std::string& source : sources) {
-    std::vector<const validation_row*> sel;
-    for (const validation_row* v : all) {
-      if (v->source == source) sel.push_back(v);
-    }
-    rep.sources.push_back(stats_of(source, sel));
-  }
+  });
+  rep.sources = stats_by(all, [](const validation_row& v) { return v.source; });
   rep.overall = stats_of("overall", all);
   return rep;
 }
