@@ -126,6 +126,7 @@ static_assert(sizeof(packed_layout) <= 16);
 struct split_entry {
   std::int64_t first = -1, last = -1;
   std::int64_t stage_layers = 0;  ///< transformer layers on the busiest rank
+  std::int64_t first_rank = 0, middle_rank = 0, last_rank = 0;  ///< layers on the first, each middle, the last rank
   std::int64_t vpp = 1;
   bool emb = false;
 };
@@ -403,7 +404,10 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
       if (fresh) {
         const std::vector<split_choice> found = pipeline_splits(m, fw, c.pp, emb, vpp);
         it->second = {static_cast<std::uint32_t>(e.splits.size()), static_cast<std::uint32_t>(found.size())};
-        for (const split_choice& sc : found) e.splits.push_back({sc.first, sc.last, sc.stage_layers, vpp, emb});
+        for (const split_choice& sc : found) {
+          e.splits.push_back({sc.first, sc.last, sc.stage_layers, sc.first_rank_layers, sc.middle_rank_layers,
+                              sc.last_rank_layers, vpp, emb});
+        }
       }
       ranges.push_back(it->second);
       split_count += it->second.second;
@@ -560,6 +564,39 @@ struct layer_cache {
 using worker_pool = detail::search_workers<layer_cache>;
 using detail::top_k_threshold;
 
+/// A layout's iteration lower bound (§7.2) from the cheapest layer's forward f, backward b and attention
+/// core a (held in `u` as bound_layouts sets it): for each pipeline rank k, every micro-batch passes each of
+/// its layers (m · work(L_k)), and its first forward waits for the first micro-batch's first chunk on the
+/// k ranks before it, as the last chunk's backward on them waits for its last backward (Σ_{i<k} L_i/v ·
+/// (f + b)). The largest over the first, the last middle and the last rank; with one rank, m · work(L).
+double pipeline_lower_bound_s(const unit_time& u, const split_entry& split, std::int64_t pp, recompute_choice rc,
+                              double micro) {
+  const double f = u.forward.gemm_s, b = u.backward.gemm_s, a = u.forward.attention_s;
+  auto work = [&](std::int64_t layers_i) {
+    const double layers = static_cast<double>(layers_i);
+    double extra = 0;
+    switch (rc) {
+      case recompute_choice::none: break;
+      case recompute_choice::selective: extra = layers * a; break;
+      case recompute_choice::full: extra = layers * f; break;
+      case recompute_choice::block: extra = f; break;  // at least one recomputed layer
+    }
+    return micro * (layers * (f + b) + extra);
+  };
+  const double per_layer_fill = (f + b) / static_cast<double>(split.vpp);
+  const auto first = static_cast<double>(split.first_rank), middle = static_cast<double>(split.middle_rank);
+  double bound = work(split.first_rank);
+  if (pp >= 2) {
+    const double before_last = first + static_cast<double>(pp - 2) * middle;
+    bound = std::max(bound, work(split.last_rank) + before_last * per_layer_fill);
+  }
+  if (pp >= 3) {
+    const double before_middle = first + static_cast<double>(pp - 3) * middle;
+    bound = std::max(bound, work(split.middle_rank) + before_middle * per_layer_fill);
+  }
+  return bound;
+}
+
 /// Each layout's compute lower bound (§7.2), as its score's key: the busiest rank's layers, every
 /// micro-batch, no bubble, communication, embedding or optimizer. Block recomputation is bounded with one
 /// recomputed layer. The dense-layer compute is shared per (TP, CP, EP, MBS, SP).
@@ -570,18 +607,9 @@ std::vector<bound_key> bound_layouts(const job_spec& base, const search_space& s
   const std::int64_t gbs = base.training.global_batch_size;
   std::vector<bound_key> keys(e.layouts.size());
   auto bound_from = [&](const unit_time& u, const packed_layout& p, const search_candidate& g, std::size_t i) {
-    const double f = u.forward.gemm_s;
-    const double b = u.backward.gemm_s;
-    const double layers_on_rank = static_cast<double>(e.splits[p.split].stage_layers);
-    double extra = 0;
-    switch (static_cast<recompute_choice>(p.recompute)) {
-      case recompute_choice::none: break;
-      case recompute_choice::selective: extra = layers_on_rank * u.forward.attention_s; break;
-      case recompute_choice::full: extra = layers_on_rank * f; break;
-      case recompute_choice::block: extra = f; break;
-    }
     const double micro = static_cast<double>(gbs / (p.mbs * g.dp));
-    keys[i] = {score_of(s, micro * (layers_on_rank * (f + b) + extra), g.num_gpus), static_cast<std::uint32_t>(i)};
+    const double iteration_s = pipeline_lower_bound_s(u, e.splits[p.split], g.pp, static_cast<recompute_choice>(p.recompute), micro);
+    keys[i] = {score_of(s, iteration_s, g.num_gpus), static_cast<std::uint32_t>(i)};
   };
   pool.run(e.layouts.size(), [&](std::size_t i, job_spec& j, layer_cache& cache) {
     const packed_layout& p = e.layouts[i];

@@ -9,15 +9,20 @@ namespace trainplan::detail {
 
 namespace {
 
-/// Transformer layers on the busiest pipeline rank, or 0 when the split is invalid (§2.2, split_layers).
-std::int64_t max_stage_layers(const model_spec& m, framework_kind fw, std::int64_t pp, bool emb, std::int64_t vpp) {
+/// The split as the search keeps it: the ends' layers as given (-1: the even split), and each rank's.
+split_choice choice_of(const stage_split& split, std::int64_t first, std::int64_t last) {
+  if (!split.valid) return split_choice{};
+  return split_choice{first, last, split.most(), split.first, split.middle, split.last};
+}
+
+/// The even split (§2.2, split_layers), or an invalid choice.
+split_choice even_split(const model_spec& m, framework_kind fw, std::int64_t pp, bool emb, std::int64_t vpp) {
   parallel_config p;
   p.pp = pp;
   p.vpp = vpp;
   p.embedding_as_stage = emb;
-  if (vpp > 1 && emb) return 0;  // interleaving takes an even split only
-  const stage_split split = split_layers(m.num_layers, p, fw);
-  return split.valid ? split.most() : 0;
+  if (vpp > 1 && emb) return split_choice{};  // interleaving takes an even split only
+  return choice_of(split_layers(m.num_layers, p, fw), -1, -1);
 }
 
 }  // namespace
@@ -35,7 +40,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> uneven_splits(const model_spe
 
 std::vector<split_choice> pipeline_splits(const model_spec& m, framework_kind fw, std::int64_t pp, bool emb,
                                           std::int64_t vpp) {
-  if (const std::int64_t even = max_stage_layers(m, fw, pp, emb, vpp); even > 0) return {split_choice{-1, -1, even}};
+  if (const split_choice even = even_split(m, fw, pp, emb, vpp); even.stage_layers > 0) return {even};
   std::vector<split_choice> out;
   if (!emb && !traits_of(fw).uneven_pipeline_split) {
     for (const auto& [first, last] : uneven_splits(m, pp)) {
@@ -45,7 +50,7 @@ std::vector<split_choice> pipeline_splits(const model_spec& m, framework_kind fw
       p.first_stage_layers = first;
       p.last_stage_layers = last;
       if (const stage_split split = split_layers(m.num_layers, p, fw); split.valid) {
-        out.push_back(split_choice{first, last, split.most()});
+        out.push_back(choice_of(split, first, last));
       }
     }
   }

@@ -21,6 +21,9 @@ std::vector<std::pair<std::int64_t, std::int64_t>> uneven_splits(const model_spe
 struct split_choice {
   std::int64_t first = -1, last = -1;
   std::int64_t stage_layers = 0;  ///< 0: invalid
+  /// Transformer layers on the first rank, each middle rank and the last rank (split_layers' stage_split),
+  /// for the pipeline fill and drain of the search's bound (§7.2).
+  std::int64_t first_rank_layers = 0, middle_rank_layers = 0, last_rank_layers = 0;
 };
 
 /// Every split the search tries at (PP, embedding slots, VPP): the even one, else Megatron's uneven ones

@@ -229,6 +229,15 @@ TEST(Property, SearchBoundNeverExceedsTheTime) {
       {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-nodes", "2", "--gbs", "128"},
       {"--model", "llama2-7b", "--cluster", "dgx-a100", "--num-nodes", "2", "--gbs", "64", "--framework", "deepspeed"},
       {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "2", "--gbs", "64", "--framework", "fsdp"},
+      // The pipeline fill and drain terms (issue 30): embedding slots make the end ranks lighter,
+      // Megatron's uneven ends (126 layers) with and without interleaving, a hybrid Mamba model's
+      // layer kinds, and deep pipelines (PP up to 105).
+      {"--model", "bloom-176b", "--cluster", "jean-zay-a100", "--num-nodes", "48", "--gbs", "2048", "--bf16",
+       "--framework", "deepspeed", "--embedding-as-stage", "--tp", "4,8"},
+      {"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--nodes", "32,64", "--gbs", "512", "--tp", "8"},
+      {"--model", "nemotron-h-56b", "--cluster", "dgx-h100", "--nodes", "8", "--gbs", "256"},
+      {"--model", "megatron-530b", "--cluster", "dgx-a100", "--nodes", "280,420", "--gbs", "1920", "--bf16", "--tp",
+       "8"},
   };
   for (args_t a : searches) {
     a.insert(a.end(), {"--exhaustive", "--threads", "2"});
