@@ -110,17 +110,24 @@ std::vector<int> zero_stages_for(const training_config& base, std::int64_t pp) {
   return out;
 }
 
-/// A layout before memory and time, packed (16 bytes: a 530B search enumerates 1.7 million): its group
-/// (nodes, TP, CP, PP, EP, ETP, DP), its pipeline split, micro-batch, SP, recomputation and ZeRO stage.
-struct packed_layout {
+/// A block of layouts before memory and time, packed (16 bytes: a 530B search enumerates 217 thousand
+/// blocks of 1.7 million layouts): its group (nodes, TP, CP, PP, EP, ETP, DP), pipeline split, micro-batch
+/// and SP; its layouts are every recomputation searched × every ZeRO stage of the group. They share the
+/// bound's layer compute and differ in it only by the recomputed forward, so one key, the least of
+/// theirs, stands for all of them until the search reaches it (§7.2).
+struct packed_block {
   std::uint32_t group = 0;   ///< index into enumeration::groups
   std::uint32_t split = 0;   ///< index into enumeration::splits
   std::int32_t mbs = 1;      ///< ≤ the global batch, 2^30
-  std::uint8_t recompute = 0;
-  std::uint8_t zero = 0;
   bool sp = false;
 };
-static_assert(sizeof(packed_layout) <= 16);
+static_assert(sizeof(packed_block) <= 16);
+
+/// One layout of a block: its recomputation and ZeRO stage.
+struct block_member {
+  recompute_choice recompute = recompute_choice::none;
+  int zero = 0;
+};
 
 /// A pipeline split of a (PP, embedding slots, VPP), shared by every group at that PP.
 struct split_entry {
@@ -328,10 +335,12 @@ search_axes axes_of(const job_spec& base, const search_space& s) {
 /// The layouts to evaluate, and what the enumeration rejected on the way (for the empty-space message).
 struct enumeration {
   std::vector<search_candidate> groups;  ///< (nodes, TP, CP, PP, EP, ETP, DP, dispatcher), the rest unset
+  std::vector<std::vector<int>> group_zeros;  ///< the ZeRO stages each group's layouts try
   std::vector<split_entry> splits;
   std::map<std::tuple<std::int64_t, bool, std::int64_t>, std::pair<std::uint32_t, std::uint32_t>> split_ranges;
-  std::vector<packed_layout> layouts;
-  search_candidate candidate(const packed_layout& p) const {
+  std::vector<packed_block> blocks;
+  std::int64_t layouts = 0;  ///< in all the blocks
+  search_candidate candidate(const packed_block& p, block_member member) const {
     search_candidate c = groups[p.group];
     const split_entry& s = splits[p.split];
     c.first_stage_layers = s.first;
@@ -340,8 +349,8 @@ struct enumeration {
     c.embedding_as_stage = s.emb;
     c.mbs = p.mbs;
     c.sequence_parallel = p.sp;
-    c.recompute = static_cast<recompute_choice>(p.recompute);
-    c.zero_stage = p.zero;
+    c.recompute = member.recompute;
+    c.zero_stage = member.zero;
     return c;
   }
   std::int64_t had_world = 0, had_batch = 0, had_dp_multiple = 0;
@@ -415,7 +424,9 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
   }
   const auto group = static_cast<std::uint32_t>(e.groups.size());
   e.groups.push_back(c);
-  const auto per_mbs = static_cast<std::int64_t>(zeros.size() * split_count * x.recomputes.size() * x.sps.size());
+  e.group_zeros.push_back(zeros);
+  const auto members = static_cast<std::int64_t>(zeros.size() * x.recomputes.size());
+  const auto per_mbs = static_cast<std::int64_t>(split_count * x.sps.size()) * members;
   for (std::int64_t mbs : mbss) {
     if (gbs % (mbs * c.dp) != 0) {
       e.bad_mbs = mbs;
@@ -430,20 +441,17 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
         const bool vpp_ok = split.vpp == 1 || micro % c.pp == 0;
         for (bool sp : x.sps) {
           const bool sp_ok = !sp || (c.tp > 1 && (m.seq_length / c.cp) % c.tp == 0);
-          for (recompute_choice rc : x.recomputes) {
-            for (int z : zeros) {
-              ++res.enumerated;
-              if (split.stage_layers == 0 || !vpp_ok || !sp_ok) {
-                if (split.stage_layers == 0) e.bad_split_pp = c.pp;
-                if (!vpp_ok) e.bad_vpp_pp = c.pp;
-                e.bad_sp = e.bad_sp || !sp_ok;
-                ++res.pruned_divisibility;
-                continue;
-              }
-              e.layouts.push_back({group, si, static_cast<std::int32_t>(mbs), static_cast<std::uint8_t>(rc),
-                                   static_cast<std::uint8_t>(z), sp});
-            }
+          res.enumerated += members;
+          if (members == 0) continue;
+          if (split.stage_layers == 0 || !vpp_ok || !sp_ok) {
+            if (split.stage_layers == 0) e.bad_split_pp = c.pp;
+            if (!vpp_ok) e.bad_vpp_pp = c.pp;
+            e.bad_sp = e.bad_sp || !sp_ok;
+            res.pruned_divisibility += members;
+            continue;
           }
+          e.blocks.push_back({group, si, static_cast<std::int32_t>(mbs), sp});
+          e.layouts += members;
         }
       }
     }
@@ -565,7 +573,7 @@ using worker_pool = detail::search_workers<layer_cache>;
 using detail::top_k_threshold;
 
 /// A layout's iteration lower bound (§7.2) from the cheapest layer's forward f, backward b and attention
-/// core a (held in `u` as bound_layouts sets it): for each pipeline rank k, every micro-batch passes each of
+/// core a (held in `u` as bound_layer sets it): for each pipeline rank k, every micro-batch passes each of
 /// its layers (m · work(L_k)), and its first forward waits for the first micro-batch's first chunk on the
 /// k ranks before it, as the last chunk's backward on them waits for its last backward (Σ_{i<k} L_i/v ·
 /// (f + b)). The largest over the first, the last middle and the last rank; with one rank, m · work(L).
@@ -597,54 +605,59 @@ double pipeline_lower_bound_s(const unit_time& u, const split_entry& split, std:
   return bound;
 }
 
-/// Each layout's compute lower bound (§7.2), as its score's key: the busiest rank's layers, every
-/// micro-batch, no bubble, communication, embedding or optimizer. Block recomputation is bounded with one
-/// recomputed layer. The dense-layer compute is shared per (TP, CP, EP, MBS, SP).
-std::vector<bound_key> bound_layouts(const job_spec& base, const search_space& s, const enumeration& e,
-                                     worker_pool& pool) {
-  const compute_efficiency eff = effective_compute_efficiency(base.cluster.gpu);
-  const layer_counts kinds = base.model.count_layer_kinds(0, base.model.num_layers);
-  const std::int64_t gbs = base.training.global_batch_size;
-  std::vector<bound_key> keys(e.layouts.size());
-  auto bound_from = [&](const unit_time& u, const packed_layout& p, const search_candidate& g, std::size_t i) {
-    const double micro = static_cast<double>(gbs / (p.mbs * g.dp));
-    const double iteration_s = pipeline_lower_bound_s(u, e.splits[p.split], g.pp, static_cast<recompute_choice>(p.recompute), micro);
-    keys[i] = {score_of(s, iteration_s, g.num_gpus), static_cast<std::uint32_t>(i)};
-  };
-  pool.run(e.layouts.size(), [&](std::size_t i, job_spec& j, layer_cache& cache) {
-    const packed_layout& p = e.layouts[i];
-    const search_candidate& g = e.groups[p.group];
-    const layer_key key{g.tp, g.cp, g.ep, g.etp, p.mbs, p.sp};
-    const auto* last = cache.last[p.sp];
-    if (last != nullptr && last->first == key) {
-      bound_from(last->second, p, g, i);
-      return;
+/// The bound's layer compute of a block's (TP, CP, EP, ETP, MBS, SP), from the worker's cache (§7.2):
+/// the cheapest layer of each kind the model has (§1.10), field by field, so that the bound stays below
+/// every stage's real sum: held as forward.gemm_s (all of the forward), backward.gemm_s and
+/// forward.attention_s (what selective recomputation redoes).
+const unit_time& bound_layer(const job_spec& base, const enumeration& e, const packed_block& p, job_spec& j,
+                             layer_cache& cache) {
+  const search_candidate& g = e.groups[p.group];
+  const layer_key key{g.tp, g.cp, g.ep, g.etp, p.mbs, p.sp};
+  const auto* last = cache.last[p.sp];
+  if (last != nullptr && last->first == key) return last->second;
+  auto it = cache.layers.find(key);
+  if (it == cache.layers.end()) {
+    const compute_efficiency eff = effective_compute_efficiency(base.cluster.gpu);
+    const layer_counts kinds = base.model.count_layer_kinds(0, base.model.num_layers);
+    const search_candidate c = e.candidate(p, {});
+    apply_candidate(j, base, c);
+    j.parallel.dp = c.dp;
+    resolve_job(j);  // the tokens and precision roles the layer's kernels read
+    unit_time u;
+    bool first = true;
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+      if (kinds[k] == 0) continue;
+      const unit_time l = layer_compute(j, eff, static_cast<layer_kind>(k));
+      const double f = l.forward.total_s(), b = l.backward.total_s(), a = l.forward.attention_s;
+      u.forward.gemm_s = first ? f : std::min(u.forward.gemm_s, f);
+      u.backward.gemm_s = first ? b : std::min(u.backward.gemm_s, b);
+      u.forward.attention_s = first ? a : std::min(u.forward.attention_s, a);
+      first = false;
     }
-    std::map<layer_key, unit_time>& layers = cache.layers;
-    auto it = layers.find(key);
-    if (it == layers.end()) {
-      const search_candidate c = e.candidate(p);
-      apply_candidate(j, base, c);
-      j.parallel.dp = c.dp;
-      resolve_job(j);  // the tokens and precision roles the layer's kernels read
-      // The cheapest layer of each kind the model has (§1.10), field by field, so that the bound stays
-      // below every stage's real sum (§7.2): held as forward.gemm_s (all of the forward),
-      // backward.gemm_s and forward.attention_s (what selective recomputation redoes).
-      unit_time u;
-      bool first = true;
-      for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
-        if (kinds[k] == 0) continue;
-        const unit_time l = layer_compute(j, eff, static_cast<layer_kind>(k));
-        const double f = l.forward.total_s(), b = l.backward.total_s(), a = l.forward.attention_s;
-        u.forward.gemm_s = first ? f : std::min(u.forward.gemm_s, f);
-        u.backward.gemm_s = first ? b : std::min(u.backward.gemm_s, b);
-        u.forward.attention_s = first ? a : std::min(u.forward.attention_s, a);
-        first = false;
-      }
-      it = layers.emplace(key, u).first;
-    }
-    cache.last[p.sp] = &*it;  // std::map nodes stay put
-    bound_from(it->second, p, g, i);
+    it = cache.layers.emplace(key, u).first;
+  }
+  cache.last[p.sp] = &*it;  // std::map nodes stay put
+  return it->second;
+}
+
+/// The score's lower bound of one layout of a block (§7.2).
+double layout_bound(const job_spec& base, const search_space& s, const enumeration& e, const packed_block& p,
+                    const unit_time& u, recompute_choice rc) {
+  const search_candidate& g = e.groups[p.group];
+  const double micro = static_cast<double>(base.training.global_batch_size / (p.mbs * g.dp));
+  return score_of(s, pipeline_lower_bound_s(u, e.splits[p.split], g.pp, rc, micro), g.num_gpus);
+}
+
+/// Each block's key: the least lower bound of its layouts (§7.2), over the recomputations searched.
+std::vector<bound_key> bound_blocks(const job_spec& base, const search_space& s, const search_axes& x,
+                                    const enumeration& e, worker_pool& pool) {
+  std::vector<bound_key> keys(e.blocks.size());
+  pool.run(e.blocks.size(), [&](std::size_t i, job_spec& j, layer_cache& cache) {
+    const packed_block& p = e.blocks[i];
+    const unit_time& u = bound_layer(base, e, p, j, cache);
+    double least = std::numeric_limits<double>::infinity();
+    for (recompute_choice rc : x.recomputes) least = std::min(least, layout_bound(base, s, e, p, u, rc));
+    keys[i] = {least, static_cast<std::uint32_t>(i)};
   });
   return keys;
 }
@@ -674,7 +687,7 @@ class placement_cache {
 
 /// Memory and time of one layout into `c` (§7.3), or why it was dropped. Block recomputation takes the
 /// fewest recomputed layers per chunk that fit (fewer is faster; §7.1), by bisection.
-fate evaluate_one(const job_spec& base, const search_space& s, search_candidate& c, const packed_layout& p,
+fate evaluate_one(const job_spec& base, const search_space& s, search_candidate& c, const packed_block& p,
                   std::int64_t stage_layers, placement_cache& placements, layer_cache& cache, job_spec& j,
                   double capacity, double need_headroom) {
 
@@ -698,9 +711,10 @@ fate evaluate_one(const job_spec& base, const search_space& s, search_candidate&
   }
   apply_candidate(j, base, c);
   if (!layout_violation(j).empty() || !placements.placed(p.group, j)) return fate::invalid;
-  const auto static_key = std::make_tuple(p.group, p.split, p.zero);
+  const auto zero = static_cast<std::uint8_t>(c.zero_stage);
+  const auto static_key = std::make_tuple(p.group, p.split, zero);
   if (cache.static_overflow.count(static_key) != 0) return fate::no_fit;
-  const auto fit_key = std::make_tuple(p.group, p.split, p.zero, p.sp, p.recompute);
+  const auto fit_key = std::make_tuple(p.group, p.split, zero, p.sp, static_cast<std::uint8_t>(c.recompute));
   if (const auto it = cache.no_fit_mbs.find(fit_key); it != cache.no_fit_mbs.end() && p.mbs >= it->second) {
     return fate::no_fit;
   }
@@ -744,21 +758,21 @@ fate evaluate_one(const job_spec& base, const search_space& s, search_candidate&
 }
 
 /// Memory, then the full time model (§7.3), best bound first, until the bound passes the K-th best score.
-/// The keys are not sorted whole: each round selects the next `chunk` lowest (nth_element, O(n)) and
-/// sorts only those, so a search that stops after a few thousand of 1.7 million layouts never sorts the
-/// rest. Within a round the workers skip what the bound rules out; the round after the bound passed the
+/// The blocks' keys are not sorted whole: each round selects the next `chunk` lowest (nth_element, O(n))
+/// and sorts only those, so a search that stops after a few hundred of 217 thousand blocks never sorts
+/// the rest. Within a round the workers skip what the bound rules out, block by block and then layout by
+/// layout (each layout's own bound, with its recomputation); the round after the bound passed the
 /// threshold is never started (the threshold only falls, the keys only rise).
-void evaluate_bounded(const job_spec& base, const search_space& s, const enumeration& e, std::vector<bound_key>& keys,
-                      worker_pool& pool, search_result& res) {
+void evaluate_bounded(const job_spec& base, const search_space& s, const search_axes& x, const enumeration& e,
+                      std::vector<bound_key>& keys, worker_pool& pool, search_result& res) {
   const double capacity = static_cast<double>(base.cluster.gpu.usable_memory_bytes);
   const double need_headroom = std::max(s.min_headroom_bytes, s.min_headroom_fraction * capacity);
   top_k_threshold best(static_cast<std::size_t>(std::max<std::int64_t>(1, s.top_k)));
   placement_cache placements(e.groups.size());
-  std::mutex mu;  // guards res.candidates: evaluated layouts are few; the other fates go to their slots
-  std::vector<fate> fates;
-  std::int64_t invalid = 0, no_fit = 0;
+  std::mutex mu;  // guards res.candidates: evaluated layouts are few
+  std::atomic<std::int64_t> invalid{0}, no_fit{0};
   std::size_t done = 0;
-  std::size_t chunk = 4096;
+  std::size_t chunk = 1024;
   while (done < keys.size()) {
     const std::size_t end = std::min(keys.size(), done + chunk);
     const auto first = keys.begin() + static_cast<std::ptrdiff_t>(done);
@@ -766,35 +780,39 @@ void evaluate_bounded(const job_spec& base, const search_space& s, const enumera
     if (end < keys.size()) std::nth_element(first, last, keys.end());
     std::sort(first, last);
     if (!s.exhaustive && first->score > best.threshold()) break;  // every later key is larger still
-    fates.assign(end - done, fate::bounded);
     pool.run(end - done, [&](std::size_t k, job_spec& j, layer_cache& cache) {
       const bound_key& key = keys[done + k];
       if (!s.exhaustive && key.score > best.threshold()) return;
-      const packed_layout& p = e.layouts[key.index];
-      search_candidate c = e.candidate(p);
-      c.lower_bound_s = s.rank == rank_kind::cost ? key.score / static_cast<double>(c.num_gpus) : key.score;
-      const fate f = evaluate_one(base, s, c, p, e.splits[p.split].stage_layers, placements, cache, j, capacity,
-                                  need_headroom);
-      fates[k] = f;
-      if (f == fate::evaluated) {
-        best.offer(c.score);
-        std::lock_guard<std::mutex> lock(mu);
-        res.candidates.push_back(c);
+      const packed_block& p = e.blocks[key.index];
+      const unit_time& u = bound_layer(base, e, p, j, cache);
+      for (recompute_choice rc : x.recomputes) {
+        const double bound = layout_bound(base, s, e, p, u, rc);
+        if (!s.exhaustive && bound > best.threshold()) continue;
+        for (int z : e.group_zeros[p.group]) {
+          search_candidate c = e.candidate(p, {rc, z});
+          c.lower_bound_s = s.rank == rank_kind::cost ? bound / static_cast<double>(c.num_gpus) : bound;
+          const fate f = evaluate_one(base, s, c, p, e.splits[p.split].stage_layers, placements, cache, j, capacity,
+                                      need_headroom);
+          if (f == fate::invalid) invalid.fetch_add(1, std::memory_order_relaxed);
+          if (f == fate::no_fit) no_fit.fetch_add(1, std::memory_order_relaxed);
+          if (f == fate::evaluated) {
+            best.offer(c.score);
+            std::lock_guard<std::mutex> lock(mu);
+            res.candidates.push_back(c);
+          }
+        }
       }
     });
-    invalid += std::count(fates.begin(), fates.end(), fate::invalid);
-    no_fit += std::count(fates.begin(), fates.end(), fate::no_fit);
     done = end;
     chunk *= 2;  // few rounds even when the bound prunes little
   }
-  res.pruned_divisibility += invalid;
-  res.pruned_memory += no_fit;
-  res.pruned_bound += static_cast<std::int64_t>(keys.size()) - invalid - no_fit -
-                      static_cast<std::int64_t>(res.candidates.size());
+  res.pruned_divisibility += invalid.load();
+  res.pruned_memory += no_fit.load();
+  res.pruned_bound += e.layouts - invalid.load() - no_fit.load() - static_cast<std::int64_t>(res.candidates.size());
 }
 
 /// The evaluated layouts best first, and the counts of the others (§7.3).
-void rank_results(const job_spec& base, const search_space& s, std::size_t layouts, search_result& res) {
+void rank_results(const job_spec& base, const search_space& s, std::int64_t layouts, search_result& res) {
   if (res.candidates.empty()) {
     const double capacity = static_cast<double>(base.cluster.gpu.usable_memory_bytes);
     const double need_headroom = std::max(s.min_headroom_bytes, s.min_headroom_fraction * capacity);
@@ -829,21 +847,21 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
 
   const search_axes axes = axes_of(base, s);
   enumeration e = enumerate_layouts(base, s, axes, res);
-  if (e.layouts.empty()) throw input_error("nothing to search: " + empty_space_reason(base, s, axes, e));
-  if (e.layouts.size() > std::numeric_limits<std::uint32_t>::max()) {
-    throw input_error(fmt::format("{} layouts to search, more than 2^32: give fewer node counts (${{space.nodes}}) or "
-                                  "fix some sizes (${{space.tp}}, ${{space.pp}}, ${{space.mbs}})",
-                                  e.layouts.size()));
+  if (e.blocks.empty()) throw input_error("nothing to search: " + empty_space_reason(base, s, axes, e));
+  if (e.blocks.size() > std::numeric_limits<std::uint32_t>::max()) {
+    throw input_error(fmt::format("{} layouts to search in {} blocks, more than 2^32 blocks: give fewer node counts "
+                                  "(${{space.nodes}}) or fix some sizes (${{space.tp}}, ${{space.pp}}, ${{space.mbs}})",
+                                  e.layouts, e.blocks.size()));
   }
 
   const unsigned threads = s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
   res.threads = threads;
-  const auto total_work = static_cast<std::int64_t>(e.layouts.size()) * 2;
+  const auto total_work = static_cast<std::int64_t>(e.blocks.size()) * 2;  // the pool's items: blocks, twice
   worker_pool pool(base, threads, total_work, progress);
   // Best bound first: once a layout's bound exceeds the K-th best score, it cannot enter the top K.
-  std::vector<bound_key> keys = bound_layouts(base, s, e, pool);
-  evaluate_bounded(base, s, e, keys, pool, res);
-  rank_results(base, s, e.layouts.size(), res);
+  std::vector<bound_key> keys = bound_blocks(base, s, axes, e, pool);
+  evaluate_bounded(base, s, axes, e, keys, pool, res);
+  rank_results(base, s, e.layouts, res);
   res.elapsed_s = std::chrono::duration<double>(clock_type::now() - t0).count();
   if (progress) progress(total_work, total_work);
   return res;
