@@ -14,7 +14,15 @@ namespace trainplan {
 
 namespace {
 
-double ceil_div(double a, double b) { return std::ceil(a / b); }
+/// Whether x > 0 is a power of two (std::has_single_bit calls libgcc without POPCNT: the hot path).
+constexpr bool power_of_two(std::uint64_t x) { return (x & (x - 1)) == 0; }
+
+/// Tiles of size `tile` that cover `dim` (⌈dim/tile⌉); tiles are powers of two in every catalog entry.
+std::int64_t tile_count(std::int64_t dim, std::int64_t tile) {
+  const auto t = static_cast<std::uint64_t>(tile);
+  if (power_of_two(t)) return (dim + tile - 1) >> std::countr_zero(t);
+  return (dim + tile - 1) / tile;
+}
 
 /// Elements a 16-bit (8-bit, 32-bit) operand needs per dimension for vectorised tensor-core loads: 16 bytes.
 std::int64_t alignment_elements(dtype d) { return std::max(1, 16 / bytes_of(d)); }
@@ -22,7 +30,7 @@ std::int64_t alignment_elements(dtype d) { return std::max(1, 16 / bytes_of(d));
 /// Alignment factor of one dimension (§5.2): multiples of 128 are free.
 double alignment_factor(std::int64_t dim, std::int64_t elems, const compute_efficiency& e) {
   // elems is a power of two (16 bytes / element size): a mask, not an integer division (hot path).
-  const bool aligned = std::has_single_bit(static_cast<std::uint64_t>(elems)) ? (dim & (elems - 1)) == 0
+  const bool aligned = power_of_two(static_cast<std::uint64_t>(elems)) ? (dim & (elems - 1)) == 0
                                                                                : dim % elems == 0;
   if (!aligned) return e.unaligned_factor;
   if (dim % 128 == 0) return 1.0;
@@ -223,16 +231,25 @@ gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dt
                b = static_cast<double>(s.batch);
   out.flops = 2.0 * m * n * k * b;
   if (out.flops <= 0) return out;
-  // Tile and wave quantization (§5.2): the best tile the library offers.
+  // Tile and wave quantization (§5.2): the best tile the library offers, peak_fraction × m·n·b /
+  // (waves · slots · tm · tn). The hot path of every estimate (three GEMMs per layer GEMM): tile counts in
+  // integers (a shift for the power-of-two tiles), the waves from one reciprocal corrected to the exact
+  // ceiling, and the tiles compared by cross-multiplication, so one division remains.
   const double slots = static_cast<double>(gpu.sm_count) * e.tiles_per_sm;
-  double best = 0;
+  const double per_slot = 1.0 / slots;
+  double best_peak = 0, best_area = 1;  // the best tile's peak fraction and waves · tm · tn
   for (const gemm_tile& t : e.tiles) {
-    const double tm = static_cast<double>(t.m), tn = static_cast<double>(t.n);
-    const double tiles = ceil_div(m, tm) * ceil_div(n, tn) * b;
-    const double waves = ceil_div(tiles, slots);
-    const double util = (m * n * b) / (waves * slots * tm * tn);
-    best = std::max(best, t.peak_fraction * util);
+    const double tiles = static_cast<double>(tile_count(s.m, t.m)) * static_cast<double>(tile_count(s.n, t.n)) * b;
+    double waves = std::ceil(tiles * per_slot);
+    if (waves * slots < tiles) waves += 1;               // the reciprocal rounded low
+    if ((waves - 1) * slots >= tiles) waves -= 1;        // or high
+    const double area = waves * static_cast<double>(t.m) * static_cast<double>(t.n);
+    if (t.peak_fraction * best_area > best_peak * area) {
+      best_peak = t.peak_fraction;
+      best_area = area;
+    }
   }
+  double best = best_peak * (m * n * b) / (best_area * slots);
   if (d == dtype::fp8 && e.fp8_tile_factor > 0) best = std::min(1.0, best * e.fp8_tile_factor);
   const std::int64_t elems = alignment_elements(d);
   const double align = std::min({alignment_factor(s.m, elems, e), alignment_factor(s.n, elems, e),

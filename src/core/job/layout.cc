@@ -140,7 +140,8 @@ void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
   stages.assign(static_cast<std::size_t>(p.pp), stage_layout{});
   // Counts the layers of [first, first + n) by kind into `s`.
   auto count = [&](std::int64_t first, std::int64_t n, stage_layout& s) {
-    for (std::int64_t i = first; i < first + n; ++i) ++s.kinds[static_cast<std::size_t>(m.kind_of_layer(i))];
+    const layer_counts kinds = m.count_layer_kinds(first, n);
+    for (std::size_t k = 0; k < kinds.size(); ++k) s.kinds[k] += kinds[k];
   };
   const stage_split& split = job.resolved.split;
   TRAINPLAN_CHECK(split.valid);  // finalize_job refused every invalid split and resolved the valid one

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <optional>
 #include <string>
 
 #include "trainplan/core/base/checked.h"
@@ -170,8 +171,29 @@ layer_kind model_spec::kind_of_layer(std::int64_t layer) const {
   return moe ? (window ? layer_kind::moe_window : layer_kind::moe) : (window ? layer_kind::dense_window : layer_kind::dense);
 }
 
+namespace {
+
+/// The one kind every layer has when nothing varies from layer to layer (no hybrid or MoE pattern, no
+/// dense first layers, no window pattern or skip frequency), else none: kind_of_layer's answer without
+/// asking it per layer (a memory and time estimate counts the layers of every stage).
+std::optional<layer_kind> uniform_kind(const model_spec& m) {
+  if (m.is_hybrid()) return std::nullopt;
+  const bool moe = m.is_moe();
+  if (moe && (!m.moe.layer_pattern.empty() || m.moe.first_dense_layers > 0 || m.moe.layer_freq != 1)) return std::nullopt;
+  const bool windowed = m.sliding_window > 0 && m.sliding_window < m.seq_length;
+  if (windowed && (!m.window_pattern.empty() || m.window_skip_freq > 0)) return std::nullopt;
+  return moe ? (windowed ? layer_kind::moe_window : layer_kind::moe)
+             : (windowed ? layer_kind::dense_window : layer_kind::dense);
+}
+
+}  // namespace
+
 layer_counts model_spec::count_layer_kinds(std::int64_t first, std::int64_t count) const {
   layer_counts n{};
+  if (const std::optional<layer_kind> k = uniform_kind(*this)) {
+    n[static_cast<std::size_t>(*k)] = std::max<std::int64_t>(0, count);
+    return n;
+  }
   for (std::int64_t i = first; i < first + count; ++i) ++n[static_cast<std::size_t>(kind_of_layer(i))];
   return n;
 }

@@ -296,5 +296,27 @@ TEST(ModelFamilies, BadInputNamesTheField) {
   EXPECT_THAT(message(m), ::testing::HasSubstr("model.window_pattern has 2 entries"));
 }
 
+// count_layer_kinds answers without asking each layer when no layer differs (issue 30's hot path): the
+// same counts as kind_of_layer, layer by layer, on every catalog model (dense, windowed with a skip
+// frequency or a pattern, all-MoE, MoE after dense layers, hybrid) and on every range of a few.
+TEST(Model, LayerKindCountsEqualTheLayerByLayerKinds) {
+  for (const catalog_model& c : model_catalog()) {
+    model_spec m = c.spec;
+    finalize_model(m);
+    for (std::int64_t first = 0; first < m.num_layers; first += std::max<std::int64_t>(1, m.num_layers / 7)) {
+      for (std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, m.num_layers - first}) {
+        layer_counts want{};
+        for (std::int64_t i = first; i < first + count; ++i) ++want[static_cast<std::size_t>(m.kind_of_layer(i))];
+        EXPECT_EQ(m.count_layer_kinds(first, count), want) << m.name << " [" << first << ", +" << count << ")";
+      }
+    }
+  }
+  // A windowed model without a skip frequency: every layer windowed, counted without a loop.
+  model_spec w = find_model("llama2-7b").spec;
+  w.sliding_window = 1024;
+  finalize_model(w);
+  EXPECT_EQ(w.count_layer_kinds(0, 32)[static_cast<std::size_t>(layer_kind::dense_window)], 32);
+}
+
 }  // namespace
 }  // namespace trainplan
