@@ -18,6 +18,7 @@
 #include "trainplan/core/estimate/calibration.h"
 #include "trainplan/core/estimate/comm.h"
 #include "args_detail.h"
+#include "launcher.h"
 #include "trainplan/core/base/checked.h"
 #include "local_flags.h"
 #include "parse.h"
@@ -270,55 +271,22 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
   }
 }
 
-/// Split a launch line into launcher world size and the Megatron arguments after the script.
-std::vector<std::string> read_launch_line(const std::vector<std::string>& tokens, job_builder& b) {
-  std::size_t i = 0;
-  std::int64_t nproc = 0;
-  std::int64_t nnodes = 1;
-  auto is_script = [](const std::string& s) { return s.ends_with(".py"); };
-  static const std::vector<std::string> launcher_switches = {"--standalone", "--no-python", "--module", "--use-env",
-                                                             "--no_python", "--use_env", "--module"};
-  while (i < tokens.size() && !is_script(tokens[i])) {
-    const std::string tok = tokens[i];
-    if (tok == "-m" || tok == "python" || tok == "python3" || tok == "torchrun" || tok == "deepspeed" ||
-        tok == "torch.distributed.run" || tok == "torch.distributed.launch" || tok.ends_with("/python") ||
-        tok.ends_with("/python3") || tok.ends_with("/torchrun") || tok.ends_with("/deepspeed") || tok == "-u") {
-      ++i;
-      continue;
-    }
-    if (!tok.starts_with("-")) throw input_error("launch line: expected a launcher flag or the training script, got '" + tok + "'");
-    std::string key = tok;
-    std::string val;
-    if (auto eq = key.find('='); eq != std::string::npos) {
-      val = key.substr(eq + 1);
-      key = key.substr(0, eq);
-    } else if (std::find(launcher_switches.begin(), launcher_switches.end(), key) == launcher_switches.end() &&
-               i + 1 < tokens.size() && !tokens[i + 1].starts_with("-") && !is_script(tokens[i + 1])) {
-      val = tokens[++i];
-    }
-    key = normalize(key);
-    if (key == "--nproc-per-node" || key == "--num-gpus") {
-      nproc = to_int_min(val, "launch line " + key, 1);  // 0 is not "not given": it is refused
-    } else if (key == "--nnodes" || key == "--num-nodes") {
-      // torchrun accepts MIN:MAX for elastic jobs; the plan is for the largest.
-      const auto colon = val.find(':');
-      nnodes = to_int_min(colon == std::string::npos ? val : val.substr(colon + 1), "launch line " + key, 1);
-    } else {
-      b.ignored.push_back(key);
-    }
-    ++i;
+/// The launch line's world size as flags of the launch line's source (issue 29): --num-nodes, --gpus-per-node
+/// or --num-gpus, each shown as the launcher spelled it, so that the user's own flags before `--` override
+/// them and the reports list what they overrode.
+void launch_world_flags(const launch_world& w, std::vector<pending>& out, job_builder& b) {
+  auto add = [&](const char* name, const std::string& typed, std::int64_t value) {
+    out.push_back({find_flag(name), typed, std::to_string(value), 2});
+  };
+  if (w.nodes) add("--num-nodes", w.nodes_flag.empty() ? "--nnodes" : w.nodes_flag, *w.nodes);
+  if (w.per_node) add("--gpus-per-node", w.per_node_flag, *w.per_node);
+  if (w.total) add("--num-gpus", w.total_flag, *w.total);
+  if (w.nodes && w.per_node && *w.nodes > limits::kMaxGpus / *w.per_node) {
+    throw input_error("launch line: " + w.per_node_flag + " × " + w.nodes_flag + " = " +
+                      std::to_string(detail::checked_mul(*w.nodes, *w.per_node, "launch line world size")) +
+                      " GPUs, more than " + std::to_string(limits::kMaxGpus));
   }
-  if (i == tokens.size()) throw input_error("launch line: no training script (a *.py file) after '--'");
-  if (nproc > 0) {
-    b.gpus_per_node = nproc;
-    b.num_nodes = nnodes;
-    b.num_gpus = detail::checked_mul(nproc, nnodes, "launch line --nproc-per-node × --nnodes");
-    if (b.num_gpus > limits::kMaxGpus) {
-      throw input_error("launch line: --nproc-per-node × --nnodes = " + std::to_string(b.num_gpus) + " GPUs, more than " +
-                        std::to_string(limits::kMaxGpus));
-    }
-  }
-  return {tokens.begin() + static_cast<std::ptrdiff_t>(i) + 1, tokens.end()};
+  b.ignored.insert(b.ignored.end(), w.ignored.begin(), w.ignored.end());
 }
 
 /// With --model and Megatron model flags together: fields the base model derived (Megatron's defaults)
@@ -510,8 +478,8 @@ void apply_flag(const pending& p, job_builder& b) {
 
 namespace {
 
-/// A flag given twice with different values: the later one counts (a preset's, then the user's flags, then
-/// the launch line's, each in order). "--tp 4 (preset) → 8 (your flags)", as each was typed, for the reports.
+/// A flag given twice with different values: the later one counts (a preset's, then the launch line's,
+/// then the user's flags before `--`, each in order). "--tp 4 (preset) → 8 (your flags)", as each was typed, for the reports.
 std::vector<std::string> overridden_flags(const std::vector<pending>& flags) {
   static constexpr const char* kSource[] = {"preset", "your flags", "launch line"};
   std::vector<std::string> out;
@@ -533,18 +501,48 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
   b.job.cluster = find_cluster("dgx-h100");
   std::vector<std::string> own(args.begin(), std::find(args.begin(), args.end(), std::string("--")));
   std::vector<pending> flags;
+  std::vector<std::string> displaced;  // the launcher's world size the user's replaced
   parsed_job out;
   read_flags(own, false, flags, b);
   if (own.size() < args.size()) {
     const std::vector<std::string> launch(args.begin() + static_cast<std::ptrdiff_t>(own.size()) + 1, args.end());
     if (launch.empty()) throw input_error("nothing after '--': give a launch line such as torchrun ... pretrain_gpt.py <flags>");
-    read_flags(read_launch_line(launch, b), true, flags, b);
+    const launch_world world = read_launcher(launch);
+    launch_world_flags(world, flags, b);
+    read_flags(world.script_args, true, flags, b);
     out.from_launch_line = true;
+    // The user's world size replaces the launcher's whole: their --num-gpus the line's node count, their
+    // --num-nodes the line's process count (the same flag on both sides is an override like any other).
+    const flag_def* gpus_def = find_flag("--num-gpus");
+    const flag_def* nodes_def = find_flag("--num-nodes");
+    auto user_gives = [&](const flag_def* d) {
+      return std::any_of(flags.begin(), flags.end(), [&](const pending& p) { return p.source == 1 && p.def == d; });
+    };
+    const bool user_gpus = user_gives(gpus_def), user_nodes = user_gives(nodes_def);
+    auto displaced_by_user = [&](const pending& p) {
+      return p.source == 2 && ((p.def == nodes_def && user_gpus && !user_nodes) || (p.def == gpus_def && user_nodes && !user_gpus));
+    };
+    for (const pending& p : flags) {
+      if (displaced_by_user(p)) {
+        displaced.push_back(fmt::format("{} {} (launch line) → {} (your flags)", p.flag, p.value,
+                                        user_gpus ? "--num-gpus" : "--num-nodes"));
+      }
+    }
+    std::erase_if(flags, displaced_by_user);
+    if (!world.unknown.empty() && !user_gpus && !user_nodes) {
+      throw input_error("launch line: the world size is not known: " + world.unknown +
+                        "; give --num-nodes N (and --gpus-per-node N) before '--'");
+    }
   }
   out.preset = b.preset;
-  std::stable_sort(flags.begin(), flags.end(),
-                   [](const pending& x, const pending& y) { return x.def->priority < y.def->priority; });
+  // The order flags apply in, each later one overriding: a preset's, the launch line's, then the user's
+  // own before `--` (a what-if on the line); model and cluster choices first.
+  auto rank_of = [](const pending& p) { return p.source == 0 ? 0 : p.source == 2 ? 1 : 2; };
+  std::stable_sort(flags.begin(), flags.end(), [&](const pending& x, const pending& y) {
+    return std::pair(x.def->priority, rank_of(x)) < std::pair(y.def->priority, rank_of(y));
+  });
   out.overridden_flags = overridden_flags(flags);
+  out.overridden_flags.insert(out.overridden_flags.end(), displaced.begin(), displaced.end());
   model_spec base;
   bool base_taken = false;
   for (const auto& p : flags) {

@@ -33,7 +33,7 @@ inline void append_ignored_flags(std::string& out, const run_context& ctx) {
     out += "\n";
   }
   if (!ctx.overridden_flags.empty()) {
-    out += "Given twice (the later counts):";
+    out += "Overridden (the value after the arrow counts):";
     for (const auto& f : ctx.overridden_flags) out += " " + f + ";";
     out.back() = '\n';
   }

@@ -292,6 +292,68 @@ TEST(ArgsLaunchLine, OwnFlagsBeforeTheLaunchLine) {
   EXPECT_EQ(pj.job.num_gpus, 16);
 }
 
+// Issue 29: a flag before `--` is the user's what-if on the line: it overrides the launch line's value
+// (TP, world size), and the answer lists what it overrode. It used to lose without a word.
+TEST(ArgsLaunchLine, YourFlagsOverrideTheLaunchLineAndAreListed) {
+  const parsed_job pj = parse(concat({"--tp", "4", "--num-nodes", "4", "--cluster", "dgx-a100", "--", "torchrun",
+                                      "--nproc_per_node", "8", "pretrain_gpt.py"},
+                                     kMegatronArgs));
+  EXPECT_EQ(pj.job.parallel.tp, 4);
+  EXPECT_EQ(pj.job.num_gpus, 32);
+  EXPECT_THAT(pj.overridden_flags, ::testing::Contains("--tensor-model-parallel-size 2 (launch line) → --tp 4 (your flags)"));
+  EXPECT_THAT(pj.overridden_flags, ::testing::Contains("--nnodes 1 (launch line) → --num-nodes 4 (your flags)"));
+  // --num-gpus replaces the launcher's world size whole.
+  const parsed_job gpus = parse(concat({"--num-gpus", "16", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"},
+                                       kMegatronArgs));
+  EXPECT_EQ(gpus.job.num_gpus, 16);
+  EXPECT_THAT(gpus.overridden_flags, ::testing::Contains("--nnodes 1 (launch line) → --num-gpus (your flags)"));
+}
+
+// Each launcher's own defaults and flags (torch/distributed/run.py; deepspeed/launcher/runner.py; srun;
+// Open MPI's mpirun), nested ones too.
+TEST(ArgsLaunchLine, LaunchersSizeTheWorldAsTheyRunIt) {
+  auto world = [&](const args_t& launcher) {
+    const parsed_job pj = parse(concat(concat({"--cluster", "dgx-a100", "--"}, launcher), kMegatronArgs));
+    return std::pair(pj.job.num_gpus, pj.job.cluster.gpus_per_node);
+  };
+  using w = std::pair<std::int64_t, std::int64_t>;
+  // torchrun starts one process per node unless told (--nproc-per-node's default is 1).
+  EXPECT_EQ(world({"torchrun", "--nnodes", "8", "pretrain_gpt.py"}), w(8, 1));
+  EXPECT_EQ(world({"torchrun", "--nnodes", "2", "--nproc-per-node", "gpu", "pretrain_gpt.py"}), w(16, 8));
+  EXPECT_EQ(world({"srun", "-N", "4", "--ntasks-per-node", "8", "python", "pretrain_gpt.py"}), w(32, 8));
+  EXPECT_EQ(world({"srun", "--nodes=2", "-n", "16", "python", "pretrain_gpt.py"}), w(16, 8));
+  EXPECT_EQ(world({"srun", "-N", "2", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"}), w(16, 8));
+  EXPECT_EQ(world({"mpirun", "-np", "32", "-N", "8", "python", "pretrain_gpt.py"}), w(32, 8));
+  EXPECT_EQ(world({"mpirun", "-np", "16", "--map-by", "ppr:4:node", "--bind-to", "none", "python", "pretrain_gpt.py"}),
+            w(16, 4));
+  // deepspeed: --num_nodes with every GPU of a node, a hostfile it can read, --include.
+  EXPECT_EQ(world({"deepspeed", "--num_nodes=4", "pretrain_gpt.py"}), w(32, 8));
+  const std::string hosts = write_temp("hostfile", "# two hosts\nworker-0 slots=8\nworker-1 slots=8\n");
+  EXPECT_EQ(world({"deepspeed", "--hostfile", hosts, "pretrain_gpt.py"}), w(16, 8));
+  EXPECT_EQ(world({"deepspeed", "--include", "worker-0:0,1,2,3@worker-1:0,1,2,3", "pretrain_gpt.py"}), w(8, 4));
+  const parsed_job unread = parse(concat({"--cluster", "dgx-a100", "--", "deepspeed", "--num_nodes=4", "--hostfile",
+                                          "/nonexistent/hf", "pretrain_gpt.py"},
+                                         kMegatronArgs));
+  EXPECT_EQ(unread.job.num_gpus, 32);
+  EXPECT_THAT(unread.ignored_flags,
+              ::testing::Contains("--hostfile /nonexistent/hf (not readable here: every GPU of a node assumed)"));
+}
+
+TEST(ArgsLaunchLine, AWorldSizeTheLineDoesNotSayIsAskedFor) {
+  EXPECT_EQ(error_of(concat({"--", "deepspeed", "--exclude", "worker-1:0", "pretrain_gpt.py"}, kMegatronArgs)),
+            "launch line: the world size is not known: deepspeed: its --exclude leaves GPUs of the hostfile that "
+            "trainplan does not read; give --num-nodes N (and --gpus-per-node N) before '--'");
+  EXPECT_EQ(parse(concat({"--num-nodes", "4", "--", "deepspeed", "--exclude", "worker-1:0", "pretrain_gpt.py"},
+                         kMegatronArgs))
+                .job.num_gpus,
+            32);
+  EXPECT_THAT(error_of(concat({"--", "mpirun", "-np", "12", "-N", "8", "python", "pretrain_gpt.py"}, kMegatronArgs)),
+              HasSubstr("not whole nodes"));
+  const std::string uneven = write_temp("hostfile_uneven", "a slots=8\nb slots=4\n");
+  EXPECT_THAT(error_of(concat({"--", "deepspeed", "--hostfile", uneven, "pretrain_gpt.py"}, kMegatronArgs)),
+              HasSubstr(":2: hosts with 8 and 4 slots"));
+}
+
 TEST(ArgsLaunchLine, HarmlessFlagsAreIgnoredAndListed) {
   const parsed_job flags = parse(concat(kMegatronArgs, kSixteenGpus));
   const parsed_job launch = parse(concat(

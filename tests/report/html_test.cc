@@ -218,7 +218,7 @@ TEST(HtmlCli, ALaunchLinePageNamesItsModelAndTheFlagsThatChangedNothing) {
   const std::string page = testing::read_file(path);
   EXPECT_NE(page.find("<title>Report: custom model: 32 layers, hidden 4096, 32 heads</title>"), std::string::npos);
   EXPECT_NE(page.find("Ignored (they change no estimate): --lr --train-iters"), std::string::npos);
-  EXPECT_NE(page.find("Given twice (the later counts): --tp 4 (your flags) → --tensor-model-parallel-size 2 (launch line)"), std::string::npos);
+  EXPECT_NE(page.find("Overridden (the value after the arrow counts): --tensor-model-parallel-size 2 (launch line) → --tp 4 (your flags)"), std::string::npos);
 }
 
 TEST(HtmlCli, WritesThePageWholeAndSaysWhere) {
