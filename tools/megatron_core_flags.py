@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Lists every command-line flag of a Megatron-LM checkout's pretrain scripts: the literal add_argument
-names of megatron/training/arguments.py and the flags ArgumentGroupFactory (megatron/training/
+names of megatron/training/arguments.py and megatron/post_training/arguments.py (ModelOpt's, which
+pretrain_gpt.py registers) and the flags ArgumentGroupFactory (megatron/training/
 argument_utils.py) builds from the config dataclasses: `--field-name` for each field not excluded, and
 `--no-field-name` / `--disable-field-name` for a bool that defaults to True; an "arg_names" entry in a
 field's argparse_meta replaces them. Reads the sources as text (no Megatron import), so it runs anywhere.
@@ -61,6 +62,10 @@ def dataclass_fields(name, seen=None):
 args_src = show("megatron/training/arguments.py")
 flags = set(re.findall(r"""add_argument\(\s*['"](--[A-Za-z0-9_\-]+)['"]""", args_src))
 flags |= set(re.findall(r"""['"](--[a-z0-9][a-z0-9\-_]+)['"]""", args_src))
+# pretrain_gpt.py and pretrain_mamba.py register ModelOpt's flags too (add_modelopt_args, when ModelOpt
+# is installed, as in NVIDIA's containers).
+modelopt_src = show("megatron/post_training/arguments.py")
+flags |= set(re.findall(r"""['"](--[a-z0-9][a-z0-9\-_]+)['"]""", modelopt_src))
 for m in re.finditer(r"(\w+)\s*=\s*ArgumentGroupFactory\((\w+)(?:,\s*exclude\s*=\s*(\w+|\[[^\]]*\]))?", args_src):
     cls, excl = m.group(2), m.group(3)
     excluded = set()
@@ -83,6 +88,7 @@ for m in re.finditer(r"(\w+)\s*=\s*ArgumentGroupFactory\((\w+)(?:,\s*exclude\s*=
 commit = subprocess.check_output(["git", "--git-dir", git_dir, "rev-parse", rev], text=True).strip()
 date = subprocess.check_output(["git", "--git-dir", git_dir, "show", "-s", "--format=%cs", rev], text=True).strip()
 print(f"# Megatron-LM {commit} ({date}): every flag of megatron/training/arguments.py, with the config")
-print("# dataclasses' generated ones (tools/megatron_core_flags.py). tests/cli/args_test.cc classifies each.")
+print("# dataclasses' generated ones and ModelOpt's (megatron/post_training/arguments.py, add_modelopt_args)")
+print("# (tools/megatron_core_flags.py). tests/cli/args_test.cc classifies each.")
 for f in sorted(flags):
     print(f)

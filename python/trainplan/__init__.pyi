@@ -35,12 +35,15 @@ class Job:
         max_position_embeddings: Optional[int] = ...,
         vocab_size: Optional[int] = ...,
         padded_vocab_size: Optional[int] = ...,
+        pad_vocab_size_to: Optional[int] = ...,
         make_vocab_size_divisible_by: Optional[int] = ...,
         swiglu: Optional[bool] = ...,
+        quick_geglu: Optional[bool] = ...,
         squared_relu: Optional[bool] = ...,
         activation: Union[str, os.PathLike[str], None] = ...,
         untie_embeddings_and_output_weights: Optional[bool] = ...,
         position_embedding_type: Union[str, os.PathLike[str], None] = ...,
+        enable_gpt_oss: Optional[bool] = ...,
         use_rotary_position_embeddings: Optional[bool] = ...,
         no_position_embedding: Optional[bool] = ...,
         normalization: Union[str, os.PathLike[str], None] = ...,
@@ -103,6 +106,7 @@ class Job:
         sp: Optional[bool] = ...,
         embedding_as_stage: Optional[bool] = ...,
         rank_order: Union[str, os.PathLike[str], None] = ...,
+        use_tp_pp_dp_mapping: Optional[bool] = ...,
         cp_comm_type: Union[str, os.PathLike[str], None] = ...,
         scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
         pp_partition_method: Union[str, os.PathLike[str], None] = ...,
@@ -133,6 +137,7 @@ class Job:
         use_flash_attn: Optional[bool] = ...,
         flash_attention: Optional[bool] = ...,
         attention_backend: Union[str, os.PathLike[str], None] = ...,
+        export_force_local_attention: Optional[bool] = ...,
         transformer_impl: Union[str, os.PathLike[str], None] = ...,
         bias_swiglu_fusion: Optional[bool] = ...,
         no_bias_swiglu_fusion: Optional[bool] = ...,
@@ -186,12 +191,15 @@ class Job:
         max_position_embeddings [N]: rows of the learned position table (default seq length)
         vocab_size [N]: vocabulary before padding (default from --model)
         padded_vocab_size [N]: vocabulary after padding (no further padding) (default padded)
+        pad_vocab_size_to [N]: vocabulary after padding, Megatron-DeepSpeed's spelling (= --padded-vocab-size) (default padded)
         make_vocab_size_divisible_by [N]: pad the vocabulary to a multiple of this × TP (default 128)
         swiglu: SwiGLU MLP
+        quick_geglu: gated quick-GELU MLP (gpt-oss; priced as GeGLU)
         squared_relu: squared-ReLU MLP
         activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
         untie_embeddings_and_output_weights: separate output layer
         position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
+        enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope)
         use_rotary_position_embeddings: = --position-embedding-type rope
         no_position_embedding: = --position-embedding-type none
         normalization [NAME]: LayerNorm or RMSNorm (default LayerNorm)
@@ -220,7 +228,7 @@ class Job:
         qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
         softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
         mtp_num_layers [N]: multi-token-prediction depth (default 0)
-        window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
+        window_size [W|(L,0)]: sliding-window attention over the last W tokens, or Megatron's (left, 0) tuple: left + 1 tokens (default none (full attention))
         window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
         window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
         hybrid_layer_pattern / hybrid_override_pattern [PATTERN]: hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE (default none (a transformer))
@@ -243,6 +251,7 @@ class Job:
         sequence_parallel / sp: Megatron sequence parallelism
         embedding_as_stage: each embedding takes one layer slot of its pipeline stage (BLOOM)
         rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
+        use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
         cp_comm_type [KIND]: context-parallel K/V exchange: p2p (ring) or all_gather (default p2p)
         scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
         pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
@@ -270,6 +279,7 @@ class Job:
         tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
         use_flash_attn / flash_attention: flash attention
         attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
+        export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
         transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
         bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
         no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
@@ -370,12 +380,15 @@ def search(*,
     max_position_embeddings: Optional[int] = ...,
     vocab_size: Optional[int] = ...,
     padded_vocab_size: Optional[int] = ...,
+    pad_vocab_size_to: Optional[int] = ...,
     make_vocab_size_divisible_by: Optional[int] = ...,
     swiglu: Optional[bool] = ...,
+    quick_geglu: Optional[bool] = ...,
     squared_relu: Optional[bool] = ...,
     activation: Union[str, os.PathLike[str], None] = ...,
     untie_embeddings_and_output_weights: Optional[bool] = ...,
     position_embedding_type: Union[str, os.PathLike[str], None] = ...,
+    enable_gpt_oss: Optional[bool] = ...,
     use_rotary_position_embeddings: Optional[bool] = ...,
     no_position_embedding: Optional[bool] = ...,
     normalization: Union[str, os.PathLike[str], None] = ...,
@@ -423,6 +436,7 @@ def search(*,
     decoder_first_pipeline_num_layers: Optional[int] = ...,
     decoder_last_pipeline_num_layers: Optional[int] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
+    use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
     scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
     pp_partition_method: Union[str, os.PathLike[str], None] = ...,
@@ -450,6 +464,7 @@ def search(*,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
+    export_force_local_attention: Optional[bool] = ...,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
@@ -521,12 +536,15 @@ def search(*,
     max_position_embeddings [N]: rows of the learned position table (default seq length)
     vocab_size [N]: vocabulary before padding (default from --model)
     padded_vocab_size [N]: vocabulary after padding (no further padding) (default padded)
+    pad_vocab_size_to [N]: vocabulary after padding, Megatron-DeepSpeed's spelling (= --padded-vocab-size) (default padded)
     make_vocab_size_divisible_by [N]: pad the vocabulary to a multiple of this × TP (default 128)
     swiglu: SwiGLU MLP
+    quick_geglu: gated quick-GELU MLP (gpt-oss; priced as GeGLU)
     squared_relu: squared-ReLU MLP
     activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
     untie_embeddings_and_output_weights: separate output layer
     position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
+    enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope)
     use_rotary_position_embeddings: = --position-embedding-type rope
     no_position_embedding: = --position-embedding-type none
     normalization [NAME]: LayerNorm or RMSNorm (default LayerNorm)
@@ -555,7 +573,7 @@ def search(*,
     qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
     softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
     mtp_num_layers [N]: multi-token-prediction depth (default 0)
-    window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
+    window_size [W|(L,0)]: sliding-window attention over the last W tokens, or Megatron's (left, 0) tuple: left + 1 tokens (default none (full attention))
     window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
     window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
     hybrid_layer_pattern / hybrid_override_pattern [PATTERN]: hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE (default none (a transformer))
@@ -570,6 +588,7 @@ def search(*,
     decoder_first_pipeline_num_layers [N]: layers on the first pipeline stage (default even split)
     decoder_last_pipeline_num_layers [N]: layers on the last pipeline stage (default even split)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
+    use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel K/V exchange: p2p (ring) or all_gather (default p2p)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
@@ -595,6 +614,7 @@ def search(*,
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
+    export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
     no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
@@ -685,12 +705,15 @@ def shapes(*,
     max_position_embeddings: Optional[int] = ...,
     vocab_size: Optional[int] = ...,
     padded_vocab_size: Optional[int] = ...,
+    pad_vocab_size_to: Optional[int] = ...,
     make_vocab_size_divisible_by: Optional[int] = ...,
     swiglu: Optional[bool] = ...,
+    quick_geglu: Optional[bool] = ...,
     squared_relu: Optional[bool] = ...,
     activation: Union[str, os.PathLike[str], None] = ...,
     untie_embeddings_and_output_weights: Optional[bool] = ...,
     position_embedding_type: Union[str, os.PathLike[str], None] = ...,
+    enable_gpt_oss: Optional[bool] = ...,
     use_rotary_position_embeddings: Optional[bool] = ...,
     no_position_embedding: Optional[bool] = ...,
     normalization: Union[str, os.PathLike[str], None] = ...,
@@ -738,6 +761,7 @@ def shapes(*,
     decoder_first_pipeline_num_layers: Optional[int] = ...,
     decoder_last_pipeline_num_layers: Optional[int] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
+    use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
     scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
     pp_partition_method: Union[str, os.PathLike[str], None] = ...,
@@ -765,6 +789,7 @@ def shapes(*,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
+    export_force_local_attention: Optional[bool] = ...,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
@@ -843,12 +868,15 @@ def shapes(*,
     max_position_embeddings [N]: rows of the learned position table (default seq length)
     vocab_size [N]: vocabulary before padding (default from --model)
     padded_vocab_size [N]: vocabulary after padding (no further padding) (default padded)
+    pad_vocab_size_to [N]: vocabulary after padding, Megatron-DeepSpeed's spelling (= --padded-vocab-size) (default padded)
     make_vocab_size_divisible_by [N]: pad the vocabulary to a multiple of this × TP (default 128)
     swiglu: SwiGLU MLP
+    quick_geglu: gated quick-GELU MLP (gpt-oss; priced as GeGLU)
     squared_relu: squared-ReLU MLP
     activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
     untie_embeddings_and_output_weights: separate output layer
     position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
+    enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope)
     use_rotary_position_embeddings: = --position-embedding-type rope
     no_position_embedding: = --position-embedding-type none
     normalization [NAME]: LayerNorm or RMSNorm (default LayerNorm)
@@ -877,7 +905,7 @@ def shapes(*,
     qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
     softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
     mtp_num_layers [N]: multi-token-prediction depth (default 0)
-    window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
+    window_size [W|(L,0)]: sliding-window attention over the last W tokens, or Megatron's (left, 0) tuple: left + 1 tokens (default none (full attention))
     window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
     window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
     hybrid_layer_pattern / hybrid_override_pattern [PATTERN]: hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE (default none (a transformer))
@@ -892,6 +920,7 @@ def shapes(*,
     decoder_first_pipeline_num_layers [N]: layers on the first pipeline stage (default even split)
     decoder_last_pipeline_num_layers [N]: layers on the last pipeline stage (default even split)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
+    use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel K/V exchange: p2p (ring) or all_gather (default p2p)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
@@ -917,6 +946,7 @@ def shapes(*,
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
+    export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
     no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
@@ -957,6 +987,7 @@ def plan(job: Optional[Job] = ..., *,
     train_iters: Optional[int] = ...,
     start_iteration: Optional[int] = ...,
     rampup_batch_size: Optional[Tuple[int, int, int]] = ...,
+    step_batch_size_schedule: Union[str, os.PathLike[str], None] = ...,
     iteration_s: Optional[float] = ...,
     tflops_per_gpu: Optional[float] = ...,
     model_params: Optional[int] = ...,
@@ -985,12 +1016,15 @@ def plan(job: Optional[Job] = ..., *,
     max_position_embeddings: Optional[int] = ...,
     vocab_size: Optional[int] = ...,
     padded_vocab_size: Optional[int] = ...,
+    pad_vocab_size_to: Optional[int] = ...,
     make_vocab_size_divisible_by: Optional[int] = ...,
     swiglu: Optional[bool] = ...,
+    quick_geglu: Optional[bool] = ...,
     squared_relu: Optional[bool] = ...,
     activation: Union[str, os.PathLike[str], None] = ...,
     untie_embeddings_and_output_weights: Optional[bool] = ...,
     position_embedding_type: Union[str, os.PathLike[str], None] = ...,
+    enable_gpt_oss: Optional[bool] = ...,
     use_rotary_position_embeddings: Optional[bool] = ...,
     no_position_embedding: Optional[bool] = ...,
     normalization: Union[str, os.PathLike[str], None] = ...,
@@ -1053,6 +1087,7 @@ def plan(job: Optional[Job] = ..., *,
     sp: Optional[bool] = ...,
     embedding_as_stage: Optional[bool] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
+    use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
     scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
     pp_partition_method: Union[str, os.PathLike[str], None] = ...,
@@ -1081,6 +1116,7 @@ def plan(job: Optional[Job] = ..., *,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
+    export_force_local_attention: Optional[bool] = ...,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
@@ -1125,6 +1161,7 @@ def plan(job: Optional[Job] = ..., *,
     train_iters [N]: iterations at the full batch (Megatron --train-iters)
     start_iteration [N]: iterations already done (a log line's 'iteration N/M')
     rampup_batch_size [START INCR SAMPLES]: Megatron batch ramp-up: from START by INCR over SAMPLES samples
+    step_batch_size_schedule [SCHEDULE]: Megatron's step schedule: batch B from T consumed tokens (K, M, B, T suffixes), e.g. "0:16 2.4B:320"
     iteration_s [S]: given iteration time at the full batch (no job needed)
     tflops_per_gpu [TFLOPS]: given achieved TFLOP/s per GPU (no job needed; with --model-params)
     model_params [N]: parameter count when no --model is given (e.g. 200e9)
@@ -1150,12 +1187,15 @@ def plan(job: Optional[Job] = ..., *,
     max_position_embeddings [N]: rows of the learned position table (default seq length)
     vocab_size [N]: vocabulary before padding (default from --model)
     padded_vocab_size [N]: vocabulary after padding (no further padding) (default padded)
+    pad_vocab_size_to [N]: vocabulary after padding, Megatron-DeepSpeed's spelling (= --padded-vocab-size) (default padded)
     make_vocab_size_divisible_by [N]: pad the vocabulary to a multiple of this × TP (default 128)
     swiglu: SwiGLU MLP
+    quick_geglu: gated quick-GELU MLP (gpt-oss; priced as GeGLU)
     squared_relu: squared-ReLU MLP
     activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
     untie_embeddings_and_output_weights: separate output layer
     position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
+    enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope)
     use_rotary_position_embeddings: = --position-embedding-type rope
     no_position_embedding: = --position-embedding-type none
     normalization [NAME]: LayerNorm or RMSNorm (default LayerNorm)
@@ -1184,7 +1224,7 @@ def plan(job: Optional[Job] = ..., *,
     qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
     softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
     mtp_num_layers [N]: multi-token-prediction depth (default 0)
-    window_size [W|(W,0)]: sliding-window attention over the last W tokens (Megatron's (left, right) tuple) (default none (full attention))
+    window_size [W|(L,0)]: sliding-window attention over the last W tokens, or Megatron's (left, 0) tuple: left + 1 tokens (default none (full attention))
     window_attn_skip_freq [N|PATTERN]: every N-th layer attends fully, or a per-layer list (1: windowed) (default none (every layer windowed))
     window_kind [KIND]: sliding (last W tokens) or chunked (fixed chunks of W: Llama 4) (default sliding)
     hybrid_layer_pattern / hybrid_override_pattern [PATTERN]: hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE (default none (a transformer))
@@ -1207,6 +1247,7 @@ def plan(job: Optional[Job] = ..., *,
     sequence_parallel / sp: Megatron sequence parallelism
     embedding_as_stage: each embedding takes one layer slot of its pipeline stage (BLOOM)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
+    use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel K/V exchange: p2p (ring) or all_gather (default p2p)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
@@ -1233,6 +1274,7 @@ def plan(job: Optional[Job] = ..., *,
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
+    export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
     no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)

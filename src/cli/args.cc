@@ -102,7 +102,7 @@ constexpr const char* kIgnoredFlags[] = {
     "--loss-scale", "--loss-scale-window", "--hysteresis", "--min-loss-scale", "--data-impl", "--dataloader-type",
     "--num-workers", "--use-checkpoint-args", "--no-load-optim", "--no-load-rng", "--finetune",
     "--rampup-batch-size", "--kill-switch-path", "--abort-on-unmet-fused-kernel-constraints",
-    "--pad-vocab-size-to", "--deepspeed_config", "--deepspeed-config", "--deepspeed-activation-checkpointing",
+    "--deepspeed_config", "--deepspeed-config", "--deepspeed-activation-checkpointing",
     "--partition-activations", "--no-pipeline-parallel", "--checkpoint-num-layers", "--openai-gelu", "--onnx-safe",
     "--apply-residual-connection-post-layernorm", "--apply-layernorm-1p", "--no-persist-layer-norm",
     "--use-fused-rmsnorm", "--no-gradient-accumulation-fusion", "--sync-tp-duplicated-parameters",
@@ -192,6 +192,15 @@ struct pending {
   int source;  ///< where it was given: 0 a preset, 1 the user's flags, 2 the launch line
 };
 
+/// Where a tokenizer flag's value goes, or null for any other flag.
+std::string* tokenizer_slot(tokenizer_flags& t, const std::string& flag) {
+  if (flag == "--tokenizer-type") return &t.type;
+  if (flag == "--tokenizer-model") return &t.model;
+  if (flag == "--vocab-file") return &t.vocab_file;
+  if (flag == "--merge-file") return &t.merge_file;
+  return nullptr;
+}
+
 /// Read flag tokens into `out`. In launch mode unknown-but-harmless flags are ignored.
 void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector<pending>& out, job_builder& b) {
   for (std::size_t i = 0; i < tokens.size(); ++i) {
@@ -244,7 +253,10 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
       for (const char* p : kIgnoredFlags) ignored = ignored || matches(p, flag);
       if (ignored) {
         b.ignored.push_back(flag);
+        const std::size_t at = i;
         consume_value();
+        // The tokenizer flags change no estimate themselves, but imply the vocabulary (tokenizer.h).
+        if (std::string* slot = tokenizer_slot(b.tokenizer, flag)) *slot = has_inline ? val : i > at ? tokens[at + 1] : "";
         continue;
       }
       for (const char* p : kUnmodelledFlags) {
@@ -287,6 +299,23 @@ void launch_world_flags(const launch_world& w, std::vector<pending>& out, job_bu
                       " GPUs, more than " + std::to_string(limits::kMaxGpus));
   }
   b.ignored.insert(b.ignored.end(), w.ignored.begin(), w.ignored.end());
+}
+
+/// A model given by Megatron's flags without --vocab-size takes its tokenizer's (tokenizer.h), said in
+/// the derived flags; a tokenizer trainplan does not know is named with the flag to give.
+void derive_vocabulary(job_builder& b, std::vector<std::string>& derived) {
+  model_spec& m = b.job.model;
+  if (!b.model_fields || b.model_chosen || m.vocab_size != 0 || m.padded_vocab_size != 0 || !b.tokenizer.any()) return;
+  if (const std::optional<tokenizer_vocab> v = vocab_of(b.tokenizer)) {
+    m.vocab_size = v->vocab_size;
+    derived.push_back(fmt::format("--vocab-size {} ({})", v->vocab_size, v->how));
+    return;
+  }
+  const std::string which = b.tokenizer.type.empty() ? "the tokenizer flags" : "--tokenizer-type " + b.tokenizer.type +
+                                                         (b.tokenizer.model.empty() ? "" : " --tokenizer-model " + b.tokenizer.model);
+  throw input_error("--vocab-size is missing, and " + which +
+                    " do not say it without downloading the tokenizer: give --vocab-size (the tokenizer's length; "
+                    "Megatron pads it by --make-vocab-size-divisible-by × TP)");
 }
 
 /// With --model and Megatron model flags together: fields the base model derived (Megatron's defaults)
@@ -554,6 +583,14 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
   }
   rederive_overridden_model(b, base);
   apply_mla_switch(b, base);
+  // megatron/training/arguments.py sizes the MLP at int(8h/3/64)·64 for --swiglu alone; --quick-geglu
+  // keeps 4h.
+  if (b.quick_geglu && b.job.model.ffn_hidden_size == 0) b.job.model.ffn_hidden_size = 4 * b.job.model.hidden_size;
+  // Megatron-Core's router carries a bias when the linear layers do (transformer/moe/router.py, TopKRouter:
+  // add_bias_linear), as gpt-oss's does: for a model given by Megatron's flags.
+  if (b.model_fields && !b.model_chosen && b.job.model.is_moe()) b.job.model.moe.router_bias = b.job.model.add_bias_linear;
+  derive_vocabulary(b, out.derived_flags);
+  if (b.force_local_attention && b.job.parallel.cp == 1) b.job.training.attention = training_config::attention_backend::unfused;
   out.seq_length_given = b.is_explicit("seq_length");
 
   if (!b.model_chosen && !b.model_fields) {
@@ -640,6 +677,7 @@ run_context context_of(const parsed_job& pj) {
   c.has_job = true;
   c.ignored_flags = pj.ignored_flags;
   c.overridden_flags = pj.overridden_flags;
+  c.derived_flags = pj.derived_flags;
   c.preset = pj.preset;
   c.from_launch_line = pj.from_launch_line;
   c.seq_length_given = pj.seq_length_given;

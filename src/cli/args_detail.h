@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer.h"
 #include "trainplan/cli/args.h"
 
 namespace trainplan::args_detail {
@@ -19,6 +20,9 @@ struct job_builder {
   bool model_chosen = false;   // --model
   bool model_fields = false;   // any Megatron model flag
   bool mla_requested = false;  // --multi-latent-attention
+  bool force_local_attention = false;  // ModelOpt's --export-force-local-attention
+  tokenizer_flags tokenizer;           // Megatron's tokenizer flags (ignored, but they imply the vocabulary)
+  bool quick_geglu = false;    // --quick-geglu: gated, but Megatron's 4h default width (not --swiglu's)
   std::int64_t num_gpus = 0;
   std::int64_t num_nodes = 0;
   std::int64_t gpus_per_node = 0;

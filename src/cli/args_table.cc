@@ -1,5 +1,6 @@
 // The job-flag table: every flag trainplan accepts, its aliases, default, help and what it sets
 // (docs/formulas.md §2.1 lists the mapping). Data, one row per flag; src/cli/args.cc parses against it.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -79,20 +80,22 @@ flag_def swtch(const char* name, const char* aliases, const char* group, const c
   return d;
 }
 
-/// Megatron's --window-size: "(left, right)" with right 0 for causal models, or the left size alone.
+/// --window-size: Megatron's (left, right) tuple, handed to the attention kernel as flash-attention's
+/// window (query i sees keys i − left … i + right: left + 1 tokens when causal; gpt-oss's 128-token window
+/// is "127,0" in Megatron-LM's examples/post_training/modelopt/conf/openai/gpt-oss-120b.sh), or one
+/// number W, the tokens a query sees (§1.7's sliding_window).
 std::int64_t parse_window_size(const std::string& v, const std::string& f) {
   std::string s;
   for (char c : v)
     if (c != '(' && c != ')' && c != ' ') s += c;
   const auto comma = s.find(',');
-  if (comma != std::string::npos) {
-    const std::string right = s.substr(comma + 1);
-    if (right != "0" && right != "-1") {
-      throw input_error(f + " '" + v + "': only causal windows (left, 0) are modelled, got right = " + right);
-    }
-    s = s.substr(0, comma);
+  if (comma == std::string::npos) return to_int_min(s, f, 1);
+  const std::string right = s.substr(comma + 1);
+  if (right != "0" && right != "-1") {
+    throw input_error(f + " '" + v + "': only causal windows (left, 0) are modelled, got right = " + right);
   }
-  return to_int_min(s, f, 1);
+  const std::int64_t left = to_int_min(s.substr(0, comma), f, 0);
+  return left < std::numeric_limits<std::int64_t>::max() ? left + 1 : left;  // finalize_model bounds it
 }
 
 /// --bf16, --fp16, --fp32: one precision; two different ones contradict (Megatron-LM asserts "not (fp16 and
@@ -147,9 +150,18 @@ const std::vector<flag_def>& flag_table() {
                       MODEL_INT(vocab_size)));
     t.push_back(value("--padded-vocab-size", "", "N", "padded", "model", "vocabulary after padding (no further padding)",
                       MODEL_INT(padded_vocab_size)));
+    // Megatron-DeepSpeed's --pad-vocab-size-to N (megatron/tokenizer/tokenizer.py, _vocab_size_with_padding):
+    // the padded vocabulary is N itself (BLOOM's 250,880).
+    t.push_back(value("--pad-vocab-size-to", "", "N", "padded", "model",
+                      "vocabulary after padding, Megatron-DeepSpeed's spelling (= --padded-vocab-size)",
+                      MODEL_INT(padded_vocab_size)));
     t.push_back(value("--make-vocab-size-divisible-by", "", "N", "128", "model",
                       "pad the vocabulary to a multiple of this × TP", MODEL_INT(make_vocab_size_divisible_by)));
     t.push_back(swtch("--swiglu", "", "model", "SwiGLU MLP", MODEL_SWITCH(b.job.model.activation = activation_kind::swiglu)));
+    // --quick-geglu (gpt-oss): a gated unit of quick-GELU halves (argument_utils.py: gated_linear_unit,
+    // activation_func quick_gelu), priced as GeGLU; without --swiglu Megatron's default width stays 4h.
+    t.push_back(swtch("--quick-geglu", "", "model", "gated quick-GELU MLP (gpt-oss; priced as GeGLU)",
+                      MODEL_SWITCH(b.job.model.activation = activation_kind::geglu; b.quick_geglu = true)));
     t.push_back(swtch("--squared-relu", "", "model", "squared-ReLU MLP",
                       MODEL_SWITCH(b.job.model.activation = activation_kind::squared_relu)));
     t.push_back(value("--activation", "", "NAME", "gelu", "model", "gelu, relu, squared_relu, swiglu, geglu, reglu",
@@ -165,6 +177,10 @@ const std::vector<flag_def>& flag_table() {
                         b.job.model.position_embedding = parse_position_embedding(v, f);
                         b.model_fields = true;
                       }, "model.position_embedding")));
+    // ModelOpt's --enable-gpt-oss (megatron/post_training/model_builder.py): the YaRN-scaled rotary
+    // embedding of gpt-oss, no position table.
+    t.push_back(swtch("--enable-gpt-oss", "", "model", "ModelOpt: gpt-oss's YaRN rotary positions (= rope)",
+                      MODEL_SWITCH(b.job.model.position_embedding = position_embedding_kind::rope)));
     t.push_back(swtch("--use-rotary-position-embeddings", "", "model", "= --position-embedding-type rope",
                       MODEL_SWITCH(b.job.model.position_embedding = position_embedding_kind::rope)));
     t.push_back(swtch("--no-position-embedding", "", "model", "= --position-embedding-type none",
@@ -253,8 +269,8 @@ const std::vector<flag_def>& flag_table() {
                       }, "model.attention_sinks")));
     t.push_back(value("--mtp-num-layers", "", "N", "0", "model", "multi-token-prediction depth",
                       MODEL_INT_MIN(mtp_num_layers, 0)));
-    t.push_back(value("--window-size", "", "W|(W,0)", "none (full attention)", "model",
-                      "sliding-window attention over the last W tokens (Megatron's (left, right) tuple)",
+    t.push_back(value("--window-size", "", "W|(L,0)", "none (full attention)", "model",
+                      "sliding-window attention over the last W tokens, or Megatron's (left, 0) tuple: left + 1 tokens",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.model.sliding_window = parse_window_size(v, f);
                         b.model_fields = true;
@@ -337,6 +353,12 @@ const std::vector<flag_def>& flag_table() {
                       "rank order of the parallel dimensions, fastest first (Megatron's order string)",
                       setter([](job_builder& b, const std::string& v, const std::string&) {
                         b.job.parallel.rank_order = parse_rank_order(v);
+                      }, "parallel.rank_order")));
+    // Megatron-LM's --use-tp-pp-dp-mapping (training/initialize.py): the order tp-cp-ep-pp-dp instead of
+    // tp-cp-ep-dp-pp, so the pipeline's ranks sit closer than the data-parallel replicas.
+    t.push_back(swtch("--use-tp-pp-dp-mapping", "", "parallel", "= --rank-order tp-cp-ep-pp-dp",
+                      setter([](job_builder& b, const std::string&, const std::string&) {
+                        b.job.parallel.rank_order = parse_rank_order("tp-cp-ep-pp-dp");
                       }, "parallel.rank_order")));
     t.push_back(value("--cp-comm-type", "", "KIND", "p2p", "parallel",
                       "context-parallel K/V exchange: p2p (ring) or all_gather",
@@ -443,6 +465,10 @@ const std::vector<flag_def>& flag_table() {
                             v, f, {{"flash", backend::fused}, {"fused", backend::fused}, {"auto", backend::fused},
                                    {"unfused", backend::unfused}, {"local", backend::unfused}});
                       }, "training.attention")));
+    // ModelOpt's --export-force-local-attention (megatron/post_training/model_builder.py): Megatron's own
+    // DotProductAttention, the unfused core, unless CP > 1 (then TE's, as ModelOpt forces it).
+    t.push_back(swtch("--export-force-local-attention", "", "training",
+                      "ModelOpt: the unfused attention core (at CP 1)", SWITCH(b.force_local_attention = true)));
     // Megatron-Core's --transformer-impl: transformer_engine (the default, fused attention) or local
     // (Megatron's own modules: the unfused attention core unless --use-flash-attn).
     t.push_back(value("--transformer-impl", "", "IMPL", "transformer_engine", "training",

@@ -112,8 +112,8 @@ constexpr value_name_kind kValueKinds[] = {
     {"KIND", value_kind::text},      {"IMPL", value_kind::text},     {"METHOD", value_kind::text},
     {"ORDER", value_kind::text},     {"DTYPE", value_kind::text},   {"PATTERN", value_kind::text},
     {"on|off", value_kind::text},    {"FORMAT", value_kind::text},   {"RECIPE", value_kind::text},
-    {"TIME", value_kind::text},
-    {"N|PATTERN", value_kind::number_or_text},                     {"W|(W,0)", value_kind::number_or_text},
+    {"TIME", value_kind::text},      {"SCHEDULE", value_kind::text},
+    {"N|PATTERN", value_kind::number_or_text},                     {"W|(L,0)", value_kind::number_or_text},
     // Numbers in a unit.
     {"B", value_kind::number},       {"BYTES", value_kind::number},  {"F", value_kind::number},
     {"GB/S", value_kind::number},    {"GBIT/S", value_kind::number}, {"GIB", value_kind::number},

@@ -1,6 +1,7 @@
 // The `plan` command's flags and request (docs/formulas.md §7.5-§7.8): its own flag tables, then a
 // given speed or job flags. The plan itself is src/core/plan/plan.cc.
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,49 @@ using detail::parse_count;
 using detail::parse_nonnegative;
 using detail::parse_positive;
 
+
+/// A count with Megatron's suffixes (num_microbatches_calculator.py, _parse_numeric_value: K 1e3, M 1e6,
+/// B 1e9, T 1e12; int(float(x) · multiplier)).
+std::int64_t parse_suffixed(std::string v, const std::string& what) {
+  double mult = 1;
+  if (!v.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(v.back()))) {
+      case 'T': mult = 1e12; break;
+      case 'B': mult = 1e9; break;
+      case 'M': mult = 1e6; break;
+      case 'K': mult = 1e3; break;
+      default: break;
+    }
+    if (mult != 1) v.pop_back();
+  }
+  const double x = detail::parse_between(v, what, 0, 1e18 / mult, false) * mult;
+  return static_cast<std::int64_t>(x);
+}
+
+/// --step-batch-size-schedule "THRESHOLD:BATCH …" (spaces or commas between steps), sorted by threshold
+/// as Megatron sorts it (_parse_schedule); its rules are checked by the plan.
+std::vector<batch_step> parse_batch_schedule(const std::string& text, const std::string& f) {
+  std::vector<batch_step> steps;
+  std::string entry;
+  auto flush = [&] {
+    if (entry.empty()) return;
+    const std::size_t colon = entry.find(':');
+    if (colon == std::string::npos) throw input_error(f + " entry '" + entry + "': expected THRESHOLD:BATCH_SIZE");
+    steps.push_back({parse_suffixed(entry.substr(0, colon), f + " threshold"),
+                     parse_suffixed(entry.substr(colon + 1), f + " batch size")});
+    if (steps.back().global_batch_size < 1) throw input_error(f + " entry '" + entry + "': the batch size must be positive");
+    if (steps.size() > 10000) throw input_error(f + ": more than 10,000 steps");
+    entry.clear();
+  };
+  for (char c : text) {
+    if (c == ' ' || c == ',' || c == '\t') flush();
+    else entry += c;
+  }
+  flush();
+  if (steps.empty()) throw input_error(f + ": no THRESHOLD:BATCH_SIZE step");
+  std::stable_sort(steps.begin(), steps.end(), [](const batch_step& a, const batch_step& b) { return a.from_tokens < b.from_tokens; });
+  return steps;
+}
 
 /// The plan command's own flags (§7.5-§7.8). `in` is bound when parsing.
 std::vector<local_flag> plan_table(plan_inputs* in) {
@@ -42,6 +86,10 @@ std::vector<local_flag> plan_table(plan_inputs* in) {
        [in](const std::vector<std::string>& v, const std::string& f) {
          in->rampup = {parse_count(v[0], f + " START"), parse_count(v[1], f + " INCR"), parse_count(v[2], f + " SAMPLES")};
        }, "plan.rampup_batch_size"},
+      {"--step-batch-size-schedule", {}, "SCHEDULE", 1,
+       "Megatron's step schedule: batch B from T consumed tokens (K, M, B, T suffixes), e.g. \"0:16 2.4B:320\"",
+       [in](const std::vector<std::string>& v, const std::string& f) { in->batch_schedule = parse_batch_schedule(v[0], f); },
+       "plan.batch_schedule"},
       {"--iteration-s", {}, "S", 1, "given iteration time at the full batch (no job needed)",
        num(&plan_inputs::iteration_s, true, 1e7), "plan.iteration_s"},
       {"--tflops-per-gpu", {}, "TFLOPS", 1, "given achieved TFLOP/s per GPU (no job needed; with --model-params)",
@@ -116,10 +164,12 @@ std::vector<std::string> parse_plan_given_flags(const std::vector<std::string>& 
 
 namespace {
 
-/// The work a launch line states (Megatron's --train-iters, --train-samples, --rampup-batch-size),
-/// taken when the plan's own flags give none: the job's line says how long it trains.
+/// The work a launch line states (Megatron's --train-iters, --train-samples) and its batch schedule
+/// (--rampup-batch-size, --step-batch-size-schedule), each taken when the plan's own flags give none:
+/// the job's line says how long it trains and at which batches.
 void work_from_launch_line(const std::vector<std::string>& args, plan_inputs& in) {
-  if (in.train_tokens > 0 || in.train_samples > 0 || in.train_iters > 0) return;
+  const bool work_given = in.train_tokens > 0 || in.train_samples > 0 || in.train_iters > 0;
+  const bool schedule_given = in.rampup.enabled() || !in.batch_schedule.empty();
   const auto launch = std::find(args.begin(), args.end(), std::string("--"));
   if (launch == args.end()) return;
   std::vector<std::string> line(launch + 1, args.end());
@@ -127,7 +177,9 @@ void work_from_launch_line(const std::vector<std::string>& args, plan_inputs& in
   for (std::size_t i = 0; i < line.size(); ++i) {
     const std::string& t = line[i];
     const std::string name = t.substr(0, t.find('='));
-    if (name != "--train-iters" && name != "--train-samples" && name != "--rampup-batch-size") continue;
+    const bool is_work = name == "--train-iters" || name == "--train-samples";
+    const bool is_schedule = name == "--rampup-batch-size" || name == "--step-batch-size-schedule";
+    if (!(is_work && !work_given) && !(is_schedule && !schedule_given)) continue;
     work.push_back(t);
     if (t.find('=') != std::string::npos) continue;
     const std::size_t values = name == "--rampup-batch-size" ? 3 : 1;

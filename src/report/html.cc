@@ -106,6 +106,7 @@ std::string html_page(const std::string& title, const run_context* context, cons
     };
     flag_list("Ignored (they change no estimate): ", context->ignored_flags, " ");
     flag_list("Overridden (the value after the arrow counts): ", context->overridden_flags, "; ");
+    flag_list("Derived (not given, implied by the flags): ", context->derived_flags, "; ");
   }
   for (const html_section& s : sections) {
     o += "<section>\n<h2>" + svg::escape(s.heading) + "</h2>\n";

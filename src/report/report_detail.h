@@ -37,6 +37,11 @@ inline void append_ignored_flags(std::string& out, const run_context& ctx) {
     for (const auto& f : ctx.overridden_flags) out += " " + f + ";";
     out.back() = '\n';
   }
+  if (!ctx.derived_flags.empty()) {
+    out += "Derived (not given, implied by the flags):";
+    for (const auto& f : ctx.derived_flags) out += " " + f + ";";
+    out.back() = '\n';
+  }
 }
 
 /// A search row's recomputation: "none", "selective", "full" or "block N" (N layers recomputed per stage).

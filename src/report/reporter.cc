@@ -36,6 +36,7 @@ json context_json(const run_context* ctx) {
   c["from_launch_line"] = ctx->from_launch_line;
   c["ignored_flags"] = ctx->ignored_flags;
   c["overridden_flags"] = ctx->overridden_flags;
+  c["derived_flags"] = ctx->derived_flags;
   return c;
 }
 

@@ -354,6 +354,21 @@ TEST(ArgsLaunchLine, AWorldSizeTheLineDoesNotSayIsAskedFor) {
               HasSubstr(":2: hosts with 8 and 4 slots"));
 }
 
+// Issue 29: flags listed as "changes no estimate" that change one, now modelled as the frameworks read them.
+TEST(ArgsLaunchLine, FlagsThatChangeAnEstimateAreNotIgnored) {
+  const args_t base = concat(kMegatronArgs, kSixteenGpus);
+  // Megatron-LM's --use-tp-pp-dp-mapping: the rank order tp-cp-ep-pp-dp (training/initialize.py).
+  const parsed_job mapped = parse(concat(base, {"--use-tp-pp-dp-mapping"}));
+  const parsed_job ordered = parse(concat(base, {"--rank-order", "tp-cp-ep-pp-dp"}));
+  EXPECT_EQ(mapped.job.parallel.rank_order, ordered.job.parallel.rank_order);
+  EXPECT_NE(mapped.job.parallel.rank_order, parse(base).job.parallel.rank_order);
+  EXPECT_THAT(mapped.ignored_flags, ::testing::Not(::testing::Contains("--use-tp-pp-dp-mapping")));
+  // Megatron-DeepSpeed's --pad-vocab-size-to: the padded vocabulary itself (tokenizer.py).
+  const parsed_job padded = parse(concat(base, {"--pad-vocab-size-to", "32768"}));
+  EXPECT_EQ(count_parameters(padded.job.model, 2).padded_vocab_size, 32768);
+  EXPECT_THAT(padded.ignored_flags, ::testing::Not(::testing::Contains("--pad-vocab-size-to")));
+}
+
 TEST(ArgsLaunchLine, HarmlessFlagsAreIgnoredAndListed) {
   const parsed_job flags = parse(concat(kMegatronArgs, kSixteenGpus));
   const parsed_job launch = parse(concat(

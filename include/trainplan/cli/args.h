@@ -38,6 +38,8 @@ struct parsed_job {
   std::vector<std::string> ignored_flags;    ///< accepted, change no estimate (launch lines)
   /// A flag given again with another value, and which one counts: "--tp 4 (preset) → 8 (your flags)".
   std::vector<std::string> overridden_flags;
+  /// A value the flags imply and did not give, with why: "--vocab-size 50257 (GPT2BPETokenizer: …)".
+  std::vector<std::string> derived_flags;
   bool from_launch_line = false;
   std::string preset;                        ///< preset used, if any
   bool seq_length_given = false;             ///< --seq-length given; else the model's own context

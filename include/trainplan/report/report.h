@@ -33,6 +33,7 @@ struct run_context {
   bool has_layout = true;                  ///< false for a search's base job (no layout chosen yet)
   std::vector<std::string> ignored_flags;  ///< accepted, change no estimate (launch lines)
   std::vector<std::string> overridden_flags;  ///< given twice: the earlier value and the one that counts
+  std::vector<std::string> derived_flags;     ///< values the flags imply and did not give, with why
   std::string preset;                      ///< the preset the job came from, if any
   bool from_launch_line = false;
   /// Whether the sequence length was given (--seq-length) or is the model's own context, which text

@@ -3,6 +3,7 @@
 #include "trainplan/core/plan/plan.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,8 +22,41 @@ namespace {
 constexpr double kSecondsPerDay = 86400;
 constexpr double kSecondsPerHour = 3600;
 
+/// The phases of a step schedule (§7.5): the batch of the last step whose threshold the consumed samples
+/// have reached (tokens // seq_length), switched at iteration boundaries as Megatron's calculator does;
+/// until `total_samples` are consumed, or with --train-iters for its iterations after those done.
+std::vector<plan_phase> scheduled_phases(const plan_inputs& in, double total_samples) {
+  std::vector<plan_phase> out;
+  const std::vector<batch_step>& steps = in.batch_schedule;
+  const bool by_iterations = in.train_iters > 0;
+  double skip = by_iterations ? static_cast<double>(in.start_iteration) : 0;  // done before the plan
+  double left = by_iterations ? static_cast<double>(in.train_iters - in.start_iteration) : 0;
+  double consumed = 0;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const auto batch = static_cast<double>(steps[k].global_batch_size);
+    const double until = k + 1 < steps.size() ? static_cast<double>(steps[k + 1].from_tokens / in.seq_length)
+                                              : std::numeric_limits<double>::infinity();
+    if (consumed >= until) continue;
+    double iters = std::ceil((until - consumed) / batch);  // to the next step (infinite for the last)
+    const double done = std::min(skip, iters);
+    skip -= done;
+    consumed += done * batch;
+    iters -= done;
+    iters = by_iterations ? std::min(iters, left) : std::min(iters, std::ceil((total_samples - consumed) / batch));
+    if (iters > 0) {
+      const auto n = static_cast<std::int64_t>(iters);
+      out.push_back({steps[k].global_batch_size, n, n * steps[k].global_batch_size, 0, 0});
+      consumed += iters * batch;
+      left -= iters;
+    }
+    if (by_iterations ? (left <= 0 && skip <= 0) : consumed >= total_samples) break;
+  }
+  return out;
+}
+
 std::vector<plan_phase> phases_of(const plan_inputs& in, double total_samples) {
   std::vector<plan_phase> out;
+  if (!in.batch_schedule.empty()) return scheduled_phases(in, total_samples);
   double consumed = 0;
   if (in.rampup.enabled()) {
     const rampup_spec& r = in.rampup;
@@ -80,8 +114,8 @@ void plan_from_job(const job_spec& job, plan_inputs& in) {
     if (auto it = cache->find(batch); it != cache->end()) return it->second;
     const std::int64_t step = job.training.micro_batch_size * job.parallel.dp;
     if (batch % step != 0) {
-      throw input_error("${plan.rampup_batch_size}: batch " + std::to_string(batch) + " is not a multiple of MBS × DP (" +
-                        std::to_string(step) + "), as Megatron requires of every ramp-up batch");
+      throw input_error("batch " + std::to_string(batch) + " of ${plan.rampup_batch_size} or ${plan.batch_schedule} is not "
+                        "a multiple of MBS × DP (" + std::to_string(step) + "), as Megatron requires of every batch it runs");
     }
     job_spec j = job;
     j.training.global_batch_size = batch;
@@ -109,6 +143,20 @@ void check_plan_inputs(const plan_inputs& in, bool from_job) {
   }
   if (in.start_iteration > 0 && in.train_iters == 0) {
     throw input_error("${plan.start_iteration} needs ${plan.train_iters} (the log line's 'iteration N/M')");
+  }
+  if (!in.batch_schedule.empty()) {
+    // Megatron's own checks (num_microbatches_calculator.py, _validate_schedule), and one schedule.
+    if (in.rampup.enabled()) {
+      throw input_error("${plan.batch_schedule} and ${plan.rampup_batch_size}: give one batch-size schedule");
+    }
+    if (in.batch_schedule.front().from_tokens != 0) {
+      throw input_error("${plan.batch_schedule}: the first step must start at 0, as Megatron requires");
+    }
+    for (std::size_t k = 1; k < in.batch_schedule.size(); ++k) {
+      if (in.batch_schedule[k].from_tokens <= in.batch_schedule[k - 1].from_tokens) {
+        throw input_error("${plan.batch_schedule}: thresholds must increase, as Megatron requires");
+      }
+    }
   }
   if (in.train_iters > 0 && in.rampup.enabled()) {
     throw input_error("${plan.rampup_batch_size} needs ${plan.train_samples} or ${plan.train_tokens} (Megatron rejects it with ${plan.train_iters})");
@@ -189,7 +237,8 @@ plan_report make_plan(const plan_inputs& in) {
   r.capacity_bytes = in.capacity_bytes;
   check_plan_inputs(in, r.from_job);
   const bool by_tokens_only = in.global_batch_size <= 0 || in.seq_length <= 0;
-  if (by_tokens_only && (in.iteration_s > 0 || in.train_iters > 0 || in.train_samples > 0 || in.rampup.enabled())) {
+  if (by_tokens_only && (in.iteration_s > 0 || in.train_iters > 0 || in.train_samples > 0 || in.rampup.enabled() ||
+                         !in.batch_schedule.empty())) {
     throw input_error("plan needs ${training.global_batch_size} and ${model.seq_length} (or ${model}) for iterations and samples");
   }
 

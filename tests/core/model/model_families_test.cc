@@ -66,8 +66,9 @@ TEST(ModelFamilyFlags, APatternAndItsRuleGiveTheSameEstimates) {
 }
 
 TEST(ModelFamilyFlags, WindowAndNormFlags) {
-  // Gemma-2-like: --window-size (4096, 0) with every second layer full, QK-norm, learnable sinks.
-  const parsed_job pj = parse({"--model", "llama3-8b", "--window-size", "(4096,0)", "--window-attn-skip-freq", "2",
+  // Gemma-2-like: --window-size (4095, 0), a 4096-token window (flash-attention's left + 1 tokens), with
+  // every second layer full, QK-norm, learnable sinks.
+  const parsed_job pj = parse({"--model", "llama3-8b", "--window-size", "(4095,0)", "--window-attn-skip-freq", "2",
                                "--qk-layernorm", "--softmax-type", "learnable", "--num-gpus", "8"});
   const model_spec& m = pj.job.model;
   EXPECT_EQ(m.sliding_window, 4096);

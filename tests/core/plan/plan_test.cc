@@ -95,6 +95,67 @@ TEST(Plan, RampupPhasesFromTheJob) {
   EXPECT_NEAR(r.gpu_hours, r.wall_s * 384 / 3600, 1e-6);
 }
 
+// Megatron's --step-batch-size-schedule (num_microbatches_calculator.py): thresholds in tokens, converted
+// to samples as tokens // seq_length, the batch switched at iteration boundaries. Hand-worked: seq 1000,
+// "0:10 50.5K:20" switches at 50 samples: 5 iterations of 10, then 20s. 150 samples: 5 + 5 iterations.
+// --train-iters 8 with 3 done: 2 iterations of 10 left, then 3 of 20.
+TEST(Plan, StepBatchSizeScheduleByTokens) {
+  const std::vector<std::string> given = {"--iteration-s", "2", "--gbs", "20", "--seq-length", "1000", "--num-gpus",
+                                          "8", "--model-params", "1e9", "--step-batch-size-schedule", "0:10 50.5K:20"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = given;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return plan_of(a);
+  };
+  const plan_report by_samples = with({"--train-samples", "150"});
+  ASSERT_EQ(by_samples.phases.size(), 2u);
+  EXPECT_EQ(by_samples.phases[0].global_batch_size, 10);
+  EXPECT_EQ(by_samples.phases[0].iterations, 5);
+  EXPECT_EQ(by_samples.phases[1].global_batch_size, 20);
+  EXPECT_EQ(by_samples.phases[1].iterations, 5);
+  EXPECT_DOUBLE_EQ(by_samples.phases[0].iteration_s, 1.0);  // given time ∝ batch: 2 s at 20
+  EXPECT_DOUBLE_EQ(by_samples.total_samples, 150);
+  const plan_report by_iterations = with({"--train-iters", "8", "--start-iteration", "3"});
+  ASSERT_EQ(by_iterations.phases.size(), 2u);
+  EXPECT_EQ(by_iterations.phases[0].iterations, 2);
+  EXPECT_EQ(by_iterations.phases[1].iterations, 3);
+  EXPECT_EQ(by_iterations.total_iterations, 5);
+  // Megatron's rules, named by the flag.
+  auto message = [&](std::vector<std::string> extra) {
+    try {
+      with(extra);
+    } catch (const input_error& e) {
+      return cli_message(e);
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({"--train-samples", "150", "--step-batch-size-schedule", "1K:10 2K:20"}),
+            "--step-batch-size-schedule: the first step must start at 0, as Megatron requires");
+  EXPECT_EQ(message({"--train-samples", "150", "--rampup-batch-size", "10", "10", "100"}),
+            "--step-batch-size-schedule and --rampup-batch-size: give one batch-size schedule");
+  EXPECT_EQ(message({"--train-samples", "150", "--step-batch-size-schedule", "0:10 5x:20"}),
+            "--step-batch-size-schedule threshold expects a number, got '5x'");
+}
+
+// GPT-3 175B as Megatron-LM's examples/gpt3/train_gpt3_175b_distributed.sh trains it: the schedule on the
+// launch line is read by `plan` (it was ignored: the plan ran every iteration at 1,536).
+TEST(Plan, TheLaunchLinesScheduleIsRead) {
+  const std::vector<std::string> line = {
+      "--cluster", "dgx-a100", "--", "torchrun", "--nproc_per_node", "8", "--nnodes", "16", "pretrain_gpt.py",
+      "--num-layers", "96", "--hidden-size", "12288", "--num-attention-heads", "96", "--seq-length", "2048",
+      "--max-position-embeddings", "2048", "--micro-batch-size", "1", "--global-batch-size", "1536",
+      "--step-batch-size-schedule", "0:16 2.4B:320 4.8B:624 7.2B:928 9.6B:1232 12B:1536", "--train-iters", "500000",
+      "--fp16", "--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "16", "--vocab-file",
+      "/nonexistent/gpt2-vocab.json", "--merge-file", "/nonexistent/gpt2-merges.txt"};
+  const plan_report r = plan_of(line);
+  ASSERT_EQ(r.phases.size(), 6u);
+  EXPECT_EQ(r.phases[0].global_batch_size, 16);
+  // 2.4e9 tokens // 2048 = 1,171,875 samples at 16 per iteration: ⌈73,242.19⌉ iterations.
+  EXPECT_EQ(r.phases[0].iterations, 73243);
+  EXPECT_EQ(r.total_iterations, 500000);
+  EXPECT_EQ(r.phases.back().global_batch_size, 1536);
+}
+
 TEST(Plan, BadInputNamesTheFlag) {
   auto message = [](const std::vector<std::string>& args) {
     try {

@@ -20,6 +20,14 @@ struct rampup_spec {
   bool enabled() const { return start > 0; }
 };
 
+/// One step of Megatron-LM's --step-batch-size-schedule "THRESHOLD:BATCH …": from this many consumed
+/// tokens (K, M, B, T suffixes; Megatron converts them to samples as tokens // seq_length), the global
+/// batch is this (megatron/core/num_microbatches_calculator.py, StepBatchsizeNumMicroBatchesCalculator).
+struct batch_step {
+  std::int64_t from_tokens = 0;
+  std::int64_t global_batch_size = 0;
+};
+
 /// What the campaign is planned from. Either a job (its iteration time comes from the time model, per
 /// ramp-up batch) or given speed figures (iteration_s, or tflops_per_gpu with model_params).
 struct plan_inputs {
@@ -29,6 +37,7 @@ struct plan_inputs {
   std::int64_t train_iters = 0;        ///< iterations at the full batch (Megatron --train-iters)
   std::int64_t start_iteration = 0;    ///< iterations already done (a resumed run's log line)
   rampup_spec rampup;
+  std::vector<batch_step> batch_schedule;  ///< empty: none; else the batch by consumed tokens
   // Shape of the job.
   std::int64_t global_batch_size = 0;  ///< samples per iteration at the full batch
   std::int64_t seq_length = 0;
