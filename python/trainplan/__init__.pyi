@@ -121,6 +121,7 @@ class Job:
         fp8_recipe: Union[str, os.PathLike[str], None] = ...,
         fp8_param_gather: Optional[bool] = ...,
         framework: Union[str, os.PathLike[str], None] = ...,
+        deepspeed_config: Union[str, os.PathLike[str], None] = ...,
         deepspeed: Optional[bool] = ...,
         zero_stage: Optional[int] = ...,
         use_distributed_optimizer: Optional[bool] = ...,
@@ -151,6 +152,7 @@ class Job:
         offload_optimizer: Optional[bool] = ...,
         optimizer_cpu_offload: Optional[bool] = ...,
         bucket_size_bytes: Optional[float] = ...,
+        reduce_bucket_size: Optional[int] = ...,
         grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
         overlap_comm: Union[str, os.PathLike[str], None] = ...,
         zero3_prefetch_bucket_size: Optional[int] = ...,
@@ -264,6 +266,7 @@ class Job:
         fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
         fp8_param_gather: keep parameters and all-gather them in FP8
         framework [NAME]: megatron, deepspeed or fsdp (default megatron)
+        deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
         deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
         zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)
         use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
@@ -291,6 +294,7 @@ class Job:
         optimizer [NAME]: adam or sgd (default adam)
         offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
         bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
+        reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
         grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
         overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
         zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
@@ -449,6 +453,7 @@ def search(*,
     fp8_recipe: Union[str, os.PathLike[str], None] = ...,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
+    deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
     num_distributed_optimizer_instances: Optional[int] = ...,
@@ -476,6 +481,7 @@ def search(*,
     offload_optimizer: Optional[bool] = ...,
     optimizer_cpu_offload: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
+    reduce_bucket_size: Optional[int] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_comm: Union[str, os.PathLike[str], None] = ...,
     zero3_prefetch_bucket_size: Optional[int] = ...,
@@ -600,6 +606,7 @@ def search(*,
     fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
+    deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
     num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
@@ -625,6 +632,7 @@ def search(*,
     optimizer [NAME]: adam or sgd (default adam)
     offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
+    reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
     overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
@@ -774,6 +782,7 @@ def shapes(*,
     fp8_recipe: Union[str, os.PathLike[str], None] = ...,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
+    deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
     num_distributed_optimizer_instances: Optional[int] = ...,
@@ -801,6 +810,7 @@ def shapes(*,
     offload_optimizer: Optional[bool] = ...,
     optimizer_cpu_offload: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
+    reduce_bucket_size: Optional[int] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_comm: Union[str, os.PathLike[str], None] = ...,
     zero3_prefetch_bucket_size: Optional[int] = ...,
@@ -932,6 +942,7 @@ def shapes(*,
     fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
+    deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
     num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
@@ -957,6 +968,7 @@ def shapes(*,
     optimizer [NAME]: adam or sgd (default adam)
     offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
+    reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
     overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
@@ -1100,6 +1112,7 @@ def plan(job: Optional[Job] = ..., *,
     fp8_recipe: Union[str, os.PathLike[str], None] = ...,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
+    deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     deepspeed: Optional[bool] = ...,
     zero_stage: Optional[int] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
@@ -1130,6 +1143,7 @@ def plan(job: Optional[Job] = ..., *,
     offload_optimizer: Optional[bool] = ...,
     optimizer_cpu_offload: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
+    reduce_bucket_size: Optional[int] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_comm: Union[str, os.PathLike[str], None] = ...,
     zero3_prefetch_bucket_size: Optional[int] = ...,
@@ -1259,6 +1273,7 @@ def plan(job: Optional[Job] = ..., *,
     fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
+    deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
@@ -1286,6 +1301,7 @@ def plan(job: Optional[Job] = ..., *,
     optimizer [NAME]: adam or sgd (default adam)
     offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
+    reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
     overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))

@@ -18,6 +18,7 @@
 #include "trainplan/core/estimate/calibration.h"
 #include "trainplan/core/estimate/comm.h"
 #include "args_detail.h"
+#include "deepspeed_config.h"
 #include "launcher.h"
 #include "trainplan/core/base/checked.h"
 #include "local_flags.h"
@@ -102,7 +103,7 @@ constexpr const char* kIgnoredFlags[] = {
     "--loss-scale", "--loss-scale-window", "--hysteresis", "--min-loss-scale", "--data-impl", "--dataloader-type",
     "--num-workers", "--use-checkpoint-args", "--no-load-optim", "--no-load-rng", "--finetune",
     "--rampup-batch-size", "--kill-switch-path", "--abort-on-unmet-fused-kernel-constraints",
-    "--deepspeed_config", "--deepspeed-config", "--deepspeed-activation-checkpointing",
+    "--deepspeed-activation-checkpointing",
     "--partition-activations", "--no-pipeline-parallel", "--checkpoint-num-layers", "--openai-gelu", "--onnx-safe",
     "--apply-residual-connection-post-layernorm", "--apply-layernorm-1p", "--no-persist-layer-norm",
     "--use-fused-rmsnorm", "--no-gradient-accumulation-fusion", "--sync-tp-duplicated-parameters",
@@ -189,7 +190,7 @@ struct pending {
   const flag_def* def;
   std::string flag;
   std::string value;
-  int source;  ///< where it was given: 0 a preset, 1 the user's flags, 2 the launch line
+  int source;  ///< where it was given: 0 a preset, 1 the user's flags, 2 the launch line, 3 its DeepSpeed config
 };
 
 /// Where a tokenizer flag's value goes, or null for any other flag.
@@ -280,6 +281,12 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
       throw input_error(flag + " is a switch and takes no value");
     }
     out.push_back({def, flag, val, launch ? 2 : 1});
+    if (def->info.name == "--deepspeed-config") {
+      // Its keys as flags of their own source, between the launch line's and the user's (deepspeed_config.h).
+      const ds_config ds = read_deepspeed_config(val, flag);
+      for (const ds_setting& d : ds.settings) out.push_back({find_flag(d.flag), d.key, d.value, 3});
+      b.ignored.insert(b.ignored.end(), ds.ignored.begin(), ds.ignored.end());
+    }
   }
 }
 
@@ -510,14 +517,22 @@ namespace {
 /// A flag given twice with different values: the later one counts (a preset's, then the launch line's,
 /// then the user's flags before `--`, each in order). "--tp 4 (preset) → 8 (your flags)", as each was typed, for the reports.
 std::vector<std::string> overridden_flags(const std::vector<pending>& flags) {
-  static constexpr const char* kSource[] = {"preset", "your flags", "launch line"};
+  static constexpr const char* kSource[] = {"preset", "your flags", "launch line", "DeepSpeed config"};
+  // The precisions are one setting given by three switches.
+  auto setting_of = [](const flag_def* d) {
+    const std::string& n = d->info.name;
+    return n == "--fp16" || n == "--fp32" ? find_flag("--bf16") : d;
+  };
   std::vector<std::string> out;
   std::map<const flag_def*, const pending*> last;
   for (const pending& p : flags) {
-    const pending*& before = last[p.def];
-    if (before != nullptr && before->value != p.value) {
-      out.push_back(fmt::format("{} {} ({}) → {}{} ({})", before->flag, before->value, kSource[before->source],
-                                p.flag == before->flag ? "" : p.flag + " ", p.value, kSource[p.source]));
+    const pending*& before = last[setting_of(p.def)];
+    if (before != nullptr && (before->value != p.value || before->def != p.def)) {
+      auto said = [](const std::string& flag, const std::string& value) {
+        return flag.empty() ? value : value.empty() ? flag : flag + " " + value;
+      };
+      out.push_back(fmt::format("{} ({}) → {} ({})", said(before->flag, before->value), kSource[before->source],
+                                said(p.flag == before->flag ? "" : p.flag, p.value), kSource[p.source]));
     }
     before = &p;
   }
@@ -564,9 +579,9 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
     }
   }
   out.preset = b.preset;
-  // The order flags apply in, each later one overriding: a preset's, the launch line's, then the user's
-  // own before `--` (a what-if on the line); model and cluster choices first.
-  auto rank_of = [](const pending& p) { return p.source == 0 ? 0 : p.source == 2 ? 1 : 2; };
+  // The order flags apply in, each later one overriding: a preset's, the launch line's, its DeepSpeed
+  // config's, then the user's own before `--` (a what-if on the line); model and cluster choices first.
+  auto rank_of = [](const pending& p) { return p.source == 0 ? 0 : p.source == 2 ? 1 : p.source == 3 ? 2 : 3; };
   std::stable_sort(flags.begin(), flags.end(), [&](const pending& x, const pending& y) {
     return std::pair(x.def->priority, rank_of(x)) < std::pair(y.def->priority, rank_of(y));
   });

@@ -416,6 +416,10 @@ const std::vector<flag_def>& flag_table() {
                              {"deepspeed", framework_kind::deepspeed},
                              {"fsdp", framework_kind::fsdp}});
                       }, "training.framework")));
+    // A DeepSpeed JSON config: read_flags expands it into the flags of its keys (deepspeed_config.cc).
+    t.push_back(value("--deepspeed-config", "", "FILE", "none", "training",
+                      "DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused)",
+                      setter([](job_builder&, const std::string&, const std::string&) {})));
     t.push_back(swtch("--deepspeed", "", "training", "= --framework deepspeed (Megatron-DeepSpeed scripts)",
                       SWITCH(b.job.training.framework = framework_kind::deepspeed)));
     t.push_back(value("--zero-stage", "", "N", "0", "training", "ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD)",
@@ -512,6 +516,9 @@ const std::vector<flag_def>& flag_table() {
                       "optimizer states and master weights in CPU memory", SWITCH(b.job.training.offload_optimizer = true)));
     t.push_back(value("--bucket-size-bytes", "", "BYTES", "framework default", "training",
                       "gradient-reduction bucket size", INT_FIELD_MIN(b.job.training.bucket_size_bytes, 1)));
+    t.push_back(value("--reduce-bucket-size", "", "N", "5e8 (DeepSpeed)", "training",
+                      "gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size)",
+                      INT_FIELD_MIN(b.job.training.bucket_size_elements, 1)));
     t.push_back(value("--grad-accum-dtype", "", "DTYPE", "fp32 with bf16", "training",
                       "DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {

@@ -369,6 +369,66 @@ TEST(ArgsLaunchLine, FlagsThatChangeAnEstimateAreNotIgnored) {
   EXPECT_THAT(padded.ignored_flags, ::testing::Not(::testing::Contains("--pad-vocab-size-to")));
 }
 
+// Issue 29: the DeepSpeed JSON a Megatron-DeepSpeed line names is read as DeepSpeed reads it (it was listed
+// as "changes no estimate" while it set ZeRO 3, bf16 and CPU offload).
+TEST(ArgsDeepSpeedConfig, ItsSettingsAreTheJobsAndOverrideTheLine) {
+  const std::string json = write_temp("ds_config.json", R"({
+  "train_micro_batch_size_per_gpu": 1,
+  "train_batch_size": 64,
+  "steps_per_print": 10,
+  "zero_optimization": {"stage": 3, "overlap_comm": false, "reduce_bucket_size": 2e8,
+                        "offload_optimizer": {"device": "cpu", "pin_memory": true}},
+  "gradient_clipping": 1.0,
+  "bf16": {"enabled": true}
+})");
+  const args_t model = {"--num-layers", "8", "--hidden-size", "2048", "--num-attention-heads", "16", "--seq-length",
+                        "2048", "--max-position-embeddings", "2048", "--vocab-size", "50257", "--deepspeed"};
+  const parsed_job ds = parse(concat(concat({"--cluster", "dgx-a100", "--", "deepspeed", "--num_gpus", "8", "pretrain_gpt.py"}, model),
+                                     {"--micro-batch-size", "2", "--global-batch-size", "128", "--fp16",
+                                      "--deepspeed_config", json}));
+  const parsed_job flags = parse(concat(concat({"--cluster", "dgx-a100", "--num-gpus", "8"}, model),
+                                        {"--micro-batch-size", "1", "--global-batch-size", "64", "--bf16", "--zero-stage",
+                                         "3", "--offload-optimizer", "--overlap-comm", "off", "--reduce-bucket-size",
+                                         "200000000"}));
+  EXPECT_EQ(ds.job.training.zero_stage, 3);
+  EXPECT_TRUE(ds.job.training.offload_optimizer);
+  EXPECT_EQ(ds.job.training.precision, dtype::bf16);
+  EXPECT_EQ(ds.job.training.micro_batch_size, 1);
+  EXPECT_EQ(ds.job.training.global_batch_size, 64);
+  EXPECT_EQ(ds.job.training.bucket_size_elements, 200000000);
+  expect_same_memory(estimate_memory(flags.job), estimate_memory(ds.job));
+  EXPECT_THAT(ds.overridden_flags, ::testing::Contains("--fp16 (launch line) → bf16.enabled (DeepSpeed config)"));
+  EXPECT_THAT(ds.overridden_flags,
+              ::testing::Contains("--micro-batch-size 2 (launch line) → train_micro_batch_size_per_gpu 1 (DeepSpeed config)"));
+  EXPECT_THAT(ds.ignored_flags, ::testing::Contains("args_test_ds_config.json:steps_per_print"));
+  // The user's flags before `--` still win.
+  const parsed_job what_if = parse(concat(concat({"--cluster", "dgx-a100", "--zero-stage", "1", "--", "deepspeed",
+                                                  "--num_gpus", "8", "pretrain_gpt.py"}, model),
+                                          {"--deepspeed_config", json}));
+  EXPECT_EQ(what_if.job.training.zero_stage, 1);
+}
+
+TEST(ArgsDeepSpeedConfig, WhatItDoesNotModelIsRefusedByKey) {
+  const args_t model = {"--model", "llama2-7b", "--num-gpus", "8", "--deepspeed", "--deepspeed-config"};
+  auto error_with = [&](const std::string& name, const std::string& text) {
+    return error_of(concat(model, {write_temp(name, text)}));
+  };
+  EXPECT_THAT(error_with("ds_unknown.json", "{\n  \"train_batch_size\": 64,\n  \"fancy_new_feature\": {}\n}"),
+              AllOf(HasSubstr("ds_unknown.json:3: fancy_new_feature: not a DeepSpeed setting trainplan knows")));
+  EXPECT_THAT(error_with("ds_param.json", R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})"),
+              HasSubstr("zero_optimization.offload_param.device: \"cpu\" would change where the parameters live"));
+  EXPECT_THAT(error_with("ds_twin.json", R"({"zero_optimization": {"offload_optimizer": {"device": "cpu", "ratio": 0.3}}})"),
+              HasSubstr("zero_optimization.offload_optimizer.ratio: 0.3 would change the share of the optimizer step"));
+  EXPECT_THAT(error_with("ds_nvme.json", R"({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}})"),
+              HasSubstr("NVMe offload is not modelled"));
+  EXPECT_THAT(error_with("ds_auto.json", R"({"train_batch_size": "auto"})"),
+              HasSubstr("train_batch_size: expected a whole number, got \"auto\""));
+  EXPECT_THAT(error_with("ds_bad.json", "{\n  \"train_batch_size\": 64,\n}"), HasSubstr("ds_bad.json:3: not valid JSON"));
+  EXPECT_THAT(error_of(concat(model, {"/nonexistent/ds_config.json"})),
+              AllOf(StartsWith("--deepspeed-config /nonexistent/ds_config.json: "),
+                    HasSubstr("give the file, or its settings as flags")));
+}
+
 TEST(ArgsLaunchLine, HarmlessFlagsAreIgnoredAndListed) {
   const parsed_job flags = parse(concat(kMegatronArgs, kSixteenGpus));
   const parsed_job launch = parse(concat(

@@ -271,7 +271,8 @@ constexpr std::array<dp_op, 7> kDpOps = {kGradAllReduce,      kGradReduceScatter
 static_assert(static_cast<int>(dp_collective::param_gather_backward_per_unit) == 6, "kDpOps lists every dp_collective");
 
 /// Buffers per reduction: Megatron without --overlap-grad-reduce uses one bucket; DeepSpeed buckets
-/// reduce_bucket_size = allgather_bucket_size = 5e8 elements; --bucket-size-bytes overrides (§4.2.4).
+/// reduce_bucket_size = allgather_bucket_size = 5e8 elements (--reduce-bucket-size, a DeepSpeed config's
+/// zero_optimization.reduce_bucket_size); --bucket-size-bytes overrides (§4.2.4).
 /// Counts and element sizes are whole numbers, so the ceiling is an integer one.
 double bucket_calls(const training_config& t, double elements, double elem_bytes) {
   const auto n = static_cast<std::int64_t>(elements);
@@ -279,7 +280,7 @@ double bucket_calls(const training_config& t, double elements, double elem_bytes
   if (t.bucket_size_bytes > 0) {
     return static_cast<double>(ceil_div(n * static_cast<std::int64_t>(elem_bytes), t.bucket_size_bytes));
   }
-  const std::int64_t bucket = traits_of(t.framework).bucket_elements;
+  const std::int64_t bucket = t.bucket_size_elements > 0 ? t.bucket_size_elements : traits_of(t.framework).bucket_elements;
   return bucket > 0 ? static_cast<double>(ceil_div(n, bucket)) : 1.0;
 }
 

@@ -279,8 +279,10 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     // §3.7: communication buckets and gathered parameters.
     const double params_here = static_cast<double>(s.parameters);
     if (job.resolved.row().reduce_bucket) {
+      const double elements = tr.bucket_size_elements > 0 ? static_cast<double>(tr.bucket_size_elements)
+                                                          : kDeepSpeedBucketElements;
       const double bucket = tr.bucket_size_bytes > 0 ? static_cast<double>(tr.bucket_size_bytes)
-                                                     : e * std::min(kDeepSpeedBucketElements, params_here);
+                                                     : e * std::min(elements, params_here);
       s.buffers_bytes += bucket;
     }
     if (tr.zero_stage == 3) {

@@ -117,6 +117,8 @@ struct training_config {
   optimizer_kind optimizer = optimizer_kind::adam;
   bool offload_optimizer = false;     ///< optimizer states (and master weights) in CPU memory
   std::int64_t bucket_size_bytes = 0;  ///< gradient-reduction bucket; 0 = the framework's default
+  /// The same in elements, DeepSpeed's unit (zero_optimization.reduce_bucket_size); 0 = the default.
+  std::int64_t bucket_size_elements = 0;
   double allocator_reserve_fraction = 0.08;  ///< caching allocator's reserve above allocated (§3.8)
   bool overlap_grad_reduce = false;   ///< DP reduction under the last backward (Megatron --overlap-grad-reduce, §5.4)
   /// The distributed optimizer's parameter all-gather under the next iteration's first forward
