@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -23,6 +24,19 @@ inline std::int64_t whole_bytes(double b) { return static_cast<std::int64_t>(std
 inline std::string counted(std::int64_t n, std::string_view noun, std::string_view plural = {}) {
   if (n == 1) return "1 " + std::string(noun);
   return std::to_string(n) + " " + (plural.empty() ? std::string(noun) + "s" : std::string(plural));
+}
+
+/// Why the sequence is the one planned when --seq-length was not given: the model's context, or its
+/// pretraining context below a RoPE-scaled one (a Hugging Face config's rope_scaling).
+inline std::string default_sequence_note(const model_spec& m) {
+  if (m.rope_original_context > 0 && m.seq_length == m.rope_original_context && m.max_position_embeddings > m.seq_length) {
+    return fmt::format(" (the model's pretraining context, before RoPE scaling to {}; --seq-length to plan another)",
+                       m.max_position_embeddings);
+  }
+  if (m.max_position_embeddings > m.seq_length) {
+    return fmt::format(" (the model's default; its context is {}; --seq-length to plan another)", m.max_position_embeddings);
+  }
+  return " (the model's context; --seq-length to plan another)";
 }
 
 /// The flags a launch line or pasted arguments carried that change no estimate.

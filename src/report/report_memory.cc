@@ -83,7 +83,7 @@ std::string text_reporter::memory(const run_context& ctx, const parameter_breakd
                      job.model.seq_length);
   if (!ctx.seq_length_given) {
     out.pop_back();
-    out += fmt::format(" (the model's context; --seq-length to plan another)\n");
+    out += detail::default_sequence_note(job.model) + "\n";
   }
   const std::string precision =
       t.fp8 == fp8_format::none

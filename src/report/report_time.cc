@@ -73,7 +73,7 @@ std::string text_reporter::time(const run_context& ctx, const time_report& r) co
                               job.model.name, job.num_gpus, job.cluster.gpu.name, job.cluster.name, p.tp, p.pp,
                               dim("CP", p.cp), dim("EP", p.ep), p.dp, dim("VPP", p.vpp), job.training.micro_batch_size,
                               job.training.global_batch_size, job.model.seq_length,
-                              ctx.seq_length_given ? "" : " (the model's context; --seq-length to plan another)",
+                              ctx.seq_length_given ? "" : detail::default_sequence_note(job.model),
                               detail::counted(job.num_microbatches(), "micro-batch", "micro-batches"), to_string(r.schedule));
   if (!r.fits) {
     o += fmt::format("WARNING: this layout does not fit: stage {} reserves {} GiB of {} GiB usable per GPU "

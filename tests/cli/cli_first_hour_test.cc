@@ -124,7 +124,7 @@ TEST(CliFirstHour, TimeHeaderShowsEveryDimensionAndTheSequence) {
                             "--cp", "2", "--ep", "4", "--use-flash-attn", "--gbs", "256"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("mixtral-8x7b on 64 × h100-sxm5-80gb (dgx-h100), TP 2 PP 1 CP 2 EP 4 DP 16, MBS 1, "
-                                "GBS 256, seq 4096 (the model's context; --seq-length to plan another), 16 micro-batches,"));
+                                "GBS 256, seq 4096 (the model's default; its context is 32768; --seq-length to plan another), 16 micro-batches,"));
 }
 
 TEST(CliFirstHour, SequenceLengthSaysWhereItCameFrom) {
@@ -141,6 +141,16 @@ TEST(CliFirstHour, SequenceLengthSaysWhereItCameFrom) {
   given.resize(given.size() - 3);
   given.push_back("--json");
   EXPECT_THAT(run(given).out, HasSubstr("\"seq_length_source\": \"model\""));
+  // Issue 29: a RoPE-scaled Hugging Face config says it is planned at its pretraining context.
+  const std::string path = ::testing::TempDir() + "trainplan_llama31.json";
+  std::ofstream(path) << R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+    "max_position_embeddings": 131072, "rope_scaling": {"factor": 8.0, "original_max_position_embeddings": 8192,
+    "rope_type": "llama3"}})";
+  const run_result scaled = run({"memory", "--model", path, "--num-nodes", "1"});
+  ASSERT_EQ(scaled.status, 0) << scaled.err;
+  EXPECT_THAT(scaled.out, HasSubstr("sequence 8192 (the model's pretraining context, before RoPE scaling to 131072; "
+                                    "--seq-length to plan another)\n"));
 }
 
 TEST(CliFirstHour, VersionCatalogsAndPlurals) {

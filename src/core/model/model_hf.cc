@@ -511,10 +511,24 @@ model_spec read_hf(const document& whole) {
     d.fail("model_type", fmt::format("unsupported Hugging Face model_type '{}'{}; supported: {}", type,
                                      did_you_mean(type, hf_types()), joined(hf_types())));
   }
-  // The context is what a plan uses by default; BLOOM (ALiBi, no table) trained at 2048.
+  // The context is what a plan uses by default; BLOOM (ALiBi, no table) trained at 2048. A RoPE-scaled
+  // model (Llama 3.1's llama3 scaling, DeepSeek-V3's and gpt-oss's YaRN) was pretrained at
+  // rope_scaling.original_max_position_embeddings and extended after: a plan starts there (Llama-3.1-70B
+  // at 8,192, not its 131,072, where no layout fits).
+  std::int64_t pretrain_context = 0;
+  if (const json* rs = r.find("rope_scaling"); rs != nullptr && rs->is_object()) {
+    if (const auto it = rs->find("original_max_position_embeddings"); it != rs->end() && it->is_number_integer() &&
+                                                                      it->get<std::int64_t>() > 0) {
+      pretrain_context = it->get<std::int64_t>();
+    }
+  }
   const std::int64_t context = m.seq_length > 0                ? m.seq_length
+                               : pretrain_context > 0 && (m.max_position_embeddings == 0 ||
+                                                          pretrain_context < m.max_position_embeddings)
+                                   ? pretrain_context
                                : m.max_position_embeddings > 0 ? m.max_position_embeddings
                                                                : 2048;
+  m.rope_original_context = pretrain_context;
   m.seq_length = r.optional_int({"seq_length"}, context);
   // The checkpoint's embedding has exactly vocab_size rows. Megatron's padding to 128·TP is kept
   // where the checkpoint already is a multiple of 128; otherwise (GPT-2's 50257, OPT's 50272) the

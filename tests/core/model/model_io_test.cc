@@ -104,6 +104,23 @@ TEST(ModelIoHf, LlamaMapping) {
   EXPECT_EQ(padded_vocab(m, 8), 32768);  // Megatron's 128·TP padding still applies
 }
 
+// Issue 29: a RoPE-scaled config (Llama 3.1's rope_scaling, as meta-llama/Llama-3.1-8B's config.json
+// writes it) is planned at its pretraining context, 8,192, not its 131,072 (where no layout fits).
+TEST(ModelIoHf, RopeScaledModelsArePlannedAtTheirPretrainingContext) {
+  const std::string path = write_temp("llama31.json", R"({
+  "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+  "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+  "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "tie_word_embeddings": false
+})");
+  const model_spec m = load_model_file(path);
+  EXPECT_EQ(m.seq_length, 8192);
+  EXPECT_EQ(m.max_position_embeddings, 131072);
+  EXPECT_EQ(m.rope_original_context, 8192);
+  EXPECT_EQ(count_parameters(m, 1).total, count_parameters(find_model("llama3-8b").spec, 1).total);
+}
+
 TEST(ModelIoHf, NameFallsBackToFileStem) {
   const model_spec m = load_model_file(hf("llama3-8b.json"));
   EXPECT_EQ(m.name, "llama3-8b");

@@ -138,6 +138,9 @@ struct model_spec {
   std::int64_t make_vocab_size_divisible_by = 128;
   std::int64_t seq_length = 0;
   std::int64_t max_position_embeddings = 0;  ///< rows of the learned position table
+  /// A Hugging Face config's rope_scaling.original_max_position_embeddings: the context the model was
+  /// pretrained at before its RoPE scaling (0: none); the default sequence of a plan.
+  std::int64_t rope_original_context = 0;
   /// Windowed attention: a windowed layer attends to `sliding_window` tokens (window_kind); 0: every
   /// layer attends fully. Which layers are windowed: all, or all but every window_skip_freq-th
   /// (Megatron --window-attn-skip-freq N: layers N, 2N, ... counted from 1 attend fully), or the
