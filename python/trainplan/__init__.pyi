@@ -29,6 +29,7 @@ class Job:
         num_attention_heads: Optional[int] = ...,
         group_query_attention: Optional[bool] = ...,
         num_query_groups: Optional[int] = ...,
+        num_key_value_heads: Optional[int] = ...,
         kv_channels: Optional[int] = ...,
         seq_length: Optional[int] = ...,
         seq_len: Optional[int] = ...,
@@ -122,6 +123,7 @@ class Job:
         fp8_param_gather: Optional[bool] = ...,
         framework: Union[str, os.PathLike[str], None] = ...,
         deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+        no_pipeline_parallel: Optional[bool] = ...,
         deepspeed: Optional[bool] = ...,
         zero_stage: Optional[int] = ...,
         use_distributed_optimizer: Optional[bool] = ...,
@@ -137,6 +139,7 @@ class Job:
         tp_comm_overlap: Optional[bool] = ...,
         use_flash_attn: Optional[bool] = ...,
         flash_attention: Optional[bool] = ...,
+        use_flash_attn_triton: Optional[bool] = ...,
         attention_backend: Union[str, os.PathLike[str], None] = ...,
         export_force_local_attention: Optional[bool] = ...,
         transformer_impl: Union[str, os.PathLike[str], None] = ...,
@@ -151,6 +154,7 @@ class Job:
         optimizer: Union[str, os.PathLike[str], None] = ...,
         offload_optimizer: Optional[bool] = ...,
         optimizer_cpu_offload: Optional[bool] = ...,
+        cpu_optimizer: Optional[bool] = ...,
         bucket_size_bytes: Optional[float] = ...,
         reduce_bucket_size: Optional[int] = ...,
         grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
@@ -187,7 +191,7 @@ class Job:
         ffn_hidden_size [N]: MLP width f (default 4h, or int(8h/3/64)·64 with --swiglu)
         num_attention_heads [N]: attention heads a (default from --model)
         group_query_attention: grouped-query attention (with --num-query-groups)
-        num_query_groups [N]: key/value groups g (default heads (MHA))
+        num_query_groups / num_key_value_heads [N]: key/value groups g (default heads (MHA))
         kv_channels [N]: head dim (default h/a)
         seq_length / seq_len [N]: sequence length s (default from --model)
         max_position_embeddings [N]: rows of the learned position table (default seq length)
@@ -267,6 +271,7 @@ class Job:
         fp8_param_gather: keep parameters and all-gather them in FP8
         framework [NAME]: megatron, deepspeed or fsdp (default megatron)
         deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+        no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
         deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
         zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)
         use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
@@ -280,7 +285,7 @@ class Job:
         moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
         no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
         tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
-        use_flash_attn / flash_attention: flash attention
+        use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
         attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
         export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
         transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
@@ -292,7 +297,7 @@ class Job:
         recompute_method [METHOD]: uniform or block (default uniform)
         recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block) (default 1 (with full))
         optimizer [NAME]: adam or sgd (default adam)
-        offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
+        offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
         bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
         reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
         grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
@@ -378,6 +383,7 @@ def search(*,
     num_attention_heads: Optional[int] = ...,
     group_query_attention: Optional[bool] = ...,
     num_query_groups: Optional[int] = ...,
+    num_key_value_heads: Optional[int] = ...,
     kv_channels: Optional[int] = ...,
     seq_length: Optional[int] = ...,
     seq_len: Optional[int] = ...,
@@ -454,6 +460,7 @@ def search(*,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+    no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
     num_distributed_optimizer_instances: Optional[int] = ...,
@@ -468,6 +475,7 @@ def search(*,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
+    use_flash_attn_triton: Optional[bool] = ...,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
     export_force_local_attention: Optional[bool] = ...,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
@@ -480,6 +488,7 @@ def search(*,
     optimizer: Union[str, os.PathLike[str], None] = ...,
     offload_optimizer: Optional[bool] = ...,
     optimizer_cpu_offload: Optional[bool] = ...,
+    cpu_optimizer: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
     reduce_bucket_size: Optional[int] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
@@ -536,7 +545,7 @@ def search(*,
     ffn_hidden_size [N]: MLP width f (default 4h, or int(8h/3/64)·64 with --swiglu)
     num_attention_heads [N]: attention heads a (default from --model)
     group_query_attention: grouped-query attention (with --num-query-groups)
-    num_query_groups [N]: key/value groups g (default heads (MHA))
+    num_query_groups / num_key_value_heads [N]: key/value groups g (default heads (MHA))
     kv_channels [N]: head dim (default h/a)
     seq_length / seq_len [N]: sequence length s (default from --model)
     max_position_embeddings [N]: rows of the learned position table (default seq length)
@@ -607,6 +616,7 @@ def search(*,
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+    no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
     num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
@@ -619,7 +629,7 @@ def search(*,
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
-    use_flash_attn / flash_attention: flash attention
+    use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
     export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
@@ -630,7 +640,7 @@ def search(*,
     recompute_method [METHOD]: uniform or block (default uniform)
     recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block) (default 1 (with full))
     optimizer [NAME]: adam or sgd (default adam)
-    offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
+    offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
     reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
@@ -707,6 +717,7 @@ def shapes(*,
     num_attention_heads: Optional[int] = ...,
     group_query_attention: Optional[bool] = ...,
     num_query_groups: Optional[int] = ...,
+    num_key_value_heads: Optional[int] = ...,
     kv_channels: Optional[int] = ...,
     seq_length: Optional[int] = ...,
     seq_len: Optional[int] = ...,
@@ -783,6 +794,7 @@ def shapes(*,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+    no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
     num_distributed_optimizer_instances: Optional[int] = ...,
@@ -797,6 +809,7 @@ def shapes(*,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
+    use_flash_attn_triton: Optional[bool] = ...,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
     export_force_local_attention: Optional[bool] = ...,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
@@ -809,6 +822,7 @@ def shapes(*,
     optimizer: Union[str, os.PathLike[str], None] = ...,
     offload_optimizer: Optional[bool] = ...,
     optimizer_cpu_offload: Optional[bool] = ...,
+    cpu_optimizer: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
     reduce_bucket_size: Optional[int] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
@@ -872,7 +886,7 @@ def shapes(*,
     ffn_hidden_size [N]: MLP width f (default 4h, or int(8h/3/64)·64 with --swiglu)
     num_attention_heads [N]: attention heads a (default from --model)
     group_query_attention: grouped-query attention (with --num-query-groups)
-    num_query_groups [N]: key/value groups g (default heads (MHA))
+    num_query_groups / num_key_value_heads [N]: key/value groups g (default heads (MHA))
     kv_channels [N]: head dim (default h/a)
     seq_length / seq_len [N]: sequence length s (default from --model)
     max_position_embeddings [N]: rows of the learned position table (default seq length)
@@ -943,6 +957,7 @@ def shapes(*,
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+    no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
     num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
@@ -955,7 +970,7 @@ def shapes(*,
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
-    use_flash_attn / flash_attention: flash attention
+    use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
     export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
@@ -966,7 +981,7 @@ def shapes(*,
     recompute_method [METHOD]: uniform or block (default uniform)
     recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block) (default 1 (with full))
     optimizer [NAME]: adam or sgd (default adam)
-    offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
+    offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
     reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
@@ -1024,6 +1039,7 @@ def plan(job: Optional[Job] = ..., *,
     num_attention_heads: Optional[int] = ...,
     group_query_attention: Optional[bool] = ...,
     num_query_groups: Optional[int] = ...,
+    num_key_value_heads: Optional[int] = ...,
     kv_channels: Optional[int] = ...,
     max_position_embeddings: Optional[int] = ...,
     vocab_size: Optional[int] = ...,
@@ -1113,6 +1129,7 @@ def plan(job: Optional[Job] = ..., *,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+    no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
     zero_stage: Optional[int] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
@@ -1128,6 +1145,7 @@ def plan(job: Optional[Job] = ..., *,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
+    use_flash_attn_triton: Optional[bool] = ...,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
     export_force_local_attention: Optional[bool] = ...,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
@@ -1142,6 +1160,7 @@ def plan(job: Optional[Job] = ..., *,
     optimizer: Union[str, os.PathLike[str], None] = ...,
     offload_optimizer: Optional[bool] = ...,
     optimizer_cpu_offload: Optional[bool] = ...,
+    cpu_optimizer: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
     reduce_bucket_size: Optional[int] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
@@ -1196,7 +1215,7 @@ def plan(job: Optional[Job] = ..., *,
     ffn_hidden_size [N]: MLP width f (default 4h, or int(8h/3/64)·64 with --swiglu)
     num_attention_heads [N]: attention heads a (default from --model)
     group_query_attention: grouped-query attention (with --num-query-groups)
-    num_query_groups [N]: key/value groups g (default heads (MHA))
+    num_query_groups / num_key_value_heads [N]: key/value groups g (default heads (MHA))
     kv_channels [N]: head dim (default h/a)
     max_position_embeddings [N]: rows of the learned position table (default seq length)
     vocab_size [N]: vocabulary before padding (default from --model)
@@ -1274,6 +1293,7 @@ def plan(job: Optional[Job] = ..., *,
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+    no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
@@ -1287,7 +1307,7 @@ def plan(job: Optional[Job] = ..., *,
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
-    use_flash_attn / flash_attention: flash attention
+    use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
     export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
@@ -1299,7 +1319,7 @@ def plan(job: Optional[Job] = ..., *,
     recompute_method [METHOD]: uniform or block (default uniform)
     recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block) (default 1 (with full))
     optimizer [NAME]: adam or sgd (default adam)
-    offload_optimizer / optimizer_cpu_offload: optimizer states and master weights in CPU memory
+    offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
     reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)

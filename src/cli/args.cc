@@ -103,8 +103,7 @@ constexpr const char* kIgnoredFlags[] = {
     "--loss-scale", "--loss-scale-window", "--hysteresis", "--min-loss-scale", "--data-impl", "--dataloader-type",
     "--num-workers", "--use-checkpoint-args", "--no-load-optim", "--no-load-rng", "--finetune",
     "--rampup-batch-size", "--kill-switch-path", "--abort-on-unmet-fused-kernel-constraints",
-    "--deepspeed-activation-checkpointing",
-    "--partition-activations", "--no-pipeline-parallel", "--checkpoint-num-layers", "--openai-gelu", "--onnx-safe",
+    "--deepspeed-activation-checkpointing", "--openai-gelu", "--onnx-safe",
     "--apply-residual-connection-post-layernorm", "--apply-layernorm-1p", "--no-persist-layer-norm",
     "--use-fused-rmsnorm", "--no-gradient-accumulation-fusion", "--sync-tp-duplicated-parameters",
     "--reset-position-ids", "--reset-attention-mask", "--eod-mask-loss", "--no-async-tensor-model-parallel-allreduce",
@@ -115,12 +114,32 @@ constexpr const char* kIgnoredFlags[] = {
     "--async-save", "--use-dist-ckpt", "--auto-detect-ckpt-format", "--manual-gc", "--manual-gc-interval",
     "--cross-entropy-loss-fusion", "--calculate-per-token-loss", "--num-dataset-builder-threads", "--bf16-*",
     "--curriculum-*", "--universal-checkpoint", "--load-universal-checkpoint",
+    // BLOOM's and Megatron-DeepSpeed's data, schedule and numerics flags (bigscience-workshop and
+    // microsoft/Megatron-DeepSpeed megatron/arguments.py).
+    "--train-weighted-split-paths-path", "--valid-weighted-split-paths-path", "--test-weighted-split-paths-path",
+    "--valid-num-workers", "--no-query-key-layer-scaling", "--lr-decay-tokens", "--lr-warmup-tokens",
+    "--expert-interval",  // only with Megatron-DeepSpeed's MoE, which is refused (--num-experts > 1)
 #include "megatron_core_ignored.inc"
+};
+
+/// Flags that change no estimate at the value given and one trainplan does not model at any other
+/// (Megatron-DeepSpeed's defaults): listed as ignored, or an error naming what they would change.
+struct conditional_flag {
+  const char* flag;
+  const char* harmless_value;
+  const char* would_change;
+};
+constexpr conditional_flag kConditionalFlags[] = {
+    {"--ds-sequence-parallel-size", "1", "DeepSpeed-Ulysses sequence parallelism (all-to-alls over the sequence)"},
+    {"--moe-expert-parallel-size", "1", "Megatron-DeepSpeed's expert parallelism (DeepSpeed-MoE)"},
+    {"--checkpoint-num-layers", "1", "how many layers Megatron-DeepSpeed checkpoints as one chunk"},
 };
 
 /// Flags that would change an estimate but are not modelled: an error naming the flag.
 constexpr const char* kUnmodelledFlags[] = {
     "--fp8", "--cpu-offloading",
+    // DeepSpeed's partitioned activation checkpoints (split over TP).
+    "--partition-activations",
     "--heterogeneous-layers-config-path", "--encoder-num-layers",
     "--encoder-pipeline-model-parallel-size",
     "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
@@ -160,6 +179,8 @@ flag_class classify_flag(const std::string& flag_in) {
   if (find_flag(flag) != nullptr || flag == "--preset") return flag_class::modelled;
   for (const char* p : kIgnoredFlags)
     if (matches(p, flag)) return flag_class::ignored;
+  for (const conditional_flag& c : kConditionalFlags)
+    if (flag == c.flag) return flag_class::ignored;  // at its default; refused at any other value
   for (const char* p : kUnmodelledFlags)
     if (matches(p, flag)) return flag_class::refused;
   return flag_class::unknown;
@@ -243,6 +264,7 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
       continue;
     }
     const flag_def* def = find_flag(flag);
+    bool ignored_conditional = false;
     if (def == nullptr) {
       // Its values: every token up to the next flag (--data-path 0.5 a 0.5 b, --rampup-batch-size 16 16 1000000).
       auto consume_value = [&] {
@@ -250,6 +272,20 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
       };
       // Megatron flags that change no estimate are accepted wherever they appear, so that the
       // arguments of pretrain_gpt.py can be pasted as they are; they are listed as ignored.
+      for (const conditional_flag& c : kConditionalFlags) {
+        if (flag != c.flag) continue;
+        const std::size_t at = i;
+        consume_value();
+        const std::string given = has_inline ? val : i > at ? tokens[at + 1] : "";
+        if (given != c.harmless_value) {
+          throw input_error(fmt::format("{} {} would change {}, which trainplan does not model; {} {} (the default) "
+                                        "changes no estimate",
+                                        flag, given, c.would_change, flag, c.harmless_value));
+        }
+        b.ignored.push_back(flag);
+        ignored_conditional = true;
+      }
+      if (ignored_conditional) continue;
       bool ignored = false;
       for (const char* p : kIgnoredFlags) ignored = ignored || matches(p, flag);
       if (ignored) {
@@ -605,6 +641,21 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
   // add_bias_linear), as gpt-oss's does: for a model given by Megatron's flags.
   if (b.model_fields && !b.model_chosen && b.job.model.is_moe()) b.job.model.moe.router_bias = b.job.model.add_bias_linear;
   derive_vocabulary(b, out.derived_flags);
+  // Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed megatron/arguments.py): --no-pipeline-parallel runs
+  // the DeepSpeed engine without its pipeline, the same job at PP 1; --num-experts defaults to [1], a dense
+  // model; DeepSpeed-MoE (experts every --expert-interval layers, --topk gating, capacity) is not modelled.
+  if (b.no_pipeline_engine && b.job.parallel.pp > 1) {
+    throw input_error("--no-pipeline-parallel with --pipeline-model-parallel-size " + std::to_string(b.job.parallel.pp) +
+                      ": Megatron-DeepSpeed's pipeline without the DeepSpeed engine is not modelled (at PP 1 it changes nothing)");
+  }
+  if (b.job.training.framework == framework_kind::deepspeed && b.model_fields && !b.model_chosen) {
+    if (b.job.model.moe.num_experts == 1) b.job.model.moe.num_experts = 0;
+    if (b.job.model.moe.num_experts > 1) {
+      throw input_error("--num-experts " + std::to_string(b.job.model.moe.num_experts) +
+                        " with --deepspeed: Megatron-DeepSpeed's DeepSpeed-MoE (experts every --expert-interval layers, "
+                        "--topk gating, capacity factors) is not modelled; Megatron-Core's MoE is (--framework megatron)");
+    }
+  }
   if (b.force_local_attention && b.job.parallel.cp == 1) b.job.training.attention = training_config::attention_backend::unfused;
   out.seq_length_given = b.is_explicit("seq_length");
 

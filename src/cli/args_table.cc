@@ -139,7 +139,7 @@ const std::vector<flag_def>& flag_table() {
                       MODEL_INT(num_attention_heads)));
     t.push_back(swtch("--group-query-attention", "", "model", "grouped-query attention (with --num-query-groups)",
                       MODEL_SWITCH((void)b)));
-    t.push_back(value("--num-query-groups", "", "N", "heads (MHA)", "model", "key/value groups g",
+    t.push_back(value("--num-query-groups", "--num-key-value-heads", "N", "heads (MHA)", "model", "key/value groups g",
                       MODEL_INT(num_query_groups)));
     t.push_back(value("--kv-channels", "", "N", "h/a", "model", "head dim", MODEL_INT(kv_channels)));
     t.push_back(value("--seq-length", "--seq-len", "N", "from --model", "model", "sequence length s",
@@ -420,6 +420,9 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--deepspeed-config", "", "FILE", "none", "training",
                       "DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused)",
                       setter([](job_builder&, const std::string&, const std::string&) {})));
+    t.push_back(swtch("--no-pipeline-parallel", "", "training",
+                      "Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)",
+                      SWITCH(b.no_pipeline_engine = true)));
     t.push_back(swtch("--deepspeed", "", "training", "= --framework deepspeed (Megatron-DeepSpeed scripts)",
                       SWITCH(b.job.training.framework = framework_kind::deepspeed)));
     t.push_back(value("--zero-stage", "", "N", "0", "training", "ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD)",
@@ -457,7 +460,7 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--tp-comm-overlap", "", "training",
                       "SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)",
                       SWITCH(b.job.training.tp_comm_overlap = true)));
-    t.push_back(swtch("--use-flash-attn", "--flash-attention", "training", "flash attention",
+    t.push_back(swtch("--use-flash-attn", "--flash-attention --use-flash-attn-triton", "training", "flash attention",
                       SWITCH(b.job.training.attention = training_config::attention_backend::fused)));
     // Megatron-Core's --attention-backend (transformer/enums.py AttnBackend): flash, fused (cuDNN) and
     // auto run a fused attention kernel that keeps no s² score matrix; unfused and local do not.
@@ -512,7 +515,7 @@ const std::vector<flag_def>& flag_table() {
                         b.job.training.optimizer =
                             parse_enum<optimizer_kind>(v, f, {{"adam", optimizer_kind::adam}, {"sgd", optimizer_kind::sgd}});
                       }, "training.optimizer")));
-    t.push_back(swtch("--offload-optimizer", "--optimizer-cpu-offload", "training",
+    t.push_back(swtch("--offload-optimizer", "--optimizer-cpu-offload --cpu-optimizer", "training",
                       "optimizer states and master weights in CPU memory", SWITCH(b.job.training.offload_optimizer = true)));
     t.push_back(value("--bucket-size-bytes", "", "BYTES", "framework default", "training",
                       "gradient-reduction bucket size", INT_FIELD_MIN(b.job.training.bucket_size_bytes, 1)));

@@ -429,6 +429,36 @@ TEST(ArgsDeepSpeedConfig, WhatItDoesNotModelIsRefusedByKey) {
                     HasSubstr("give the file, or its settings as flags")));
 }
 
+// Issue 29: common real inputs that were refused or unknown, as their frameworks read them.
+TEST(ArgsLaunchLine, MegatronDeepSpeedAndBloomFlagsAreRead) {
+  const args_t base = {"--model", "llama2-7b", "--num-gpus", "8", "--gbs", "64", "--deepspeed"};
+  // Megatron-DeepSpeed's spellings of modelled settings.
+  EXPECT_EQ(parse(concat(base, {"--num-key-value-heads", "8"})).job.model.num_query_groups, 8);
+  EXPECT_EQ(parse(concat(base, {"--use-flash-attn-triton"})).job.training.attention,
+            training_config::attention_backend::fused);
+  EXPECT_TRUE(parse(concat(base, {"--cpu-optimizer", "--zero-stage", "1"})).job.training.offload_optimizer);
+  // Defaults that change nothing are listed; other values are refused by what they would change.
+  const parsed_job defaults = parse(concat(base, {"--ds-sequence-parallel-size", "1", "--moe-expert-parallel-size", "1",
+                                                  "--checkpoint-num-layers", "1", "--no-pipeline-parallel",
+                                                  "--lr-decay-tokens", "300e9", "--no-query-key-layer-scaling",
+                                                  "--train-weighted-split-paths-path", "/data/train.txt",
+                                                  "--valid-num-workers", "2", "--mtp-loss-scaling-factor", "0.1",
+                                                  "--fp8-amax-history-len", "1024", "--moe-token-drop-policy", "probs"}));
+  EXPECT_THAT(defaults.ignored_flags, ::testing::IsSupersetOf({"--ds-sequence-parallel-size", "--valid-num-workers",
+                                                               "--mtp-loss-scaling-factor", "--moe-token-drop-policy"}));
+  EXPECT_EQ(error_of(concat(base, {"--ds-sequence-parallel-size", "4"})),
+            "--ds-sequence-parallel-size 4 would change DeepSpeed-Ulysses sequence parallelism (all-to-alls over the "
+            "sequence), which trainplan does not model; --ds-sequence-parallel-size 1 (the default) changes no estimate");
+  EXPECT_THAT(error_of(concat(base, {"--no-pipeline-parallel", "--pp", "2"})),
+              HasSubstr("Megatron-DeepSpeed's pipeline without the DeepSpeed engine is not modelled"));
+  // Megatron-DeepSpeed's --num-experts defaults to [1], a dense model; DeepSpeed-MoE is refused by name.
+  const args_t mds = {"--deepspeed", "--num-gpus", "8", "--num-layers", "4", "--hidden-size", "512",
+                      "--num-attention-heads", "8", "--seq-length", "512", "--max-position-embeddings", "512",
+                      "--vocab-size", "32000", "--gbs", "8"};
+  EXPECT_FALSE(parse(concat(mds, {"--num-experts", "1"})).job.model.is_moe());
+  EXPECT_THAT(error_of(concat(mds, {"--num-experts", "8"})), HasSubstr("DeepSpeed-MoE"));
+}
+
 TEST(ArgsLaunchLine, HarmlessFlagsAreIgnoredAndListed) {
   const parsed_job flags = parse(concat(kMegatronArgs, kSixteenGpus));
   const parsed_job launch = parse(concat(
