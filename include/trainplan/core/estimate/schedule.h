@@ -77,7 +77,7 @@ struct stage_usage {
 struct schedule_result {
   double iteration_s = 0;
   double pipeline_s = 0;          ///< from the first forward to the last backward on any rank
-  double bubble_fraction = 0;     ///< idle + send share of the pipeline phase, averaged over ranks
+  double bubble_fraction = 0;     ///< the busiest rank's idle + send share of the pipeline phase
   double grad_reduce_exposed_s = 0;  ///< what the DP reduction adds after the pipeline phase
   double optimizer_s = 0;
   std::int64_t critical_stage = 0;  ///< rank whose end sets the iteration
