@@ -123,6 +123,7 @@ class Job:
         fp8_param_gather: Optional[bool] = ...,
         framework: Union[str, os.PathLike[str], None] = ...,
         deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+        no_gradient_accumulation_fusion: Optional[bool] = ...,
         no_pipeline_parallel: Optional[bool] = ...,
         deepspeed: Optional[bool] = ...,
         zero_stage: Optional[int] = ...,
@@ -271,6 +272,7 @@ class Job:
         fp8_param_gather: keep parameters and all-gather them in FP8
         framework [NAME]: megatron, deepspeed or fsdp (default megatron)
         deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+        no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
         no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
         deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
         zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)
@@ -460,6 +462,7 @@ def search(*,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+    no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
@@ -616,6 +619,7 @@ def search(*,
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+    no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
@@ -794,6 +798,7 @@ def shapes(*,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+    no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
@@ -957,6 +962,7 @@ def shapes(*,
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+    no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
@@ -1129,6 +1135,7 @@ def plan(job: Optional[Job] = ..., *,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+    no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
     zero_stage: Optional[int] = ...,
@@ -1293,6 +1300,7 @@ def plan(job: Optional[Job] = ..., *,
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+    no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)

@@ -105,7 +105,7 @@ constexpr const char* kIgnoredFlags[] = {
     "--rampup-batch-size", "--kill-switch-path", "--abort-on-unmet-fused-kernel-constraints",
     "--deepspeed-activation-checkpointing", "--openai-gelu", "--onnx-safe",
     "--apply-residual-connection-post-layernorm", "--apply-layernorm-1p", "--no-persist-layer-norm",
-    "--use-fused-rmsnorm", "--no-gradient-accumulation-fusion", "--sync-tp-duplicated-parameters",
+    "--use-fused-rmsnorm", "--sync-tp-duplicated-parameters",
     "--reset-position-ids", "--reset-attention-mask", "--eod-mask-loss", "--no-async-tensor-model-parallel-allreduce",
     "--moe-grouped-gemm", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff",
     "--moe-z-loss-coeff", "--moe-router-pre-softmax", "--untie-embeddings-and-output-weights-*",

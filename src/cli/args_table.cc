@@ -420,6 +420,9 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--deepspeed-config", "", "FILE", "none", "training",
                       "DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused)",
                       setter([](job_builder&, const std::string&, const std::string&) {})));
+    t.push_back(swtch("--no-gradient-accumulation-fusion", "", "training",
+                      "Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)",
+                      SWITCH(b.job.training.gradient_accumulation_fusion = false)));
     t.push_back(swtch("--no-pipeline-parallel", "", "training",
                       "Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)",
                       SWITCH(b.no_pipeline_engine = true)));

@@ -527,7 +527,11 @@ double accumulation_bytes_per_parameter(const job_spec& job) {
   const precision_roles& roles = job.resolved.roles;
   const double e = bytes_of(roles.weights);
   switch (job.resolved.row().accumulation) {
-    case grad_accumulation::in_gemm: return 0;  // Megatron: into main_grad in the GEMM
+    case grad_accumulation::in_gemm:
+      // Megatron: into main_grad in the GEMM; without the fusion the DDP backward hook does
+      // main_grad.add_(grad) (core/distributed/distributed_data_parallel.py, _make_backward_post_hook):
+      // read the 16-bit grad, read and write main_grad.
+      return job.training.gradient_accumulation_fusion ? 0 : e + 2.0 * bytes_of(roles.gradients);
     case grad_accumulation::autograd: return 3 * e;  // AccumulateGrad: read old, read new, write (.grad)
     case grad_accumulation::autograd_then_buffer:
       // BF16_Optimizer.update_hp_grads after every micro-batch: read the 16-bit grad, read and write the

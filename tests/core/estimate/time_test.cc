@@ -14,6 +14,8 @@
 #include "trainplan/cli/args.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/estimate/compute.h"
+#include "trainplan/core/estimate/memory.h"
+#include "trainplan/core/model/model.h"
 #include "trainplan/core/hardware/hardware.h"
 #include "trainplan/cli/validate.h"
 
@@ -40,6 +42,24 @@ const validation_report& shipped() {
 // Issue 28, finding 9: one bubble figure. The report's bubble fraction is the busiest rank's idle and send
 // share of the pipeline phase, which is what the breakdown's "pipeline bubble + p2p" counts; it averaged
 // the lighter ranks' imbalance in (GPT-3 175B, TP 4 PP 8 VPP 12: 12.9% against 0.5%).
+// Issue 28, finding 8: --no-gradient-accumulation-fusion costs Megatron's backward hook
+// main_grad.add_(grad) per micro-batch: 2 + 4 + 4 bytes per parameter on the rank (bf16 grad read, fp32
+// main_grad read and written), at the GPU's copy rate. Llama-3-8B on 8 H100s (DP 8, 16 micro-batches):
+// 8.03e9 · 10 B per micro-batch, at ~2-3.35 TB/s ≈ 24-40 ms each.
+TEST(Time, UnfusedGradientAccumulationAddsAPassOverTheGradients) {
+  const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--gbs",
+                                         "128", "--bf16", "--use-distributed-optimizer"};
+  std::vector<std::string> unfused = base;
+  unfused.push_back("--no-gradient-accumulation-fusion");
+  const job_spec fused_job = parse_job_args(base).job, unfused_job = parse_job_args(unfused).job;
+  const double delta_s = estimate_time(unfused_job).iteration_s - estimate_time(fused_job).iteration_s;
+  const double bytes = static_cast<double>(count_parameters(fused_job.model, 1).total) * 10 * 16;
+  const double implied_bytes_per_s = bytes / delta_s;
+  EXPECT_GT(implied_bytes_per_s, 0.5 * fused_job.cluster.gpu.memory_bandwidth_bytes_per_s);
+  EXPECT_LT(implied_bytes_per_s, 1.0 * fused_job.cluster.gpu.memory_bandwidth_bytes_per_s);
+  EXPECT_DOUBLE_EQ(estimate_memory(unfused_job).peak_reserved_bytes, estimate_memory(fused_job).peak_reserved_bytes);
+}
+
 TEST(Time, BubbleFractionIsTheBreakdownsBubble) {
   for (const std::vector<std::string>& a : std::vector<std::vector<std::string>>{
            {"--model", "gpt3-175b", "--cluster", "dgx-a100", "--num-nodes", "16", "--tp", "4", "--pp", "8", "--vpp", "12",

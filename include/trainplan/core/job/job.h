@@ -120,6 +120,9 @@ struct training_config {
   /// The same in elements, DeepSpeed's unit (zero_optimization.reduce_bucket_size); 0 = the default.
   std::int64_t bucket_size_elements = 0;
   double allocator_reserve_fraction = 0.08;  ///< caching allocator's reserve above allocated (§3.8)
+  /// Megatron's gradient_accumulation_fusion (on unless --no-gradient-accumulation-fusion): the wgrad
+  /// GEMM adds into main_grad; off, the backward hook adds the 16-bit .grad into it (§5.9).
+  bool gradient_accumulation_fusion = true;
   bool overlap_grad_reduce = false;   ///< DP reduction under the last backward (Megatron --overlap-grad-reduce, §5.4)
   /// The distributed optimizer's parameter all-gather under the next iteration's first forward
   /// (Megatron --overlap-param-gather, §5.4); needs --overlap-grad-reduce and the distributed optimizer.
