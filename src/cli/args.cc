@@ -336,6 +336,7 @@ void launch_world_flags(const launch_world& w, std::vector<pending>& out, job_bu
   if (w.nodes) add("--num-nodes", w.nodes_flag.empty() ? "--nnodes" : w.nodes_flag, *w.nodes);
   if (w.per_node) add("--gpus-per-node", w.per_node_flag, *w.per_node);
   if (w.total) add("--num-gpus", w.total_flag, *w.total);
+  TRAINPLAN_CHECK((!w.nodes || *w.nodes > 0) && (!w.per_node || *w.per_node > 0) && (!w.total || *w.total > 0));
   if (w.nodes && w.per_node && *w.nodes > limits::kMaxGpus / *w.per_node) {
     throw input_error("launch line: " + w.per_node_flag + " × " + w.nodes_flag + " = " +
                       std::to_string(detail::checked_mul(*w.nodes, *w.per_node, "launch line world size")) +

@@ -208,12 +208,14 @@ void read_hostfile(launcher_values& v) {
 
 /// deepspeed --include host:gpu,gpu@host:gpu (runner.py, parse_inclusion_exclusion): nodes and GPUs.
 void read_include(launcher_values& v, const std::string& value, const std::string& flag) {
+  if (value.empty()) throw input_error("launch line " + flag + ": no host given (host:gpu,gpu@host:gpu)");
   std::int64_t hosts = 0, gpus = 0;
   std::string_view rest = value;
   while (!rest.empty()) {
     const std::size_t at = std::min(rest.find('@'), rest.size());
     const std::string_view host = rest.substr(0, at);
     rest = at < rest.size() ? rest.substr(at + 1) : std::string_view{};
+    if (host.empty()) throw input_error("launch line " + flag + " " + value + ": an empty host between '@'s");
     const std::size_t colon = host.find(':');
     if (colon == std::string_view::npos) {
       v.unknown = "its " + flag + " names host " + std::string(host) + " without its GPUs (they come from the hostfile)";

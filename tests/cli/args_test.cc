@@ -349,6 +349,11 @@ TEST(ArgsLaunchLine, AWorldSizeTheLineDoesNotSayIsAskedFor) {
             32);
   EXPECT_THAT(error_of(concat({"--", "mpirun", "-np", "12", "-N", "8", "python", "pretrain_gpt.py"}, kMegatronArgs)),
               HasSubstr("not whole nodes"));
+  // Found by fuzzing launch_line: an empty --include divided by zero GPUs per node.
+  EXPECT_EQ(error_of(concat({"--", "deepspeed", "--include", "", "pretrain_gpt.py"}, kMegatronArgs)),
+            "launch line --include: no host given (host:gpu,gpu@host:gpu)");
+  EXPECT_THAT(error_of(concat({"--", "deepspeed", "--include", "a:0@@b:0", "pretrain_gpt.py"}, kMegatronArgs)),
+              HasSubstr("an empty host between '@'s"));
   const std::string uneven = write_temp("hostfile_uneven", "a slots=8\nb slots=4\n");
   EXPECT_THAT(error_of(concat({"--", "deepspeed", "--hostfile", uneven, "pretrain_gpt.py"}, kMegatronArgs)),
               HasSubstr(":2: hosts with 8 and 4 slots"));

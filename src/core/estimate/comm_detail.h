@@ -7,6 +7,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,9 @@ inline rank_generator expert_generator(const job_spec& job) {
 
 /// Megatron's generate_masked_orthogonal_rank_groups: every group varies the masked dimensions.
 std::vector<std::vector<std::int64_t>> masked_groups(const rank_generator& g, unsigned mask);
+/// The same groups one at a time, in one reused buffer of members in rank order.
+void for_each_masked_group(const rank_generator& g, unsigned mask,
+                           const std::function<void(const std::vector<std::int64_t>&)>& visit);
 
 /// Placement by looking at every group of the `mask` dimensions (out of line: the summary needs it
 /// only for layouts whose groups are not one aligned run). When a group spreads unevenly over its

@@ -1,6 +1,7 @@
 // Rank placement and process groups (docs/formulas.md §4.1): Megatron's rank generators, every group
 // of every dimension, and where a dimension's groups sit on the nodes.
 #include <algorithm>
+#include <functional>
 #include <bit>
 #include <string>
 
@@ -26,7 +27,8 @@ std::string_view to_string(link_kind k) { return kLinkNames[static_cast<std::siz
 
 namespace detail {
 
-std::vector<std::vector<std::int64_t>> masked_groups(const rank_generator& g, unsigned mask) {
+void for_each_masked_group(const rank_generator& g, unsigned mask,
+                           const std::function<void(const std::vector<std::int64_t>&)>& visit) {
   std::array<std::int64_t, kNumOrderedDims> in_size{}, in_stride{}, out_size{}, out_stride{};
   int n_in = 0;
   int n_out = 0;
@@ -45,7 +47,7 @@ std::vector<std::vector<std::int64_t>> masked_groups(const rank_generator& g, un
     stride *= g.size[d];
   }
   const std::int64_t num_groups = g.world / group_size;
-  std::vector<std::vector<std::int64_t>> groups(static_cast<std::size_t>(num_groups));
+  std::vector<std::int64_t> members(static_cast<std::size_t>(group_size));
   for (std::int64_t gi = 0; gi < num_groups; ++gi) {
     std::int64_t base = 0;
     std::int64_t rest = gi;
@@ -53,8 +55,6 @@ std::vector<std::vector<std::int64_t>> masked_groups(const rank_generator& g, un
       base += (rest % out_size[static_cast<std::size_t>(j)]) * out_stride[static_cast<std::size_t>(j)];
       rest /= out_size[static_cast<std::size_t>(j)];
     }
-    auto& members = groups[static_cast<std::size_t>(gi)];
-    members.resize(static_cast<std::size_t>(group_size));
     for (std::int64_t ri = 0; ri < group_size; ++ri) {
       std::int64_t r = base;
       std::int64_t q = ri;
@@ -64,7 +64,13 @@ std::vector<std::vector<std::int64_t>> masked_groups(const rank_generator& g, un
       }
       members[static_cast<std::size_t>(ri)] = r;
     }
+    visit(members);
   }
+}
+
+std::vector<std::vector<std::int64_t>> masked_groups(const rank_generator& g, unsigned mask) {
+  std::vector<std::vector<std::int64_t>> groups;
+  for_each_masked_group(g, mask, [&](const std::vector<std::int64_t>& members) { groups.push_back(members); });
   return groups;
 }
 
@@ -79,73 +85,104 @@ std::vector<std::vector<std::int64_t>> embedding_groups(const rank_generator& g)
   return groups;
 }
 
-/// Placement found by looking at every group. When a group spreads unevenly over its nodes: throws, or
-/// with `violation` sets it to the message and returns an empty placement.
-group_placement scan_placement(const std::vector<std::vector<std::int64_t>>& groups, std::int64_t gpn,
-                               std::string_view name, std::string* violation) {
-  group_placement p;
-  if (groups.empty()) return p;
-  p.group_size = static_cast<std::int64_t>(groups.front().size());
-  std::int64_t max_rank = 0;
-  for (const auto& g : groups)
-    for (auto r : g) max_rank = std::max(max_rank, r);
-  std::vector<std::int64_t> groups_on_node(static_cast<std::size_t>(max_rank / gpn + 1), 0);
-  bool first = true;
-  std::vector<std::int64_t> nodes;
-  std::vector<std::pair<std::int64_t, std::int64_t>> per_node;  // (node, members)
-  for (const auto& g : groups) {
+/// Placement found by looking at every group, one at a time (a million-GPU job's groups are not held at
+/// once). When a group spreads unevenly over its nodes: throws, or with `violation` sets it to the message
+/// and `failed()` turns true.
+class placement_scanner {
+ public:
+  placement_scanner(std::int64_t world, std::int64_t gpn, std::string_view name, std::string* violation)
+      : gpn_(gpn), name_(name), violation_(violation),
+        groups_on_node_(static_cast<std::size_t>(std::max<std::int64_t>(0, world - 1) / gpn + 1), 0) {}
+
+  void add(const std::vector<std::int64_t>& g) {
+    if (failed_ || g.empty()) return;
     // The members per node, by sorting the nodes (O(g log g); a linear search per member was quadratic in
-    // the nodes a group spans: a 64,252-GPU data-parallel group took 0.08 s, a million GPUs 14 s).
-    nodes.clear();
-    for (auto r : g) nodes.push_back(r / gpn);
-    std::sort(nodes.begin(), nodes.end());
-    per_node.clear();
-    for (const std::int64_t node : nodes) {
-      if (per_node.empty() || per_node.back().first != node) per_node.emplace_back(node, 1);
-      else ++per_node.back().second;
+    // the nodes a group spans: a 64,252-GPU data-parallel group took 0.08 s, a million GPUs 14 s). The
+    // members come in rank order, so the nodes are counted as they come and rarely sorted.
+    per_node_.clear();
+    auto count = [&](std::int64_t node) {
+      if (per_node_.empty() || per_node_.back().first != node) per_node_.emplace_back(node, 1);
+      else ++per_node_.back().second;
+    };
+    if (std::is_sorted(g.begin(), g.end())) {
+      for (auto r : g) count(r / gpn_);
+    } else {
+      nodes_.clear();
+      for (auto r : g) nodes_.push_back(r / gpn_);
+      std::sort(nodes_.begin(), nodes_.end());
+      for (const std::int64_t node : nodes_) count(node);
     }
-    const std::int64_t m = per_node.front().second;
-    const bool even = std::all_of(per_node.begin(), per_node.end(), [&](const auto& e) { return e.second == m; });
-    const auto k = static_cast<std::int64_t>(per_node.size());
-    if (!even || (!first && (k != p.num_nodes || m != p.gpus_per_node))) {
-      // The group by its devices: every one for a small group, else the first eight, the last and the count.
-      constexpr std::size_t kShown = 8;
-      std::vector<std::string> names;
-      for (std::size_t i = 0; i < g.size() && i < kShown; ++i) names.push_back(device_name(g[i], gpn));
-      if (g.size() > kShown + 1) names.push_back("…");
-      if (g.size() > kShown) names.push_back(device_name(g.back(), gpn));
-      const std::string size = g.size() > kShown + 1 ? fmt::format(" of {} GPUs", g.size()) : std::string();
-      std::string message = fmt::format(
-          "the {} group [{}]{} cannot be placed: its GPUs spread unevenly over nodes of {} GPUs (${{cluster.gpus_per_node}}); "
-          "trainplan models groups with the same number of GPUs on every node they span: choose sizes "
-          "(${{parallel.tp}}, ${{parallel.cp}}, ${{parallel.ep}}, "
-          "${{parallel.pp}}) or a ${{parallel.rank_order}} that divide or are multiples of it",
-          name, fmt::join(names, " "), size, gpn);
-      if (violation == nullptr) throw input_error(message);
-      *violation = std::move(message);
-      return {};
+    const std::int64_t m = per_node_.front().second;
+    const bool even = std::all_of(per_node_.begin(), per_node_.end(), [&](const auto& e) { return e.second == m; });
+    const auto k = static_cast<std::int64_t>(per_node_.size());
+    if (!even || (!first_ && (k != p_.num_nodes || m != p_.gpus_per_node))) {
+      fail(g);
+      return;
     }
-    first = false;
-    p.num_nodes = k;
-    p.gpus_per_node = m;
+    if (first_) p_.group_size = static_cast<std::int64_t>(g.size());
+    first_ = false;
+    p_.num_nodes = k;
+    p_.gpus_per_node = m;
     if (k > 1)
-      for (const auto& e : per_node) ++groups_on_node[static_cast<std::size_t>(e.first)];
+      for (const auto& e : per_node_) ++groups_on_node_[static_cast<std::size_t>(e.first)];
   }
-  p.link = p.num_nodes == 1 ? link_kind::nvlink : p.gpus_per_node == 1 ? link_kind::network : link_kind::hierarchical;
-  p.concurrent_groups_per_node =
-      std::max<std::int64_t>(1, *std::max_element(groups_on_node.begin(), groups_on_node.end()));
-  return p;
-}
+
+  bool failed() const { return failed_; }
+
+  group_placement result() {
+    if (failed_ || first_) return {};
+    p_.link = p_.num_nodes == 1 ? link_kind::nvlink : p_.gpus_per_node == 1 ? link_kind::network : link_kind::hierarchical;
+    p_.concurrent_groups_per_node =
+        std::max<std::int64_t>(1, *std::max_element(groups_on_node_.begin(), groups_on_node_.end()));
+    return p_;
+  }
+
+ private:
+  void fail(const std::vector<std::int64_t>& g) {
+    // The group by its devices: every one for a small group, else the first eight, the last and the count.
+    constexpr std::size_t kShown = 8;
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < g.size() && i < kShown; ++i) names.push_back(device_name(g[i], gpn_));
+    if (g.size() > kShown + 1) names.push_back("…");
+    if (g.size() > kShown) names.push_back(device_name(g.back(), gpn_));
+    const std::string size = g.size() > kShown + 1 ? fmt::format(" of {} GPUs", g.size()) : std::string();
+    std::string message = fmt::format(
+        "the {} group [{}]{} cannot be placed: its GPUs spread unevenly over nodes of {} GPUs (${{cluster.gpus_per_node}}); "
+        "trainplan models groups with the same number of GPUs on every node they span: choose sizes "
+        "(${{parallel.tp}}, ${{parallel.cp}}, ${{parallel.ep}}, "
+        "${{parallel.pp}}) or a ${{parallel.rank_order}} that divide or are multiples of it",
+        name_, fmt::join(names, " "), size, gpn_);
+    if (violation_ == nullptr) throw input_error(message);
+    *violation_ = std::move(message);
+    failed_ = true;
+  }
+
+  std::int64_t gpn_;
+  std::string_view name_;
+  std::string* violation_;
+  group_placement p_;
+  bool first_ = true, failed_ = false;
+  std::vector<std::int64_t> groups_on_node_, nodes_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> per_node_;  // (node, members)
+};
 
 }  // namespace
 
 group_placement placement_by_scan(const rank_generator& g, unsigned mask, std::int64_t gpn, std::string_view name,
                                   std::string* violation) {
-  return scan_placement(masked_groups(g, mask), gpn, name, violation);
+  placement_scanner scan(g.world, gpn, name, violation);
+  for_each_masked_group(g, mask, [&](const std::vector<std::int64_t>& members) { scan.add(members); });
+  return scan.result();
 }
 
 group_placement embedding_placement_by_scan(const rank_generator& g, std::int64_t gpn, std::string* violation) {
-  return scan_placement(embedding_groups(g), gpn, "embedding", violation);
+  placement_scanner scan(g.world, gpn, "embedding", violation);
+  std::vector<std::int64_t> ends;
+  for_each_masked_group(g, bit(parallel_dim::pp), [&](const std::vector<std::int64_t>& members) {
+    ends = members.size() > 1 ? std::vector<std::int64_t>{members.front(), members.back()} : members;
+    scan.add(ends);
+  });
+  return scan.result();
 }
 
 std::vector<std::vector<std::int64_t>> hsdp_groups(const rank_generator& g, std::int64_t replicas, bool across) {
@@ -175,7 +212,9 @@ group_placement hsdp_placement(const rank_generator& g, std::int64_t replicas, b
       return p;
     }
   }
-  return scan_placement(hsdp_groups(g, replicas, across), gpn, across ? "dp-replicate" : "dp-shard", violation);
+  placement_scanner scan(g.world, gpn, across ? "dp-replicate" : "dp-shard", violation);
+  for (const std::vector<std::int64_t>& group : hsdp_groups(g, replicas, across)) scan.add(group);
+  return scan.result();
 }
 
 }  // namespace detail
