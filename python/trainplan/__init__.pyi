@@ -297,7 +297,7 @@ class Job:
         recompute_activations: = --recompute-granularity selective
         checkpoint_activations: = --recompute-granularity full (older Megatron)
         recompute_method [METHOD]: uniform or block (default uniform)
-        recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block) (default 1 (with full))
+        recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block; 0: none) (default 1 (with full))
         optimizer [NAME]: adam or sgd (default adam)
         offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
         bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
@@ -642,7 +642,7 @@ def search(*,
     recompute_activations: = --recompute-granularity selective
     checkpoint_activations: = --recompute-granularity full (older Megatron)
     recompute_method [METHOD]: uniform or block (default uniform)
-    recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block) (default 1 (with full))
+    recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block; 0: none) (default 1 (with full))
     optimizer [NAME]: adam or sgd (default adam)
     offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
@@ -985,7 +985,7 @@ def shapes(*,
     recompute_activations: = --recompute-granularity selective
     checkpoint_activations: = --recompute-granularity full (older Megatron)
     recompute_method [METHOD]: uniform or block (default uniform)
-    recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block) (default 1 (with full))
+    recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block; 0: none) (default 1 (with full))
     optimizer [NAME]: adam or sgd (default adam)
     offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
@@ -1325,7 +1325,7 @@ def plan(job: Optional[Job] = ..., *,
     recompute_activations: = --recompute-granularity selective
     checkpoint_activations: = --recompute-granularity full (older Megatron)
     recompute_method [METHOD]: uniform or block (default uniform)
-    recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block) (default 1 (with full))
+    recompute_num_layers [N]: layers per recompute chunk (uniform) or recomputed per stage (block; 0: none) (default 1 (with full))
     optimizer [NAME]: adam or sgd (default adam)
     offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)

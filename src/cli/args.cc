@@ -657,6 +657,18 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
                         "--topk gating, capacity factors) is not modelled; Megatron-Core's MoE is (--framework megatron)");
     }
   }
+  // --recompute-num-layers 0 (megatron/core/recompute.py): block checkpoints no layer, the same job as no
+  // recomputation; uniform never advances its loop.
+  if (b.recompute_zero_layers && b.job.training.recompute == recompute_granularity::full) {
+    if (b.job.training.recompute_method_ == recompute_method::uniform) {
+      throw input_error("--recompute-num-layers 0 with --recompute-method uniform: Megatron-Core's uniform loop never "
+                        "advances (megatron/core/recompute.py); give 1 or more, or --recompute-method block for none");
+    }
+    b.job.training.recompute = recompute_granularity::none;
+    b.job.training.recompute_num_layers = 0;
+    out.derived_flags.push_back("--recompute-granularity none (--recompute-method block --recompute-num-layers 0 "
+                                "checkpoints no layer)");
+  }
   if (b.force_local_attention && b.job.parallel.cp == 1) b.job.training.attention = training_config::attention_backend::unfused;
   out.seq_length_given = b.is_explicit("seq_length");
 

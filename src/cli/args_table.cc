@@ -511,8 +511,11 @@ const std::vector<flag_def>& flag_table() {
                             v, f, {{"uniform", recompute_method::uniform}, {"block", recompute_method::block}});
                       }, "training.recompute_method")));
     t.push_back(value("--recompute-num-layers", "", "N", "1 (with full)", "training",
-                      "layers per recompute chunk (uniform) or recomputed per stage (block)",
-                      INT_FIELD(b.job.training.recompute_num_layers)));
+                      "layers per recompute chunk (uniform) or recomputed per stage (block; 0: none)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.training.recompute_num_layers = to_int(v, f);
+                        b.recompute_zero_layers = b.job.training.recompute_num_layers == 0;
+                      }, "training.recompute_num_layers")));
     t.push_back(value("--optimizer", "", "NAME", "adam", "training", "adam or sgd",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.optimizer =

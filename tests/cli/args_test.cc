@@ -14,6 +14,7 @@
 #include "trainplan/cli/args.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/estimate/memory.h"
+#include "trainplan/core/estimate/time.h"
 #include "trainplan/core/model/model.h"
 #include "args_test_support.h"
 
@@ -462,6 +463,21 @@ TEST(ArgsLaunchLine, MegatronDeepSpeedAndBloomFlagsAreRead) {
                       "--vocab-size", "32000", "--gbs", "8"};
   EXPECT_FALSE(parse(concat(mds, {"--num-experts", "1"})).job.model.is_moe());
   EXPECT_THAT(error_of(concat(mds, {"--num-experts", "8"})), HasSubstr("DeepSpeed-MoE"));
+}
+
+// Issue 27: --recompute-num-layers 0 as Megatron-Core runs it (recompute.py): block checkpoints no layer
+// (it was planned as one recomputed layer per chunk: +4% time, −2.7 GiB), uniform never ends its loop.
+TEST(ArgsLaunchLine, RecomputeZeroLayersIsNoRecomputation) {
+  const args_t base = {"--model", "llama3-8b", "--num-gpus", "8"};
+  const parsed_job none = parse(base);
+  const parsed_job block0 = parse(concat(base, {"--recompute-granularity", "full", "--recompute-method", "block",
+                                                "--recompute-num-layers", "0"}));
+  EXPECT_EQ(block0.job.training.recompute, recompute_granularity::none);
+  expect_same_memory(estimate_memory(none.job), estimate_memory(block0.job));
+  EXPECT_DOUBLE_EQ(estimate_time(none.job).iteration_s, estimate_time(block0.job).iteration_s);
+  EXPECT_THAT(block0.derived_flags, ::testing::Contains(::testing::StartsWith("--recompute-granularity none")));
+  EXPECT_THAT(error_of(concat(base, {"--recompute-granularity", "full", "--recompute-num-layers", "0"})),
+              HasSubstr("uniform loop never advances"));
 }
 
 TEST(ArgsLaunchLine, HarmlessFlagsAreIgnoredAndListed) {
