@@ -361,10 +361,16 @@ const std::vector<flag_def>& flag_table() {
                         b.job.parallel.rank_order = parse_rank_order("tp-cp-ep-pp-dp");
                       }, "parallel.rank_order")));
     t.push_back(value("--cp-comm-type", "", "KIND", "p2p", "parallel",
-                      "context-parallel K/V exchange: p2p (ring) or all_gather",
+                      "context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output)",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        if (v == "a2a+p2p") {
+                          throw input_error(f + " a2a+p2p: hierarchical context parallelism "
+                                            "(--hierarchical-context-parallel-sizes) is not modelled; p2p, "
+                                            "all_gather or a2a are");
+                        }
                         b.job.parallel.cp_comm = parse_enum<cp_comm_kind>(
-                            v, f, {{"p2p", cp_comm_kind::p2p}, {"all_gather", cp_comm_kind::all_gather}});
+                            v, f, {{"p2p", cp_comm_kind::p2p}, {"all_gather", cp_comm_kind::all_gather},
+                                   {"a2a", cp_comm_kind::a2a}});
                       }, "parallel.cp_comm")));
     t.push_back(swtch("--scatter-gather-tensors-in-pipeline", "", "parallel",
                       "legacy Megatron: send 1/t of each activation between stages, all-gather over TP",

@@ -29,7 +29,14 @@ constexpr std::array<std::string_view, kNumCommOverlaps> kOverlapNames = {"none"
 std::string_view to_string(comm_phase p) { return kPhaseNames[static_cast<std::size_t>(p)]; }
 std::string_view to_string(comm_slot s) { return kSlotNames[static_cast<std::size_t>(s)]; }
 std::string_view to_string(comm_overlap o) { return kOverlapNames[static_cast<std::size_t>(o)]; }
-std::string_view to_string(cp_comm_kind k) { return k == cp_comm_kind::p2p ? "p2p" : "all_gather"; }
+std::string_view to_string(cp_comm_kind k) {
+  switch (k) {
+    case cp_comm_kind::p2p: return "p2p";
+    case cp_comm_kind::all_gather: return "all_gather";
+    case cp_comm_kind::a2a: return "a2a";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -151,6 +158,20 @@ void cp_table(const comm_context& x, row_sink& out) {
             4 * steps, per::layer, under);
     out.row(ck::send_recv, cph::backward, "recomputed forward K/V ring exchange", g_cp, kv, 2 * steps,
             per::recomputed_layer, under);
+  } else if (p.cp_comm == cp_comm_kind::a2a) {
+    // Ulysses-style (Transformer Engine's AttnFuncWithCPAndQKVOA2A): Q, K and V all-to-all'd from the local
+    // sequence chunk and every local head to the whole sequence and heads / CP before the attention, the
+    // output back after it; the backward the same for dO, dQ, dK and dV. Each buffer is the rank's chunk
+    // of the tensor; exposed (the attention waits for them).
+    const double q = x.tokens * static_cast<double>(size_div(md.q_width(), p.tp)) * x.act_bytes;
+    const double o = x.tokens * static_cast<double>(size_div(md.v_width() * md.num_attention_heads /
+                                                                 md.num_query_groups, p.tp)) * x.act_bytes;
+    out.row(ck::all_to_all, cph::forward, "Q, K, V all-to-all before the attention, output after (per layer)", g_cp,
+            q + kv + o, 1, per::layer);
+    out.row(ck::all_to_all, cph::backward, "dO all-to-all before, dQ, dK, dV after the attention backward", g_cp,
+            q + kv + o, 1, per::layer);
+    out.row(ck::all_to_all, cph::backward, "recomputed forward all-to-alls", g_cp, q + kv + o, 1,
+            per::recomputed_layer);
   } else {
     // The all-gather variant gathers K and V before the attention kernels: exposed.
     const double gathered = kv / 2.0 * static_cast<double>(p.cp);  // one of K or V, whole sequence

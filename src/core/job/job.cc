@@ -246,6 +246,14 @@ std::string size_violation(job_spec& job) {
   if (p.cp > 1) {
     TRAINPLAN_RETURN_VIOLATION(divisible(m.seq_length, "${model.seq_length}", 2 * p.cp, "2 × ${parallel.cp}"));
   }
+  if (p.cp > 1 && p.cp_comm == cp_comm_kind::a2a) {
+    // Each rank attends for its share of the heads (Transformer Engine asserts heads % CP == 0).
+    TRAINPLAN_RETURN_VIOLATION(divisible(m.num_attention_heads / p.tp, "${model.num_attention_heads} / ${parallel.tp}",
+                                         p.cp, "${parallel.cp} (with ${parallel.cp_comm} a2a)"));
+    TRAINPLAN_RETURN_VIOLATION(divisible(std::max<std::int64_t>(1, m.num_query_groups / p.tp),
+                                         "${model.num_query_groups} / ${parallel.tp}", p.cp,
+                                         "${parallel.cp} (with ${parallel.cp_comm} a2a)"));
+  }
   if (p.etp > 0 && p.etp != p.tp && !m.is_moe()) {
     return std::string("${parallel.etp} " + to_string(p.etp) + " needs an MoE model (${model.moe.num_experts})");
   }

@@ -170,6 +170,23 @@ TEST(CommSeed003, DataParallelReducesFp32GradsAndGathersBf16Params) {
   EXPECT_EQ(emb.calls_per_iteration_cluster, 16);
 }
 
+// Issue 29: --cp-comm-type a2a (Ulysses-style, Transformer Engine's AttnFuncWithCPAndQKVOA2A). Llama-3-8B
+// at CP 2, seq 32,768, MBS 1: 16,384 tokens a rank; Q 4,096 wide, K and V 1,024 each, the output 4,096:
+// (4096 + 2048 + 4096) · 16384 · 2 bytes = 335,544,320 bytes all-to-all'd per layer and pass.
+TEST(CommCp, AllToAllMovesQkvAndTheOutput) {
+  const comm_report r = summarize_comm(job_of({"--model", "llama3-8b", "--num-gpus", "8", "--cp", "2", "--cp-comm-type",
+                                               "a2a", "--seq-length", "32768", "--gbs", "16", "--bf16"}));
+  const comm_dimension& cp = r[parallel_dim::cp];
+  const auto& fwd = row(cp, "Q, K, V all-to-all");
+  EXPECT_EQ(fwd.kind, collective_kind::all_to_all);
+  EXPECT_EQ(fwd.bytes_per_call, 335544320.0);
+  EXPECT_EQ(row(cp, "dO all-to-all").bytes_per_call, 335544320.0);
+  // Each rank attends for heads / CP: the KV groups must divide, as Transformer Engine asserts.
+  EXPECT_THROW(job_of({"--model", "llama3-8b", "--num-gpus", "16", "--cp", "16", "--cp-comm-type", "a2a",
+                       "--seq-length", "32768", "--gbs", "16"}),
+               input_error);
+}
+
 TEST(CommSeed003, SummaryEqualsAnalysisWithoutGroupLists) {
   const job_spec job = job_of(seed003_args());
   const comm_report s = summarize_comm(job);

@@ -22,7 +22,10 @@ enum class recompute_granularity { none, selective, full };
 enum class recompute_method { uniform, block };
 enum class optimizer_kind { adam, sgd };
 /// How context parallelism exchanges keys and values (Megatron --cp-comm-type; docs/formulas.md §4.2.2).
-enum class cp_comm_kind { p2p, all_gather };
+/// How context parallelism exchanges the sequence (Megatron --cp-comm-type; §4.2.2): the K/V ring (p2p),
+/// an all-gather of K and V, or all-to-alls of Q, K, V and the output (a2a, Ulysses-style: each rank
+/// attends over the whole sequence for heads / CP).
+enum class cp_comm_kind { p2p, all_gather, a2a };
 /// How MoE tokens reach their experts (Megatron --moe-token-dispatcher-type; §4.2.5): all-gather the
 /// hidden states over EP×ETP and reduce-scatter back (Megatron-Core's default), all-to-all one copy per
 /// routed expert, or flex (DeepEP: one copy per destination node over the network, forwarded over NVLink).
