@@ -220,7 +220,7 @@ TEST(ArgsBadInput, AbsurdSizesDoNotWrap) {
             "--num-layers: 99999999999999999999999 is out of range");
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--seq-length", "1e30"}), StartsWith("--seq-length"));
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--num-gpus", "99999999999"}),
-              HasSubstr("--num-gpus must be a positive integer no larger than 16777216"));
+              HasSubstr("--num-gpus must be a positive integer no larger than 1048576"));
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--tp", "4611686018427387904", "--pp", "4"}),
               HasSubstr("--tensor-model-parallel-size must be a positive integer no larger than 1048576"));
   // Sizes in GiB/MiB become bytes: values outside their physical range are named, never cast into a

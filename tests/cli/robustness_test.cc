@@ -85,7 +85,7 @@ TEST(Robustness, SearchNodeCountsAreBounded) {
   EXPECT_THAT(search_error({"--model", "llama3-8b", "--cluster", "dgx-h100", "--max-gpus", "1e9", "--gbs", "256"}),
               StartsWith("--max-gpus 125000000: a search tries every node count from 1, at most 1024"));
   EXPECT_EQ(search_error({"--model", "llama3-8b", "--cluster", "dgx-h100", "--nodes", "3000000", "--gbs", "256"}),
-            "3000000 nodes of 8 GPUs are more than 16777216 GPUs, more than any cluster");
+            "3000000 nodes of 8 GPUs are more than 1048576 GPUs, more than any cluster");
   EXPECT_EQ(search_error({"--model", "llama3-8b", "--cluster", "dgx-h100", "--nodes", "1-2000", "--gbs", "256"}),
             "--nodes lists 2000 node counts, more than the 1024 a search tries");
 }
@@ -113,7 +113,7 @@ TEST(Robustness, LaunchLineWorldSizeZeroIsRefused) {
   EXPECT_EQ(error_of(concat(job, {"torchrun", "--nproc_per_node", "8", "--nnodes", "1:0", "pretrain_gpt.py"})),
             "launch line --nnodes must be a positive integer, got 0");
   EXPECT_EQ(error_of(concat(job, {"torchrun", "--nproc_per_node", "30000", "--nnodes", "30000", "pretrain_gpt.py"})),
-            "launch line: --nproc-per-node × --nnodes = 900000000 GPUs, more than 16777216");
+            "launch line: --nproc-per-node × --nnodes = 900000000 GPUs, more than 1048576");
 }
 
 TEST(Robustness, NumbersNoDoubleHoldsGiveTheFileLine) {

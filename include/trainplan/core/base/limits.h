@@ -7,8 +7,10 @@
 
 namespace trainplan::limits {
 
-/// GPUs in one job or searched layout: 2^24, over 100 times any cluster built.
-inline constexpr std::int64_t kMaxGpus = std::int64_t{1} << 24;
+/// GPUs in one job or searched layout: 2^20, over 5 times the largest clusters of 2026 (about 200,000
+/// GPUs); it bounds the placement scan of one group (a 6-million-GPU group took over a second under the
+/// sanitizers, found by fuzzing).
+inline constexpr std::int64_t kMaxGpus = std::int64_t{1} << 20;
 /// TP, PP, CP, EP, DP and the like: 2^20.
 inline constexpr std::int64_t kMaxParallel = std::int64_t{1} << 20;
 /// Samples per iteration: 2^30, 10^5 times today's largest batches; keeps the search's divisor
