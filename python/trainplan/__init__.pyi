@@ -259,7 +259,7 @@ class Job:
         embedding_as_stage: each embedding takes one layer slot of its pipeline stage (BLOOM)
         rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
         use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
-        cp_comm_type [KIND]: context-parallel K/V exchange: p2p (ring) or all_gather (default p2p)
+        cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
         scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
         pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
         micro_batch_size / mbs [N]: micro-batch size b (default 1)
@@ -607,7 +607,7 @@ def search(*,
     decoder_last_pipeline_num_layers [N]: layers on the last pipeline stage (default even split)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
-    cp_comm_type [KIND]: context-parallel K/V exchange: p2p (ring) or all_gather (default p2p)
+    cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
     global_batch_size / gbs [N]: global batch size (samples) (default MBS×DP)
@@ -950,7 +950,7 @@ def shapes(*,
     decoder_last_pipeline_num_layers [N]: layers on the last pipeline stage (default even split)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
-    cp_comm_type [KIND]: context-parallel K/V exchange: p2p (ring) or all_gather (default p2p)
+    cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
     global_batch_size / gbs [N]: global batch size (samples) (default MBS×DP)
@@ -1288,7 +1288,7 @@ def plan(job: Optional[Job] = ..., *,
     embedding_as_stage: each embedding takes one layer slot of its pipeline stage (BLOOM)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
-    cp_comm_type [KIND]: context-parallel K/V exchange: p2p (ring) or all_gather (default p2p)
+    cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
     micro_batch_size / mbs [N]: micro-batch size b (default 1)

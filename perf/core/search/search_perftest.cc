@@ -23,29 +23,27 @@ BENCHMARK(BM_FullEvaluationBloomProduction);
 
 /// The same through the separate entry points (estimate_memory, then estimate_time, which estimates the
 /// memory again for the allocator slowdown): the path before evaluate_layout.
-/// One full evaluation of a deep pipeline (issue 30's ≤ 10 µs at PP 96): GPT-3 175B, one layer per
-/// rank, TP 8 × PP 96 on 96 DGX A100 nodes (DP 1, 1,536 micro-batches), and with VPP 2 over PP 48.
-void BM_FullEvaluationPp96(benchmark::State& state) {
-  const parsed_job pj = parse_job_args({"--model", "gpt3-175b", "--cluster", "dgx-a100", "--num-nodes", "96", "--tp",
-                                        "8", "--pp", "96", "--gbs", "1536", "--mbs", "1", "--bf16",
-                                        "--use-distributed-optimizer"});
+/// Full evaluations of one job, buffers reused (as a search worker runs them).
+void evaluate_repeatedly(benchmark::State& state, const std::vector<std::string>& args) {
+  const parsed_job pj = parse_job_args(args);
   layout_evaluation ev;
   for (auto _ : state) {
     evaluate_layout(pj.job, ev);
     benchmark::DoNotOptimize(ev.time.iteration_s);
   }
 }
+
+/// One full evaluation of a deep pipeline (issue 30's ≤ 10 µs at PP 96): GPT-3 175B, one layer per
+/// rank, TP 8 × PP 96 on 96 DGX A100 nodes (DP 1, 1,536 micro-batches), and with VPP 2 over PP 48.
+void BM_FullEvaluationPp96(benchmark::State& state) {
+  evaluate_repeatedly(state, {"--model", "gpt3-175b", "--cluster", "dgx-a100", "--num-nodes", "96", "--tp", "8", "--pp",
+                              "96", "--gbs", "1536", "--mbs", "1", "--bf16", "--use-distributed-optimizer"});
+}
 BENCHMARK(BM_FullEvaluationPp96);
 
 void BM_FullEvaluationPp48Vpp2(benchmark::State& state) {
-  const parsed_job pj = parse_job_args({"--model", "gpt3-175b", "--cluster", "dgx-a100", "--num-nodes", "48", "--tp",
-                                        "8", "--pp", "48", "--vpp", "2", "--gbs", "1536", "--mbs", "1", "--bf16",
-                                        "--use-distributed-optimizer"});
-  layout_evaluation ev;
-  for (auto _ : state) {
-    evaluate_layout(pj.job, ev);
-    benchmark::DoNotOptimize(ev.time.iteration_s);
-  }
+  evaluate_repeatedly(state, {"--model", "gpt3-175b", "--cluster", "dgx-a100", "--num-nodes", "48", "--tp", "8", "--pp",
+                              "48", "--vpp", "2", "--gbs", "1536", "--mbs", "1", "--bf16", "--use-distributed-optimizer"});
 }
 BENCHMARK(BM_FullEvaluationPp48Vpp2);
 
