@@ -135,6 +135,17 @@ constexpr conditional_flag kConditionalFlags[] = {
     {"--checkpoint-num-layers", "1", "how many layers Megatron-DeepSpeed checkpoints as one chunk"},
 };
 
+/// Transformer Engine userbuffer tuning (Megatron-Core model_parallel_config.py: "Don't care if
+/// tp_comm_overlap is False"): ignored without --tp-comm-overlap, refused with it (which GEMMs overlap
+/// their collectives is not modelled at that grain).
+constexpr const char* kTpCommTuningFlags[] = {
+    "--disable-tp-comm-bulk-dgrad", "--disable-tp-comm-bulk-wgrad", "--disable-tp-comm-overlap-ag",
+    "--disable-tp-comm-overlap-rs", "--disable-tp-comm-split-ag",   "--disable-tp-comm-split-rs",
+    "--no-tp-comm-bulk-dgrad",      "--no-tp-comm-bulk-wgrad",      "--no-tp-comm-overlap-ag",
+    "--no-tp-comm-overlap-rs",      "--no-tp-comm-split-ag",        "--no-tp-comm-split-rs",
+    "--tp-comm-overlap-rs-dgrad",   "--tp-comm-overlap-cfg",
+};
+
 /// Flags that would change an estimate but are not modelled: an error naming the flag.
 constexpr const char* kUnmodelledFlags[] = {
     "--fp8", "--cpu-offloading",
@@ -181,6 +192,8 @@ flag_class classify_flag(const std::string& flag_in) {
     if (matches(p, flag)) return flag_class::ignored;
   for (const conditional_flag& c : kConditionalFlags)
     if (flag == c.flag) return flag_class::ignored;  // at its default; refused at any other value
+  for (const char* t : kTpCommTuningFlags)
+    if (flag == t) return flag_class::ignored;  // without --tp-comm-overlap; refused with it
   for (const char* p : kUnmodelledFlags)
     if (matches(p, flag)) return flag_class::refused;
   return flag_class::unknown;
@@ -286,6 +299,12 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
         ignored_conditional = true;
       }
       if (ignored_conditional) continue;
+      if (std::any_of(std::begin(kTpCommTuningFlags), std::end(kTpCommTuningFlags),
+                      [&](const char* t) { return flag == t; })) {
+        consume_value();
+        b.tp_comm_tuning.push_back(flag);
+        continue;
+      }
       bool ignored = false;
       for (const char* p : kIgnoredFlags) ignored = ignored || matches(p, flag);
       if (ignored) {
@@ -668,6 +687,14 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
     b.job.training.recompute_num_layers = 0;
     out.derived_flags.push_back("--recompute-granularity none (--recompute-method block --recompute-num-layers 0 "
                                 "checkpoints no layer)");
+  }
+  if (!b.tp_comm_tuning.empty()) {
+    if (b.job.training.tp_comm_overlap) {
+      throw input_error(b.tp_comm_tuning.front() + " tunes --tp-comm-overlap's userbuffers (which GEMMs overlap their "
+                        "all-gathers and reduce-scatters, and how), which trainplan does not model at that grain; "
+                        "without --tp-comm-overlap it changes nothing");
+    }
+    b.ignored.insert(b.ignored.end(), b.tp_comm_tuning.begin(), b.tp_comm_tuning.end());
   }
   if (b.force_local_attention && b.job.parallel.cp == 1) b.job.training.attention = training_config::attention_backend::unfused;
   out.seq_length_given = b.is_explicit("seq_length");

@@ -23,6 +23,7 @@ struct job_builder {
   bool force_local_attention = false;  // ModelOpt's --export-force-local-attention
   bool no_pipeline_engine = false;     // Megatron-DeepSpeed's --no-pipeline-parallel (PP must be 1)
   bool recompute_zero_layers = false;  // --recompute-num-layers 0 given (the core reads 0 as "not given")
+  std::vector<std::string> tp_comm_tuning;  // userbuffer tuning flags: ignored unless --tp-comm-overlap
   tokenizer_flags tokenizer;           // Megatron's tokenizer flags (ignored, but they imply the vocabulary)
   bool quick_geglu = false;    // --quick-geglu: gated, but Megatron's 4h default width (not --swiglu's)
   std::int64_t num_gpus = 0;

@@ -480,6 +480,16 @@ TEST(ArgsLaunchLine, RecomputeZeroLayersIsNoRecomputation) {
               HasSubstr("uniform loop never advances"));
 }
 
+// Issue 29: Transformer Engine's userbuffer tuning flags change nothing without --tp-comm-overlap
+// (model_parallel_config.py: "Don't care if tp_comm_overlap is False"); with it they are refused.
+TEST(ArgsLaunchLine, TpCommTuningFlagsMatterOnlyWithTheOverlap) {
+  const args_t base = {"--model", "llama3-8b", "--num-gpus", "8", "--tp", "2", "--sequence-parallel"};
+  const parsed_job off = parse(concat(base, {"--disable-tp-comm-overlap-rs", "--tp-comm-overlap-cfg", "ub.yaml"}));
+  EXPECT_THAT(off.ignored_flags, ::testing::IsSupersetOf({"--disable-tp-comm-overlap-rs", "--tp-comm-overlap-cfg"}));
+  EXPECT_THAT(error_of(concat(base, {"--tp-comm-overlap", "--disable-tp-comm-overlap-rs"})),
+              StartsWith("--disable-tp-comm-overlap-rs tunes --tp-comm-overlap's userbuffers"));
+}
+
 TEST(ArgsLaunchLine, HarmlessFlagsAreIgnoredAndListed) {
   const parsed_job flags = parse(concat(kMegatronArgs, kSixteenGpus));
   const parsed_job launch = parse(concat(
