@@ -217,5 +217,18 @@ TEST(Calibration, MemoNeverMixesTwoTables) {
   }
 }
 
+// The H200 profile measured on 2026-11-26 (calibration/README.md): it loads, matches its catalog GPU, and
+// its copy rate is the measured 4.27 TB/s of the 4.8 TB/s datasheet (88.9%).
+TEST(Calibration, CommittedH200ProfileLoadsAndMatchesItsGpu) {
+  const calibration_profile p =
+      load_calibration(std::string(TRAINPLAN_SOURCE_DIR) + "/calibration/h200-sxm-141gb-2026-11-26/profile.json");
+  EXPECT_EQ(p.gpu_catalog_name, "h200-sxm-141gb");
+  EXPECT_EQ(p.gemms.size(), 432u);
+  cluster_spec c = find_cluster("dgx-h200");
+  const calibration_effect fx = apply_calibration(c, p, "h200");
+  EXPECT_EQ(fx.gemm_points, 432);
+  EXPECT_NEAR(fx.memory_bandwidth_fraction, 0.889, 0.005);
+}
+
 }  // namespace
 }  // namespace trainplan
