@@ -33,6 +33,7 @@ enum class ds_role {
   offload_device,  ///< offload_optimizer.device: cpu → `flag`; nvme refused; none nothing
   refused_device,  ///< offload_param.device: anything but none is refused
   refused_unless_one,  ///< a fraction trainplan models only at 1 (offload_optimizer.ratio)
+  same_as_reduce_bucket,  ///< allgather_bucket_size: accepted where it equals reduce_bucket_size (default 5e8)
 };
 
 struct ds_key {
@@ -70,7 +71,8 @@ constexpr std::array kKeys = {
     ds_key{"zero_optimization.stage", ds_role::integer, "--zero-stage", ""},
     ds_key{"zero_optimization.overlap_comm", ds_role::on_off, "--overlap-comm", ""},
     ds_key{"zero_optimization.reduce_bucket_size", ds_role::integer, "--reduce-bucket-size", ""},
-    ds_key{"zero_optimization.allgather_bucket_size", ds_role::ignored, "", ""},  // priced with the reduce bucket
+    // One bucket size prices ZeRO's reductions and gathers (§4.2.4): a different gather bucket is refused.
+    ds_key{"zero_optimization.allgather_bucket_size", ds_role::same_as_reduce_bucket, "", ""},
     ds_key{"zero_optimization.stage3_prefetch_bucket_size", ds_role::integer, "--zero3-prefetch-bucket-size", ""},
     ds_key{"zero_optimization.stage3_max_reuse_distance", ds_role::integer, "--zero3-max-reuse-distance", ""},
     ds_key{"zero_optimization.cpu_offload", ds_role::enable_switch, "--offload-optimizer", ""},  // before offload_optimizer
@@ -220,6 +222,19 @@ struct walker {
           if (d == "cpu") add(*k, "");
           else if (d == "nvme") fail(key, "NVMe offload is not modelled (cpu is)");
           else if (d != "none") fail(key, "expected cpu, nvme or none, got " + value.dump());
+          break;
+        }
+        case ds_role::same_as_reduce_bucket: {
+          const json* zero = &object;  // the zero_optimization object being walked
+          const std::string reduce = zero->contains("reduce_bucket_size")
+                                         ? integer_of((*zero)["reduce_bucket_size"], "zero_optimization.reduce_bucket_size")
+                                         : "500000000";
+          if (integer_of(value, key) != reduce) {
+            fail(key, fmt::format("{} differs from the reduce bucket ({}): trainplan prices ZeRO's gathers and "
+                                  "reductions with one bucket size; give them the same",
+                                  value.dump(), reduce));
+          }
+          out.ignored.push_back(name_ + ":" + key);
           break;
         }
         case ds_role::refused_unless_one:

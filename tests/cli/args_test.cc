@@ -425,6 +425,11 @@ TEST(ArgsDeepSpeedConfig, WhatItDoesNotModelIsRefusedByKey) {
               HasSubstr("zero_optimization.offload_param.device: \"cpu\" would change where the parameters live"));
   EXPECT_THAT(error_with("ds_twin.json", R"({"zero_optimization": {"offload_optimizer": {"device": "cpu", "ratio": 0.3}}})"),
               HasSubstr("zero_optimization.offload_optimizer.ratio: 0.3 would change the share of the optimizer step"));
+  EXPECT_THAT(error_with("ds_gather.json", R"({"zero_optimization": {"stage": 2, "reduce_bucket_size": 2e8,
+                                            "allgather_bucket_size": 5e8}})"),
+              HasSubstr("zero_optimization.allgather_bucket_size: 500000000.0 differs from the reduce bucket (200000000)"));
+  EXPECT_NO_THROW(parse(concat(model, {write_temp("ds_same.json", R"({"zero_optimization": {"stage": 2,
+      "reduce_bucket_size": 2e8, "allgather_bucket_size": 2e8}})")})));
   EXPECT_THAT(error_with("ds_nvme.json", R"({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}})"),
               HasSubstr("NVMe offload is not modelled"));
   EXPECT_THAT(error_with("ds_auto.json", R"({"train_batch_size": "auto"})"),
