@@ -154,17 +154,23 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   EXPECT_GE(gen["A100 FP16"].rows, 18);
   EXPECT_LE(gen["A100 FP16"].median_abs_error, 0.08);
   EXPECT_LE(gen["A100 FP16"].max_abs_error, 0.20);
+  // Hopper's constants are measured on our own H100/H200 (§5.6), none fitted on these rows: every H100
+  // row of both tables is out of sample. Floors at today's values (2026-11-26: BF16 10.9% / 33.1%, FP8
+  // 6.9% / 23.6%; the second table's BF16 6.4%, FP8 8.5%).
   EXPECT_EQ(gen["H100 BF16"].rows, 9);
-  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.08);  // row 14 (TP 8, 4 micro-batches) is the max, 38.5%
+  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.11);  // row 14 (TP 8, 4 micro-batches) is the max
   EXPECT_EQ(gen["H100 FP8"].rows, 15);
-  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.08);  // the rows Hopper's attention and FP8 constants were fitted on
-  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.20);
+  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.08);
+  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.25);
+  EXPECT_LE(gen["H100 BF16, held out"].median_abs_error, 0.08);
+  EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.10);
   // Rows 15-19 (PP > 1) run interleaved, 1 layer per virtual stage, as published-conditions.csv says why.
   EXPECT_THAT(by["16"]->assumed, ::testing::HasSubstr("1 layer per virtual stage"));
   EXPECT_NE(std::find(by["19"]->args.begin(), by["19"]->args.end(), "--num-layers-per-virtual-pipeline-stage"),
             by["19"]->args.end());
-  for (const char* row : {"15", "16", "17", "18", "19"}) EXPECT_LE(std::fabs(by[row]->error), 0.15) << row;
-  EXPECT_EQ(gen["B200 FP8"].rows, 2);                 // not fitted on: Blackwell keeps Hopper's two constants
+  // Today (measured Hopper constants): −3% to −15%, all too fast.
+  for (const char* row : {"15", "16", "17", "18", "19"}) EXPECT_LE(std::fabs(by[row]->error), 0.17) << row;
+  EXPECT_EQ(gen["B200 FP8"].rows, 2);  // not fitted on: Blackwell keeps the constants Hopper had before its measurement
   EXPECT_LE(gen["B200 FP8"].max_abs_error, 0.20);
 }
 

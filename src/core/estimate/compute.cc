@@ -50,6 +50,12 @@ double memory_time_s(const gpu_spec& gpu, const compute_efficiency& e, double by
 void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& f, unit_time& u,
               double pass_time::*bucket, double time_scale = 1.0, double backward_scale = -1) {
   if (backward_scale < 0) backward_scale = time_scale;
+  // In training the GEMMs run back to back at the card's power limit, below the clock of a short
+  // benchmark sample (§5.6, sustained_clock_factor): their time, not their FLOPs, stretches.
+  if (e.sustained_clock_factor > 0) {
+    time_scale /= e.sustained_clock_factor;
+    backward_scale /= e.sustained_clock_factor;
+  }
   const gemm_estimate fw = estimate_gemm(gpu, e, d, f);
   // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n].
   const gemm_estimate dx = estimate_gemm(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch});
@@ -218,6 +224,10 @@ void effective_compute_efficiency(const gpu_spec& gpu, compute_efficiency& e) {
   take(e.ramp_flops, o.ramp_flops);
   take(e.attention_bmm_factor, o.attention_bmm_factor);
   take(e.flash_attention_fraction, o.flash_attention_fraction);
+  take(e.flash_backward_fraction, o.flash_backward_fraction);
+  take(e.flash_half_seq, o.flash_half_seq);
+  take(e.flash_backward_half_seq, o.flash_backward_half_seq);
+  take(e.sustained_clock_factor, o.sustained_clock_factor);
   take(e.memory_bandwidth_fraction, o.memory_bandwidth_fraction);
   take(e.kernel_overhead_s, o.kernel_overhead_s);
   take(e.unfused_softmax_factor, o.unfused_softmax_factor);
@@ -290,14 +300,20 @@ namespace {
 /// initialize_ub, get_default_config: num_sm 16; ring exchange: 1 SM and the copy engines).
 constexpr int kUserbufferSms = 16;
 
-/// A fused attention-like kernel of `flops` forward (flash attention, Mamba's SSD scan): at the GPU's
-/// fused-attention rate, backward 2× the FLOPs in 2.5× the time (it recomputes; Dao 2023), into `bucket`.
-void add_fused_kernel(const job_spec& job, const compute_efficiency& e, double flops, unit_time& u,
+/// A fused attention-like kernel of `flops` forward (flash attention, Mamba's SSD scan) into `bucket`:
+/// forward at the GPU's fused-attention rate, backward 2× the FLOPs in 2.5× the forward's FLOPs' time
+/// at the backward rate (it recomputes; Dao 2023). `keys`: the sequence each call's causal square spans
+/// (0: a kernel with no sequence ramp), each rate × keys/(keys + half) where the GPU has a ramp (§5.6).
+void add_fused_kernel(const job_spec& job, const compute_efficiency& e, double flops, double keys, unit_time& u,
                       double pass_time::*bucket) {
-  const double rate = job.cluster.gpu.peak_flops(job.training.precision) * e.flash_attention_fraction;
-  u.forward.*bucket += flops / rate + e.kernel_overhead_s;
+  const double peak = job.cluster.gpu.peak_flops(job.training.precision);
+  auto ramp = [keys](double half) { return keys > 0 && half > 0 ? keys / (keys + half) : 1.0; };
+  const double forward_rate = peak * e.flash_attention_fraction * ramp(e.flash_half_seq);
+  const double backward_fraction = e.flash_backward_fraction > 0 ? e.flash_backward_fraction : e.flash_attention_fraction;
+  const double backward_rate = peak * backward_fraction * ramp(e.flash_backward_half_seq);
+  u.forward.*bucket += flops / forward_rate + e.kernel_overhead_s;
   u.forward.flops += flops;
-  u.backward.*bucket += 2.5 * flops / rate + e.kernel_overhead_s;
+  u.backward.*bucket += 2.5 * flops / backward_rate + e.kernel_overhead_s;
   u.backward.flops += 2 * flops;
 }
 
@@ -322,7 +338,10 @@ void attention_core(const job_spec& job, const compute_efficiency& e, bool windo
     const double dv = static_cast<double>(m.attention_out_width() / m.num_attention_heads);
     const double flops = 0.5 * 2.0 * b * np * static_cast<double>(sq) * s *
                          (static_cast<double>(m.kv_channels) + dv) * causal_pairs_fraction(m, windowed);
-    add_fused_kernel(job, e, flops, u, &pass_time::attention_s);
+    // Each call spans s/CP keys (one CP rank's chunk pair); a windowed layer's rows at most the window.
+    double keys = static_cast<double>(sq);
+    if (windowed && m.sliding_window > 0) keys = std::min(keys, static_cast<double>(m.sliding_window));
+    add_fused_kernel(job, e, flops, keys, u, &pass_time::attention_s);
     return;
   }
   // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the
@@ -353,7 +372,8 @@ void mamba_mixer(const job_spec& job, const compute_efficiency& e, unit_time& u)
   // times X (2·Q·d), the chunk states Bᵀ·X (2·N·d) and their contribution to the outputs C·h (2·N·d).
   // Timed as the flash kernel is (the fused-attention efficiency, backward 2× the FLOPs, 2.5× the time):
   // no SSD measurement is at hand to fit its own.
-  add_fused_kernel(job, e, tokens * (2 * q * n * groups_local + 2 * q * d_local + 4 * n * d_local), u, &pass_time::gemm_s);
+  add_fused_kernel(job, e, tokens * (2 * q * n * groups_local + 2 * q * d_local + 4 * n * d_local), 0.0, u,
+                   &pass_time::gemm_s);
   // The convolution reads and writes [x, B, C]; the gated norm reads y and z and writes its output.
   const double conv = static_cast<double>(x.conv_width()) / t;
   add_memory(gpu, e, 2 * eb * tokens * conv, 1, u);
@@ -559,9 +579,11 @@ double allocator_slowdown(double reserved_fraction) {
   // within every micro-batch. Onset at 90% of usable memory reserved (the allocator's rounding and
   // fragmentation leave ~10% unusable), growing quadratically to +40% of the rank's compute at 100%,
   // fitted to BLOOM's MBS 8 rows at 73-76 GB of 80 (seeds/000, 2022-02-20: +10% end to end over MBS 4,
-  // the first rank being the one near capacity; §5.9). Beyond 100% the job does not fit (§3); the
-  // factor stays at its cap.
+  // the first rank being the one near capacity; §5.9). Beyond 100% the job does not fit (§3): it is
+  // flagged as not runnable and timed as if it had the memory (factor 1), so that an over-estimate of
+  // memory never becomes a time error (issue 27).
   constexpr double kOnset = 0.90, kAtCapacity = 0.40;
+  if (!(reserved_fraction <= 1.0)) return 1.0;
   const double x = std::clamp((reserved_fraction - kOnset) / (1.0 - kOnset), 0.0, 1.0);
   return 1.0 + kAtCapacity * x * x;
 }

@@ -98,7 +98,10 @@ TEST(Compute, AllocatorSlowdownStartsAtNinetyPercent) {
   EXPECT_DOUBLE_EQ(allocator_slowdown(0.9), 1.0);
   EXPECT_NEAR(allocator_slowdown(0.95), 1.10, 1e-12);
   EXPECT_NEAR(allocator_slowdown(1.0), 1.40, 1e-12);
-  EXPECT_NEAR(allocator_slowdown(1.3), 1.40, 1e-12);  // capped: beyond capacity the job does not fit
+  // Beyond capacity the job does not fit: flagged, and timed without the penalty (issue 27), so that a
+  // memory over-estimate never becomes a time error.
+  EXPECT_DOUBLE_EQ(allocator_slowdown(1.0 + 1e-9), 1.0);
+  EXPECT_DOUBLE_EQ(allocator_slowdown(1.3), 1.0);
 }
 
 TEST(Compute, HardwareFlopsAreNarayananEq3) {
@@ -133,6 +136,8 @@ TEST(ComputeBackwardSplit, WeightGradientIsTheDwGemmsOfTheLayer) {
     dw += estimate_gemm(job.cluster.gpu, e, job.training.precision, {g.shape.k, g.shape.n, g.shape.m, g.shape.batch})
               .time_s;
   }
+  dw /= e.sustained_clock_factor;  // Hopper's GEMMs in training: 0.94 of the benchmark clock (§5.6)
+  ASSERT_GT(e.sustained_clock_factor, 0.9);
   EXPECT_NEAR(u.backward.weight_gradient_s, dw, 1e-15);
   EXPECT_GT(u.backward.weight_gradient_s, 0.3 * u.backward.gemm_s);  // dX and dW have equal FLOPs
   EXPECT_LT(u.backward.weight_gradient_s, 0.7 * u.backward.gemm_s);

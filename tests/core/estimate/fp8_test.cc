@@ -27,12 +27,12 @@ TEST(Fp8, OnlyTheLinearLayersRunAtTheFp8Rate) {
   const job_spec bf16 = job_with({}), fp8 = job_with({"--fp8-format", "hybrid"});
   const compute_efficiency eff = effective_compute_efficiency(bf16.cluster.gpu);
   const unit_time a = layer_compute(bf16, eff, false), b = layer_compute(fp8, eff, false);
-  // Same FLOPs; the GEMMs faster (H100: 1979 against 989 TFLOPs dense, §6.1, and FP8 tiles at 1.20× the
-  // BF16 fraction, §5.6), not quite 2.4× (per-kernel overheads, the ramp); the attention core unchanged;
-  // the casts add memory-bound time.
+  // Same FLOPs; the GEMMs faster (H100: 1979 against 989 TFLOPs dense, §6.1, and FP8 tiles at 0.90× the
+  // BF16 fraction, §5.6: 1.8× as measured, 1220 against 670 TFLOP/s held at 8192³), not quite that
+  // (per-kernel overheads, the ramp); the attention core unchanged; the casts add memory-bound time.
   EXPECT_DOUBLE_EQ(a.forward.flops, b.forward.flops);
-  EXPECT_LT(b.forward.gemm_s, 0.5 * a.forward.gemm_s);
-  EXPECT_GT(b.forward.gemm_s, a.forward.gemm_s / 2.4);
+  EXPECT_LT(b.forward.gemm_s, a.forward.gemm_s / 1.5);
+  EXPECT_GT(b.forward.gemm_s, a.forward.gemm_s / 1.8);
   EXPECT_DOUBLE_EQ(a.forward.attention_s, b.forward.attention_s);
   EXPECT_DOUBLE_EQ(a.backward.attention_s, b.backward.attention_s);
   EXPECT_GT(b.forward.memory_s, a.forward.memory_s);
@@ -65,6 +65,7 @@ TEST(Fp8, TheRouterStaysInBf16) {
     if (g.name == "logits") continue;  // the output layer's, not the layer's
     expected += estimate_gemm(a.cluster.gpu, eff, g.name == "router" ? dtype::bf16 : dtype::fp8, g.shape).time_s;
   }
+  expected /= eff.sustained_clock_factor;  // in training, at the sustained clock (§5.6)
   const unit_time ua = layer_compute(a, eff, true), ub = layer_compute(b, eff, true);
   EXPECT_NEAR(ub.forward.gemm_s, expected, 1e-12);
   EXPECT_LT(ub.forward.gemm_s, ua.forward.gemm_s);

@@ -36,7 +36,17 @@ struct compute_efficiency {
   double k_half = 0;                     ///< reduction length at which a GEMM reaches half its rate (prologue)
   double ramp_flops = 0;                 ///< problem size at which a GEMM reaches half its rate (launch/tail)
   double attention_bmm_factor = 0;       ///< batched attention GEMMs (scores, context) relative to dense GEMMs
-  double flash_attention_fraction = 0;   ///< flash-attention kernel rate / dense peak
+  double flash_attention_fraction = 0;   ///< fused-attention forward rate / dense peak, long sequences
+  /// Fused-attention backward rate / dense peak, its time counted as 2.5 × the forward's FLOPs (Dao 2023);
+  /// 0: the forward's.
+  double flash_backward_fraction = 0;
+  /// Keys per query row at which the forward (backward) kernel reaches half its long-sequence rate:
+  /// rate × s/(s + half) (§5.6, measured); 0: no ramp.
+  double flash_half_seq = 0;
+  double flash_backward_half_seq = 0;
+  /// GEMM rate in training over the rate a benchmark measures in short samples: under back-to-back
+  /// GEMMs the card holds its power limit at a lower clock (§5.6, measured); 0 or 1: none.
+  double sustained_clock_factor = 0;
   double memory_bandwidth_fraction = 0;  ///< elementwise kernels' achieved / datasheet bandwidth
   double kernel_overhead_s = 0;          ///< launch and tail of one kernel
   double unfused_softmax_factor = 0;     ///< softmax slowdown when the fused kernel's shape rule fails
