@@ -156,14 +156,14 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   EXPECT_LE(gen["A100 FP16"].max_abs_error, 0.20);
   // Hopper's constants are measured on our own H100/H200 (§5.6), none fitted on these rows: every H100
   // row of both tables is out of sample. Floors at today's values (2026-11-26: BF16 10.9% / 33.1%, FP8
-  // 6.9% / 23.6%; the second table's BF16 6.4%, FP8 8.5%).
+  // 6.6% / 14.1%; the second table's BF16 4.0%, FP8 10.2%).
   EXPECT_EQ(gen["H100 BF16"].rows, 9);
   EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.11);  // row 14 (TP 8, 4 micro-batches) is the max
   EXPECT_EQ(gen["H100 FP8"].rows, 15);
   EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.08);
   EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.25);
   EXPECT_LE(gen["H100 BF16, held out"].median_abs_error, 0.08);
-  EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.10);
+  EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.11);
   // Rows 15-19 (PP > 1) run interleaved, 1 layer per virtual stage, as published-conditions.csv says why.
   EXPECT_THAT(by["16"]->assumed, ::testing::HasSubstr("1 layer per virtual stage"));
   EXPECT_NE(std::find(by["19"]->args.begin(), by["19"]->args.end(), "--num-layers-per-virtual-pipeline-stage"),
@@ -206,12 +206,13 @@ TEST(ValidatePublishedTable, TheSecondTableIsHeldOutEachRowPredictedOrSkippedWit
     by_source_not_fit += s.not_fit;
   }
   EXPECT_EQ(by_source, 58 + 122);
-  // Today (2026-11-25): 46 of the 122 predicted, 14 of them predicted not to fit although they ran (issue
-  // 27), median |error| 11%. Floors at today's values, so that a regression fails and an improvement shows.
+  // Today (2026-11-26): 46 of the 122 predicted, 11 of them predicted not to fit although they ran (issue
+  // 27; 14 before the FP8 and Megatron-Bridge recipes' bf16 gradient reduction was read). Floors at
+  // today's values, so that a regression fails and an improvement shows.
   EXPECT_GE(predicted, 46);
-  EXPECT_LE(not_fit, 14);
+  EXPECT_LE(not_fit, 11);
   EXPECT_EQ(by_source_not_fit, r.overall.not_fit);
-  EXPECT_EQ(r.overall.not_fit, not_fit + 5);  // and 5 of the 15 NeMo FP8 rows of the first table
+  EXPECT_EQ(r.overall.not_fit, not_fit + 3);  // and 3 of the 15 NeMo FP8 rows of the first table (5 before)
 }
 
 TEST(ValidatePublishedTable, OptimizerShardingIsReadFromATableAndAnUnknownValueIsRefusedByName) {

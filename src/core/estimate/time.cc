@@ -90,8 +90,10 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   r.capacity_bytes = mem.capacity_bytes;
   r.peak_stage = mem.peak_stage;
   estimate_compute(job, params, layout, r.compute);
-  // §5.9: a rank whose reserved memory nears capacity runs its micro-batches slower (allocator retries).
-  for (std::size_t i = 0; i < r.compute.stages.size() && i < mem.stages.size(); ++i) {
+  // §5.9: a rank whose reserved memory nears capacity runs its micro-batches slower (allocator retries),
+  // where that was measured (the framework table's allocator_pressure).
+  const bool pressure = traits_of(job.training.framework).allocator_pressure;
+  for (std::size_t i = 0; pressure && i < r.compute.stages.size() && i < mem.stages.size(); ++i) {
     stage_compute& sc = r.compute.stages[i];
     const double f = allocator_slowdown(mem.stages[i].reserved_bytes / mem.capacity_bytes);
     sc.allocator_slowdown = f;

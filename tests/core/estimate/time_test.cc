@@ -15,6 +15,7 @@
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/estimate/compute.h"
 #include "trainplan/core/estimate/memory.h"
+#include "trainplan/core/job/framework.h"
 #include "trainplan/core/model/model.h"
 #include "trainplan/core/hardware/hardware.h"
 #include "trainplan/cli/validate.h"
@@ -73,6 +74,25 @@ TEST(Time, ALayoutThatDoesNotFitIsTimedWithoutTheAllocatorSlowdown) {
   for (const stage_compute& s : a.compute.stages) EXPECT_EQ(s.allocator_slowdown, 1.0);
   EXPECT_LT(b.capacity_bytes, a.capacity_bytes);
   EXPECT_DOUBLE_EQ(b.iteration_s, a.iteration_s);
+}
+
+// §5.9: the allocator's slowdown near capacity was measured with DeepSpeed only (BLOOM); a Megatron-Core
+// rank at 95-100% of its memory runs at its compute's speed. The framework table says which.
+TEST(Time, AllocatorSlowdownOnlyWhereItWasMeasured) {
+  const job_spec megatron = parse_job_args({"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "4",
+                                            "--pp", "8", "--vpp", "5", "--gbs", "128", "--fp8-format", "hybrid",
+                                            "--use-distributed-optimizer", "--sequence-parallel"})
+                                .job;
+  const memory_report mem = estimate_memory(megatron);
+  bool near_capacity = false;
+  for (const stage_memory& s : mem.stages) {
+    near_capacity |= s.reserved_bytes > 0.9 * mem.capacity_bytes && s.reserved_bytes <= mem.capacity_bytes;
+  }
+  ASSERT_TRUE(near_capacity);
+  for (const stage_compute& s : estimate_time(megatron).compute.stages) EXPECT_EQ(s.allocator_slowdown, 1.0);
+  EXPECT_FALSE(traits_of(framework_kind::megatron).allocator_pressure);
+  EXPECT_FALSE(traits_of(framework_kind::fsdp).allocator_pressure);
+  EXPECT_TRUE(traits_of(framework_kind::deepspeed).allocator_pressure);
 }
 
 TEST(Time, BubbleFractionIsTheBreakdownsBubble) {

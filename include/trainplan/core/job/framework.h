@@ -27,6 +27,10 @@ struct framework_traits {
   std::int64_t bucket_elements;             ///< default reduce/gather bucket, elements; 0: one bucket (§4.2.4)
   double host_s_per_recomputed_layer_pass;  ///< host time per layer pass with full recomputation (§5.9)
   bool fused_attention;                     ///< its default attention is a fused (flash) kernel
+  /// Near capacity its ranks slow down (the caching allocator frees and retries, §5.9): measured only
+  /// with DeepSpeed (BLOOM's 2022 runs); the others get no such term, since a memory estimate's own
+  /// error would otherwise become a time error.
+  bool allocator_pressure;
 };
 const framework_traits& traits_of(framework_kind k);
 
