@@ -144,6 +144,8 @@ class Job:
         attention_backend: Union[str, os.PathLike[str], None] = ...,
         export_force_local_attention: Optional[bool] = ...,
         transformer_impl: Union[str, os.PathLike[str], None] = ...,
+        use_legacy_models: Optional[bool] = ...,
+        use_mcore_models: Optional[bool] = ...,
         bias_swiglu_fusion: Optional[bool] = ...,
         no_bias_swiglu_fusion: Optional[bool] = ...,
         recompute_granularity: Union[str, os.PathLike[str], None] = ...,
@@ -291,6 +293,8 @@ class Job:
         attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
         export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
         transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
+        use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
+        use_mcore_models: Megatron-Core models (the default; §3.4)
         bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
         no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
         recompute_granularity / recompute [KIND]: none, selective or full (default none)
@@ -482,6 +486,8 @@ def search(*,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
     export_force_local_attention: Optional[bool] = ...,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
+    use_legacy_models: Optional[bool] = ...,
+    use_mcore_models: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     recompute_activations: Optional[bool] = ...,
@@ -637,6 +643,8 @@ def search(*,
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
     export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
+    use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
+    use_mcore_models: Megatron-Core models (the default; §3.4)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
     no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
     recompute_activations: = --recompute-granularity selective
@@ -818,6 +826,8 @@ def shapes(*,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
     export_force_local_attention: Optional[bool] = ...,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
+    use_legacy_models: Optional[bool] = ...,
+    use_mcore_models: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     recompute_activations: Optional[bool] = ...,
@@ -980,6 +990,8 @@ def shapes(*,
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
     export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
+    use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
+    use_mcore_models: Megatron-Core models (the default; §3.4)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
     no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
     recompute_activations: = --recompute-granularity selective
@@ -1156,6 +1168,8 @@ def plan(job: Optional[Job] = ..., *,
     attention_backend: Union[str, os.PathLike[str], None] = ...,
     export_force_local_attention: Optional[bool] = ...,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
+    use_legacy_models: Optional[bool] = ...,
+    use_mcore_models: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     recompute_granularity: Union[str, os.PathLike[str], None] = ...,
@@ -1319,6 +1333,8 @@ def plan(job: Optional[Job] = ..., *,
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
     export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
+    use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
+    use_mcore_models: Megatron-Core models (the default; §3.4)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
     no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
     recompute_granularity / recompute [KIND]: none, selective or full (default none)

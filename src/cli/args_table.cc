@@ -495,6 +495,13 @@ const std::vector<flag_def>& flag_table() {
                           b.job.training.attention = backend::unfused;
                         }
                       }));
+    // Megatron-LM's model implementation: Megatron-Core's (the default since 0.8) or the legacy one
+    // (megatron/legacy/model/transformer.py), whose flash path keeps a rearranged copy of the output.
+    t.push_back(swtch("--use-legacy-models", "", "training",
+                      "Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)",
+                      SWITCH(b.job.training.legacy_models = true)));
+    t.push_back(swtch("--use-mcore-models", "", "training", "Megatron-Core models (the default; §3.4)",
+                      SWITCH(b.job.training.legacy_models = false)));
     t.push_back(swtch("--bias-swiglu-fusion", "", "training", "fused bias+SwiGLU (Megatron core's default)",
                       SWITCH(b.job.training.bias_swiglu_fusion = true)));
     t.push_back(swtch("--no-bias-swiglu-fusion", "", "training", "unfused SwiGLU (legacy Megatron, the default here)",

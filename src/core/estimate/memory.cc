@@ -27,6 +27,9 @@ struct activation_setting {
   bool selective = false;    ///< attention core recomputed
   double e = 2;              ///< bytes per activation element
   double lin = 2;            ///< bytes of a linear layer's saved input (1 under FP8: TE keeps the cast copy)
+  /// The flash kernel's output is the projection's input, one tensor (Megatron-Core: TE's sbhd output
+  /// viewed, not copied); legacy Megatron, Megatron-DeepSpeed and FSDP models rearrange it into a new one.
+  bool flash_output_is_projection_input = false;
 };
 
 /// §3.4: the attention block's saved tensors per token.
@@ -52,9 +55,16 @@ double attention_bytes(const model_spec& m, const activation_setting& a) {
   } else if (m.qk_norm) {
     attn += e * (q + k) / t;                                  // QK-norm inputs
   }
-  if (a.flash) {
-    if (!a.selective) attn += e * o / t + 4 * heads / t;      // output O and fp32 log-sum-exp
-  } else if (!a.selective) {
+  if (a.flash && !a.selective) {
+    // The kernel keeps its output O and the fp32 log-sum-exp. In Megatron-Core O is also the
+    // projection's input (linear_proj saves the tensor it is given), so it counts once; under FP8
+    // Transformer Engine keeps its own cast copy beside it. Elsewhere the projection's input is a
+    // rearranged copy (§3.4).
+    attn += e * o / t + 4 * heads / t;
+    if (!a.flash_output_is_projection_input || lin < e) attn += lin * o / t;
+    return attn;
+  }
+  if (!a.flash && !a.selective) {
     // softmax output, its dropout mask and dropout output (Korthikanti et al. 2022, §4.1: 5as²b)
     attn += (attn_dropout ? 2 * e + 1 : e) * heads * a.seq_kv / t;
   }
@@ -135,6 +145,8 @@ activation_setting setting_for(const job_spec& job) {
   a.t = static_cast<double>(job.parallel.tp);
   a.sp = job.parallel.sequence_parallel;
   a.flash = job.training.flash_attention;
+  a.flash_output_is_projection_input =
+      job.training.framework == framework_kind::megatron && !job.training.legacy_models;
   a.selective = job.training.recompute == recompute_granularity::selective;
   a.e = bytes_of(job.resolved.roles.activations);
   a.lin = std::min(a.e, static_cast<double>(bytes_of(job.resolved.roles.linear)));

@@ -42,13 +42,25 @@ TEST(MemoryActivations, KorthikantiSequenceParallelAndSelective) {
   EXPECT_DOUBLE_EQ(layer_activations(sel, false).total(), s * b * h * 34 / t);
 }
 
-TEST(MemoryActivations, FlashSwigluGqaLegacyMegatron) {
-  // Llama-3-8B shapes: flash keeps Q, K, V (GQA width), O, the fp32 LSE, the projection input; unfused
-  // SwiGLU keeps 4f·2 bytes; no dropout. Per token: 4h (norms) + 2h + 2(q+2kv) + 2q + 4a + 2q + 2h + 8f.
-  const job_spec j = job_of({"--model", "llama3-8b", "--num-gpus", "1", "--use-flash-attn", "--seq-length", "4096"});
+TEST(MemoryActivations, FlashSwigluGqaMegatronCoreAndLegacy) {
+  // Llama-3-8B shapes: flash keeps Q, K, V (GQA width), O and the fp32 LSE; unfused SwiGLU keeps 4f·2
+  // bytes; no dropout. Megatron-Core: O is also the projection's input, one tensor. Per token: 4h (norms)
+  // + 2h + 2(q+2kv) + 2q + 4a + 2h + 8f. Legacy Megatron rearranges O into a second tensor: + 2q.
+  const std::vector<std::string> llama = {"--model", "llama3-8b", "--num-gpus", "1", "--use-flash-attn", "--seq-length", "4096"};
+  const job_spec core = job_of(llama);
+  std::vector<std::string> legacy_args = llama;
+  legacy_args.push_back("--use-legacy-models");
+  const job_spec legacy = job_of(legacy_args);
   const double h = 4096, q = 4096, kv = 1024, f = 14336, a = 32, tokens = 4096;
-  const double per_token = 4 * h + 2 * h + 2 * (q + 2 * kv) + 2 * q + 4 * a + 2 * q + 2 * h + 8 * f;
-  EXPECT_DOUBLE_EQ(layer_activations(j, false).total(), per_token * tokens);
+  const double per_token = 4 * h + 2 * h + 2 * (q + 2 * kv) + 2 * q + 4 * a + 2 * h + 8 * f;
+  EXPECT_DOUBLE_EQ(layer_activations(core, false).total(), per_token * tokens);
+  EXPECT_DOUBLE_EQ(layer_activations(legacy, false).total(), (per_token + 2 * q) * tokens);
+  // Under FP8 Transformer Engine saves 1-byte casts: QKV's input (h instead of 2h), and the projection's
+  // input beside O (+q).
+  std::vector<std::string> fp8_args = llama;
+  fp8_args.insert(fp8_args.end(), {"--fp8-format", "hybrid", "--cluster", "dgx-h100"});
+  EXPECT_DOUBLE_EQ(layer_activations(job_of(fp8_args), false).attention,
+                   layer_activations(core, false).attention + (-h + q) * tokens);
 }
 
 TEST(MemoryStates, MegatronBytesPerParameter) {

@@ -159,12 +159,12 @@ using namespace args_testing;  // NOLINT(google-build-using-namespace)
 TEST(ModelFamilyMemory, MlaAndMoeLayerActivationsByHand) {
   // docs/formulas.md §3.4.5, DeepSeek-V3, TP 1, no SP, flash attention, bf16, b = 1, s = 4096, no
   // dropout. Per token, attention: the down-projections' input e·h, Q, K, V e·(24576 + 24576 + 16384),
-  // the latent norms' inputs and outputs e·2·(1536 + 512), the flash output e·16384 and its fp32
-  // log-sum-exp 4·128, the projection input e·16384: 219,648 bytes. Norms 2·e·h = 28,672.
+  // the latent norms' inputs and outputs e·2·(1536 + 512), the flash output e·16384 (also the
+  // projection's input: one tensor) and its fp32 log-sum-exp 4·128: 186,880 bytes. Norms 2·e·h = 28,672.
   const job_spec job = parse({"--model", "deepseek-v3", "--num-gpus", "8", "--ep", "8"}).job;
   const layer_activation_bytes moe = layer_activations(job, true);
   const double tokens = 4096;
-  EXPECT_DOUBLE_EQ(moe.attention, 219'648 * tokens);
+  EXPECT_DOUBLE_EQ(moe.attention, 186'880 * tokens);
   EXPECT_DOUBLE_EQ(moe.norms, 28'672 * tokens);
   EXPECT_DOUBLE_EQ(moe.dropout_masks, 0);
   // MoE: router input e·h, fp32 probabilities and the routing map (4 + 1)·256, then for each of the 8

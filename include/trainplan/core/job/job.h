@@ -111,6 +111,9 @@ struct training_config {
   enum class attention_backend { framework_default, fused, unfused } attention = attention_backend::framework_default;
   bool flash_attention = false;       ///< derived by finalize_job from `attention` and the framework
   bool bias_swiglu_fusion = false;    ///< fused bias+SwiGLU saves 2f bytes/token/layer
+  /// Megatron-LM's legacy models (--use-legacy-models, megatron/legacy/model/transformer.py): its flash
+  /// path rearranges the kernel's output into a new tensor, the projection's input (§3.4).
+  bool legacy_models = false;
   fp8_format fp8 = fp8_format::none;  ///< --fp8-format: the transformer layers' linear GEMMs in FP8
   fp8_recipe fp8_scaling = fp8_recipe::delayed;  ///< --fp8-recipe (Megatron's default: delayed)
   bool fp8_param_gather = false;      ///< --fp8-param-gather: parameters kept and all-gathered in FP8
