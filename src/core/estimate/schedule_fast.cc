@@ -43,11 +43,96 @@ struct fast_scratch {
   std::vector<double> fwd_end;   ///< end of each rank's last two forwards, by micro-batch parity (2p)
   std::vector<double> saved;     ///< the state after the previous steady step (2p; interleaved 4p)
   std::vector<std::int64_t> counters;  ///< interleaved: each rank's chunk counters (4p)
+  std::vector<double> entry;     ///< 1F1B cool-down: each row's entry value (p)
+  std::vector<double> ends;      ///< 1F1B cool-down: each rank's last backward end (p)
+  std::vector<double> upper;     ///< 1F1B cool-down: the row above a run of ranks, by step (p)
+  std::vector<double> lower;     ///< and the run's own lowest row (p)
 };
 
 fast_scratch& scratch() {
   thread_local fast_scratch s;
   return s;
+}
+
+/// 1F1B's warm-up in closed form (§5.4 "Fast path"): with every warm-up uncapped (m ≥ p − 1), rank r
+/// runs forwards 0 … w_r − 1 and nothing else before step 0, and forward j of rank r ends at the longest
+/// path of the grid (rank, micro-batch) from (0, 0), each cell costing t_q = F_q + c on rank q:
+/// Σ_{q≤r} t_q + j · max_{q≤r} t_q (the extra cells all on the slowest rank so far). Fills each rank's
+/// free time and its last two forward ends, as the stepped warm-up leaves them.
+void one_f_one_b_warm_up(const schedule_input& in, double* free_at, double* fe) {
+  const auto p = static_cast<std::int64_t>(in.stages.size());
+  double sum = 0, slowest = 0;
+  for (std::int64_t rank = 0; rank + 1 < p; ++rank) {
+    const double t = in.stages[static_cast<std::size_t>(rank)].forward_s + in.p2p_s;
+    sum += t;
+    slowest = std::max(slowest, t);
+    const std::int64_t w = p - rank - 1;
+    const double last = sum + static_cast<double>(w - 1) * slowest;
+    free_at[rank] = last;
+    fe[2 * rank + ((w - 1) & 1)] = last;
+    if (w >= 2) fe[2 * rank + ((w - 2) & 1)] = sum + static_cast<double>(w - 2) * slowest;
+  }
+}
+
+/// 1F1B's cool-down in closed form (§5.4 "Fast path"), from the state after step k₀ = m − p, the last
+/// step every rank runs a forward and a backward, once the steady steps move the state by λ a step.
+/// Rank r stays steady r more steps (its backward at step k₀ + i ends at free_at[r] + i·λ: those steps
+/// read only steady operations), then runs backwards alone at steps k₀ + r + 1 … m − 1: the cells
+/// (r, u), u = r + 1 … p − 1, of a grid where a cell is max(the cell before it, the cell of rank r + 1
+/// at the same step) + s_r, s_r = B_r + c (B_0 for rank 0). Its longest paths enter each row r at its
+/// first cell with E_r = max(rank r's and rank r + 1's last steady backward). Over a run of ranks with
+/// one s, a path of n cells is worth n·s wherever it turns, so the run's ends and its lowest row follow
+/// from E and the row above in one pass each: O(p) per run of alike ranks. Writes each rank's last
+/// backward end into s.ends.
+void one_f_one_b_cool_down(const schedule_input& in, const double* free_at, double lambda, fast_scratch& s) {
+  const auto p = static_cast<std::int64_t>(in.stages.size());
+  const auto pz = static_cast<std::size_t>(p);
+  constexpr double kNone = -std::numeric_limits<double>::infinity();
+  s.entry.resize(pz);
+  s.ends.resize(pz);
+  s.upper.assign(pz, kNone);
+  s.lower.assign(pz, kNone);
+  double* entry = s.entry.data();
+  double* ends = s.ends.data();
+  double* upper = s.upper.data();
+  double* lower = s.lower.data();
+  auto last_steady = [&](std::int64_t rank) { return free_at[rank] + static_cast<double>(rank) * lambda; };
+  for (std::int64_t rank = 0; rank + 1 < p; ++rank) entry[rank] = std::max(last_steady(rank), last_steady(rank + 1));
+  ends[p - 1] = last_steady(p - 1);
+  auto cell_s = [&](std::int64_t rank) {
+    return in.stages[static_cast<std::size_t>(rank)].backward_s + (rank == 0 ? 0.0 : in.p2p_s);
+  };
+  std::int64_t upper_from = p;  // `upper` holds steps [upper_from, p − 1]; none above the top run
+  for (std::int64_t top = p - 2; top >= 0;) {
+    const double sv = cell_s(top);
+    std::int64_t low = top;
+    while (low > 0 && cell_s(low - 1) == sv) --low;
+    // Paths from the row above enter at row `top`, step u: worth upper[u] + sv·(cells to the end).
+    double from_above = kNone;
+    for (std::int64_t u = upper_from; u < p; ++u) from_above = std::max(from_above, upper[u] - sv * static_cast<double>(u));
+    double best_entry = kNone;
+    for (std::int64_t rank = top; rank >= low; --rank) {
+      best_entry = std::max(best_entry, entry[rank]);
+      ends[rank] = std::max(best_entry + sv * static_cast<double>(p - 1 - rank),
+                            from_above + sv * static_cast<double>(top - rank + p));
+    }
+    if (low > 0) {
+      // The run's lowest row, cell (low, u) for u = low + 1 … p − 1: the row above the next run.
+      double entries = kNone, above = kNone;
+      for (std::int64_t u = low + 1; u < p; ++u) {
+        if (u - 1 <= top) entries = std::max(entries, entry[u - 1]);
+        double v = entries + sv * static_cast<double>(u - low);
+        if (u >= upper_from) {
+          above = std::max(above, upper[u] - sv * static_cast<double>(u));
+          v = std::max(v, above + sv * static_cast<double>(top - low + u + 1));
+        }
+        lower[u] = v;
+      }
+      std::swap(upper, lower);
+      upper_from = low + 1;
+    }
+    top = low - 1;
+  }
 }
 
 }  // namespace
@@ -83,7 +168,11 @@ void one_f_one_b_fast(const schedule_input& in, schedule_result& r) {
   const std::int64_t steady_end = m - w0;
   bool have_saved = false;
   bool jumped = false;
-  for (std::int64_t k = -w0; k < m; ++k) {
+  // With uncapped warm-ups and a steady step, the warm-up and (once the steady state is periodic) the
+  // cool-down are closed forms: O(p) instead of O(p²) steps of p ranks.
+  const bool closed_ends = p >= 3 && m >= p;
+  if (closed_ends) one_f_one_b_warm_up(in, free_at, fe);
+  for (std::int64_t k = closed_ends ? 0 : -w0; k < m; ++k) {
     for (std::int64_t rank = 0; rank < p; ++rank) {  // forwards, ascending rank
       const std::int64_t j = k + warm(rank);
       if (j < 0 || j >= m) continue;
@@ -126,6 +215,11 @@ void one_f_one_b_fast(const schedule_input& in, schedule_result& r) {
     }
     jumped = true;
     k = target;
+    if (closed_ends) {
+      one_f_one_b_cool_down(in, free_at, lambda, s);
+      fill_usage(in, s.ends.data(), r);
+      return;
+    }
   }
   fill_usage(in, free_at, r);
 }

@@ -220,6 +220,31 @@ TEST(ScheduleFastPath, AgreesWithTheEventSimulation) {
   EXPECT_GT(cases, 1000);
 }
 
+TEST(ScheduleFastPath, DeepPipelinesWithClosedFormWarmUpAndCoolDown) {
+  // Issue 30: 1F1B's warm-up and cool-down in closed form (O(p) per run of alike ranks, §5.4): deep
+  // pipelines with a light first and last rank, one slow middle rank, or every rank different, against
+  // the event simulation on every stage.
+  int cases = 0;
+  for (std::int64_t p : {5, 24, 96}) {
+    for (std::int64_t m : {p, p + 1, 2 * p, 16 * p}) {
+      for (double c : {0.0, 0.027, 0.5}) {
+        for (int pattern = 0; pattern < 4; ++pattern) {
+          if (p == 96 && m > 2 * p && pattern != 1) continue;  // keep the simulation's share of the run short
+          schedule_input in;
+          in.num_microbatches = m;
+          in.stages = stage_pattern(pattern, p, 0.17, 0.51);
+          in.p2p_s = c;
+          SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) + " c=" + std::to_string(c) +
+                       " pattern=" + std::to_string(pattern));
+          expect_same(fast_schedule(in), simulate_schedule(in));
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 100);
+}
+
 TEST(ScheduleFastPath, BloomProductionShapeManyMicrobatches) {
   // The production layout's shape (12 ranks, embedding and logits in their own slots, 128 and more
   // micro-batches), where the 1F1B fast path extrapolates the steady state.
