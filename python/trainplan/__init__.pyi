@@ -132,6 +132,11 @@ class Job:
         data_parallel_replicate_degree: Optional[int] = ...,
         accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
         grad_reduce_in_bf16: Optional[bool] = ...,
+        use_precision_aware_optimizer: Optional[bool] = ...,
+        main_grads_dtype: Union[str, os.PathLike[str], None] = ...,
+        main_params_dtype: Union[str, os.PathLike[str], None] = ...,
+        exp_avg_dtype: Union[str, os.PathLike[str], None] = ...,
+        exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
         overlap_grad_reduce: Optional[bool] = ...,
         overlap_param_gather: Optional[bool] = ...,
         overlap_moe_expert_parallel_comm: Optional[bool] = ...,
@@ -283,6 +288,11 @@ class Job:
         data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
         accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
         grad_reduce_in_bf16: Megatron: the gradient buffer and its DP reduction in bf16, not fp32 (NeMo grad_reduce_in_fp32=False; §3.1)
+        use_precision_aware_optimizer: Megatron-Core: TE's FusedAdam with lower-precision master weights and moments (§3.1)
+        main_grads_dtype [DTYPE]: precision-aware optimizer: main gradients fp32 or bf16 (§3.1) (default fp32)
+        main_params_dtype [DTYPE]: precision-aware optimizer: master weights fp32 or fp16 (§3.1) (default fp32)
+        exp_avg_dtype [DTYPE]: precision-aware optimizer: Adam's first moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
+        exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
         overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
         overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
         overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
@@ -474,6 +484,11 @@ def search(*,
     data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     grad_reduce_in_bf16: Optional[bool] = ...,
+    use_precision_aware_optimizer: Optional[bool] = ...,
+    main_grads_dtype: Union[str, os.PathLike[str], None] = ...,
+    main_params_dtype: Union[str, os.PathLike[str], None] = ...,
+    exp_avg_dtype: Union[str, os.PathLike[str], None] = ...,
+    exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
@@ -633,6 +648,11 @@ def search(*,
     data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     grad_reduce_in_bf16: Megatron: the gradient buffer and its DP reduction in bf16, not fp32 (NeMo grad_reduce_in_fp32=False; §3.1)
+    use_precision_aware_optimizer: Megatron-Core: TE's FusedAdam with lower-precision master weights and moments (§3.1)
+    main_grads_dtype [DTYPE]: precision-aware optimizer: main gradients fp32 or bf16 (§3.1) (default fp32)
+    main_params_dtype [DTYPE]: precision-aware optimizer: master weights fp32 or fp16 (§3.1) (default fp32)
+    exp_avg_dtype [DTYPE]: precision-aware optimizer: Adam's first moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
+    exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
@@ -814,6 +834,11 @@ def shapes(*,
     data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     grad_reduce_in_bf16: Optional[bool] = ...,
+    use_precision_aware_optimizer: Optional[bool] = ...,
+    main_grads_dtype: Union[str, os.PathLike[str], None] = ...,
+    main_params_dtype: Union[str, os.PathLike[str], None] = ...,
+    exp_avg_dtype: Union[str, os.PathLike[str], None] = ...,
+    exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
@@ -980,6 +1005,11 @@ def shapes(*,
     data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     grad_reduce_in_bf16: Megatron: the gradient buffer and its DP reduction in bf16, not fp32 (NeMo grad_reduce_in_fp32=False; §3.1)
+    use_precision_aware_optimizer: Megatron-Core: TE's FusedAdam with lower-precision master weights and moments (§3.1)
+    main_grads_dtype [DTYPE]: precision-aware optimizer: main gradients fp32 or bf16 (§3.1) (default fp32)
+    main_params_dtype [DTYPE]: precision-aware optimizer: master weights fp32 or fp16 (§3.1) (default fp32)
+    exp_avg_dtype [DTYPE]: precision-aware optimizer: Adam's first moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
+    exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
@@ -1156,6 +1186,11 @@ def plan(job: Optional[Job] = ..., *,
     data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
     grad_reduce_in_bf16: Optional[bool] = ...,
+    use_precision_aware_optimizer: Optional[bool] = ...,
+    main_grads_dtype: Union[str, os.PathLike[str], None] = ...,
+    main_params_dtype: Union[str, os.PathLike[str], None] = ...,
+    exp_avg_dtype: Union[str, os.PathLike[str], None] = ...,
+    exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
@@ -1323,6 +1358,11 @@ def plan(job: Optional[Job] = ..., *,
     data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
     grad_reduce_in_bf16: Megatron: the gradient buffer and its DP reduction in bf16, not fp32 (NeMo grad_reduce_in_fp32=False; §3.1)
+    use_precision_aware_optimizer: Megatron-Core: TE's FusedAdam with lower-precision master weights and moments (§3.1)
+    main_grads_dtype [DTYPE]: precision-aware optimizer: main gradients fp32 or bf16 (§3.1) (default fp32)
+    main_params_dtype [DTYPE]: precision-aware optimizer: master weights fp32 or fp16 (§3.1) (default fp32)
+    exp_avg_dtype [DTYPE]: precision-aware optimizer: Adam's first moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
+    exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)

@@ -451,6 +451,31 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--grad-reduce-in-bf16", "", "training",
                       "Megatron: the gradient buffer and its DP reduction in bf16, not fp32 (NeMo grad_reduce_in_fp32=False; §3.1)",
                       SWITCH(b.job.training.grad_reduce_in_bf16 = true)));
+    // Megatron-Core's precision-aware optimizer (megatron/training/arguments.py, optimizer_config.py).
+    t.push_back(swtch("--use-precision-aware-optimizer", "", "training",
+                      "Megatron-Core: TE's FusedAdam with lower-precision master weights and moments (§3.1)",
+                      SWITCH(b.job.training.precision_aware_optimizer = true)));
+    auto dtype_flag = [&t](const char* name, const char* fallback, const char* help, dtype training_config::*field,
+                           std::vector<std::pair<const char*, dtype>> choices, const char* key) {
+      t.push_back(value(name, "", "DTYPE", fallback, "training", help,
+                        setter([field, choices](job_builder& b, const std::string& v, const std::string& f) {
+                          b.job.training.*field = parse_enum(v, f, choices);
+                        }, key)));
+    };
+    dtype_flag("--main-grads-dtype", "fp32", "precision-aware optimizer: main gradients fp32 or bf16 (§3.1)",
+               &training_config::main_grads_dtype, {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}},
+               "training.main_grads_dtype");
+    dtype_flag("--main-params-dtype", "fp32", "precision-aware optimizer: master weights fp32 or fp16 (§3.1)",
+               &training_config::main_params_dtype, {{"fp32", dtype::fp32}, {"fp16", dtype::fp16}},
+               "training.main_params_dtype");
+    dtype_flag("--exp-avg-dtype", "fp32", "precision-aware optimizer: Adam's first moment fp32, fp16, bf16 or fp8 (§3.1)",
+               &training_config::exp_avg_dtype,
+               {{"fp32", dtype::fp32}, {"fp16", dtype::fp16}, {"bf16", dtype::bf16}, {"fp8", dtype::fp8}},
+               "training.exp_avg_dtype");
+    dtype_flag("--exp-avg-sq-dtype", "fp32", "precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1)",
+               &training_config::exp_avg_sq_dtype,
+               {{"fp32", dtype::fp32}, {"fp16", dtype::fp16}, {"bf16", dtype::bf16}, {"fp8", dtype::fp8}},
+               "training.exp_avg_sq_dtype");
     t.push_back(swtch("--overlap-grad-reduce", "", "training",
                       "DP gradient reduction overlapped with the last backward (Megatron; §5.4)",
                       SWITCH(b.job.training.overlap_grad_reduce = true)));

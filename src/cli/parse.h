@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <string>
 #include <array>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -75,9 +76,9 @@ E parse_enum(const std::string& v, const std::string& what, std::initializer_lis
   throw input_error(what + ": unknown value '" + v + "'" + did_you_mean(v, names) + "; one of: " + all);
 }
 
-/// The same over a name table kept as an array (one table for parsing and printing).
-template <typename E, std::size_t N>
-E parse_enum(const std::string& v, const std::string& what, const std::array<std::pair<const char*, E>, N>& table) {
+/// The same over a name table kept as an array or vector of (name, value) (one table for parsing and printing).
+template <typename Table, typename E = std::remove_cvref_t<decltype(std::declval<Table>().begin()->second)>>
+E parse_enum(const std::string& v, const std::string& what, const Table& table) {
   for (const auto& [n, e] : table)
     if (v == n) return e;
   std::vector<std::string> names;

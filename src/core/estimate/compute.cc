@@ -567,9 +567,9 @@ double optimizer_step_bytes_per_parameter(const job_spec& job) {
   // under mixed precision writes the 16-bit copy. Adam: 30 bytes in bf16 with fp32 state.
   const precision_roles& roles = job.resolved.roles;
   const double weight = bytes_of(roles.weights);
-  const double master = roles.master_weights ? 4.0 : weight;
+  const double master = roles.master_weights ? roles.master_bytes : weight;
   const double grad = roles.master_weights ? 4.0 : weight;
-  const double moments = (job.training.optimizer == optimizer_kind::adam ? 2.0 : 1.0) * bytes_of(roles.moments);
+  const double moments = roles.moment_bytes;
   return 2 * master + grad + 2 * moments + (roles.master_weights ? weight : 0.0);
 }
 

@@ -169,14 +169,14 @@ state_bytes bytes_per_parameter(const job_spec& job, double shards) {
   const precision_roles& roles = job.resolved.roles;
   const double e = bytes_of(roles.weights);
   const bool mixed = roles.master_weights;
-  const double moments = (t.optimizer == optimizer_kind::adam ? 2.0 : 1.0) * bytes_of(roles.moments);  // m, v / momentum
+  const double moments = roles.moment_bytes;  // m, v / momentum
   const std::array<double, kNumStateUnits> bytes = {0.0,
                                        e,
                                        static_cast<double>(bytes_of(roles.gradients)),
                                        4.0,
                                        mixed ? 4.0 : 0.0,
                                        mixed ? e : 0.0,
-                                       (mixed ? 4.0 : 0.0) + moments,
+                                       (mixed ? roles.master_bytes : 0.0) + moments,
                                        moments};
   auto sum = [&](const state_terms& ts) {
     double b = 0;

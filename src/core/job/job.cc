@@ -80,8 +80,11 @@ void apply_framework_defaults(training_config& t) {
     case framework_kind::megatron:
       if (t.zero_stage == 1) t.distributed_optimizer = true;
       t.zero_stage = t.distributed_optimizer ? 1 : 0;
-      // arguments.py validate_args: bf16 accumulates and all-reduces in fp32 unless --grad-reduce-in-bf16.
-      if (t.precision == dtype::bf16) t.accumulate_allreduce_grads_in_fp32 = !t.grad_reduce_in_bf16;
+      // arguments.py validate_args: bf16 accumulates and all-reduces in fp32 unless --grad-reduce-in-bf16
+      // or --main-grads-dtype bf16.
+      if (t.precision == dtype::bf16) {
+        t.accumulate_allreduce_grads_in_fp32 = !t.grad_reduce_in_bf16 && t.main_grads_dtype == dtype::fp32;
+      }
       break;
     case framework_kind::deepspeed:
       // DeepSpeed's data_types.grad_accum_dtype. Unset, bf16 accumulates in fp32, as BLOOM's
@@ -125,6 +128,19 @@ precision_roles roles_of(const training_config& t, const optimizer_row& row) {
   r.param_comm = t.fp8_param_gather ? dtype::fp8 : stored;
   r.linear = t.fp8 != fp8_format::none ? dtype::fp8 : t.precision;
   r.moments = dtype::fp32;
+  r.master_bytes = 4;
+  r.moment_bytes = (t.optimizer == optimizer_kind::adam ? 2.0 : 1.0) * 4;
+  if (t.precision_aware_optimizer) {
+    // optimizer_config.py use_precision_aware_optimizer_no_fp8_or_ds_fp8: FusedAdam keeps the master
+    // weights (master_weight_dtype = main_params_dtype) unless FP8 with a recipe other than delayed
+    // scaling and an fp32 master, which Megatron-Core keeps itself (fp32). FusedAdam's
+    // store_param_remainders (on from TE 2.1) stores an fp32 master of a bf16 weight as its low 16 bits.
+    const bool te_master = t.main_params_dtype != dtype::fp32 || t.fp8 == fp8_format::none ||
+                           t.fp8_scaling == fp8_recipe::delayed || t.offload_optimizer;
+    if (t.main_params_dtype == dtype::fp16) r.master_bytes = 2;
+    else if (te_master && stored == dtype::bf16) r.master_bytes = 2;
+    r.moment_bytes = static_cast<double>(bytes_of(t.exp_avg_dtype) + bytes_of(t.exp_avg_sq_dtype));
+  }
   return r;
 }
 

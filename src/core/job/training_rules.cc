@@ -66,6 +66,37 @@ std::string framework_violation(job_spec& job) {
       return "${training.grad_reduce_in_bf16} contradicts ${training.accumulate_allreduce_grads_in_fp32}: give one of them";
     }
   }
+  // Megatron-Core's precision-aware optimizer: its own argument checks (optimizer_config.py __post_init__,
+  // optimizer/__init__.py get_megatron_optimizer, arguments.py validate_args).
+  if (!t.precision_aware_optimizer) {
+    for (const auto& [value, key] : {std::pair{t.main_grads_dtype, "${training.main_grads_dtype}"},
+                                     {t.main_params_dtype, "${training.main_params_dtype}"},
+                                     {t.exp_avg_dtype, "${training.exp_avg_dtype}"},
+                                     {t.exp_avg_sq_dtype, "${training.exp_avg_sq_dtype}"}}) {
+      if (value != dtype::fp32) {
+        return std::string(key) + " can only be fp32 without ${training.precision_aware_optimizer} (Megatron-Core's check)";
+      }
+    }
+  } else {
+    if (fw != framework_kind::megatron) {
+      return "${training.precision_aware_optimizer} is Megatron-Core's (Transformer Engine's FusedAdam); not with "
+             "${training.framework} " + std::string(to_string(fw));
+    }
+    if (!t.distributed_optimizer && t.zero_stage != 1) {
+      return std::string("${training.precision_aware_optimizer} is only supported with ${training.distributed_optimizer} "
+                         "(Megatron-Core raises ValueError)");
+    }
+    if (t.optimizer != optimizer_kind::adam) {
+      return std::string("${training.precision_aware_optimizer} is only supported with adam (Megatron-Core's check)");
+    }
+    if (t.main_grads_dtype == dtype::bf16 && t.accumulate_allreduce_grads_in_fp32) {
+      return std::string("${training.main_grads_dtype} bf16 contradicts ${training.accumulate_allreduce_grads_in_fp32}: "
+                         "Megatron asserts main grads are fp32 with it");
+    }
+    if (t.main_grads_dtype == dtype::bf16 && t.precision != dtype::bf16) {
+      return std::string("${training.main_grads_dtype} bf16 needs bf16 weights");
+    }
+  }
   apply_framework_defaults(t);
   switch (fw) {
     case framework_kind::megatron:

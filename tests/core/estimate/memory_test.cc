@@ -1,9 +1,11 @@
 // Memory model unit cases, hand-computed from docs/formulas.md §3.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "trainplan/cli/args.h"
+#include "trainplan/cli/cli.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/estimate/memory.h"
 
@@ -61,6 +63,50 @@ TEST(MemoryActivations, FlashSwigluGqaMegatronCoreAndLegacy) {
   fp8_args.insert(fp8_args.end(), {"--fp8-format", "hybrid", "--cluster", "dgx-h100"});
   EXPECT_DOUBLE_EQ(layer_activations(job_of(fp8_args), false).attention,
                    layer_activations(core, false).attention + (-h + q) * tokens);
+}
+
+TEST(MemoryStates, PrecisionAwareOptimizerBytesPerParameter) {
+  // Megatron-Core's --use-precision-aware-optimizer (issue 27): TE's FusedAdam keeps a bf16 weight's fp32
+  // master as its 16-bit remainder (2 bytes), the moments in their own dtypes; --main-grads-dtype bf16 is
+  // a bf16 gradient buffer. Per parameter with the distributed optimizer over d = 8, bf16 weights:
+  const std::vector<std::string> base = {"--model", "llama2-7b", "--num-gpus", "8", "--bf16", "--use-distributed-optimizer",
+                                         "--use-precision-aware-optimizer"};
+  auto states = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    const memory_report r = estimate_memory(job_of(a));
+    return (r.stages[0].weights_bytes + r.stages[0].gradients_bytes + r.stages[0].optimizer_bytes) /
+           static_cast<double>(r.stages[0].parameters);
+  };
+  EXPECT_DOUBLE_EQ(states({}), 2 + 4 + (2 + 4 + 4) / 8.0);                                  // remainders, fp32 m, v
+  EXPECT_DOUBLE_EQ(states({"--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"}), 2 + 4 + (2 + 2 + 2) / 8.0);
+  EXPECT_DOUBLE_EQ(states({"--main-params-dtype", "fp16", "--exp-avg-dtype", "fp8", "--exp-avg-sq-dtype", "fp8"}),
+                   2 + 4 + (2 + 1 + 1) / 8.0);
+  EXPECT_DOUBLE_EQ(states({"--main-grads-dtype", "bf16"}), 2 + 2 + (2 + 4 + 4) / 8.0);      // bf16 gradient buffer
+  // FP8 with current scaling and an fp32 master: Megatron-Core keeps the master itself, in fp32
+  // (optimizer_config.py use_precision_aware_optimizer_no_fp8_or_ds_fp8 is false).
+  const memory_report cs = estimate_memory(job_of({"--model", "llama2-7b", "--num-gpus", "8", "--bf16", "--cluster", "dgx-h100",
+                                                   "--use-distributed-optimizer", "--use-precision-aware-optimizer",
+                                                   "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"}));
+  EXPECT_DOUBLE_EQ(cs.stages[0].optimizer_bytes / static_cast<double>(cs.stages[0].parameters), (4 + 4 + 4) / 8.0);
+  // Megatron-Core's own checks, by flag name.
+  auto refused = [&](std::vector<std::string> a, const std::string& message) {
+    try {
+      parse_job_args(a);
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const input_error& e) {
+      EXPECT_THAT(cli_message(e), ::testing::HasSubstr(message));
+    }
+  };
+  refused({"--model", "llama2-7b", "--num-gpus", "8", "--use-distributed-optimizer", "--exp-avg-dtype", "bf16"},
+          "--exp-avg-dtype can only be fp32 without --use-precision-aware-optimizer");
+  refused({"--model", "llama2-7b", "--num-gpus", "8", "--use-precision-aware-optimizer"},
+          "--use-precision-aware-optimizer is only supported with --use-distributed-optimizer");
+  refused({"--model", "llama2-7b", "--num-gpus", "8", "--framework", "fsdp", "--zero-stage", "3", "--use-precision-aware-optimizer"},
+          "--use-precision-aware-optimizer is Megatron-Core's");
+  refused({"--model", "llama2-7b", "--num-gpus", "8", "--use-distributed-optimizer", "--use-precision-aware-optimizer",
+           "--main-grads-dtype", "bf16", "--accumulate-allreduce-grads-in-fp32"},
+          "--main-grads-dtype bf16 contradicts --accumulate-allreduce-grads-in-fp32");
 }
 
 TEST(MemoryStates, MegatronBytesPerParameter) {

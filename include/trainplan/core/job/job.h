@@ -106,6 +106,16 @@ struct training_config {
   /// ... unless --grad-reduce-in-bf16 (Megatron; NeMo's grad_reduce_in_fp32=False): the gradient buffer and
   /// its DP reduction in bf16 (megatron/training/arguments.py validate_args; docs/formulas.md §3.1).
   bool grad_reduce_in_bf16 = false;
+  /// Megatron-Core's precision-aware optimizer (--use-precision-aware-optimizer: Transformer Engine's
+  /// FusedAdam; megatron/core/optimizer/optimizer_config.py) and the dtypes it lets a job lower: the
+  /// main gradients (bf16: the gradient buffer and its reduction), the master weights (fp16; at fp32,
+  /// FusedAdam keeps only the 16 bits a bf16 weight lacks, store_param_remainders), Adam's two moments
+  /// (fp32, fp16, bf16 or fp8). docs/formulas.md §3.1.
+  bool precision_aware_optimizer = false;
+  dtype main_grads_dtype = dtype::fp32;
+  dtype main_params_dtype = dtype::fp32;
+  dtype exp_avg_dtype = dtype::fp32;
+  dtype exp_avg_sq_dtype = dtype::fp32;
   /// The attention kernel as asked: the framework's default (Megatron-Core: Transformer Engine's fused
   /// attention; Megatron-DeepSpeed: the unfused BLOOM-era core), fused (flash) or unfused.
   enum class attention_backend { framework_default, fused, unfused } attention = attention_backend::framework_default;

@@ -22,7 +22,13 @@ struct precision_roles {
   dtype activations = dtype::bf16;  ///< saved activations and the tensors TP, CP, EP and PP move
   dtype gradients = dtype::bf16;    ///< the buffer the backward accumulates into (fp32 main_grad when asked)
   bool master_weights = true;       ///< an fp32 master copy beside 16-bit weights
+  /// Bytes the master copy keeps per parameter: 4 (fp32); 2 with the precision-aware optimizer's fp16
+  /// master, or its fp32 master stored as the 16-bit remainder of a bf16 weight (§3.1).
+  double master_bytes = 4;
   dtype moments = dtype::fp32;      ///< optimizer state (Adam m and v, SGD momentum)
+  /// Bytes of the optimizer's moments per parameter: Adam's m and v (each its own dtype under the
+  /// precision-aware optimizer), SGD's momentum.
+  double moment_bytes = 8;
   dtype grad_comm = dtype::bf16;    ///< gradients as the DP reduction moves them (§4.2.4)
   dtype param_comm = dtype::bf16;   ///< parameters as ZeRO/FSDP gathers them
   /// The transformer layers' linear GEMMs (QKV, projection, MLP, experts; not the router, the attention
