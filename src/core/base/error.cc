@@ -88,6 +88,18 @@ std::string nearest_name(std::string_view name, const std::vector<std::string>& 
 std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
   const std::string n = nearest_name(name, candidates);
   if (n.empty()) return {};
+  // A start several names share ("h100": the SXM, PCIe and NVL cards), with no name a few edits away,
+  // names them all, in their order.
+  if (n.size() > name.size() && n.compare(0, name.size(), name) == 0 &&
+      edit_distance(name, n) > std::max<std::size_t>(2, name.size() / 3)) {
+    std::string all;
+    int count = 0;
+    for (const auto& c : candidates) {
+      if (c.size() <= name.size() || c.compare(0, name.size(), name) != 0) continue;
+      all += (count++ == 0 ? "'" : "', '") + c;
+    }
+    if (count > 1) return " (did you mean one of " + all + "'?)";
+  }
   std::string s = " (did you mean '";
   s += n;
   s += "'?)";

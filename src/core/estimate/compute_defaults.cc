@@ -83,9 +83,14 @@ const std::vector<default_entry>& table() {
     mi300x.kernel_overhead_s = 6e-6;
 
     // V100: the A100's constants (set, not fitted: cuBLAS large fp16 GEMMs ≈ 100 of 125 TFLOPs, 0.80).
+    // The other Hopper cards run the same kernels (measured on the SXM card; their own clocks and SM
+    // counts are in their peaks); MI325X and MI355X take MI300X's values (not measured; CDNA4 doubles the
+    // matrix rate per CU, which is in its peak).
     return std::vector<default_entry>{{"v100-sxm2-32gb", a100},    {"a100-sxm4-40gb", a100},    {"a100-sxm4-80gb", a100},
-                                      {"h100-sxm5-80gb", hopper},  {"h200-sxm-141gb", hopper},
-                                      {"b200-sxm-180gb", blackwell}, {"gb200", blackwell}, {"mi300x", mi300x}};
+                                      {"h100-sxm5-80gb", hopper},  {"h100-pcie-80gb", hopper},  {"h100-nvl-94gb", hopper},
+                                      {"h800-sxm5-80gb", hopper},  {"h200-sxm-141gb", hopper},
+                                      {"b200-sxm-180gb", blackwell}, {"gb200", blackwell}, {"mi300x", mi300x},
+                                      {"mi325x", mi300x},          {"mi355x", mi300x}};
   }();
   return t;
 }

@@ -84,6 +84,56 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .source = "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (sparse figures halved)",
       },
       gpu_spec{
+          // The PCIe card: 114 SMs at a lower clock, HBM2e, NVLink bridges between pairs.
+          .name = "h100-pcie-80gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 51 * kTera,
+          .peak_tf32_flops = 378 * kTera,     // 756 TF with 2:4 sparsity
+          .peak_bf16_flops = 756.5 * kTera,   // 1,513 TF sparse
+          .peak_fp8_flops = 1513 * kTera,     // 3,026 TF sparse
+          .memory_bytes = 80 * kGiB,          // HBM2e, 5 stacks x 16 GiB
+          .usable_memory_bytes = 81008 * kMiB,  // assumed: the SXM card's (same memory and driver reserve)
+          .memory_bandwidth_bytes_per_s = 2.0e12,
+          .sm_count = 114,
+          .intra_node_bandwidth_bytes_per_s = 300 * kGiga,  // NVLink bridge: 600 GB/s bidirectional
+          .cuda_context_bytes = kHopperContextBytes,
+          .source = "NVIDIA H100 Tensor Core GPU datasheet and architecture whitepaper, H100 PCIe column (sparse "
+                    "figures halved)",
+      },
+      gpu_spec{
+          // H100 NVL: 94 GB of HBM3 enabled of six stacks, 3.9 TB/s, clocked between PCIe and SXM.
+          .name = "h100-nvl-94gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 60 * kTera,
+          .peak_tf32_flops = 417.5 * kTera,   // 835 TF sparse
+          .peak_bf16_flops = 835.5 * kTera,   // 1,671 TF sparse
+          .peak_fp8_flops = 1670.5 * kTera,   // 3,341 TF sparse
+          .memory_bytes = 94 * kGiB,  // nvidia-smi shows 95,830 MiB, as 81,559 MiB of the SXM card's 80 GiB
+          .usable_memory_bytes = 94 * kGiB - 912 * kMiB,  // assumed: the SXM card's 912 MiB below its 80 GiB
+          .memory_bandwidth_bytes_per_s = 3.9e12,
+          .sm_count = 132,
+          .intra_node_bandwidth_bytes_per_s = 300 * kGiga,  // NVLink bridge: 600 GB/s bidirectional
+          .cuda_context_bytes = kHopperContextBytes,
+          .source = "NVIDIA H100 Tensor Core GPU datasheet, H100 NVL column (sparse figures halved)",
+      },
+      gpu_spec{
+          // The export H100: the SXM card's compute and memory, NVLink cut to 400 GB/s.
+          .name = "h800-sxm5-80gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 67 * kTera,
+          .peak_tf32_flops = 494.7 * kTera,
+          .peak_bf16_flops = 989.4 * kTera,
+          .peak_fp8_flops = 1978.9 * kTera,
+          .memory_bytes = 80 * kGiB,
+          .usable_memory_bytes = 81008 * kMiB,
+          .memory_bandwidth_bytes_per_s = 3.35e12,
+          .sm_count = 132,
+          .intra_node_bandwidth_bytes_per_s = 200 * kGiga,  // NVLink: 400 GB/s bidirectional
+          .cuda_context_bytes = kHopperContextBytes,
+          .source = "NVIDIA H800 SXM5 specifications (H100 SXM compute and memory; NVLink 400 GB/s); DeepSeek-V3 "
+                    "report (arXiv 2412.19437) §3.1: 400 GB/s NVLink on its H800 nodes",
+      },
+      gpu_spec{
           .name = "h200-sxm-141gb",
           .vendor = "NVIDIA",
           .peak_fp32_flops = 67 * kTera,
@@ -148,6 +198,38 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .intra_node_bandwidth_bytes_per_s = 448 * kGiga,  // 7 xGMI links x 64 GB/s one direction
           .cuda_context_bytes = kA100ContextBytes,
           .source = "AMD Instinct MI300X accelerator data sheet (dense figures)",
+      },
+      gpu_spec{
+          // MI300X's CDNA3 die with 256 GiB of HBM3E at 6 TB/s.
+          .name = "mi325x",
+          .vendor = "AMD",
+          .peak_fp32_flops = 163.4 * kTera,
+          .peak_tf32_flops = 653.7 * kTera,
+          .peak_bf16_flops = 1307.4 * kTera,
+          .peak_fp8_flops = 2614.9 * kTera,
+          .memory_bytes = 256 * kGiB,  // ROCm GPU specifications: 256 GiB VRAM
+          .usable_memory_bytes = 256 * kGiB - 320 * kMiB,  // assumed: MI300X's 320 MiB reserve
+          .memory_bandwidth_bytes_per_s = 6.0e12,
+          .sm_count = 304,
+          .intra_node_bandwidth_bytes_per_s = 448 * kGiga,  // 7 xGMI links x 64 GB/s one direction
+          .cuda_context_bytes = kA100ContextBytes,
+          .source = "AMD Instinct MI325X data sheet (dense figures); ROCm GPU specifications (256 GiB, 304 CUs)",
+      },
+      gpu_spec{
+          // CDNA4: 256 CUs at 2.4 GHz, 4,096 dense FP16 FLOP per CU per clock; 288 GiB of HBM3E at 8 TB/s.
+          .name = "mi355x",
+          .vendor = "AMD",
+          .peak_fp32_flops = 157.3 * kTera,
+          .peak_tf32_flops = 1258.3 * kTera,  // no TF32 matrix format on CDNA4: the FP16 rate halved (not used)
+          .peak_bf16_flops = 2516.6 * kTera,
+          .peak_fp8_flops = 5033.2 * kTera,
+          .memory_bytes = 288 * kGiB,  // ROCm GPU specifications: 288 GiB VRAM
+          .usable_memory_bytes = 288 * kGiB - 320 * kMiB,  // assumed: MI300X's 320 MiB reserve
+          .memory_bandwidth_bytes_per_s = 8.0e12,
+          .sm_count = 256,
+          .intra_node_bandwidth_bytes_per_s = 537.6 * kGiga,  // 7 xGMI links x 76.8 GB/s one direction
+          .cuda_context_bytes = kA100ContextBytes,
+          .source = "AMD Instinct MI355X data sheet (dense figures); ROCm GPU specifications (288 GiB, 256 CUs)",
       },
       gpu_spec{
           .name = "v100-sxm2-32gb",

@@ -80,8 +80,52 @@ TEST(HardwareDtype, PeakFlopsPerDtype) {
 // ---- GPU catalog, pinned against the datasheets ----
 
 TEST(HardwareGpuCatalog, Names) {
-  EXPECT_THAT(gpu_names(), ElementsAre("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb",
-                                       "b200-sxm-180gb", "gb200", "mi300x", "v100-sxm2-32gb"));
+  EXPECT_THAT(gpu_names(), ElementsAre("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm5-80gb", "h100-pcie-80gb",
+                                       "h100-nvl-94gb", "h800-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb", "gb200",
+                                       "mi300x", "mi325x", "mi355x", "v100-sxm2-32gb"));
+}
+
+TEST(HardwareGpuCatalog, HopperVariantsUsersRent) {
+  // Issue 27: the H100 datasheet's PCIe and NVL columns (sparse figures halved), and the H800 (the SXM
+  // card with NVLink at 400 GB/s).
+  const gpu_spec& pcie = find_gpu("h100-pcie-80gb");
+  EXPECT_EQ(pcie.sm_count, 114);
+  EXPECT_DOUBLE_EQ(pcie.peak_bf16_flops, 756.5e12);
+  EXPECT_DOUBLE_EQ(pcie.peak_fp8_flops, 1513e12);
+  EXPECT_DOUBLE_EQ(pcie.memory_bandwidth_bytes_per_s, 2.0e12);
+  EXPECT_DOUBLE_EQ(pcie.intra_node_bandwidth_bytes_per_s, 300e9);
+  const gpu_spec& nvl = find_gpu("h100-nvl-94gb");
+  EXPECT_EQ(nvl.sm_count, 132);
+  EXPECT_DOUBLE_EQ(nvl.peak_bf16_flops, 835.5e12);
+  EXPECT_DOUBLE_EQ(nvl.peak_fp8_flops, 1670.5e12);
+  EXPECT_EQ(nvl.memory_bytes, 94 * kGiB);
+  EXPECT_DOUBLE_EQ(nvl.memory_bandwidth_bytes_per_s, 3.9e12);
+  const gpu_spec& h800 = find_gpu("h800-sxm5-80gb");
+  const gpu_spec& h100 = find_gpu("h100-sxm5-80gb");
+  EXPECT_DOUBLE_EQ(h800.peak_bf16_flops, h100.peak_bf16_flops);
+  EXPECT_EQ(h800.usable_memory_bytes, h100.usable_memory_bytes);
+  EXPECT_DOUBLE_EQ(h800.intra_node_bandwidth_bytes_per_s, 200e9);
+  // They run Hopper's measured kernels (§5.6).
+  for (const gpu_spec* g : {&pcie, &nvl, &h800}) {
+    EXPECT_DOUBLE_EQ(default_compute_efficiency(*g).sustained_clock_factor,
+                     default_compute_efficiency(h100).sustained_clock_factor);
+  }
+}
+
+TEST(HardwareGpuCatalog, Mi325xAndMi355x) {
+  // AMD's data sheets (dense) and ROCm's GPU specifications table (VRAM GiB, CUs).
+  const gpu_spec& a = find_gpu("mi325x");
+  EXPECT_DOUBLE_EQ(a.peak_bf16_flops, 1307.4e12);
+  EXPECT_EQ(a.memory_bytes, 256 * kGiB);
+  EXPECT_DOUBLE_EQ(a.memory_bandwidth_bytes_per_s, 6.0e12);
+  EXPECT_EQ(a.sm_count, 304);
+  const gpu_spec& b = find_gpu("mi355x");
+  EXPECT_DOUBLE_EQ(b.peak_bf16_flops, 2516.6e12);  // 256 CUs x 4,096 FLOP/clk x 2.4 GHz
+  EXPECT_NEAR(b.peak_bf16_flops, 256 * 4096 * 2.4e9, 1e11);
+  EXPECT_DOUBLE_EQ(b.peak_fp8_flops, 5033.2e12);
+  EXPECT_EQ(b.memory_bytes, 288 * kGiB);
+  EXPECT_DOUBLE_EQ(b.memory_bandwidth_bytes_per_s, 8.0e12);
+  EXPECT_EQ(b.sm_count, 256);
 }
 
 TEST(HardwareGpuCatalog, V100) {
@@ -442,7 +486,7 @@ TEST_F(HardwareClusterFileMessages, Structure) {
 
 TEST_F(HardwareClusterFileMessages, UnknownNames) {
   EXPECT_EQ(error("base: dgx-a10\n"), "F:1: unknown cluster 'dgx-a10' (did you mean 'dgx-a100'?)");
-  EXPECT_EQ(error("base: dgx-a100\ngpu: h100\n"), "F:2: unknown GPU 'h100' (did you mean 'h100-sxm5-80gb'?)");
+  EXPECT_EQ(error("base: dgx-a100\ngpu: h100\n"), "F:2: unknown GPU 'h100' (did you mean one of 'h100-sxm5-80gb', 'h100-pcie-80gb', 'h100-nvl-94gb'?)");
   EXPECT_EQ(error("base: dgx-a100\ngpu:\n  base: mi300\n"), "F:3: unknown GPU 'mi300' (did you mean 'mi300x'?)");
   EXPECT_EQ(error("base: dgx-a100\ngpu:\n  sm_cout: 8\n"),
             "F:3: unknown key 'sm_cout' in 'gpu' (did you mean 'sm_count'?)");
