@@ -183,7 +183,7 @@ int cmd_search(const std::vector<std::string>& args, const output_options& out_i
     }
     parsed_job pj = req.base;
     pj.job = candidate_job(req.base.job, r.candidates[static_cast<std::size_t>(req.explain_row - 1)]);
-    const run_context ctx = context_of(pj);
+    const run_context ctx = time_context(pj);
     const parameter_breakdown p = count_parameters(pj.job.model, pj.job.parallel.tp);
     std::cout << "Row " << req.explain_row << " of the search\n\n"
               << rep->memory(ctx, p, estimate_memory(pj.job), nullptr) << "\n"
@@ -191,7 +191,7 @@ int cmd_search(const std::vector<std::string>& args, const output_options& out_i
               << rep->time(ctx, estimate_time(pj.job));
     return 0;
   }
-  out.emit(rep->search(search_context(req), req.space, r));
+  out.emit(rep->search(search_context(req, r), req.space, r));
   if (rep->format() != output_format::text) std::cerr << search_summary(r);
   return 0;
 }

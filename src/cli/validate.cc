@@ -496,6 +496,8 @@ validation_report run_validation(std::vector<validation_row> rows) {
       v.fits = t.fits;
       v.peak_reserved_bytes = t.peak_reserved_bytes;
       v.capacity_bytes = t.capacity_bytes;
+      v.generation = generation_of_job(pj.job);
+      v.framework = std::string(to_string(pj.job.training.framework));
       if (v.by_tflops) {
         v.predicted_tflops = (v.hardware_tflops ? t.tflops_per_gpu : t.model_tflops_per_gpu) / v.environment_factor;
         v.error = v.measured_tflops / v.predicted_tflops - 1;
@@ -531,6 +533,15 @@ validation_report run_validation(std::vector<validation_row> rows) {
   rep.sources = stats_by(all, [](const validation_row& v) { return v.source; });
   rep.overall = stats_of("overall", all);
   return rep;
+}
+
+const validation_report& shipped_validation() {
+  static const validation_report shipped = validate_shipped();
+  return shipped;
+}
+
+error_band expected_error_of(const job_spec& job) {
+  return expected_error(shipped_validation(), generation_of_job(job), std::string(to_string(job.training.framework)));
 }
 
 validation_report validate_shipped() {

@@ -111,6 +111,14 @@ std::string text_reporter::search(const run_context& ctx, const search_space& s,
   o += "\nMem: peak reserved per GPU (nvidia-smi); TFLOPs per GPU as Megatron reports them (recomputation counted).\n";
   if (job.model.is_moe()) o += "EP: expert parallel size, /ETP where the experts' tensor parallel size differs from TP.\n";
   o += search_summary(r);
+  if (const error_band& band = ctx.expected_error; band.runs > 0 && ctx.rows_within_expected_error > 1) {
+    o += fmt::format("Rows 1-{} lie within the ±{:.0f}% expected error of row 1's time (p80 of {} validated runs, {}): "
+                     "the model does not order them; measure them before choosing.\n",
+                     ctx.rows_within_expected_error, 100 * band.p80_abs_error, band.runs, band.scope);
+  } else if (band.runs > 0 && ctx.rows_within_expected_error == 1 && r.candidates.size() > 1) {
+    o += fmt::format("Row 1 leads row 2 by more than the ±{:.0f}% expected error (p80 of {} validated runs, {}).\n",
+                     100 * band.p80_abs_error, band.runs, band.scope);
+  }
   o += "`--explain N` shows row N in full; `--json`/`--csv` give every evaluated layout (JSON with each row's command).\n";
   if (!r.candidates.empty()) {
     if (const std::string cmd = reproduce_command(ctx, r.candidates.front()); !cmd.empty()) o += "Row 1 alone: " + cmd + "\n";
@@ -138,6 +146,10 @@ std::string json_reporter::search(const run_context& ctx, const search_space& s,
   sj["elapsed_s"] = r.elapsed_s;
   sj["threads"] = r.threads;
   sj["model_params"] = r.model_params;
+  const error_band& band = ctx.expected_error;
+  sj["expected_error"] = band.runs > 0 ? json{{"p80_abs_error", band.p80_abs_error}, {"runs", band.runs}, {"scope", band.scope}}
+                                       : json(nullptr);
+  sj["rows_within_expected_error"] = ctx.rows_within_expected_error;
   json cands = json::array();
   for (const search_candidate& c : r.candidates) {
     json cj = candidate_json(c);

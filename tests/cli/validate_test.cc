@@ -13,7 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "trainplan/cli/args.h"
+#include "trainplan/cli/cli.h"
 #include "trainplan/core/base/error.h"
+#include "trainplan/core/estimate/time.h"
+#include "trainplan/report/report.h"
 
 namespace trainplan {
 namespace {
@@ -245,3 +249,84 @@ TEST(ValidatePublishedTable, OptimizerShardingIsReadFromATableAndAnUnknownValueI
             "optimizer, DeepSpeed ZeRO-0/1/3)");
   EXPECT_THAT(run("FSDP (sharding group 8)").skipped, ::testing::HasSubstr("'fsdp (sharding group 8)' is not modelled here"));
 }
+
+namespace trainplan {
+namespace {
+
+validation_row band_row(const char* generation, const char* framework, double error) {
+  validation_row v;
+  v.generation = generation;
+  v.framework = framework;
+  v.error = error;
+  return v;
+}
+
+TEST(ExpectedError, EightiethPercentileOfTheRunsOfItsKindWithFallbacks) {
+  // Issue 28: the |error| that 80% of the validated runs of a prediction's kind stayed within (nearest
+  // rank), read from its generation and framework when 5 or more ran, else its generation, else its GPU.
+  validation_report r;
+  for (double e : {0.01, -0.02, 0.03, -0.04, 0.05, 0.06, -0.07, 0.08, 0.09, -0.10}) {
+    r.rows.push_back(band_row("H100 FP8", "megatron", e));
+  }
+  for (double e : {0.2, 0.3}) r.rows.push_back(band_row("H100 FP8", "fsdp", e));
+  for (double e : {0.5, 0.5, 0.5, 0.5, 0.5}) r.rows.push_back(band_row("H100 BF16", "megatron", e));
+  validation_row skipped = band_row("H100 FP8", "megatron", 9.0);
+  skipped.skipped = "no vocabulary";
+  r.rows.push_back(skipped);
+  const error_band a = expected_error(r, "H100 FP8", "megatron");
+  EXPECT_EQ(a.runs, 10);                    // the skipped row is not a run
+  EXPECT_DOUBLE_EQ(a.p80_abs_error, 0.08);  // the 8th of 10 sorted |errors|
+  EXPECT_EQ(a.scope, "H100 FP8, megatron");
+  const error_band b = expected_error(r, "H100 FP8", "fsdp");  // 2 FSDP runs: the generation's 12
+  EXPECT_EQ(b.runs, 12);
+  EXPECT_EQ(b.scope, "H100 FP8");
+  EXPECT_DOUBLE_EQ(b.p80_abs_error, 0.10);  // ceil(9.6) = 10th of 12; 0.2 and 0.3 lie above it
+  const error_band c = expected_error(r, "H100 FP16", "megatron");  // no FP16 run: every H100 run, 17
+  EXPECT_EQ(c.runs, 17);
+  EXPECT_EQ(c.scope, "H100");
+  EXPECT_EQ(expected_error(r, "B200 FP8", "megatron").runs, 0);
+  EXPECT_EQ(expected_error(r, "", "megatron").runs, 0);
+}
+
+TEST(ExpectedError, TimeAndSearchCarryTheBandOfTheShippedValidation) {
+  // The shipped validation's band for BLOOM's production job (A100 BF16, DeepSpeed), as `time` prints it.
+  const parsed_job pj = parse_job_args({"--preset", "bloom-176b-production"});
+  EXPECT_EQ(generation_of_job(pj.job), "A100 BF16");
+  const error_band band = expected_error_of(pj.job);
+  EXPECT_EQ(band.scope, "A100 BF16, deepspeed");
+  EXPECT_GE(band.runs, 20);
+  EXPECT_GT(band.p80_abs_error, 0.0);
+  EXPECT_LT(band.p80_abs_error, 0.15);
+  // Which generation a job's GPU is: the H800 and H200 are H100s to the model; an MI300X has none.
+  EXPECT_EQ(generation_of_job(parse_job_args({"--model", "llama3-8b", "--gpu", "h200-sxm-141gb", "--num-gpus", "8",
+                                              "--fp8-format", "hybrid"})
+                                  .job),
+            "H100 FP8");
+  EXPECT_EQ(generation_of_job(parse_job_args({"--model", "llama3-8b", "--gpu", "mi300x", "--num-gpus", "8"}).job), "");
+  // The reports carry it: time's text and JSON, and a search's note on the rows it does not order.
+  const run_context ctx = time_context(pj);
+  EXPECT_EQ(ctx.expected_error.scope, band.scope);
+  const std::string text = make_reporter(output_format::text)->time(ctx, estimate_time(pj.job));
+  EXPECT_THAT(text, ::testing::HasSubstr("expected error"));
+  EXPECT_THAT(text, ::testing::HasSubstr("validated runs, A100 BF16, deepspeed"));
+  const std::string json_text = make_reporter(output_format::json)->time(ctx, estimate_time(pj.job));
+  EXPECT_THAT(json_text, ::testing::HasSubstr("\"p80_abs_error\""));
+  // BLOOM's default search: its first rows lie within the band of row 1, and the search says so.
+  const search_request req = parse_search_request({});
+  const search_result found = run_search(req.base.job, req.space);
+  const run_context sc = search_context(req, found);
+  ASSERT_GT(sc.rows_within_expected_error, 1);
+  for (std::int64_t i = 0; i < sc.rows_within_expected_error; ++i) {
+    EXPECT_LE(found.candidates[static_cast<std::size_t>(i)].iteration_s,
+              found.candidates.front().iteration_s * (1 + sc.expected_error.p80_abs_error));
+  }
+  const auto next = static_cast<std::size_t>(sc.rows_within_expected_error);
+  if (next < found.candidates.size()) {
+    EXPECT_GT(found.candidates[next].iteration_s, found.candidates.front().iteration_s * (1 + sc.expected_error.p80_abs_error));
+  }
+  EXPECT_THAT(make_reporter(output_format::text)->search(sc, req.space, found),
+              ::testing::HasSubstr("Rows 1-" + std::to_string(sc.rows_within_expected_error) + " lie within the ±"));
+}
+
+}  // namespace
+}  // namespace trainplan

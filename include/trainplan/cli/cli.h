@@ -108,6 +108,11 @@ std::string report_output(const parsed_job& pj, const reporter& rep);
 std::string schedule_output(const parsed_job& pj, bool gpipe, const reporter& rep);
 /// The run context of a search: its base job, with no layout (each candidate states its own).
 run_context search_context(const search_request& req);
+/// search_context with what the result adds: the expected error of the search's kind of prediction and
+/// how many leading rows lie within it of row 1 (issue 28).
+run_context search_context(const search_request& req, const search_result& r);
+/// context_of with the expected error of the job's prediction (issue 28): what `time` prints.
+run_context time_context(const parsed_job& pj);
 /// The search's ranking (not --explain, which the CLI prints as text).
 std::string search_output(const search_request& req, const reporter& rep, const search_progress& progress = {});
 std::string shapes_output(const shapes_request& req, const reporter& rep);

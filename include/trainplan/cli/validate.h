@@ -21,4 +21,10 @@ validation_report run_validation(std::vector<validation_row> rows);
 /// The shipped tables (embedded in the binary).
 validation_report validate_shipped();
 
+/// validate_shipped's report, computed once per process (the expected error of every prediction reads it).
+const validation_report& shipped_validation();
+
+/// The error band the shipped validation gives a job's prediction (issue 28, §5.8).
+error_band expected_error_of(const job_spec& job);
+
 }  // namespace trainplan

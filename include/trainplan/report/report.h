@@ -45,6 +45,11 @@ struct run_context {
   /// The job flags that set a search row's layout, from the command line (cli.h candidate_flags): with
   /// job_args, the command that reproduces the row. Unset: rows print no command.
   std::function<std::vector<std::string>(const search_candidate&)> candidate_args;
+  /// The error the shipped validation observed for predictions of this kind (issue 28); runs = 0: none.
+  error_band expected_error;
+  /// A search's leading rows whose time lies within the expected error of row 1's (row 1 counted): their
+  /// order is not resolved by the model (issue 28). 0: not computed.
+  std::int64_t rows_within_expected_error = 0;
 };
 
 /// The model as a page title names it: its catalog or file name, or, for a model given by Megatron's

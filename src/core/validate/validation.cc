@@ -3,7 +3,12 @@
 #include "trainplan/core/validate/validation.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <string_view>
+#include <utility>
+
+#include "trainplan/core/job/job.h"
 
 namespace trainplan {
 
@@ -35,6 +40,60 @@ validation_stats stats_of(const std::string& name, const std::vector<const valid
   return s;
 }
 
+
+std::string generation_of_job(const job_spec& job) {
+  // Catalog name prefixes → the generation the published rows name (their gpu_type column).
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kFamilies = {{
+      {"a100", "A100"}, {"h100", "H100"}, {"h800", "H100"}, {"h200", "H100"}, {"b200", "B200"}, {"gb200", "B200"}}};
+  const std::string& name = job.cluster.gpu.name;
+  for (const auto& [prefix, family] : kFamilies) {
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const training_config& t = job.training;
+    const char* precision = t.fp8 != fp8_format::none ? " FP8"
+                            : t.precision == dtype::bf16 ? " BF16"
+                            : t.precision == dtype::fp16 ? " FP16"
+                                                         : " FP32";
+    return std::string(family) + precision;
+  }
+  return "";
+}
+
+error_band expected_error(const validation_report& r, const std::string& generation, const std::string& framework) {
+  const std::string family = generation.substr(0, generation.find(' '));
+  struct scope_rule {
+    std::string label;
+    bool (*keep)(const validation_row&, const std::string&, const std::string&, const std::string&);
+  };
+  const scope_rule rules[] = {
+      {generation + ", " + framework,
+       [](const validation_row& v, const std::string& g, const std::string& f, const std::string&) {
+         return v.generation == g && v.framework == f;
+       }},
+      {generation, [](const validation_row& v, const std::string& g, const std::string&, const std::string&) {
+         return v.generation == g;
+       }},
+      {family, [](const validation_row& v, const std::string&, const std::string&, const std::string& fam) {
+         return v.generation.substr(0, v.generation.find(' ')) == fam;
+       }},
+  };
+  error_band band;
+  if (generation.empty()) return band;
+  for (const scope_rule& rule : rules) {
+    std::vector<double> errors;
+    for (const validation_row& v : r.rows) {
+      if (v.skipped.empty() && rule.keep(v, generation, framework, family)) errors.push_back(std::fabs(v.error));
+    }
+    if (static_cast<std::int64_t>(errors.size()) < kMinBandRuns) continue;
+    std::sort(errors.begin(), errors.end());
+    // The 80th percentile, nearest rank: the smallest |error| at least 80% of the runs stay within.
+    const auto rank = static_cast<std::size_t>(std::ceil(0.8 * static_cast<double>(errors.size())));
+    band.p80_abs_error = errors[rank - 1];
+    band.runs = static_cast<std::int64_t>(errors.size());
+    band.scope = rule.label;
+    return band;
+  }
+  return band;
+}
 
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   const std::size_t n = a.size();

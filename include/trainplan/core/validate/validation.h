@@ -9,6 +9,8 @@
 
 namespace trainplan {
 
+struct job_spec;
+
 /// One measured run and what the model predicts for it.
 struct validation_row {
   std::string table;               ///< file the row comes from
@@ -34,6 +36,8 @@ struct validation_row {
   double peak_reserved_bytes = 0;  ///< the fullest stage's reserved memory per GPU
   double capacity_bytes = 0;       ///< what the GPU offers (usable memory)
   std::string skipped;             ///< why the row has no prediction ("" when it has one)
+  std::string generation;          ///< of the job it ran (generation_of_job: "H100 FP8"), set with its prediction
+  std::string framework;           ///< of the job it ran ("megatron", "deepspeed", "fsdp")
 };
 
 /// Rank correlation and errors of a set of rows.
@@ -59,6 +63,26 @@ struct validation_report {
   std::vector<validation_stats> sources;
   validation_stats overall;
 };
+
+/// The error a prediction carries (issue 28, docs/formulas.md §5.8): the |error| that 80% of the validated
+/// runs of its kind stayed within, the runs it was read from, and which kind they were ("H100 FP8,
+/// megatron"). runs = 0: no validated run of that GPU generation.
+struct error_band {
+  double p80_abs_error = 0;
+  std::int64_t runs = 0;
+  std::string scope;
+};
+
+/// The runs a band is read from: the job's GPU generation, precision and framework when at least this
+/// many were validated, else its generation and precision, else its GPU generation alone.
+inline constexpr std::int64_t kMinBandRuns = 5;
+
+/// A job's GPU generation and precision as validation groups runs: "A100 BF16", "H100 FP8", "B200 FP8"
+/// (the H800 and H200 are H100s to the compute model; "" for a GPU no published run used).
+std::string generation_of_job(const job_spec& job);
+
+/// The band of the predictions of `generation` ("H100 FP8") and `framework` over the rows of `r`.
+error_band expected_error(const validation_report& r, const std::string& generation, const std::string& framework);
 
 /// Spearman rank correlation (average ranks for ties).
 double spearman(const std::vector<double>& a, const std::vector<double>& b);
