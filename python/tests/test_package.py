@@ -33,7 +33,9 @@ def test_search_releases_the_gil():
     result = {}
 
     def run():
-        result["search"] = trainplan.search(threads=1)  # BLOOM-176B's default search: ~0.1-0.5 s
+        # Megatron-530B on 641 DGX A100 nodes (Calculon's question): tens of ms on one thread, long enough
+        # for the loop below to tick (BLOOM's default search now takes a few ms).
+        result["search"] = trainplan.search(model="megatron-530b", cluster="dgx-a100", num_nodes=641, gbs=2520, threads=1)
         finished.set()
 
     ticks = 0
