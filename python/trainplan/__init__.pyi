@@ -115,6 +115,7 @@ class Job:
         mbs: Optional[int] = ...,
         global_batch_size: Optional[int] = ...,
         gbs: Optional[int] = ...,
+        gradient_accumulation_steps: Optional[int] = ...,
         bf16: Optional[bool] = ...,
         fp16: Optional[bool] = ...,
         fp32: Optional[bool] = ...,
@@ -271,6 +272,7 @@ class Job:
         pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
         micro_batch_size / mbs [N]: micro-batch size b (default 1)
         global_batch_size / gbs [N]: global batch size (samples) (default MBS×DP)
+        gradient_accumulation_steps [N]: DeepSpeed's gradient_accumulation_steps: GBS = MBS × N × DP (checked against --gbs) (default none)
         bf16: bf16 mixed precision (default on (bf16 unless --fp16 or --fp32))
         fp16: fp16 mixed precision
         fp32: fp32 training
@@ -468,6 +470,7 @@ def search(*,
     pp_partition_method: Union[str, os.PathLike[str], None] = ...,
     global_batch_size: Optional[int] = ...,
     gbs: Optional[int] = ...,
+    gradient_accumulation_steps: Optional[int] = ...,
     bf16: Optional[bool] = ...,
     fp16: Optional[bool] = ...,
     fp32: Optional[bool] = ...,
@@ -632,6 +635,7 @@ def search(*,
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
     global_batch_size / gbs [N]: global batch size (samples) (default MBS×DP)
+    gradient_accumulation_steps [N]: DeepSpeed's gradient_accumulation_steps: GBS = MBS × N × DP (checked against --gbs) (default none)
     bf16: bf16 mixed precision (default on (bf16 unless --fp16 or --fp32))
     fp16: fp16 mixed precision
     fp32: fp32 training
@@ -818,6 +822,7 @@ def shapes(*,
     pp_partition_method: Union[str, os.PathLike[str], None] = ...,
     global_batch_size: Optional[int] = ...,
     gbs: Optional[int] = ...,
+    gradient_accumulation_steps: Optional[int] = ...,
     bf16: Optional[bool] = ...,
     fp16: Optional[bool] = ...,
     fp32: Optional[bool] = ...,
@@ -989,6 +994,7 @@ def shapes(*,
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
     global_batch_size / gbs [N]: global batch size (samples) (default MBS×DP)
+    gradient_accumulation_steps [N]: DeepSpeed's gradient_accumulation_steps: GBS = MBS × N × DP (checked against --gbs) (default none)
     bf16: bf16 mixed precision (default on (bf16 unless --fp16 or --fp32))
     fp16: fp16 mixed precision
     fp32: fp32 training
@@ -1169,6 +1175,7 @@ def plan(job: Optional[Job] = ..., *,
     pp_partition_method: Union[str, os.PathLike[str], None] = ...,
     micro_batch_size: Optional[int] = ...,
     mbs: Optional[int] = ...,
+    gradient_accumulation_steps: Optional[int] = ...,
     bf16: Optional[bool] = ...,
     fp16: Optional[bool] = ...,
     fp32: Optional[bool] = ...,
@@ -1341,6 +1348,7 @@ def plan(job: Optional[Job] = ..., *,
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
     micro_batch_size / mbs [N]: micro-batch size b (default 1)
+    gradient_accumulation_steps [N]: DeepSpeed's gradient_accumulation_steps: GBS = MBS × N × DP (checked against --gbs) (default none)
     bf16: bf16 mixed precision (default on (bf16 unless --fp16 or --fp32))
     fp16: fp16 mixed precision
     fp32: fp32 training

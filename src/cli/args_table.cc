@@ -389,6 +389,9 @@ const std::vector<flag_def>& flag_table() {
                       INT_FIELD(b.job.training.micro_batch_size)));
     t.push_back(value("--global-batch-size", "--gbs", "N", "MBS×DP", "training", "global batch size (samples)",
                       INT_FIELD_MIN(b.job.training.global_batch_size, 1)));
+    t.push_back(value("--gradient-accumulation-steps", "", "N", "none", "training",
+                      "DeepSpeed's gradient_accumulation_steps: GBS = MBS × N × DP (checked against --gbs)",
+                      INT_FIELD_MIN(b.job.training.gradient_accumulation_steps, 1)));
     {
       flag_def bf16 = swtch("--bf16", "", "training", "bf16 mixed precision",
                             setter([](job_builder& b, const std::string&, const std::string& f) { set_precision(b, dtype::bf16, f); },

@@ -47,7 +47,7 @@ constexpr std::array kKeys = {
     // Batch (runtime/config.py): DeepSpeed checks train_batch_size = micro × accumulation × DP.
     ds_key{"train_batch_size", ds_role::integer, "--global-batch-size", ""},
     ds_key{"train_micro_batch_size_per_gpu", ds_role::integer, "--micro-batch-size", ""},
-    ds_key{"gradient_accumulation_steps", ds_role::ignored, "", ""},  // follows from the two above and DP
+    ds_key{"gradient_accumulation_steps", ds_role::integer, "--gradient-accumulation-steps", ""},
     // Precision (precision_config.py): the loss-scaling knobs change no estimate.
     ds_key{"bf16", ds_role::section, "", ""},
     ds_key{"bf16.enabled", ds_role::enable_switch, "--bf16", ""},

@@ -140,6 +140,10 @@ search_request parse_search_request(const std::vector<std::string>& args_in) {
   }
   r.base = parse_job_args(rest, model_need::model_only);
   r.job_args = rest;
+  if (r.base.job.training.gradient_accumulation_steps > 0) {
+    throw input_error("--gradient-accumulation-steps ties the global batch to DP, which a search varies: give the global "
+                      "batch (--gbs, DeepSpeed's train_batch_size) instead");
+  }
   if (r.base.job.training.global_batch_size <= 0) {
     throw input_error("search needs the global batch: --global-batch-size (--gbs)");
   }

@@ -414,6 +414,25 @@ TEST(ArgsDeepSpeedConfig, ItsSettingsAreTheJobsAndOverrideTheLine) {
   EXPECT_EQ(what_if.job.training.zero_stage, 1);
 }
 
+// DeepSpeed's batch (runtime/config.py _configure_train_batch_size): train_batch_size = micro ×
+// gradient_accumulation_steps × DP, derived when the config leaves it out and checked when it gives it
+// (gradient_accumulation_steps was listed as ignored while the command line's batch counted).
+TEST(ArgsDeepSpeedConfig, GradientAccumulationStepsSetOrCheckTheGlobalBatch) {
+  const args_t model = {"--model", "llama2-7b", "--cluster", "dgx-a100", "--num-gpus", "8", "--deepspeed", "--deepspeed-config"};
+  const parsed_job derived = parse(concat(model, {write_temp("ds_gas.json", R"({"train_micro_batch_size_per_gpu": 2,
+      "gradient_accumulation_steps": 4, "zero_optimization": {"stage": 1}})")}));
+  EXPECT_EQ(derived.job.training.micro_batch_size, 2);
+  EXPECT_EQ(derived.job.training.global_batch_size, 2 * 4 * 8);
+  EXPECT_EQ(derived.job.num_microbatches(), 4);
+  EXPECT_THAT(derived.ignored_flags, ::testing::Not(::testing::Contains(HasSubstr("gradient_accumulation_steps"))));
+  EXPECT_NO_THROW(parse(concat(model, {write_temp("ds_gas_ok.json", R"({"train_batch_size": 64,
+      "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4})")})));
+  EXPECT_THAT(error_of(concat(model, {write_temp("ds_gas_bad.json", R"({"train_batch_size": 32,
+      "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4})")})),
+              HasSubstr("(32) must equal --micro-batch-size × --gradient-accumulation-steps × DP (2 × 4 × 8 = 64): "
+                        "DeepSpeed's batch check"));
+}
+
 TEST(ArgsDeepSpeedConfig, WhatItDoesNotModelIsRefusedByKey) {
   const args_t model = {"--model", "llama2-7b", "--num-gpus", "8", "--deepspeed", "--deepspeed-config"};
   auto error_with = [&](const std::string& name, const std::string& text) {

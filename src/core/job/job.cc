@@ -312,6 +312,22 @@ std::string batch_violation(job_spec& job) {
   [[maybe_unused]] training_config& t = job.training;
   // Batch (§2.3).
   TRAINPLAN_RETURN_VIOLATION(batch_range(t.global_batch_size));
+  if (t.gradient_accumulation_steps > 0) {
+    // DeepSpeed (runtime/config.py _configure_train_batch_size): train_batch_size = micro × accumulation ×
+    // world (data-parallel) size, derived when not given and asserted when it is.
+    std::int64_t per_step = 0, batch = 0;
+    TRAINPLAN_RETURN_VIOLATION(product(t.micro_batch_size, p.dp, "MBS×DP", per_step));
+    TRAINPLAN_RETURN_VIOLATION(product(per_step, t.gradient_accumulation_steps, "MBS×accumulation×DP", batch));
+    TRAINPLAN_RETURN_VIOLATION(batch_range(batch));
+    if (t.global_batch_size == 0) {
+      t.global_batch_size = batch;
+    } else if (t.global_batch_size != batch) {
+      return "${training.global_batch_size} (" + to_string(t.global_batch_size) + ") must equal ${training.micro_batch_size} × " +
+             "${training.gradient_accumulation_steps} × DP (" + to_string(t.micro_batch_size) + " × " +
+             to_string(t.gradient_accumulation_steps) + " × " + to_string(p.dp) + " = " + to_string(batch) +
+             "): DeepSpeed's batch check";
+    }
+  }
   if (t.global_batch_size == 0) t.global_batch_size = t.micro_batch_size * p.dp;
   std::int64_t per_step = 0;
   TRAINPLAN_RETURN_VIOLATION(product(t.micro_batch_size, p.dp, "MBS×DP", per_step));

@@ -98,6 +98,9 @@ inline std::int64_t expert_data_parallel(const parallel_config& p) {
 struct training_config {
   std::int64_t micro_batch_size = 1;
   std::int64_t global_batch_size = 0;  ///< 0: micro_batch_size × dp (one micro-batch)
+  /// DeepSpeed's gradient_accumulation_steps (0: not given): the global batch is MBS × this × DP, and a
+  /// given global batch must equal it (runtime/config.py's batch assertion).
+  std::int64_t gradient_accumulation_steps = 0;
   dtype precision = dtype::bf16;      ///< of weights and activations
   framework_kind framework = framework_kind::megatron;
   int zero_stage = 0;                 ///< DeepSpeed/ZeRO stage; Megatron distributed optimizer = 1
