@@ -106,6 +106,8 @@ class Job:
         sequence_parallel: Optional[bool] = ...,
         sp: Optional[bool] = ...,
         embedding_as_stage: Optional[bool] = ...,
+        account_for_embedding_in_pipeline_split: Optional[bool] = ...,
+        account_for_loss_in_pipeline_split: Optional[bool] = ...,
         rank_order: Union[str, os.PathLike[str], None] = ...,
         use_tp_pp_dp_mapping: Optional[bool] = ...,
         cp_comm_type: Union[str, os.PathLike[str], None] = ...,
@@ -265,6 +267,8 @@ class Job:
         decoder_last_pipeline_num_layers [N]: layers on the last pipeline stage (default even split)
         sequence_parallel / sp: Megatron sequence parallelism
         embedding_as_stage: each embedding takes one layer slot of its pipeline stage (BLOOM)
+        account_for_embedding_in_pipeline_split: Megatron-Core: the embedding counts as one layer of the pipeline split (§2.2)
+        account_for_loss_in_pipeline_split: Megatron-Core: the loss counts as one layer of the pipeline split (§2.2)
         rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
         use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
         cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
@@ -463,6 +467,8 @@ def search(*,
     vpp_layers: Optional[int] = ...,
     decoder_first_pipeline_num_layers: Optional[int] = ...,
     decoder_last_pipeline_num_layers: Optional[int] = ...,
+    account_for_embedding_in_pipeline_split: Optional[bool] = ...,
+    account_for_loss_in_pipeline_split: Optional[bool] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
@@ -629,6 +635,8 @@ def search(*,
     num_layers_per_virtual_pipeline_stage / vpp_layers [N]: layers per model chunk: interleaved 1F1B (default 0 (no interleaving))
     decoder_first_pipeline_num_layers [N]: layers on the first pipeline stage (default even split)
     decoder_last_pipeline_num_layers [N]: layers on the last pipeline stage (default even split)
+    account_for_embedding_in_pipeline_split: Megatron-Core: the embedding counts as one layer of the pipeline split (§2.2)
+    account_for_loss_in_pipeline_split: Megatron-Core: the loss counts as one layer of the pipeline split (§2.2)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
@@ -815,6 +823,8 @@ def shapes(*,
     vpp_layers: Optional[int] = ...,
     decoder_first_pipeline_num_layers: Optional[int] = ...,
     decoder_last_pipeline_num_layers: Optional[int] = ...,
+    account_for_embedding_in_pipeline_split: Optional[bool] = ...,
+    account_for_loss_in_pipeline_split: Optional[bool] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
@@ -988,6 +998,8 @@ def shapes(*,
     num_layers_per_virtual_pipeline_stage / vpp_layers [N]: layers per model chunk: interleaved 1F1B (default 0 (no interleaving))
     decoder_first_pipeline_num_layers [N]: layers on the first pipeline stage (default even split)
     decoder_last_pipeline_num_layers [N]: layers on the last pipeline stage (default even split)
+    account_for_embedding_in_pipeline_split: Megatron-Core: the embedding counts as one layer of the pipeline split (§2.2)
+    account_for_loss_in_pipeline_split: Megatron-Core: the loss counts as one layer of the pipeline split (§2.2)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
@@ -1168,6 +1180,8 @@ def plan(job: Optional[Job] = ..., *,
     sequence_parallel: Optional[bool] = ...,
     sp: Optional[bool] = ...,
     embedding_as_stage: Optional[bool] = ...,
+    account_for_embedding_in_pipeline_split: Optional[bool] = ...,
+    account_for_loss_in_pipeline_split: Optional[bool] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
@@ -1342,6 +1356,8 @@ def plan(job: Optional[Job] = ..., *,
     decoder_last_pipeline_num_layers [N]: layers on the last pipeline stage (default even split)
     sequence_parallel / sp: Megatron sequence parallelism
     embedding_as_stage: each embedding takes one layer slot of its pipeline stage (BLOOM)
+    account_for_embedding_in_pipeline_split: Megatron-Core: the embedding counts as one layer of the pipeline split (§2.2)
+    account_for_loss_in_pipeline_split: Megatron-Core: the loss counts as one layer of the pipeline split (§2.2)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)

@@ -152,7 +152,6 @@ constexpr const char* kUnmodelledFlags[] = {
     "--partition-activations",
     "--heterogeneous-layers-config-path", "--encoder-num-layers",
     "--encoder-pipeline-model-parallel-size",
-    "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
     "--distribute-saved-activations", "--use-cpu-initialization-*", "--num-layers-per-virtual-pipeline-stage-*",
     "--moe-layer-recompute", "--recompute-modules", "--cpu-offloading-num-layers",
     "--decoder-num-layers", "--first-k-dense-replace",

@@ -349,6 +349,12 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--embedding-as-stage", "", "parallel",
                       "each embedding takes one layer slot of its pipeline stage (BLOOM)",
                       SWITCH(b.job.parallel.embedding_as_stage = true)));
+    t.push_back(swtch("--account-for-embedding-in-pipeline-split", "", "parallel",
+                      "Megatron-Core: the embedding counts as one layer of the pipeline split (§2.2)",
+                      SWITCH(b.job.parallel.account_embedding_in_split = true)));
+    t.push_back(swtch("--account-for-loss-in-pipeline-split", "", "parallel",
+                      "Megatron-Core: the loss counts as one layer of the pipeline split (§2.2)",
+                      SWITCH(b.job.parallel.account_loss_in_split = true)));
     t.push_back(value("--rank-order", "", "ORDER", "tp-cp-ep-dp-pp", "parallel",
                       "rank order of the parallel dimensions, fastest first (Megatron's order string)",
                       setter([](job_builder& b, const std::string& v, const std::string&) {

@@ -140,6 +140,12 @@ search_request parse_search_request(const std::vector<std::string>& args_in) {
   }
   r.base = parse_job_args(rest, model_need::model_only);
   r.job_args = rest;
+  if (r.base.job.parallel.account_embedding_in_split || r.base.job.parallel.account_loss_in_split) {
+    throw input_error(std::string(r.base.job.parallel.account_embedding_in_split ? "--account-for-embedding-in-pipeline-split"
+                                                                                  : "--account-for-loss-in-pipeline-split") +
+                      " fixes how one layout splits its layers; a search tries the splits itself (uneven ends "
+                      "included): give it to `time` or `memory` for one layout");
+  }
   if (r.base.job.training.gradient_accumulation_steps > 0) {
     throw input_error("--gradient-accumulation-steps ties the global batch to DP, which a search varies: give the global "
                       "batch (--gbs, DeepSpeed's train_batch_size) instead");

@@ -177,6 +177,11 @@ std::string_view split_rule_of(const job_spec& job) {
   }
   if (p.vpp > 1) return "even, interleaved (Megatron-Core)";
   if (p.embedding_as_stage) return "with the embeddings as layer slots (BLOOM)";
+  if (p.account_embedding_in_split || p.account_loss_in_split) {
+    return p.account_embedding_in_split && p.account_loss_in_split ? "even, the embedding and the loss counted as layers (Megatron-Core)"
+           : p.account_embedding_in_split                          ? "even, the embedding counted as a layer (Megatron-Core)"
+                                                                    : "even, the loss counted as a layer (Megatron-Core)";
+  }
   if (traits_of(job.training.framework).uneven_pipeline_split) return "DeepSpeed's partition_uniform";
   return "even";
 }
@@ -380,7 +385,8 @@ std::string split_message(const job_spec& job, const stage_split& split) {
       return "${parallel.vpp} " + to_string(p.vpp) + " needs ${model.num_layers} divisible by ${parallel.pp} × it, with PP > 1";
     case split_failure::layers_not_divisible:
       return std::string("${model.num_layers} (") + to_string(m.num_layers) +
-             (p.embedding_as_stage ? " + 2 embedding slots" : "") + ") must be divisible by ${parallel.pp} (" +
+             (p.embedding_as_stage ? " + 2 embedding slots" : "") + (p.account_embedding_in_split ? " + 1 embedding" : "") +
+             (p.account_loss_in_split ? " + 1 loss" : "") + ") must be divisible by ${parallel.pp} (" +
              to_string(p.pp) + ") without an explicit split (${parallel.first_stage_layers} / ${parallel.last_stage_layers})";
     case split_failure::stage_without_layer:
       if (job.training.framework == framework_kind::deepspeed) {
@@ -388,7 +394,8 @@ std::string split_message(const job_spec& job, const stage_split& split) {
         return "${model.num_layers} (" + to_string(m.num_layers) + ") over ${parallel.pp} (" + to_string(p.pp) +
                ") leaves a pipeline stage without a transformer layer (DeepSpeed's pipeline needs one per stage)";
       }
-      return "${parallel.embedding_as_stage} leaves the first or last pipeline stage without a transformer layer";
+      return p.embedding_as_stage ? "${parallel.embedding_as_stage} leaves the first or last pipeline stage without a transformer layer"
+                                  : "the embedding or loss slot leaves the first or last pipeline stage without a transformer layer";
     case split_failure::none: break;
   }
   return {};
@@ -400,6 +407,19 @@ std::string pipeline_violation(job_spec& job) {
   parallel_config& p = job.parallel;
   const training_config& t = job.training;
   const bool uneven = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
+  if (p.account_embedding_in_split || p.account_loss_in_split) {
+    // Megatron-Core's own checks (transformer_config.py __post_init__), and what is not modelled.
+    const std::string which = p.account_embedding_in_split ? "${parallel.account_embedding_in_split}" : "${parallel.account_loss_in_split}";
+    if (t.framework != framework_kind::megatron) return which + " is Megatron-Core's; not with ${training.framework} " + std::string(to_string(t.framework));
+    if (uneven) {
+      return which + " cannot be set with ${parallel.first_stage_layers} / ${parallel.last_stage_layers} (Megatron-Core raises "
+             "ValueError)";
+    }
+    if (p.embedding_as_stage) return which + " with ${parallel.embedding_as_stage}: choose one";
+    if (p.vpp > 1 || p.num_layers_per_virtual_stage > 0) {
+      return which + " with interleaving is not modelled (its first or last model chunk is one layer short)";
+    }
+  }
   if (uneven) {
     // Megatron's --decoder-first/last-pipeline-num-layers; with VPP > 1 every rank's layers divisible by
     // the chunks (Megatron-Core transformer_config.py __post_init__).

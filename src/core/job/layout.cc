@@ -100,20 +100,22 @@ stage_split split_layers(std::int64_t num_layers, const parallel_config& p, fram
     }
     s.first = s.middle = s.last = layers_per_chunk * p.vpp;
   } else {
-    // BLOOM's embedding-as-stage: each embedding takes one layer slot of the end ranks.
-    const std::int64_t emb = p.embedding_as_stage ? 1 : 0;
-    const std::int64_t items = num_layers + 2 * emb;
+    // BLOOM's embedding-as-stage: each embedding takes one layer slot of the end ranks; Megatron-Core's
+    // account-for-embedding (loss): the embedding (loss) takes one of the first (last) rank's.
+    const std::int64_t head = p.embedding_as_stage || p.account_embedding_in_split ? 1 : 0;
+    const std::int64_t tail = p.embedding_as_stage || p.account_loss_in_split ? 1 : 0;
+    const std::int64_t items = num_layers + head + tail;
     if (traits_of(fw).uneven_pipeline_split) {
       // partition_uniform: ceil-sized chunks, the last rank takes what is left (deepspeed_items).
       s.middle = detail::ceil_div(items, pp);
       if (items - s.middle * (pp - 1) < 1) return fail(split_failure::stage_without_layer);  // a rank left without items
-      s.last = items - s.middle * (pp - 1) - emb;
+      s.last = items - s.middle * (pp - 1) - tail;
     } else {
       if (items % pp != 0) return fail(split_failure::layers_not_divisible);
       s.middle = items / pp;
-      s.last = s.middle - emb;
+      s.last = s.middle - tail;
     }
-    s.first = s.middle - emb - (pp == 1 ? emb : 0);
+    s.first = s.middle - head - (pp == 1 ? tail : 0);
     if (pp == 1) s.last = s.first;
   }
   s.valid = s.first >= 1 && s.last >= 1 && (pp <= 2 || s.middle >= 1);

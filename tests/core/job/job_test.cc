@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trainplan/cli/args.h"
+#include "trainplan/core/base/error.h"
 #include "trainplan/core/model/model.h"
 
 namespace trainplan {
@@ -68,6 +69,40 @@ TEST(ParallelSplit, MegatronEvenExplicitAndInterleaved) {
   EXPECT_EQ(split_layers(80, v, framework_kind::megatron).most(), 20);
   v.vpp = 3;
   EXPECT_FALSE(split_layers(80, v, framework_kind::megatron).valid);
+}
+
+TEST(ParallelSplit, MegatronCountsTheEmbeddingAndLossAsLayersWhenAsked) {
+  // transformer_block.py get_num_layers_to_build: (L + 1 + 1) / PP per rank, the first rank one fewer for
+  // the embedding, the last one fewer for the loss (Llama-3.1-405B: 126 + 2 = 128 over PP 16: 7, 8…, 7).
+  parallel_config p;
+  p.pp = 16;
+  p.account_embedding_in_split = true;
+  p.account_loss_in_split = true;
+  const stage_split both = split_layers(126, p, framework_kind::megatron);
+  ASSERT_TRUE(both.valid);
+  EXPECT_EQ(both.first, 7);
+  EXPECT_EQ(both.middle, 8);
+  EXPECT_EQ(both.last, 7);
+  p.account_loss_in_split = false;  // 127 over 16 does not divide
+  EXPECT_EQ(split_layers(126, p, framework_kind::megatron).failure, split_failure::layers_not_divisible);
+  const stage_split first_only = split_layers(127, p, framework_kind::megatron);
+  EXPECT_EQ(first_only.first, 7);
+  EXPECT_EQ(first_only.last, 8);
+  // Through the flags, with Megatron-Core's own refusals named.
+  const auto job = [](std::vector<std::string> more) {
+    std::vector<std::string> a = {"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--num-gpus", "128", "--tp", "8",
+                                  "--pp", "16", "--gbs", "64", "--use-distributed-optimizer"};
+    a.insert(a.end(), more.begin(), more.end());
+    return parse_job_args(a);
+  };
+  const std::vector<stage_layout> layout =
+      pipeline_layout(job({"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}).job);
+  EXPECT_EQ(layout.front().num_layers, 7);
+  EXPECT_EQ(layout[1].num_layers, 8);
+  EXPECT_EQ(layout.back().num_layers, 7);
+  EXPECT_THROW(job({"--account-for-loss-in-pipeline-split", "--decoder-first-pipeline-num-layers", "7"}), input_error);
+  EXPECT_THROW(job({"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--vpp", "2"}),
+               input_error);
 }
 
 TEST(ParallelLayout, StagesAddUpToTheModelAndFollowTheSplit) {

@@ -73,6 +73,11 @@ struct parallel_config {
   std::int64_t last_stage_layers = -1;   ///< --decoder-last-pipeline-num-layers
   bool sequence_parallel = false;
   bool embedding_as_stage = false;  ///< BLOOM: each embedding takes one layer slot of its stage
+  /// Megatron-Core's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split: the
+  /// input embedding (the loss) counts as one layer of the even split, so the first (last) rank builds one
+  /// transformer layer fewer (transformer_block.py get_num_layers_to_build; docs/formulas.md §2.2).
+  bool account_embedding_in_split = false;
+  bool account_loss_in_split = false;
   /// Rank order, fastest-varying first, as parallel_dim values (tp 0, cp 1, ep 2, dp 3, pp 4):
   /// Megatron's default "tp-cp-ep-dp-pp" (--rank-order; docs/formulas.md §4.1).
   std::array<std::int8_t, 5> rank_order = {0, 1, 2, 3, 4};
