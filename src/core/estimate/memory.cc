@@ -281,8 +281,10 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     const double ex = static_cast<double>(expert);
     s.weights_bytes = dn * dense_state.weights + ex * expert_state.weights;
     // §5.1.3: Transformer Engine keeps each FP8 linear weight and its transpose beside the 16-bit one
-    // (with --fp8-param-gather the FP8 parameter replaces the 16-bit copy instead).
-    if (fp8_copies) s.weights_bytes += 2.0 * static_cast<double>(holds.stage(st.kinds, false, false).total());
+    // (with --fp8-param-gather the FP8 parameter replaces the 16-bit copy instead). Under ZeRO-3/FSDP
+    // no whole weight stays on the GPU, so neither do its FP8 casts: they exist while a layer is
+    // gathered (below; torchao's Float8Linear casts the gathered weight each pass).
+    if (fp8_copies && tr.zero_stage != 3) s.weights_bytes += 2.0 * static_cast<double>(holds.stage(st.kinds, false, false).total());
     s.gradients_bytes = dn * dense_state.gradients + ex * expert_state.gradients;
     s.optimizer_bytes = dn * dense_state.optimizer + ex * expert_state.optimizer;
     s.offloaded_bytes = dn * dense_state.offloaded + ex * expert_state.offloaded;
@@ -310,6 +312,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
                                                                    : std::min(bucket, largest_layer);
       const double gradient = tr.framework == framework_kind::fsdp ? largest_layer : 0.0;
       s.buffers_bytes += e * (largest_layer + ahead + gradient);
+      // FP8: the gathered layers' FP8 weight and its transpose (1 + 1 byte), while they are gathered.
+      if (fp8_copies) s.buffers_bytes += 2.0 * (largest_layer + ahead);
     } else if (tr.zero_stage == 2 && tr.framework == framework_kind::fsdp) {
       s.buffers_bytes += e * largest_layer;
     }

@@ -92,6 +92,26 @@ TEST(Fp8, WeightCopiesAndSavedInputs) {
   EXPECT_LT(cg[parallel_dim::dp].time_per_iteration_s, ca[parallel_dim::dp].time_per_iteration_s);
 }
 
+// Issue 27: under FSDP (ZeRO-3) no whole weight stays on the GPU, so neither do its FP8 casts (torchao's
+// Float8Linear casts the gathered weight each pass): the resident weights scale with 1/DP, as BF16's do,
+// and only the gathered layers' FP8 weight and transpose (2 bytes per parameter) are added, as buffers.
+TEST(Fp8, UnderFsdpTheCastsLiveOnlyWhileALayerIsGathered) {
+  auto mem = [](const char* gpus, bool fp8) {
+    std::vector<std::string> a = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", gpus, "--framework", "fsdp",
+                                  "--zero-stage", "3"};
+    if (fp8) a.insert(a.end(), {"--fp8-format", "hybrid"});
+    return estimate_memory(parse(a).job);
+  };
+  const memory_report b8 = mem("8", false), f8 = mem("8", true), f16 = mem("16", true);
+  EXPECT_DOUBLE_EQ(f8.stages[0].weights_bytes, b8.stages[0].weights_bytes);
+  EXPECT_DOUBLE_EQ(f16.stages[0].weights_bytes, f8.stages[0].weights_bytes / 2);  // sharded over DP
+  const job_spec j = parse({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework", "fsdp",
+                            "--zero-stage", "3"}).job;
+  const rank_holdings holds = holdings_of(j, count_parameters(j.model, 1));
+  const double layer = static_cast<double>(holds.dense_layer.total());
+  EXPECT_DOUBLE_EQ(f8.stages[0].buffers_bytes - b8.stages[0].buffers_bytes, 2.0 * (layer + layer));  // current + next unit
+}
+
 TEST(Fp8, BadInputNamesTheFlagAndTheGpu) {
   EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-a100", "--num-gpus", "8", "--fp8-format", "hybrid"}),
             "--fp8-format hybrid needs FP8 tensor cores; a100-sxm4-80gb has none (Hopper and later do: --gpu "
