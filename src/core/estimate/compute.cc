@@ -228,6 +228,10 @@ void effective_compute_efficiency(const gpu_spec& gpu, compute_efficiency& e) {
   take(e.flash_half_seq, o.flash_half_seq);
   take(e.flash_backward_half_seq, o.flash_backward_half_seq);
   take(e.sustained_clock_factor, o.sustained_clock_factor);
+  take(e.fa2_fraction, o.fa2_fraction);
+  take(e.fa2_half_seq, o.fa2_half_seq);
+  take(e.fa2_backward_fraction, o.fa2_backward_fraction);
+  take(e.fa2_backward_half_seq, o.fa2_backward_half_seq);
   take(e.memory_bandwidth_fraction, o.memory_bandwidth_fraction);
   take(e.kernel_overhead_s, o.kernel_overhead_s);
   take(e.unfused_softmax_factor, o.unfused_softmax_factor);
@@ -305,12 +309,19 @@ constexpr int kUserbufferSms = 16;
 /// at the backward rate (it recomputes; Dao 2023). `keys`: the sequence each call's causal square spans
 /// (0: a kernel with no sequence ramp), each rate × keys/(keys + half) where the GPU has a ramp (§5.6).
 void add_fused_kernel(const job_spec& job, const compute_efficiency& e, double flops, double keys, unit_time& u,
-                      double pass_time::*bucket) {
+                      double pass_time::*bucket, bool attention = false) {
   const double peak = job.cluster.gpu.peak_flops(job.training.precision);
   auto ramp = [keys](double half) { return keys > 0 && half > 0 ? keys / (keys + half) : 1.0; };
-  const double forward_rate = peak * e.flash_attention_fraction * ramp(e.flash_half_seq);
-  const double backward_fraction = e.flash_backward_fraction > 0 ? e.flash_backward_fraction : e.flash_attention_fraction;
-  const double backward_rate = peak * backward_fraction * ramp(e.flash_backward_half_seq);
+  // Attention in a framework without Transformer Engine runs FlashAttention-2 where the GPU has its rates.
+  const bool fa2 = attention && traits_of(job.training.framework).fa2_attention && e.fa2_fraction > 0;
+  const double fraction = fa2 ? e.fa2_fraction : e.flash_attention_fraction;
+  const double half = fa2 ? e.fa2_half_seq : e.flash_half_seq;
+  const double backward_fraction = fa2 ? e.fa2_backward_fraction
+                                   : e.flash_backward_fraction > 0 ? e.flash_backward_fraction
+                                                                    : e.flash_attention_fraction;
+  const double backward_half = fa2 ? e.fa2_backward_half_seq : e.flash_backward_half_seq;
+  const double forward_rate = peak * fraction * ramp(half);
+  const double backward_rate = peak * backward_fraction * ramp(backward_half);
   u.forward.*bucket += flops / forward_rate + e.kernel_overhead_s;
   u.forward.flops += flops;
   u.backward.*bucket += 2.5 * flops / backward_rate + e.kernel_overhead_s;
@@ -341,7 +352,7 @@ void attention_core(const job_spec& job, const compute_efficiency& e, bool windo
     // Each call spans s/CP keys (one CP rank's chunk pair); a windowed layer's rows at most the window.
     double keys = static_cast<double>(sq);
     if (windowed && m.sliding_window > 0) keys = std::min(keys, static_cast<double>(m.sliding_window));
-    add_fused_kernel(job, e, flops, keys, u, &pass_time::attention_s);
+    add_fused_kernel(job, e, flops, keys, u, &pass_time::attention_s, true);
     return;
   }
   // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the

@@ -14,9 +14,9 @@ namespace {
 // runs TE's fused attention (--attention-backend auto); PyTorch's scaled_dot_product_attention picks
 // its flash kernel; Megatron-DeepSpeed (BLOOM) ran the unfused core.
 constexpr std::array<framework_traits, 3> kFrameworks = {{
-    {framework_kind::megatron, "megatron", true, true, false, false, 0, 0.0, true, false},
-    {framework_kind::deepspeed, "deepspeed", false, false, true, true, 500'000'000, 2.5e-3, false, true},
-    {framework_kind::fsdp, "fsdp", false, false, false, false, 0, 0.0, true, false},
+    {framework_kind::megatron, "megatron", true, true, false, false, 0, 0.0, true, false, false},
+    {framework_kind::deepspeed, "deepspeed", false, false, true, true, 500'000'000, 2.5e-3, false, true, true},
+    {framework_kind::fsdp, "fsdp", false, false, false, false, 0, 0.0, true, false, true},
 }};
 
 using su = state_unit;

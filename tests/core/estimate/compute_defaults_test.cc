@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "trainplan/cli/args.h"
 #include "trainplan/core/estimate/calibration.h"
 #include "trainplan/core/estimate/compute.h"
 #include "trainplan/core/hardware/calibration.h"
@@ -111,6 +112,32 @@ TEST(HopperDefaults, FusedAttentionRatesFollowTheMeasuredCurve) {
     ++checked;
   }
   EXPECT_EQ(checked, 4);
+}
+
+TEST(HopperDefaults, FlashAttention2RatesFollowTheMeasuredCurveAndFsdpRunsThem) {
+  // PyTorch SDPA's flash backend (FlashAttention-2), measured in the same run as cuDNN: within 3%.
+  const gpu_spec& gpu = find_gpu("h100-sxm5-80gb");
+  const compute_efficiency e = default_compute_efficiency(gpu);
+  int checked = 0;
+  for (const auto& r : section("kernels-run2.csv", "attention")) {
+    if (r.size() < 9 || r[0] != "flash" || r[2] != "32" || r[4] != "128") continue;
+    const double s = std::stod(r[1]);
+    EXPECT_NEAR(e.fa2_fraction * s / (s + e.fa2_half_seq) * gpu.peak_bf16_flops / 1e12 / std::stod(r[7]), 1.0, 0.03) << s;
+    EXPECT_NEAR(e.fa2_backward_fraction * s / (s + e.fa2_backward_half_seq) * gpu.peak_bf16_flops / 1e12 / std::stod(r[8]),
+                1.0, 0.03) << s;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);
+  // FSDP (and Megatron-DeepSpeed) run it; Megatron-Core runs Transformer Engine's cuDNN kernel.
+  const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--seq-length", "8192"};
+  std::vector<std::string> fsdp = base;
+  fsdp.insert(fsdp.end(), {"--framework", "fsdp", "--zero-stage", "3"});
+  const job_spec mj = parse_job_args(base).job, fj = parse_job_args(fsdp).job;
+  const unit_time mu = layer_compute(mj, e, false), fu = layer_compute(fj, e, false);
+  const double s = 8192;
+  const double want_fwd = (e.flash_attention_fraction * s / (s + e.flash_half_seq)) / (e.fa2_fraction * s / (s + e.fa2_half_seq));
+  EXPECT_NEAR((fu.forward.attention_s - e.kernel_overhead_s) / (mu.forward.attention_s - e.kernel_overhead_s), want_fwd, 1e-9);
+  EXPECT_GT(fu.backward.attention_s, 1.5 * mu.backward.attention_s);
 }
 
 }  // namespace

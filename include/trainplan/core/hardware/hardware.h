@@ -47,6 +47,13 @@ struct compute_efficiency {
   /// GEMM rate in training over the rate a benchmark measures in short samples: under back-to-back
   /// GEMMs the card holds its power limit at a lower clock (§5.6, measured); 0 or 1: none.
   double sustained_clock_factor = 0;
+  /// FlashAttention-2 (PyTorch's scaled_dot_product_attention flash backend, the flash_attn package),
+  /// the kernel of the frameworks that do not run Transformer Engine's (framework_traits::fa2_attention):
+  /// forward and backward fractions and half-sequences as above; 0: the fused ones.
+  double fa2_fraction = 0;
+  double fa2_half_seq = 0;
+  double fa2_backward_fraction = 0;
+  double fa2_backward_half_seq = 0;
   double memory_bandwidth_fraction = 0;  ///< elementwise kernels' achieved / datasheet bandwidth
   double kernel_overhead_s = 0;          ///< launch and tail of one kernel
   double unfused_softmax_factor = 0;     ///< softmax slowdown when the fused kernel's shape rule fails

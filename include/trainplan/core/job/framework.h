@@ -31,6 +31,9 @@ struct framework_traits {
   /// with DeepSpeed (BLOOM's 2022 runs); the others get no such term, since a memory estimate's own
   /// error would otherwise become a time error.
   bool allocator_pressure;
+  /// Its fused attention is FlashAttention-2 (PyTorch SDPA's flash backend, the flash_attn package), not
+  /// Transformer Engine's cuDNN kernel (§5.6).
+  bool fa2_attention;
 };
 const framework_traits& traits_of(framework_kind k);
 
