@@ -96,38 +96,34 @@ TEST(HopperDefaults, SustainedClockFactorIsTheHeldGemmOverTheProfile) {
   EXPECT_NEAR(mean_fp8 / profile_fp8, e.sustained_clock_factor, 0.015);
 }
 
-TEST(HopperDefaults, FusedAttentionRatesFollowTheMeasuredCurve) {
-  // cuDNN causal attention, 32 query heads of 128, sequences 2K-16K, measured hot (run 2): the model's
-  // forward and backward rates within 2% of every point.
-  const gpu_spec& gpu = find_gpu("h100-sxm5-80gb");
-  const compute_efficiency e = default_compute_efficiency(gpu);
+/// Checks one attention kernel's modelled rates, fraction × s/(s + half) of the BF16 peak forward and
+/// backward, against every measured point of `backend` (32 query heads of 128, 2K-16K, run 2, hot).
+void expect_measured_curve(const char* backend, double fraction, double half, double backward_fraction,
+                           double backward_half, double tolerance) {
+  const double peak_tflops = find_gpu("h100-sxm5-80gb").peak_bf16_flops / 1e12;
   int checked = 0;
   for (const auto& r : section("kernels-run2.csv", "attention")) {
-    if (r.size() < 9 || r[0] != "cudnn" || r[2] != "32" || r[4] != "128") continue;
+    if (r.size() < 9 || r[0] != backend || r[2] != "32" || r[4] != "128") continue;
     const double s = std::stod(r[1]);
-    const double forward = e.flash_attention_fraction * s / (s + e.flash_half_seq) * gpu.peak_bf16_flops / 1e12;
-    const double backward = e.flash_backward_fraction * s / (s + e.flash_backward_half_seq) * gpu.peak_bf16_flops / 1e12;
-    EXPECT_NEAR(forward / std::stod(r[7]), 1.0, 0.02) << "forward at " << s;
-    EXPECT_NEAR(backward / std::stod(r[8]), 1.0, 0.02) << "backward at " << s;
+    EXPECT_NEAR(fraction * s / (s + half) * peak_tflops / std::stod(r[7]), 1.0, tolerance) << backend << " forward at " << s;
+    EXPECT_NEAR(backward_fraction * s / (s + backward_half) * peak_tflops / std::stod(r[8]), 1.0, tolerance)
+        << backend << " backward at " << s;
     ++checked;
   }
-  EXPECT_EQ(checked, 4);
+  EXPECT_EQ(checked, 4) << backend;
+}
+
+TEST(HopperDefaults, FusedAttentionRatesFollowTheMeasuredCurve) {
+  // cuDNN causal attention: the model's forward and backward rates within 2% of every point.
+  const compute_efficiency e = default_compute_efficiency(find_gpu("h100-sxm5-80gb"));
+  expect_measured_curve("cudnn", e.flash_attention_fraction, e.flash_half_seq, e.flash_backward_fraction,
+                        e.flash_backward_half_seq, 0.02);
 }
 
 TEST(HopperDefaults, FlashAttention2RatesFollowTheMeasuredCurveAndFsdpRunsThem) {
   // PyTorch SDPA's flash backend (FlashAttention-2), measured in the same run as cuDNN: within 3%.
-  const gpu_spec& gpu = find_gpu("h100-sxm5-80gb");
-  const compute_efficiency e = default_compute_efficiency(gpu);
-  int checked = 0;
-  for (const auto& r : section("kernels-run2.csv", "attention")) {
-    if (r.size() < 9 || r[0] != "flash" || r[2] != "32" || r[4] != "128") continue;
-    const double s = std::stod(r[1]);
-    EXPECT_NEAR(e.fa2_fraction * s / (s + e.fa2_half_seq) * gpu.peak_bf16_flops / 1e12 / std::stod(r[7]), 1.0, 0.03) << s;
-    EXPECT_NEAR(e.fa2_backward_fraction * s / (s + e.fa2_backward_half_seq) * gpu.peak_bf16_flops / 1e12 / std::stod(r[8]),
-                1.0, 0.03) << s;
-    ++checked;
-  }
-  EXPECT_EQ(checked, 4);
+  const compute_efficiency e = default_compute_efficiency(find_gpu("h100-sxm5-80gb"));
+  expect_measured_curve("flash", e.fa2_fraction, e.fa2_half_seq, e.fa2_backward_fraction, e.fa2_backward_half_seq, 0.03);
   // FSDP (and Megatron-DeepSpeed) run it; Megatron-Core runs Transformer Engine's cuDNN kernel.
   const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--seq-length", "8192"};
   std::vector<std::string> fsdp = base;
