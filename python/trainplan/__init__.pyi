@@ -126,6 +126,7 @@ class Job:
         fp8_param_gather: Optional[bool] = ...,
         framework: Union[str, os.PathLike[str], None] = ...,
         deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+        torchtitan_config: Union[str, os.PathLike[str], None] = ...,
         no_gradient_accumulation_fusion: Optional[bool] = ...,
         no_pipeline_parallel: Optional[bool] = ...,
         deepspeed: Optional[bool] = ...,
@@ -285,6 +286,7 @@ class Job:
         fp8_param_gather: keep parameters and all-gather them in FP8
         framework [NAME]: megatron, deepspeed or fsdp (default megatron)
         deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+        torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
         no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
         no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
         deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
@@ -313,7 +315,7 @@ class Job:
         use_mcore_models: Megatron-Core models (the default; §3.4)
         bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
         no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
-        recompute_granularity / recompute [KIND]: none, selective or full (default none)
+        recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
         recompute_activations: = --recompute-granularity selective
         checkpoint_activations: = --recompute-granularity full (older Megatron)
         recompute_method [METHOD]: uniform or block (default uniform)
@@ -485,6 +487,7 @@ def search(*,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+    torchtitan_config: Union[str, os.PathLike[str], None] = ...,
     no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
@@ -652,6 +655,7 @@ def search(*,
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+    torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
     no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
@@ -841,6 +845,7 @@ def shapes(*,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+    torchtitan_config: Union[str, os.PathLike[str], None] = ...,
     no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
@@ -1015,6 +1020,7 @@ def shapes(*,
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+    torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
     no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
@@ -1198,6 +1204,7 @@ def plan(job: Optional[Job] = ..., *,
     fp8_param_gather: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
+    torchtitan_config: Union[str, os.PathLike[str], None] = ...,
     no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
@@ -1373,6 +1380,7 @@ def plan(job: Optional[Job] = ..., *,
     fp8_param_gather: keep parameters and all-gather them in FP8
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
+    torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
     no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
@@ -1401,7 +1409,7 @@ def plan(job: Optional[Job] = ..., *,
     use_mcore_models: Megatron-Core models (the default; §3.4)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
     no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
-    recompute_granularity / recompute [KIND]: none, selective or full (default none)
+    recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
     recompute_activations: = --recompute-granularity selective
     checkpoint_activations: = --recompute-granularity full (older Megatron)
     recompute_method [METHOD]: uniform or block (default uniform)

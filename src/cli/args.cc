@@ -222,7 +222,9 @@ struct pending {
   const flag_def* def;
   std::string flag;
   std::string value;
-  int source;  ///< where it was given: 0 a preset, 1 the user's flags, 2 the launch line, 3 its DeepSpeed config
+  /// where it was given: 0 a preset, 1 the user's flags, 2 the launch line, 3 its DeepSpeed config, 4 its
+  /// torchtitan config (or torchtitan's defaults), 5 torchtitan's overrides on the launch line
+  int source;
 };
 
 /// Where a tokenizer flag's value goes, or null for any other flag.
@@ -247,6 +249,21 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
       }
       throw input_error("unexpected argument '" + tok + "'" + (launch ? " in the launch line" : "") +
                         ": job settings are flags such as --model NAME");
+    }
+    // torchtitan's options are dotted (--training.seq_len 4096): its config file and overrides, read as a
+    // whole once the line is (torchtitan_config.h).
+    if (launch && tok.substr(0, tok.find('=')).find('.') != std::string::npos) {
+      const std::size_t eq = tok.find('=');
+      std::string key = tok.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      std::string value = eq == std::string::npos ? "" : tok.substr(eq + 1);
+      if (eq == std::string::npos) {
+        if (i + 1 < tokens.size() && !tokens[i + 1].starts_with("--")) value = tokens[++i];
+        else value = "true";  // a switch
+      }
+      b.torchtitan = true;
+      if (key == "job.config_file") b.torchtitan_launch_path = value;
+      else b.torchtitan_overrides.push_back({key, value});
+      continue;
     }
     std::string val;
     bool has_inline = false;
@@ -340,7 +357,62 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
       for (const ds_setting& d : ds.settings) out.push_back({find_flag(d.flag), d.key, d.value, 3});
       b.ignored.insert(b.ignored.end(), ds.ignored.begin(), ds.ignored.end());
     }
+    if (def->info.name == "--torchtitan-config") {
+      b.torchtitan = true;
+      b.torchtitan_user_path = val;
+    }
   }
+}
+
+/// A torchtitan job's settings as flags: the file's (and torchtitan's defaults) as the torchtitan
+/// config's source, the launch line's overrides as theirs; the user's flags before `--` override both.
+void torchtitan_flags(job_builder& b, std::vector<pending>& out, parsed_job& parsed) {
+  if (!b.torchtitan) return;
+  const bool user_file = !b.torchtitan_user_path.empty();
+  const std::string path = user_file ? b.torchtitan_user_path : b.torchtitan_launch_path;
+  if (user_file && !b.torchtitan_launch_path.empty() && b.torchtitan_launch_path != path) {
+    parsed.overridden_flags.push_back(fmt::format("--job.config_file {} (launch line) → --torchtitan-config {} (your flags)",
+                                                  b.torchtitan_launch_path, path));
+  }
+  const tt_config tt = read_torchtitan_config(path, user_file ? "--torchtitan-config" : "--job.config_file",
+                                              b.torchtitan_overrides);
+  for (const tt_setting& s : tt.settings) out.push_back({find_flag(s.flag), s.key, s.value, s.from_launch_line ? 5 : 4});
+  const bool user_model = std::any_of(out.begin(), out.end(), [](const pending& p) {
+    return p.source == 1 && p.def->info.name == "--model";
+  });
+  if (!tt.unknown_model.empty() && !user_model) throw input_error(tt.unknown_model);
+  b.ignored.insert(b.ignored.end(), tt.ignored.begin(), tt.ignored.end());
+  parsed.overridden_flags.insert(parsed.overridden_flags.end(), tt.overridden.begin(), tt.overridden.end());
+  parsed.derived_flags.insert(parsed.derived_flags.end(), tt.derived.begin(), tt.derived.end());
+  const bool user_recompute = std::any_of(out.begin(), out.end(), [](const pending& p) {
+    return p.source == 1 && (p.def->info.name == "--recompute-granularity" || p.def->info.name == "--recompute-method" ||
+                             p.def->info.name == "--recompute-num-layers" || p.def->info.name == "--recompute-activations" ||
+                             p.def->info.name == "--checkpoint-activations");
+  });
+  if (!user_recompute) b.layer_checkpoint_every = tt.layer_checkpoint_every;
+}
+
+/// torchtitan's layer SAC (activation_checkpoint.py _apply_layer_sac): of a rank's blocks, those whose
+/// running count is a multiple of k are checkpointed whole, floor(L/k) of L: Megatron's block method
+/// with that many layers (§3.4.4). Needs the model's layer count.
+void apply_layer_checkpointing(job_builder& b, std::vector<std::string>& derived) {
+  const std::int64_t every = b.layer_checkpoint_every;
+  if (every < 2) return;
+  training_config& t = b.job.training;
+  const std::int64_t layers = b.job.model.num_layers / std::max<std::int64_t>(1, b.job.parallel.pp);
+  const std::int64_t checkpointed = layers / every;
+  if (checkpointed == 0) {
+    t.recompute = recompute_granularity::none;
+    t.recompute_num_layers = 0;
+  } else {
+    t.recompute_method_ = recompute_method::block;
+    t.recompute_num_layers = checkpointed;
+  }
+  derived.push_back(fmt::format("--recompute-granularity {} (activation_checkpoint.selective_ac_option {}: every "
+                                "{}th of {} blocks checkpointed)",
+                                checkpointed == 0 ? "none" : fmt::format("full --recompute-method block "
+                                                                         "--recompute-num-layers {}", checkpointed),
+                                every, every, layers));
 }
 
 /// The launch line's world size as flags of the launch line's source (issue 29): --num-nodes, --gpus-per-node
@@ -494,7 +566,7 @@ void derive_world_size(job_builder& b) {
   if (b.dp_given && job.num_gpus > 0) {
     const std::int64_t mp = job.parallel.tp * job.parallel.pp * job.parallel.cp;
     if (job.parallel.dp * mp != job.num_gpus) {
-      throw input_error("--dp " + std::to_string(job.parallel.dp) + " × TP×PP×CP " + std::to_string(mp) +
+      throw input_error("${parallel.dp} " + std::to_string(job.parallel.dp) + " × TP×PP×CP " + std::to_string(mp) +
                         " does not make the world size " + std::to_string(job.num_gpus) +
                         " (--num-gpus or --num-nodes × --gpus-per-node)");
     }
@@ -579,7 +651,8 @@ namespace {
 /// A flag given twice with different values: the later one counts (a preset's, then the launch line's,
 /// then the user's flags before `--`, each in order). "--tp 4 (preset) → 8 (your flags)", as each was typed, for the reports.
 std::vector<std::string> overridden_flags(const std::vector<pending>& flags) {
-  static constexpr const char* kSource[] = {"preset", "your flags", "launch line", "DeepSpeed config"};
+  static constexpr const char* kSource[] = {"preset", "your flags", "launch line", "DeepSpeed config",
+                                            "torchtitan config", "launch line"};
   // The precisions are one setting given by three switches.
   auto setting_of = [](const flag_def* d) {
     const std::string& n = d->info.name;
@@ -602,7 +675,10 @@ std::vector<std::string> overridden_flags(const std::vector<pending>& flags) {
 }
 
 /// parse_job_args with the core's messages as it throws them (fields as ${paths}).
-parsed_job parse_job_fields(const std::vector<std::string>& args, model_need need) {
+/// `config_keys`: each job field a config file's key set last (DeepSpeed's, torchtitan's), named by that
+/// key, so that a rule it breaks names the key rather than the flag it became.
+parsed_job parse_job_fields(const std::vector<std::string>& args, model_need need,
+                            std::map<std::string, std::string, std::less<>>& config_keys) {
   job_builder b;
   b.job.cluster = find_cluster("dgx-h100");
   std::vector<std::string> own(args.begin(), std::find(args.begin(), args.end(), std::string("--")));
@@ -617,6 +693,7 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
     launch_world_flags(world, flags, b);
     read_flags(world.script_args, true, flags, b);
     out.from_launch_line = true;
+    b.torchtitan = b.torchtitan || world.module == "torchtitan.train";
     // The user's world size replaces the launcher's whole: their --num-gpus the line's node count, their
     // --num-nodes the line's process count (the same flag on both sides is an override like any other).
     const flag_def* gpus_def = find_flag("--num-gpus");
@@ -640,15 +717,33 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
                         "; give --num-nodes N (and --gpus-per-node N) before '--'");
     }
   }
+  torchtitan_flags(b, flags, out);
   out.preset = b.preset;
-  // The order flags apply in, each later one overriding: a preset's, the launch line's, its DeepSpeed
-  // config's, then the user's own before `--` (a what-if on the line); model and cluster choices first.
-  auto rank_of = [](const pending& p) { return p.source == 0 ? 0 : p.source == 2 ? 1 : p.source == 3 ? 2 : 3; };
+  // The order flags apply in, each later one overriding: a preset's, the launch line's, its DeepSpeed or
+  // torchtitan config's, torchtitan's overrides on the line, then the user's own before `--` (a what-if on
+  // the line); model and cluster choices first.
+  auto rank_of = [](const pending& p) {
+    static constexpr std::array<int, 6> kRank = {0, 4, 1, 2, 2, 3};  // by pending::source
+    return kRank[static_cast<std::size_t>(p.source)];
+  };
   std::stable_sort(flags.begin(), flags.end(), [&](const pending& x, const pending& y) {
     return std::pair(x.def->priority, rank_of(x)) < std::pair(y.def->priority, rank_of(y));
   });
-  out.overridden_flags = overridden_flags(flags);
+  {
+    std::vector<std::string> overridden = overridden_flags(flags);
+    overridden.insert(overridden.end(), out.overridden_flags.begin(), out.overridden_flags.end());
+    out.overridden_flags = std::move(overridden);
+  }
   out.overridden_flags.insert(out.overridden_flags.end(), displaced.begin(), displaced.end());
+  for (const pending& p : flags) {
+    for (std::string_view fields = p.def->info.fields; !fields.empty();) {
+      const std::size_t end = std::min(fields.find(' '), fields.size());
+      const std::string field(fields.substr(0, end));
+      if (p.source >= 3) config_keys[field] = p.flag;
+      else config_keys.erase(field);
+      fields.remove_prefix(std::min(end + 1, fields.size()));
+    }
+  }
   model_spec base;
   bool base_taken = false;
   for (const auto& p : flags) {
@@ -710,6 +805,7 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
                       "--num-layers, --hidden-size, --num-attention-heads, --seq-length and --vocab-size");
   }
   finalize_model(b.job.model);
+  apply_layer_checkpointing(b, out.derived_flags);
 
   apply_hardware_flags(b);
 
@@ -731,10 +827,15 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
 }  // namespace
 
 parsed_job parse_job_args(const std::vector<std::string>& args, model_need need) {
+  std::map<std::string, std::string, std::less<>> config_keys;
   try {
-    return parse_job_fields(args, need);
+    return parse_job_fields(args, need, config_keys);
   } catch (const input_error& e) {
-    throw input_error(cli_message(e));  // the core names fields; the command line names its flags
+    // The core names fields; the command line names its flags, or the config key that set the field.
+    throw input_error(e.message([&](std::string_view field) {
+      const auto it = config_keys.find(field);
+      return it != config_keys.end() ? it->second : flag_of_field(field);
+    }));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tokenizer.h"
+#include "torchtitan_config.h"
 #include "trainplan/cli/args.h"
 
 namespace trainplan::args_detail {
@@ -25,6 +26,12 @@ struct job_builder {
   bool recompute_zero_layers = false;  // --recompute-num-layers 0 given (the core reads 0 as "not given")
   std::vector<std::string> tp_comm_tuning;  // userbuffer tuning flags: ignored unless --tp-comm-overlap
   tokenizer_flags tokenizer;           // Megatron's tokenizer flags (ignored, but they imply the vocabulary)
+  // A torchtitan job (torchtitan_config.h): its config file (the user's --torchtitan-config, else the
+  // launch line's --job.config_file) and the launch line's --section.option overrides.
+  bool torchtitan = false;
+  std::string torchtitan_user_path, torchtitan_launch_path;
+  std::vector<tt_override> torchtitan_overrides;
+  std::int64_t layer_checkpoint_every = 0;  // torchtitan's layer SAC: every k-th block checkpointed
   bool quick_geglu = false;    // --quick-geglu: gated, but Megatron's 4h default width (not --swiglu's)
   std::int64_t num_gpus = 0;
   std::int64_t num_nodes = 0;

@@ -435,6 +435,11 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--deepspeed-config", "", "FILE", "none", "training",
                       "DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused)",
                       setter([](job_builder&, const std::string&, const std::string&) {})));
+    // A torchtitan TOML config: parse_job_fields expands it into the flags of its keys (torchtitan_config.cc).
+    t.push_back(value("--torchtitan-config", "", "FILE", "none", "training",
+                      "torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, "
+                      "checkpointing, float8 (other keys refused)",
+                      setter([](job_builder&, const std::string&, const std::string&) {})));
     t.push_back(swtch("--no-gradient-accumulation-fusion", "", "training",
                       "Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)",
                       SWITCH(b.job.training.gradient_accumulation_fusion = false)));
@@ -540,13 +545,15 @@ const std::vector<flag_def>& flag_table() {
                       SWITCH(b.job.training.bias_swiglu_fusion = true)));
     t.push_back(swtch("--no-bias-swiglu-fusion", "", "training", "unfused SwiGLU (legacy Megatron, the default here)",
                       SWITCH(b.job.training.bias_swiglu_fusion = false)));
-    t.push_back(value("--recompute-granularity", "--recompute", "KIND", "none", "training", "none, selective or full",
+    t.push_back(value("--recompute-granularity", "--recompute", "KIND", "none", "training",
+                      "none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4)",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.recompute = parse_enum<recompute_granularity>(
                             v, f,
                             {{"none", recompute_granularity::none},
                              {"selective", recompute_granularity::selective},
-                             {"full", recompute_granularity::full}});
+                             {"full", recompute_granularity::full},
+                             {"op", recompute_granularity::selective_op}});
                       }, "training.recompute")));
     t.push_back(swtch("--recompute-activations", "", "training", "= --recompute-granularity selective",
                       SWITCH(b.job.training.recompute = recompute_granularity::selective)));

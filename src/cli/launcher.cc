@@ -332,6 +332,11 @@ launch_world read_launcher(const std::vector<std::string>& tokens) {
     }
     if (is_python(tok) || tok == "-u") continue;
     if (tok == "-m" && i + 1 < tokens.size() && launcher_of(tokens[i + 1]) != launcher_kind::none) continue;
+    // torchrun -m / python -m MODULE: the module is the training script (torchtitan's run_train.sh).
+    if ((tok == "-m" || tok == "--module") && i + 1 < tokens.size() && !tokens[i + 1].starts_with("-")) {
+      w.module = tokens[++i];
+      break;
+    }
     if (!tok.starts_with("-")) {
       throw input_error("launch line: expected a launcher flag or the training script, got '" + tok + "'");
     }
@@ -366,7 +371,9 @@ launch_world read_launcher(const std::vector<std::string>& tokens) {
     if (launchers.empty()) launchers.push_back(values_of(k));
     apply(launchers.back(), *f, spelling, value);
   }
-  if (i == tokens.size()) throw input_error("launch line: no training script (a *.py file) after '--'");
+  if (i == tokens.size()) {
+    throw input_error("launch line: no training script (a *.py file, or -m MODULE) after '--'");
+  }
   w.script_args.assign(tokens.begin() + static_cast<std::ptrdiff_t>(i) + 1, tokens.end());
   // Nested launchers (srun … torchrun …): the inner one's processes are the GPUs; what it does not say,
   // the outer one does (srun's nodes under a torchrun that gives no --nnodes).

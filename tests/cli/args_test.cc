@@ -429,8 +429,8 @@ TEST(ArgsDeepSpeedConfig, GradientAccumulationStepsSetOrCheckTheGlobalBatch) {
       "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4})")})));
   EXPECT_THAT(error_of(concat(model, {write_temp("ds_gas_bad.json", R"({"train_batch_size": 32,
       "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4})")})),
-              HasSubstr("(32) must equal --micro-batch-size × --gradient-accumulation-steps × DP (2 × 4 × 8 = 64): "
-                        "DeepSpeed's batch check"));
+              HasSubstr("train_batch_size (32) must equal train_micro_batch_size_per_gpu × gradient_accumulation_steps "
+                        "× DP (2 × 4 × 8 = 64): DeepSpeed's batch check"));  // the keys that set them
 }
 
 TEST(ArgsDeepSpeedConfig, WhatItDoesNotModelIsRefusedByKey) {

@@ -20,7 +20,8 @@ namespace trainplan {
 namespace {
 
 /// A corpus file as argv: "# trainplan:" flags, then "--", then the line's words (double quotes group
-/// words, a lone backslash continues the line, other # lines are comments).
+/// words, a lone backslash continues the line, other # lines are comments; {here} is the file's folder,
+/// where the configs a line names lie).
 std::vector<std::string> args_of(const std::filesystem::path& file) {
   std::ifstream in(file);
   std::vector<std::string> own, line;
@@ -38,6 +39,9 @@ std::vector<std::string> args_of(const std::filesystem::path& file) {
         quoted = !quoted;
         any = true;
       } else if ((c == ' ' || c == '\t') && !quoted) {
+        if (const std::size_t at = word.find("{here}"); at != std::string::npos) {
+          word.replace(at, 6, file.parent_path().string());
+        }
         if (any && word != "\\") line.push_back(word);
         word.clear();
         any = false;

@@ -532,6 +532,36 @@ unit_time output_compute(const job_spec& job, const compute_efficiency& e) {
 
 namespace {
 
+/// §5.4: torchtitan's per-op selective checkpointing (memory.cc op_checkpoint_bytes) keeps the output of
+/// every second aten.mm of a dense block (wq, wv, w1, w2 of wq, wk, wv, wo, w1, w3, w2) and recomputes
+/// the others; under float8 it keeps none (torch._scaled_mm is not on its list). Returns the recomputed
+/// matmuls' share of the linear GEMMs' FLOPs (their time share at one rate) and their forward FLOPs per
+/// layer. TP 1 (job_rules).
+std::pair<double, double> op_recomputed_matmul_share(const job_spec& job) {
+  const model_spec& m = job.model;
+  if (job.training.recompute != recompute_granularity::selective_op) return {0.0, 0.0};
+  const double h = static_cast<double>(m.hidden_size), f = static_cast<double>(m.ffn_hidden_size);
+  const bool gated = is_gated(m.activation);
+  // (input, output) widths in forward order.
+  const std::array<std::pair<double, double>, 7> mm = {{{h, static_cast<double>(m.q_width())},
+                                                        {h, static_cast<double>(m.k_width())},
+                                                        {h, static_cast<double>(m.v_width())},
+                                                        {static_cast<double>(m.attention_out_width()), h},
+                                                        {h, f},
+                                                        {h, f},
+                                                        {f, h}}};
+  const bool keep_none = job.resolved.roles.linear == dtype::fp8;
+  double all = 0, redone = 0;
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < mm.size(); ++i) {
+    if (i == 5 && !gated) continue;
+    const double work = mm[i].first * mm[i].second;
+    all += work;
+    if (keep_none || ++count % 2 == 0) redone += work;
+  }
+  return {redone / all, 2.0 * redone * static_cast<double>(job.resolved.tokens)};
+}
+
 /// The framework's own host time per layer pass, without ZeRO-3's fetches (§5.9).
 double host_default_per_layer_pass_s(const training_config& t) {
   // Megatron-DeepSpeed's activation checkpointing saves and restores CUDA RNG states around every
@@ -635,11 +665,15 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     r.fused_softmax = tc.flash_attention || fused_softmax_applies(sq, m.seq_length, tc.micro_batch_size, np);
   }
 
-  // Recomputation (§5.4): full redoes the layer's forward in backward; selective redoes the attention core.
+  // Recomputation (§5.4): full redoes the layer's forward in backward; selective redoes the attention
+  // core; torchtitan's per-op policy redoes the memory-bound kernels and the matmuls it did not keep.
+  const std::pair<double, double> op_share = op_recomputed_matmul_share(job);
   auto recompute_of = [&](const unit_time& u) {
     switch (tc.recompute) {
       case recompute_granularity::full: return std::pair{u.forward.total_s(), u.forward.flops};
       case recompute_granularity::selective: return std::pair{u.forward.attention_s, 0.0};
+      case recompute_granularity::selective_op:
+        return std::pair{u.forward.memory_s + op_share.first * u.forward.gemm_s, op_share.second};
       case recompute_granularity::none: break;
     }
     return std::pair{0.0, 0.0};

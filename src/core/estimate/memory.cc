@@ -116,6 +116,29 @@ double mamba_bytes(const model_spec& m, const activation_setting& a) {
   return a.lin * h / rep + a.e * in_width / t + a.e * d / t + 4 * static_cast<double>(x.num_groups) / t + a.lin * d / t;
 }
 
+/// §3.4.4: what a dense layer keeps per token under torchtitan's per-op selective checkpointing
+/// (torchtitan/distributed/activation_checkpoint.py _apply_op_sac; the save list of
+/// models/llama3/infra/parallelize.py): the block's input, the attention kernel's output and fp32
+/// log-sum-exp, and the output of every second aten.mm of the block in forward order (wq, wk, wv, wo,
+/// w1, w3, w2: the 1st, 3rd, 5th and 7th). Under torchao's float8 the linears run torch._scaled_mm,
+/// which the list does not name: no matmul output is kept. At TP 1 (job_rules), so no shard divisors.
+double op_checkpoint_bytes(const model_spec& m, const activation_setting& a, bool fp8_linears) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double f = static_cast<double>(m.ffn_hidden_size);
+  double kept = a.e * h;                                                                     // the block's input
+  kept += a.e * static_cast<double>(m.attention_out_width()) + 4.0 * static_cast<double>(m.num_attention_heads);
+  if (fp8_linears) return kept;
+  const std::array<double, 7> outputs = {static_cast<double>(m.q_width()), static_cast<double>(m.k_width()),
+                                         static_cast<double>(m.v_width()), h, f, f, h};
+  const bool gated = is_gated(m.activation);
+  std::size_t count = 0;  // aten.mm calls so far in the block
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (i == 5 && !gated) continue;  // no w3
+    if (++count % 2 == 1) kept += a.e * outputs[i];
+  }
+  return kept;
+}
+
 /// §3.4: bytes one layer stores for its backward pass, block by block (§1.10).
 layer_activation_bytes layer_bytes(const model_spec& m, const activation_setting& a, layer_kind kind,
                                    bool swiglu_fusion) {
@@ -250,6 +273,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const bool full = tr.recompute == recompute_granularity::full;
   const double checkpoint_bytes = e * h * tokens / rep;  // a checkpointed layer's input
   const double n_recompute = static_cast<double>(tr.recompute_num_layers);
+  const bool op_sac = tr.recompute == recompute_granularity::selective_op;
+  const double op_kept_bytes =
+      op_sac ? op_checkpoint_bytes(m, act, job.resolved.roles.linear == dtype::fp8) * tokens : 0.0;
 
   const double dp_shards = static_cast<double>(job.resolved.dp_shards);  // DP×CP, or one HSDP replica (§2.5)
   const double ep_shards = static_cast<double>(job.resolved.expert_dp_shards);  // §2.5
@@ -334,6 +360,10 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     // Stored per layer-micro-batch, and the working set rebuilt during backward (§3.4.4).
     double stored_per_layer = per_layer;
     double working = 0;
+    if (op_sac) {
+      stored_per_layer = op_kept_bytes;
+      working = per_layer;  // the layer's recomputed tensors while its backward runs
+    }
     if (full) {
       const double chunk_layers = static_cast<double>(st.num_layers / par.vpp);
       if (tr.recompute_method_ == recompute_method::uniform) {
@@ -377,7 +407,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
                           output_stored;
     // Under full recomputation the rebuilt layer's activations are freed as its gradients appear, so
     // the gradient tensors do not add to the rebuilt working set.
-    s.transient_bytes = std::max(full ? working : working + grad_working, loss_transient);
+    s.transient_bytes = std::max(full || op_sac ? working : working + grad_working, loss_transient);
     const double static_bytes = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.buffers_bytes;
     const double train_peak = static_bytes + s.activations_bytes + s.transient_bytes;
     const double step_peak = static_bytes + step_transient;

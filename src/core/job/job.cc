@@ -67,6 +67,7 @@ std::string_view to_string(recompute_granularity k) {
     case recompute_granularity::none: return "none";
     case recompute_granularity::selective: return "selective";
     case recompute_granularity::full: return "full";
+    case recompute_granularity::selective_op: return "op";
   }
   return "?";
 }

@@ -134,6 +134,20 @@ std::string training_violation(job_spec& job) {
   } else if (t.recompute_num_layers != 0) {
     return std::string("${training.recompute_num_layers} needs ${training.recompute} full");
   }
+  if (t.recompute == recompute_granularity::selective_op) {
+    // torchtitan's per-op policy (§3.4.4) as its Llama-style block runs it: at TP or CP > 1 the
+    // recomputed forward also redoes collectives (TP's all-gathers, the CP ring) not modelled here.
+    const char* why = t.framework != framework_kind::fsdp ? "is torchtitan's, modelled with ${training.framework} fsdp"
+                      : job.parallel.tp > 1 ? "is modelled at TP 1 (${parallel.tp}): its recomputed forward would "
+                                              "redo TP's all-gathers"
+                      : job.parallel.cp > 1 ? "is modelled at CP 1 (${parallel.cp}): its recomputed forward would "
+                                              "redo the context-parallel exchange"
+                      : m.is_moe() || m.is_mla() || m.is_hybrid()
+                          ? "is modelled for dense transformer layers (Llama-style attention and MLP), not MoE, MLA "
+                            "or hybrid ones, whose matmul order differs"
+                          : nullptr;
+    if (why != nullptr) return std::string("${training.recompute} op ") + why;
+  }
   if (t.nccl_buffer_bytes_per_communicator < 0) {
     return std::string("${training.nccl_buffer_bytes_per_communicator} must not be negative");
   }

@@ -18,7 +18,10 @@
 
 namespace trainplan {
 
-enum class recompute_granularity { none, selective, full };
+/// What a layer's backward finds saved (§3.4.4): everything; all but the attention core (Megatron's
+/// selective); only its input (full); or torchtitan's per-op selective checkpointing (`op`: the
+/// outputs of the attention kernel and of every second matmul saved, the rest recomputed).
+enum class recompute_granularity { none, selective, full, selective_op };
 enum class recompute_method { uniform, block };
 enum class optimizer_kind { adam, sgd };
 /// How context parallelism exchanges keys and values (Megatron --cp-comm-type; docs/formulas.md §4.2.2).
