@@ -77,6 +77,10 @@ std::string_view to_string(recompute_method k) {
 std::string_view to_string(optimizer_kind k) { return k == optimizer_kind::adam ? "adam" : "sgd"; }
 
 void apply_framework_defaults(training_config& t) {
+  // megatron/training/arguments.py: --no-bias-swiglu-fusion (store_false) leaves bias_swiglu_fusion on,
+  // which Megatron-Core's MLP runs (bias_activation_fusion); legacy models' ParallelMLP, Megatron-DeepSpeed
+  // and PyTorch models (torchtitan's silu(w1(x)) * w3(x)) run it unfused.
+  if (!t.swiglu_fusion_set) t.bias_swiglu_fusion = t.framework == framework_kind::megatron && !t.legacy_models;
   switch (t.framework) {
     case framework_kind::megatron:
       if (t.zero_stage == 1) t.distributed_optimizer = true;

@@ -45,18 +45,22 @@ TEST(MemoryActivations, KorthikantiSequenceParallelAndSelective) {
 }
 
 TEST(MemoryActivations, FlashSwigluGqaMegatronCoreAndLegacy) {
-  // Llama-3-8B shapes: flash keeps Q, K, V (GQA width), O and the fp32 LSE; unfused SwiGLU keeps 4f·2
-  // bytes; no dropout. Megatron-Core: O is also the projection's input, one tensor. Per token: 4h (norms)
-  // + 2h + 2(q+2kv) + 2q + 4a + 2h + 8f. Legacy Megatron rearranges O into a second tensor: + 2q.
+  // Llama-3-8B shapes: flash keeps Q, K, V (GQA width), O and the fp32 LSE; no dropout. Megatron-Core:
+  // O is also the projection's input, one tensor, and the fused bias-SwiGLU (its default) keeps its 2f
+  // input and fc2's f input, 3f·2 bytes. Per token: 4h (norms) + 2h + 2(q+2kv) + 2q + 4a + 2h + 6f. Legacy
+  // Megatron rearranges O into a second tensor (+ 2q) and runs SwiGLU unfused, silu's output too (+ 2f).
   const std::vector<std::string> llama = {"--model", "llama3-8b", "--num-gpus", "1", "--use-flash-attn", "--seq-length", "4096"};
   const job_spec core = job_of(llama);
   std::vector<std::string> legacy_args = llama;
   legacy_args.push_back("--use-legacy-models");
   const job_spec legacy = job_of(legacy_args);
   const double h = 4096, q = 4096, kv = 1024, f = 14336, a = 32, tokens = 4096;
-  const double per_token = 4 * h + 2 * h + 2 * (q + 2 * kv) + 2 * q + 4 * a + 2 * h + 8 * f;
+  const double per_token = 4 * h + 2 * h + 2 * (q + 2 * kv) + 2 * q + 4 * a + 2 * h + 6 * f;
   EXPECT_DOUBLE_EQ(layer_activations(core, false).total(), per_token * tokens);
-  EXPECT_DOUBLE_EQ(layer_activations(legacy, false).total(), (per_token + 2 * q) * tokens);
+  EXPECT_DOUBLE_EQ(layer_activations(legacy, false).total(), (per_token + 2 * q + 2 * f) * tokens);
+  std::vector<std::string> unfused_args = llama;
+  unfused_args.push_back("--no-bias-swiglu-fusion");
+  EXPECT_DOUBLE_EQ(layer_activations(job_of(unfused_args), false).total(), (per_token + 2 * f) * tokens);
   // Under FP8 Transformer Engine saves 1-byte casts: QKV's input (h instead of 2h), and the projection's
   // input beside O (+q).
   std::vector<std::string> fp8_args = llama;

@@ -168,15 +168,16 @@ TEST(ModelFamilyMemory, MlaAndMoeLayerActivationsByHand) {
   EXPECT_DOUBLE_EQ(moe.norms, 28'672 * tokens);
   EXPECT_DOUBLE_EQ(moe.dropout_masks, 0);
   // MoE: router input e·h, fp32 probabilities and the routing map (4 + 1)·256, then for each of the 8
-  // routed copies the expert input and the combine input 2·e·h plus the SwiGLU's 4·e·2048, and the
-  // shared expert's 4·e·2048: 14,336 + 1,280 + 8 × 45,056 + 16,384 = 392,448 bytes per token.
-  EXPECT_DOUBLE_EQ(moe.mlp, 392'448 * tokens);
+  // routed copies the expert input and the combine input 2·e·h plus the fused bias-SwiGLU's 3·e·2048
+  // (Megatron-Core's default: its 2f input and fc2's input), and the shared expert's 3·e·2048:
+  // 14,336 + 1,280 + 8 × 40,960 + 12,288 = 355,584 bytes per token.
+  EXPECT_DOUBLE_EQ(moe.mlp, 355'584 * tokens);
   const layer_activation_bytes dense = layer_activations(job, false);
-  EXPECT_DOUBLE_EQ(dense.mlp, (14'336 + 4 * 2 * 18'432) * tokens);
+  EXPECT_DOUBLE_EQ(dense.mlp, (14'336 + 3 * 2 * 18'432) * tokens);
   // Dropless with a 1.5× busiest expert: the routed copies' part grows by half.
   job_spec skewed = job;
   skewed.model.moe.load_imbalance = 1.5;
-  EXPECT_DOUBLE_EQ(layer_activations(skewed, true).mlp - moe.mlp, 0.5 * 8 * 45'056 * tokens);
+  EXPECT_DOUBLE_EQ(layer_activations(skewed, true).mlp - moe.mlp, 0.5 * 8 * 40'960 * tokens);
 }
 
 TEST(ModelFamilyCompute, WindowedLayersExecuteOnlyTheWindow) {

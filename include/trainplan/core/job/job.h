@@ -131,7 +131,10 @@ struct training_config {
   /// attention; Megatron-DeepSpeed: the unfused BLOOM-era core), fused (flash) or unfused.
   enum class attention_backend { framework_default, fused, unfused } attention = attention_backend::framework_default;
   bool flash_attention = false;       ///< derived by finalize_job from `attention` and the framework
-  bool bias_swiglu_fusion = false;    ///< fused bias+SwiGLU saves 2f bytes/token/layer
+  /// Fused bias+SwiGLU (Megatron-Core's bias_swiglu_impl) keeps its input alone, f bytes per token and
+  /// layer fewer than the unfused silu·mul (§3.4). Unless set, the framework's default (apply_framework_defaults).
+  bool bias_swiglu_fusion = false;
+  bool swiglu_fusion_set = false;     ///< --bias-swiglu-fusion or --no-bias-swiglu-fusion given
   /// Megatron-LM's legacy models (--use-legacy-models, megatron/legacy/model/transformer.py): its flash
   /// path rearranges the kernel's output into a new tensor, the projection's input (§3.4).
   bool legacy_models = false;
