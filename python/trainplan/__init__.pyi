@@ -313,8 +313,8 @@ class Job:
         transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
         use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
         use_mcore_models: Megatron-Core models (the default; §3.4)
-        bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
-        no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
+        bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
+        no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
         recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
         recompute_activations: = --recompute-granularity selective
         checkpoint_activations: = --recompute-granularity full (older Megatron)
@@ -681,8 +681,8 @@ def search(*,
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
-    bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
-    no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
+    bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
+    no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     recompute_activations: = --recompute-granularity selective
     checkpoint_activations: = --recompute-granularity full (older Megatron)
     recompute_method [METHOD]: uniform or block (default uniform)
@@ -1046,8 +1046,8 @@ def shapes(*,
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
-    bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
-    no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
+    bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
+    no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     recompute_activations: = --recompute-granularity selective
     checkpoint_activations: = --recompute-granularity full (older Megatron)
     recompute_method [METHOD]: uniform or block (default uniform)
@@ -1407,8 +1407,8 @@ def plan(job: Optional[Job] = ..., *,
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
-    bias_swiglu_fusion: fused bias+SwiGLU (Megatron core's default)
-    no_bias_swiglu_fusion: unfused SwiGLU (legacy Megatron, the default here)
+    bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
+    no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
     recompute_activations: = --recompute-granularity selective
     checkpoint_activations: = --recompute-granularity full (older Megatron)
