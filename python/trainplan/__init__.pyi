@@ -159,6 +159,8 @@ class Job:
         no_bias_swiglu_fusion: Optional[bool] = ...,
         recompute_granularity: Union[str, os.PathLike[str], None] = ...,
         recompute: Union[str, os.PathLike[str], None] = ...,
+        recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
+        moe_layer_recompute: Optional[bool] = ...,
         recompute_activations: Optional[bool] = ...,
         checkpoint_activations: Optional[bool] = ...,
         recompute_method: Union[str, os.PathLike[str], None] = ...,
@@ -316,6 +318,8 @@ class Job:
         bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
         no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
         recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
+        recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
+        moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
         recompute_activations: = --recompute-granularity selective
         checkpoint_activations: = --recompute-granularity full (older Megatron)
         recompute_method [METHOD]: uniform or block (default uniform)
@@ -517,6 +521,8 @@ def search(*,
     use_mcore_models: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
+    recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
+    moe_layer_recompute: Optional[bool] = ...,
     recompute_activations: Optional[bool] = ...,
     checkpoint_activations: Optional[bool] = ...,
     recompute_method: Union[str, os.PathLike[str], None] = ...,
@@ -683,6 +689,8 @@ def search(*,
     use_mcore_models: Megatron-Core models (the default; §3.4)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
+    recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
+    moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
     recompute_activations: = --recompute-granularity selective
     checkpoint_activations: = --recompute-granularity full (older Megatron)
     recompute_method [METHOD]: uniform or block (default uniform)
@@ -875,6 +883,8 @@ def shapes(*,
     use_mcore_models: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
+    recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
+    moe_layer_recompute: Optional[bool] = ...,
     recompute_activations: Optional[bool] = ...,
     checkpoint_activations: Optional[bool] = ...,
     recompute_method: Union[str, os.PathLike[str], None] = ...,
@@ -1048,6 +1058,8 @@ def shapes(*,
     use_mcore_models: Megatron-Core models (the default; §3.4)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
+    recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
+    moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
     recompute_activations: = --recompute-granularity selective
     checkpoint_activations: = --recompute-granularity full (older Megatron)
     recompute_method [METHOD]: uniform or block (default uniform)
@@ -1237,6 +1249,8 @@ def plan(job: Optional[Job] = ..., *,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     recompute_granularity: Union[str, os.PathLike[str], None] = ...,
     recompute: Union[str, os.PathLike[str], None] = ...,
+    recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
+    moe_layer_recompute: Optional[bool] = ...,
     recompute_activations: Optional[bool] = ...,
     checkpoint_activations: Optional[bool] = ...,
     recompute_method: Union[str, os.PathLike[str], None] = ...,
@@ -1410,6 +1424,8 @@ def plan(job: Optional[Job] = ..., *,
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
+    recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
+    moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
     recompute_activations: = --recompute-granularity selective
     checkpoint_activations: = --recompute-granularity full (older Megatron)
     recompute_method [METHOD]: uniform or block (default uniform)

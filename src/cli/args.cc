@@ -153,7 +153,7 @@ constexpr const char* kUnmodelledFlags[] = {
     "--heterogeneous-layers-config-path", "--encoder-num-layers",
     "--encoder-pipeline-model-parallel-size",
     "--distribute-saved-activations", "--use-cpu-initialization-*", "--num-layers-per-virtual-pipeline-stage-*",
-    "--moe-layer-recompute", "--recompute-modules", "--cpu-offloading-num-layers",
+    "--cpu-offloading-num-layers",
     "--decoder-num-layers", "--first-k-dense-replace",
 #include "megatron_core_refused.inc"
 };
@@ -341,11 +341,18 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
                         "; `trainplan help flags` lists them");
     }
     if (def->takes_value) {
-      if (!has_inline) {
+      const bool list = def->info.value_name == "LIST";
+      if (!has_inline && list && (i + 1 >= tokens.size() || tokens[i + 1].starts_with("--"))) {
+        val = "";  // nargs='*' given no value: the empty list
+      } else if (!has_inline) {
         if (i + 1 >= tokens.size() || tokens[i + 1].starts_with("--")) {
           throw input_error(flag + " needs a value (" + def->info.value_name + ")");
         }
         val = tokens[++i];
+        // Megatron's nargs='*' lists (--recompute-modules core_attn moe_act): every value up to the next flag.
+        if (list) {
+          while (i + 1 < tokens.size() && !tokens[i + 1].starts_with("--")) val += "," + tokens[++i];
+        }
       }
     } else if (has_inline) {
       throw input_error(flag + " is a switch and takes no value");
@@ -779,6 +786,24 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
   }
   // --recompute-num-layers 0 (megatron/core/recompute.py): block checkpoints no layer, the same job as no
   // recomputation; uniform never advances its loop.
+  // transformer_config.py: --moe-layer-recompute is selective with "moe" added to the modules (an error
+  // with full); the modules count under selective only, and an empty list recomputes nothing.
+  training_config& tr = b.job.training;
+  if (b.moe_layer_recompute) {
+    if (tr.recompute == recompute_granularity::full) {
+      throw input_error("--moe-layer-recompute with --recompute-granularity full: Megatron-Core refuses it (\"Do not "
+                        "set --moe-layer-recompute with full recompute granularity\")");
+    }
+    tr.recompute = recompute_granularity::selective;
+    if (!b.recompute_modules_given) tr.recompute_modules = static_cast<std::uint8_t>(recompute_module::core_attn);
+    tr.recompute_modules |= static_cast<std::uint8_t>(recompute_module::moe);
+  } else if (b.recompute_modules_given && tr.recompute != recompute_granularity::selective) {
+    b.ignored.push_back("--recompute-modules (Megatron-Core reads it under --recompute-granularity selective only)");
+  } else if (b.recompute_modules_empty && tr.recompute == recompute_granularity::selective) {
+    tr.recompute = recompute_granularity::none;
+    out.derived_flags.push_back("--recompute-granularity none (selective with an empty --recompute-modules "
+                                "recomputes nothing)");
+  }
   if (b.recompute_zero_layers && b.job.training.recompute == recompute_granularity::full) {
     if (b.job.training.recompute_method_ == recompute_method::uniform) {
       throw input_error("--recompute-num-layers 0 with --recompute-method uniform: Megatron-Core's uniform loop never "

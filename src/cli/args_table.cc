@@ -565,6 +565,38 @@ const std::vector<flag_def>& flag_table() {
                              {"full", recompute_granularity::full},
                              {"op", recompute_granularity::selective_op}});
                       }, "training.recompute")));
+    t.push_back(value("--recompute-modules", "", "LIST", "core_attn", "training",
+                      "selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, "
+                      "mla_up_proj (Megatron-Core; §3.4.4)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        std::uint8_t bits = 0;
+                        for (std::size_t at = 0; at <= v.size();) {
+                          const std::size_t end = std::min(v.find(',', at), v.size());
+                          const std::string name = v.substr(at, end - at);
+                          at = end + 1;
+                          if (name.empty()) continue;
+                          const auto* it = std::find_if(kRecomputeModuleNames.begin(), kRecomputeModuleNames.end(),
+                                                        [&](const auto& n) { return name == n.first; });
+                          if (it == kRecomputeModuleNames.end()) {
+                            std::vector<std::string> names;
+                            for (const auto& n : kRecomputeModuleNames) names.emplace_back(n.first);
+                            throw input_error(f + ": unknown module '" + name + "'" + did_you_mean(name, names) +
+                                              " (core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj; "
+                                              "Megatron's gdn_*, gdp_* and mhc modules are not modelled)");
+                          }
+                          bits |= static_cast<std::uint8_t>(it->second);
+                        }
+                        // An empty list recomputes nothing (Megatron keeps []): none of the modules.
+                        b.job.training.recompute_modules = bits;
+                        b.recompute_modules_given = true;
+                        b.recompute_modules_empty = bits == 0;
+                      }, "training.recompute_modules")));
+    // Deprecated: = selective with "moe" added to the modules (transformer_config.py).
+    t.push_back(swtch("--moe-layer-recompute", "", "training",
+                      "= --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)",
+                      setter([](job_builder& b, const std::string&, const std::string&) {
+                        b.moe_layer_recompute = true;
+                      }, "training.recompute_modules")));
     t.push_back(swtch("--recompute-activations", "", "training", "= --recompute-granularity selective",
                       SWITCH(b.job.training.recompute = recompute_granularity::selective)));
     t.push_back(swtch("--checkpoint-activations", "", "training", "= --recompute-granularity full (older Megatron)",

@@ -95,7 +95,10 @@ std::string text_reporter::memory(const run_context& ctx, const parameter_breakd
   out += fmt::format("Training: {}, {}, ZeRO stage {}{}{}, {}{}{}\n\n", to_string(t.framework),
                      precision, t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "", hsdp,
                      t.recompute == recompute_granularity::none ? std::string("no recomputation")
-                                                                : fmt::format("{} recomputation", to_string(t.recompute)),
+                     : t.recompute == recompute_granularity::selective && t.recompute_modules != 0
+                         ? fmt::format("selective recomputation ({})",
+                                       fmt::join(recompute_module_names(t.recompute_modules), ", "))
+                         : fmt::format("{} recomputation", to_string(t.recompute)),
                      t.flash_attention ? ", flash attention" : "",
                      par.embedding_as_stage ? ", embeddings as pipeline slots" : "");
   out += "Full model without parallelism (one micro-batch, no recomputation):\n";

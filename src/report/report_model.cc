@@ -325,6 +325,9 @@ json parallel_json(const job_spec& job) {
           {"overlap_param_gather", t.overlap_param_gather},
           {"tp_comm_overlap", t.tp_comm_overlap},
           {"recompute", to_string(t.recompute)},
+          {"recompute_modules", t.recompute == recompute_granularity::selective
+                                    ? recompute_module_names(t.recompute_modules)
+                                    : std::vector<std::string_view>{}},
           {"recompute_method", to_string(t.recompute_method_)},
           {"recompute_num_layers", t.recompute_num_layers},
           {"flash_attention", t.flash_attention},

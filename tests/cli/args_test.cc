@@ -540,14 +540,15 @@ TEST(ArgsLaunchLine, HarmlessFlagsOutsideALaunchLineAreIgnoredToo) {
 
 TEST(ArgsLaunchLine, UnmodelledFlagIsAnErrorNamingIt) {
   const args_t line = {"--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", "--model", "llama2-7b"};
-  EXPECT_THAT(error_of(concat(line, {"--moe-layer-recompute"})),
-              AllOf(StartsWith("--moe-layer-recompute "), HasSubstr("not modelled")));
+  EXPECT_THAT(error_of(concat(line, {"--distribute-saved-activations"})),
+              AllOf(StartsWith("--distribute-saved-activations "), HasSubstr("not modelled")));
   EXPECT_THAT(error_of(concat(line, {"--moe-latent-size", "128"})),
               StartsWith("--moe-latent-size would change the estimate but is not modelled"));
   EXPECT_THAT(error_of(concat(line, {"--expert-tensor-parallel-size", "2"})),
               StartsWith("--expert-tensor-parallel-size 2 needs an MoE model (--num-experts)"));
   // The same outside a launch line.
-  EXPECT_THAT(error_of({"--model", "llama2-7b", "--moe-layer-recompute"}), StartsWith("--moe-layer-recompute "));
+  EXPECT_THAT(error_of({"--model", "llama2-7b", "--distribute-saved-activations"}),
+              StartsWith("--distribute-saved-activations "));
 }
 
 TEST(ArgsLaunchLine, UnknownFlagInLaunchLineSuggests) {

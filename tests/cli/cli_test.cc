@@ -237,8 +237,8 @@ TEST(CliErrors, BadInputExitsTwoNamingTheFlag) {
   expect_error({"memory", "--model", "llama2-7b", "--cluster", data_path("cluster/malformed.json")},
                data_path("cluster/malformed.json") + ":3: ");
   expect_error({"memory", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", "--model", "llama2-7b",
-                "--moe-layer-recompute"},
-               "--moe-layer-recompute would change the estimate but is not modelled");
+                "--distribute-saved-activations"},
+               "--distribute-saved-activations would change the estimate but is not modelled");
   expect_error({"models", "--model", "llama2-7b"}, "--model");
 }
 

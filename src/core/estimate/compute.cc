@@ -417,7 +417,21 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   // they run beside: the row-parallel GEMMs' forward, the column-parallel GEMMs' backward.
   const bool ub = job.training.tp_comm_overlap && p.sequence_parallel && p.tp > 1;
   const double sm_share = ub ? static_cast<double>(gpu.sm_count) / static_cast<double>(gpu.sm_count - kUserbufferSms) : 1.0;
+  // §5.4: the forward work of the recompute modules selective recomputation redoes (core_attn apart).
+  const training_config& tc = job.training;
+  const bool re_mlp = tc.recomputes(recompute_module::mlp), re_moe = tc.recomputes(recompute_module::moe);
+  const bool re_shared = re_moe || tc.recomputes(recompute_module::shared_experts);
+  const bool re_act = re_moe || tc.recomputes(recompute_module::moe_act);
+  const bool re_up = tc.recomputes(recompute_module::mla_up_proj);
+  auto redone = [&](std::string_view name) {
+    if (name == "mlp_up" || name == "mlp_down") return re_mlp;
+    if (name == "router" || name == "expert_up" || name == "expert_down") return re_moe;
+    if (name == "shared_expert_up" || name == "shared_expert_down") return re_shared;
+    if (name == "q_up" || name == "kv_up" || name == "q_proj") return re_up && m.is_mla();
+    return false;
+  };
   for_each_layer_gemm(job, kind, [&](const named_gemm& g, const gemm_role& role) {
+    const double fwd_total_before = u.forward.total_s(), fwd_flops_before = u.forward.flops;
     const double fwd_scale = ub && role.side == userbuffer_side::row_parallel ? sm_share : 1.0;
     const double bwd_scale = ub && role.side == userbuffer_side::column_parallel ? sm_share : 1.0;
     const double gemm_fwd_before = u.forward.gemm_s;
@@ -440,39 +454,63 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
       u.forward.shared_expert_s += u.forward.gemm_s - gemm_fwd_before;
       u.backward.shared_expert_s += u.backward.gemm_s - gemm_bwd_before;
     }
+    if (redone(g.name)) {
+      u.module_recompute_s += u.forward.total_s() - fwd_total_before;  // with FP8, the input's cast too
+      u.module_recompute_flops += u.forward.flops - fwd_flops_before;
+    }
   });
   if (mk.attention) attention_core(job, e, mk.window, u);
   if (mk.mamba) mamba_mixer(job, e, u);
 
-  // Activation-function inputs (elements) of the MLP or experts, and the routed tokens' permutation.
+  // Activation-function inputs (elements) of the MLP or experts, and the routed tokens' permutation;
+  // of them, those a recompute module redoes.
   const std::int64_t gate = is_gated(m.activation) ? 2 : 1;
-  double act_elems = 0;
-  auto dense_mlp_elems = [&](std::int64_t ffn) { act_elems += static_cast<double>(tokens) * gate * ffn / t; };
+  double act_elems = 0, act_redone = 0;
+  auto dense_mlp_elems = [&](std::int64_t ffn, bool again) {
+    const double elems = static_cast<double>(tokens) * gate * ffn / t;
+    act_elems += elems;
+    if (again) act_redone += elems;
+  };
   if (mk.moe) {
     const moe_spec& x = m.moe;
     const std::int64_t local_experts = x.num_experts / p.ep;
-    act_elems += static_cast<double>(expert_rows(job)) * local_experts * gate * x.expert_ffn_hidden_size /
-                 job.resolved.etp;
+    const double routed = static_cast<double>(expert_rows(job)) * local_experts * gate * x.expert_ffn_hidden_size /
+                          job.resolved.etp;
+    act_elems += routed;
+    if (re_act) act_redone += routed;
     // Permute and un-permute the routed tokens.
+    const double before = u.forward.memory_s;
     add_memory(gpu, e, 4 * eb * static_cast<double>(tokens) * x.router_topk * h, 2, u);
-    if (x.shared_expert_ffn_hidden_size > 0) dense_mlp_elems(x.shared_expert_ffn_hidden_size);
+    if (re_moe) u.module_recompute_s += u.forward.memory_s - before;
+    if (x.shared_expert_ffn_hidden_size > 0) dense_mlp_elems(x.shared_expert_ffn_hidden_size, re_shared);
   } else if (mk.dense_mlp) {
-    dense_mlp_elems(m.ffn_hidden_size);
+    dense_mlp_elems(m.ffn_hidden_size, re_mlp);
   }
   // Activation function (fused with its bias): read the input, write the output (gated: half as wide).
-  if (mk.moe || mk.dense_mlp) add_memory(gpu, e, eb * act_elems * (gate == 2 ? 1.5 : 2.0), 1, u);
+  if (mk.moe || mk.dense_mlp) {
+    const double before = u.forward.memory_s;
+    add_memory(gpu, e, eb * act_elems * (gate == 2 ? 1.5 : 2.0), 1, u);
+    if (act_elems > 0) u.module_recompute_s += (u.forward.memory_s - before) * act_redone / act_elems;
+  }
 
   // Norms and bias-dropout-residual (§5.3), one of each per block. Without sequence parallelism every
   // TP rank does them on the whole hidden vector.
   const double blocks = static_cast<double>(mk.blocks());
   const int kernels = mk.blocks();
   const double hidden_elems = static_cast<double>(tokens) * h / (p.sequence_parallel ? t : 1);
+  const double norms_before = u.forward.memory_s;
   add_memory(gpu, e, blocks * 2 * eb * hidden_elems, kernels, u);  // norms: read + write
+  // The layernorm module redoes an MoE layer's pre-MLP norm (the others are fused into their linears).
+  if (mk.moe && tc.recomputes(recompute_module::layernorm) && !re_moe) {
+    u.module_recompute_s += (u.forward.memory_s - norms_before) / blocks;
+  }
   const double dropout_mask = m.hidden_dropout > 0 ? 1.0 : 0.0;
   add_memory(gpu, e, blocks * (3 * eb + dropout_mask) * hidden_elems, kernels, u);  // bias-dropout-adds
   if (!mk.attention) return u;
   if (m.position_embedding == position_embedding_kind::rope) {
+    const double before = u.forward.memory_s;
     add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.q_width() + m.k_width()) / t, 2, u);
+    if (re_up && m.is_mla()) u.module_recompute_s += u.forward.memory_s - before;
   }
   if (m.is_mla()) {
     // The latent norms, over every token on every TP rank (the down-projections are duplicated).
@@ -488,6 +526,8 @@ namespace {
 
 /// into += times × u, pass by pass.
 void add_units(unit_time& into, const unit_time& u, double times) {
+  into.module_recompute_s += times * u.module_recompute_s;
+  into.module_recompute_flops += times * u.module_recompute_flops;
   for (auto [to, from] : {std::pair{&into.forward, &u.forward}, std::pair{&into.backward, &u.backward}}) {
     to->gemm_s += times * from->gemm_s;
     to->attention_s += times * from->attention_s;
@@ -671,7 +711,9 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   auto recompute_of = [&](const unit_time& u) {
     switch (tc.recompute) {
       case recompute_granularity::full: return std::pair{u.forward.total_s(), u.forward.flops};
-      case recompute_granularity::selective: return std::pair{u.forward.attention_s, 0.0};
+      case recompute_granularity::selective:
+        return std::pair{(tc.recomputes(recompute_module::core_attn) ? u.forward.attention_s : 0.0) + u.module_recompute_s,
+                         u.module_recompute_flops};
       case recompute_granularity::selective_op:
         return std::pair{u.forward.memory_s + op_share.first * u.forward.gemm_s, op_share.second};
       case recompute_granularity::none: break;

@@ -25,6 +25,13 @@ struct activation_setting {
   bool sp = false;           ///< sequence parallel: replicated parts split by t too
   bool flash = false;
   bool selective = false;    ///< attention core recomputed
+  // Megatron-Core's other recompute modules (§3.4.4): what each drops from a layer's saved tensors.
+  bool layernorm = false;    ///< an MoE layer's pre-MLP norm output (TE fuses the dense layers' norms into their linears)
+  bool mlp = false;          ///< the dense MLP: all of it (its input is the norm input already kept)
+  bool moe = false;          ///< the MoE layer: all but its input
+  bool moe_act = false;      ///< each routed copy's activation output (fc2's input)
+  bool shared_experts = false;  ///< the shared experts: all of them
+  bool mla_up_proj = false;  ///< MLA's Q, K, V (the up-projections' outputs after RoPE)
   double e = 2;              ///< bytes per activation element
   double lin = 2;            ///< bytes of a linear layer's saved input (1 under FP8: TE keeps the cast copy)
   /// The flash kernel's output is the projection's input, one tensor (Megatron-Core: TE's sbhd output
@@ -46,7 +53,7 @@ double attention_bytes(const model_spec& m, const activation_setting& a) {
   const double lin = a.lin;
   const bool attn_dropout = m.attention_dropout > 0;
   double attn = lin * h / rep;                                // QKV (or MLA down-projection) input
-  attn += e * (q + k + v) / t;                                // Q, K, V
+  if (!a.mla_up_proj) attn += e * (q + k + v) / t;            // Q, K, V
   if (m.is_mla()) {
     // §3.4.5: the latent norms' inputs and outputs (the up-projections' inputs), whole on every TP
     // rank: the down-projections are duplicated, their outputs cover every token of the micro-batch.
@@ -79,12 +86,14 @@ double mlp_bytes(const model_spec& m, const activation_setting& a, bool moe_laye
   const double rep = a.sp ? t : 1.0;
   const double e = a.e;
   const double lin = a.lin;
-  auto mlp_bytes = [&](double ffn, double tp) {
+  auto mlp_bytes = [&](double ffn, double tp, bool without_output = false) {
     // activation input(s) and output, and fc2's input: 2f (plain), 4f (gated), 3f (fused bias-SwiGLU)
     const double units = is_gated(m.activation) ? (swiglu_fusion ? 3.0 : 4.0) : 2.0;
-    return ((units - 1) * e + lin) * ffn / tp;  // the last unit is fc2's input
+    return ((units - 1) * e + (without_output ? 0.0 : lin)) * ffn / tp;  // the last unit is fc2's input
   };
-  double mlp = (moe_layer ? e : lin) * h / rep;              // fc1 (or router) input
+  if (!moe_layer && a.mlp) return 0.0;                       // checkpointed: its input is the kept norm input
+  if (moe_layer && a.moe) return e * h / rep;                // checkpointed: its input, the norm's output
+  double mlp = moe_layer && a.layernorm ? 0.0 : (moe_layer ? e : lin) * h / rep;  // fc1 (or router) input
   if (!moe_layer) {
     mlp += mlp_bytes(static_cast<double>(m.ffn_hidden_size), t);
   } else {
@@ -94,8 +103,8 @@ double mlp_bytes(const model_spec& m, const activation_setting& a, bool moe_laye
     // §3.4.3: each token reaches k experts; expert inputs and the combine's inputs are k copies, as
     // many more on the busiest rank as the capacity factor (or, dropless, the load imbalance) allows.
     const double load = m.moe.capacity_factor > 0 ? m.moe.capacity_factor : m.moe.load_imbalance;
-    mlp += topk * load * ((e + lin) * h / rep + mlp_bytes(static_cast<double>(m.moe.expert_ffn_hidden_size), t));
-    if (m.moe.shared_expert_ffn_hidden_size > 0) {
+    mlp += topk * load * ((e + lin) * h / rep + mlp_bytes(static_cast<double>(m.moe.expert_ffn_hidden_size), t, a.moe_act));
+    if (m.moe.shared_expert_ffn_hidden_size > 0 && !a.shared_experts) {
       mlp += mlp_bytes(static_cast<double>(m.moe.shared_expert_ffn_hidden_size), t);
     }
   }
@@ -170,7 +179,14 @@ activation_setting setting_for(const job_spec& job) {
   a.flash = job.training.flash_attention;
   a.flash_output_is_projection_input =
       job.training.framework == framework_kind::megatron && !job.training.legacy_models;
-  a.selective = job.training.recompute == recompute_granularity::selective;
+  const training_config& t = job.training;
+  a.selective = t.recomputes(recompute_module::core_attn);
+  a.layernorm = t.recomputes(recompute_module::layernorm);
+  a.mlp = t.recomputes(recompute_module::mlp);
+  a.moe = t.recomputes(recompute_module::moe);
+  a.moe_act = t.recomputes(recompute_module::moe_act);
+  a.shared_experts = t.recomputes(recompute_module::shared_experts);
+  a.mla_up_proj = t.recomputes(recompute_module::mla_up_proj);
   a.e = bytes_of(job.resolved.roles.activations);
   a.lin = std::min(a.e, static_cast<double>(bytes_of(job.resolved.roles.linear)));
   return a;
@@ -262,9 +278,19 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const layer_counts present = layer_kinds_of(layout);
   const auto last_kind = static_cast<std::size_t>(m.kind_of_layer(m.num_layers - 1));
   std::array<double, kNumLayerKinds> kind_act{};
+  // Recompute modules (§3.4.4): the largest layer's tensors they rebuild during its backward.
+  activation_setting kept_modules = act;
+  kept_modules.layernorm = kept_modules.mlp = kept_modules.moe = kept_modules.moe_act = false;
+  kept_modules.shared_experts = kept_modules.mla_up_proj = false;
+  const bool modules = act.layernorm || act.mlp || act.moe || act.moe_act || act.shared_experts || act.mla_up_proj;
+  double module_working = 0;
   for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
     if (present[k] > 0 || k == last_kind) {
       kind_act[k] = layer_bytes(m, act, static_cast<layer_kind>(k), tr.bias_swiglu_fusion).total();
+      if (modules) {
+        module_working = std::max(module_working, layer_bytes(m, kept_modules, static_cast<layer_kind>(k),
+                                                              tr.bias_swiglu_fusion).total() - kind_act[k]);
+      }
     }
   }
   r.layer_activations = layer_bytes(m, act, m.is_hybrid() ? m.kind_of_layer(0) : layer_kind::dense, tr.bias_swiglu_fusion);
@@ -359,7 +385,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
 
     // Stored per layer-micro-batch, and the working set rebuilt during backward (§3.4.4).
     double stored_per_layer = per_layer;
-    double working = 0;
+    double working = module_working;
     if (op_sac) {
       stored_per_layer = op_kept_bytes;
       working = per_layer;  // the layer's recomputed tensors while its backward runs
@@ -441,6 +467,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   whole.t = 1;
   whole.sp = false;
   whole.selective = false;
+  whole.layernorm = whole.mlp = whole.moe = whole.moe_act = whole.shared_experts = whole.mla_up_proj = false;
   whole.tokens = static_cast<double>(m.seq_length) * static_cast<double>(tr.micro_batch_size);
   const layer_counts all = m.count_layer_kinds(0, m.num_layers);
   r.full_activations_bytes = 0;

@@ -71,6 +71,13 @@ std::string_view to_string(recompute_granularity k) {
   }
   return "?";
 }
+std::vector<std::string_view> recompute_module_names(std::uint8_t bits) {
+  if (bits == 0) bits = static_cast<std::uint8_t>(recompute_module::core_attn);
+  std::vector<std::string_view> out;
+  for (const auto& [name, m] : kRecomputeModuleNames)
+    if ((bits & static_cast<std::uint8_t>(m)) != 0) out.emplace_back(name);
+  return out;
+}
 std::string_view to_string(recompute_method k) {
   return k == recompute_method::uniform ? "uniform" : "block";
 }

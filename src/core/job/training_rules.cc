@@ -148,6 +148,26 @@ std::string training_violation(job_spec& job) {
                           : nullptr;
     if (why != nullptr) return std::string("${training.recompute} op ") + why;
   }
+  if (t.recompute == recompute_granularity::selective && t.recompute_modules != 0) {
+    // transformer_config.py __post_init__'s checks, then what trainplan does not model: a recomputed
+    // module whose forward runs collectives (TP's gathers, the EP all-to-alls) would redo them.
+    using rm = recompute_module;
+    const parallel_config& p = job.parallel;
+    const char* why =
+        t.recomputes(rm::mla_up_proj) && !m.is_mla() ? "mla_up_proj is only supported with multi-latent attention (Megatron-Core's check)"
+        : (t.recomputes(rm::moe_act) || t.recomputes(rm::layernorm)) && t.fp8 != fp8_format::none &&
+                t.fp8_scaling == fp8_recipe::delayed
+            ? "moe_act and layernorm with FP8 need a recipe other than delayed scaling (Megatron-Core's check)"
+        : t.recomputes(rm::shared_experts) && t.moe_shared_expert_overlap
+            ? "shared_experts cannot be recomputed with ${training.moe_shared_expert_overlap} (Megatron-Core's check)"
+        : t.recomputes(rm::mlp) && p.tp > 1 ? "mlp is modelled at TP 1: its recomputed forward would redo TP's collectives"
+        : t.recomputes(rm::moe) && m.is_moe() && (p.tp > 1 || p.ep > 1 || (p.etp > 0 ? p.etp : p.tp) > 1)
+            ? "moe is modelled at TP, EP and expert-TP 1: its recomputed forward would redo the dispatch and combine"
+        : t.recomputes(rm::shared_experts) && m.moe.shared_expert_ffn_hidden_size > 0 && p.tp > 1
+            ? "shared_experts is modelled at TP 1: its recomputed forward would redo TP's collectives"
+            : nullptr;
+    if (why != nullptr) return std::string("${training.recompute_modules} ") + why;
+  }
   if (t.nccl_buffer_bytes_per_communicator < 0) {
     return std::string("${training.nccl_buffer_bytes_per_communicator} must not be negative");
   }

@@ -95,6 +95,10 @@ struct pass_time {
 struct unit_time {
   pass_time forward;
   pass_time backward;
+  /// Selective recomputation's modules other than the attention core (--recompute-modules; §5.4): the
+  /// part of the forward they redo in backward, seconds and FLOPs.
+  double module_recompute_s = 0;
+  double module_recompute_flops = 0;
 };
 
 /// What one pipeline rank does per micro-batch (with VPP: per model chunk). Seconds, FLOPs.

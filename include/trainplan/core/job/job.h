@@ -23,6 +23,26 @@ namespace trainplan {
 /// outputs of the attention kernel and of every second matmul saved, the rest recomputed).
 enum class recompute_granularity { none, selective, full, selective_op };
 enum class recompute_method { uniform, block };
+/// Megatron-Core's --recompute-modules under selective recomputation (transformer_config.py
+/// recompute_modules; docs/formulas.md §3.4.4): bits of training_config::recompute_modules.
+enum class recompute_module : std::uint8_t {
+  core_attn = 1,       ///< the attention core (the default)
+  layernorm = 2,       ///< input and pre-MLP norms, where they are modules of their own (output discarded)
+  mlp = 4,             ///< the dense MLP (checkpointed)
+  moe_act = 8,         ///< the routed experts' activation (output discarded)
+  moe = 16,            ///< the MoE layer (checkpointed)
+  shared_experts = 32, ///< the shared experts (checkpointed)
+  mla_up_proj = 64,    ///< MLA's up-projections and RoPE (output discarded)
+};
+/// Megatron's names, in its order.
+inline constexpr std::array<std::pair<const char*, recompute_module>, 7> kRecomputeModuleNames{
+    {{"core_attn", recompute_module::core_attn},
+     {"moe_act", recompute_module::moe_act},
+     {"layernorm", recompute_module::layernorm},
+     {"mla_up_proj", recompute_module::mla_up_proj},
+     {"mlp", recompute_module::mlp},
+     {"moe", recompute_module::moe},
+     {"shared_experts", recompute_module::shared_experts}}};
 enum class optimizer_kind { adam, sgd };
 /// How context parallelism exchanges keys and values (Megatron --cp-comm-type; docs/formulas.md §4.2.2).
 /// How context parallelism exchanges the sequence (Megatron --cp-comm-type; §4.2.2): the K/V ring (p2p),
@@ -58,6 +78,8 @@ std::string_view to_string(fp8_recipe k);
 
 std::string_view to_string(recompute_granularity k);
 std::string_view to_string(recompute_method k);
+/// Selective recomputation's modules in Megatron's spelling and order ("core_attn" when left at its default).
+std::vector<std::string_view> recompute_module_names(std::uint8_t bits);
 std::string_view to_string(optimizer_kind k);
 
 /// How the model is split over the GPUs. dp is derived: world / (tp·pp·cp).
@@ -144,6 +166,14 @@ struct training_config {
   recompute_granularity recompute = recompute_granularity::none;
   recompute_method recompute_method_ = recompute_method::uniform;
   std::int64_t recompute_num_layers = 0;  ///< full: layers per chunk (uniform) or per stage (block)
+  /// Selective: the recompute_module bits; 0 is Megatron's default, core_attn alone.
+  std::uint8_t recompute_modules = 0;
+  /// Whether selective recomputation redoes module `m` (never under none, full or op).
+  bool recomputes(recompute_module m) const {
+    if (recompute != recompute_granularity::selective) return false;
+    const std::uint8_t bits = recompute_modules == 0 ? static_cast<std::uint8_t>(recompute_module::core_attn) : recompute_modules;
+    return (bits & static_cast<std::uint8_t>(m)) != 0;
+  }
   optimizer_kind optimizer = optimizer_kind::adam;
   bool offload_optimizer = false;     ///< optimizer states (and master weights) in CPU memory
   std::int64_t bucket_size_bytes = 0;  ///< gradient-reduction bucket; 0 = the framework's default
