@@ -155,6 +155,7 @@ class Job:
         transformer_impl: Union[str, os.PathLike[str], None] = ...,
         use_legacy_models: Optional[bool] = ...,
         use_mcore_models: Optional[bool] = ...,
+        cross_entropy_loss_fusion: Optional[bool] = ...,
         bias_swiglu_fusion: Optional[bool] = ...,
         no_bias_swiglu_fusion: Optional[bool] = ...,
         recompute_granularity: Union[str, os.PathLike[str], None] = ...,
@@ -315,6 +316,7 @@ class Job:
         transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
         use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
         use_mcore_models: Megatron-Core models (the default; §3.4)
+        cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
         bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
         no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
         recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
@@ -519,6 +521,7 @@ def search(*,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
     use_legacy_models: Optional[bool] = ...,
     use_mcore_models: Optional[bool] = ...,
+    cross_entropy_loss_fusion: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
@@ -687,6 +690,7 @@ def search(*,
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
+    cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
@@ -881,6 +885,7 @@ def shapes(*,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
     use_legacy_models: Optional[bool] = ...,
     use_mcore_models: Optional[bool] = ...,
+    cross_entropy_loss_fusion: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
@@ -1056,6 +1061,7 @@ def shapes(*,
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
+    cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
@@ -1245,6 +1251,7 @@ def plan(job: Optional[Job] = ..., *,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
     use_legacy_models: Optional[bool] = ...,
     use_mcore_models: Optional[bool] = ...,
+    cross_entropy_loss_fusion: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     recompute_granularity: Union[str, os.PathLike[str], None] = ...,
@@ -1421,6 +1428,7 @@ def plan(job: Optional[Job] = ..., *,
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
+    cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)

@@ -111,7 +111,7 @@ constexpr const char* kIgnoredFlags[] = {
     "--micro-batch-size-*", "--ffn-hidden-size-*", "--valid-data-path", "--test-data-path", "--train-data-path",
     "--data-cache-path", "--mock-data", "--no-mmap-bin-files", "--distributed-timeout-minutes", "--ckpt-format",
     "--async-save", "--use-dist-ckpt", "--auto-detect-ckpt-format", "--manual-gc", "--manual-gc-interval",
-    "--cross-entropy-loss-fusion", "--calculate-per-token-loss", "--num-dataset-builder-threads", "--bf16-*",
+    "--calculate-per-token-loss", "--num-dataset-builder-threads", "--bf16-*",
     "--curriculum-*", "--universal-checkpoint", "--load-universal-checkpoint",
     // BLOOM's and Megatron-DeepSpeed's data, schedule and numerics flags (bigscience-workshop and
     // microsoft/Megatron-DeepSpeed megatron/arguments.py).
@@ -132,6 +132,7 @@ constexpr conditional_flag kConditionalFlags[] = {
     {"--ds-sequence-parallel-size", "1", "DeepSpeed-Ulysses sequence parallelism (all-to-alls over the sequence)"},
     {"--moe-expert-parallel-size", "1", "Megatron-DeepSpeed's expert parallelism (DeepSpeed-MoE)"},
     {"--checkpoint-num-layers", "1", "how many layers Megatron-DeepSpeed checkpoints as one chunk"},
+    {"--cross-entropy-fusion-impl", "native", "the loss's kernels (Transformer Engine's, not the native fused ones)"},
 };
 
 /// Transformer Engine userbuffer tuning (Megatron-Core model_parallel_config.py: "Don't care if
@@ -148,6 +149,9 @@ constexpr const char* kTpCommTuningFlags[] = {
 /// Flags that would change an estimate but are not modelled: an error naming the flag.
 constexpr const char* kUnmodelledFlags[] = {
     "--fp8", "--cpu-offloading",
+    // Deterministic kernels (cuDNN attention's deterministic backward, NCCL's fixed algorithms): slower by
+    // amounts nothing here measures.
+    "--deterministic-mode",
     // DeepSpeed's partitioned activation checkpoints (split over TP).
     "--partition-activations",
     "--heterogeneous-layers-config-path", "--encoder-num-layers",

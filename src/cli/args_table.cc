@@ -541,6 +541,9 @@ const std::vector<flag_def>& flag_table() {
                       SWITCH(b.job.training.legacy_models = true)));
     t.push_back(swtch("--use-mcore-models", "", "training", "Megatron-Core models (the default; §3.4)",
                       SWITCH(b.job.training.legacy_models = false)));
+    t.push_back(swtch("--cross-entropy-loss-fusion", "", "training",
+                      "Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)",
+                      SWITCH(b.job.training.cross_entropy_fusion = true)));
     // Megatron-LM's --no-bias-swiglu-fusion is store_false into bias_swiglu_fusion: fused unless turned off,
     // in Megatron-Core's MLP (bias_activation_fusion); legacy models and the other frameworks run it unfused.
     t.push_back(swtch("--bias-swiglu-fusion", "", "training",

@@ -421,7 +421,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       per_microbatch_extra += static_cast<double>(m.mtp_num_layers) *
                               (kind_act[last_kind] + (2 + 2 + 2) * e * h * tokens / rep);
       // §3.6: logits (e·V/t), their fp32 copy and the max-shifted fp32 copy inside the loss.
-      loss_transient = (e + 8.0) * vocab_shard * tokens;
+      loss_transient = (e + cross_entropy_of(tr.framework, tr.cross_entropy_fusion).buffer_fp32_bytes) * vocab_shard * tokens;
     }
     // Backward working tensors: the activation gradient in and out of a layer, and the largest
     // intermediate gradient (the gated fc1 output).

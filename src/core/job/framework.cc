@@ -89,6 +89,39 @@ const framework_traits& traits_of(framework_kind k) {
 
 std::string_view to_string(framework_kind k) { return traits_of(k).name; }
 
+namespace {
+
+// §3.6, §5.3: the loss kernels, counted from each framework's code (16-bit logits of e bytes, fp32 math):
+// - Megatron-Core tensor_parallel/cross_entropy.py (_VocabParallelCrossEntropy; Megatron-DeepSpeed's
+//   mpu/cross_entropy.py after the caller's output.float() is the same sequence): forward .float() (e in, 4
+//   out), max (4), in-place subtract (4 + 4), exp into itself (4 + 4), sum (4), in-place divide (4 + 4):
+//   e + 36 in 6 kernels; backward in-place scale (4 + 4) and autograd's cast back (4 in, e out): e + 12 in
+//   2. One fp32 buffer lives beside the 16-bit logits: e + 4.
+// - Megatron-Core fusions/fused_cross_entropy.py (--cross-entropy-loss-fusion, jit_fuser = torch.compile):
+//   calculate_logits_max (e in, 4 out), calculate_predicted_logits (4 in, 4 out), calculate_cross_entropy_loss
+//   (4 + 4): e + 20 in 3; calculate_gradients reads the softmax and writes the bf16 gradient: e + 4 in 1.
+// - PyTorch F.cross_entropy on pred.float() (torchtitan components/loss.py): .float() (e + 4), log_softmax
+//   (max, sum-exp and write passes: 4 + 4 + 4 + 4): e + 20 in 2; backward nll_loss's zeroed gradient (4),
+//   log_softmax's backward (4 + 4 + 4), the cast back (4 + e): e + 20 in 4. The fp32 copy and the
+//   log-softmax output live at once: e + 8.
+constexpr std::array<cross_entropy_kernels, 4> kCrossEntropy = {{
+    {"Megatron vocab_parallel_cross_entropy", 36, 6, 12, 2, 4},
+    {"Megatron fused_vocab_parallel_cross_entropy", 20, 3, 4, 1, 4},
+    {"Megatron-DeepSpeed vocab_parallel_cross_entropy", 36, 6, 12, 2, 4},
+    {"PyTorch F.cross_entropy (fp32)", 20, 2, 20, 4, 8},
+}};
+
+}  // namespace
+
+const cross_entropy_kernels& cross_entropy_of(framework_kind framework, bool fused) {
+  switch (framework) {
+    case framework_kind::megatron: return kCrossEntropy[fused ? 1 : 0];
+    case framework_kind::deepspeed: return kCrossEntropy[2];
+    case framework_kind::fsdp: return kCrossEntropy[3];
+  }
+  return kCrossEntropy[0];
+}
+
 const std::array<optimizer_row, 11>& optimizer_rows() { return kOptimizerRows; }
 
 namespace {

@@ -134,6 +134,9 @@ std::string training_violation(job_spec& job) {
   } else if (t.recompute_num_layers != 0) {
     return std::string("${training.recompute_num_layers} needs ${training.recompute} full");
   }
+  if (t.cross_entropy_fusion && t.framework != framework_kind::megatron) {
+    return std::string("${training.cross_entropy_fusion} is Megatron-Core's fused loss (${training.framework} megatron)");
+  }
   if (t.recompute == recompute_granularity::selective_op) {
     // torchtitan's per-op policy (§3.4.4) as its Llama-style block runs it: at TP or CP > 1 the
     // recomputed forward also redoes collectives (TP's all-gathers, the CP ring) not modelled here.

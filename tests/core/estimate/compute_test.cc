@@ -151,3 +151,39 @@ TEST(ComputeBackwardSplit, WeightGradientIsTheDwGemmsOfTheLayer) {
 
 }  // namespace
 }  // namespace trainplan
+
+namespace trainplan {
+namespace {
+
+// §5.3: the loss's kernels as each framework runs them (framework.cc kCrossEntropy). Llama-3-8B at TP 1,
+// 8,192 tokens: 8,192 × 128,256 logits. Megatron's fused loss (--cross-entropy-loss-fusion) moves 16 fp32
+// bytes fewer per logit in the forward (3 kernels fewer) and 8 fewer in the backward (1 fewer); its
+// buffers beside the bf16 logits are one fp32 copy (4 bytes), PyTorch's F.cross_entropy two (8).
+TEST(ComputeLoss, TheFrameworksKernelsByTheBytesTheyMove) {
+  const std::vector<std::string> llama = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                          "--seq-length", "8192"};
+  std::vector<std::string> fused_args = llama;
+  fused_args.push_back("--cross-entropy-loss-fusion");
+  const job_spec plain = parse_job_args(llama).job;
+  const compute_report unfused = estimate_compute(plain);
+  const compute_report fused = estimate_compute(parse_job_args(fused_args).job);
+  const compute_efficiency e = effective_compute_efficiency(plain.cluster.gpu);
+  const double per_byte = 1.0 / (plain.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const double elems = 8192.0 * 128256.0;
+  EXPECT_NEAR(unfused.output.forward.memory_s - fused.output.forward.memory_s,
+              16 * elems * per_byte + 3 * e.kernel_overhead_s, 1e-12);
+  EXPECT_NEAR(unfused.output.backward.memory_s - fused.output.backward.memory_s,
+              8 * elems * per_byte + 1 * e.kernel_overhead_s, 1e-12);
+  EXPECT_EQ(cross_entropy_of(framework_kind::megatron, false).buffer_fp32_bytes, 4);
+  EXPECT_EQ(cross_entropy_of(framework_kind::fsdp, false).buffer_fp32_bytes, 8);
+  // Megatron's fused loss is Megatron's; Transformer Engine's implementation is refused by name.
+  EXPECT_THROW(parse_job_args({"--model", "llama3-8b", "--num-gpus", "8", "--framework", "fsdp", "--zero-stage", "3",
+                               "--cross-entropy-loss-fusion"}),
+               input_error);
+  std::vector<std::string> te = fused_args;
+  te.insert(te.end(), {"--cross-entropy-fusion-impl", "te"});
+  EXPECT_THROW(parse_job_args(te), input_error);
+}
+
+}  // namespace
+}  // namespace trainplan

@@ -37,6 +37,22 @@ struct framework_traits {
 };
 const framework_traits& traits_of(framework_kind k);
 
+// ---- the loss (§3.6, §5.3) ----------------------------------------------------------------------
+
+/// The cross-entropy over the logits as a framework runs it: the bytes each logit element costs its
+/// memory-bound kernels (e·(16-bit accesses) + fp32 bytes; e the logits' element size) and the buffers
+/// that exist at once. One row per (framework, fused); src/core/job/framework.cc gives each row's source.
+struct cross_entropy_kernels {
+  std::string_view runs;        ///< in the framework's own names
+  double forward_fp32_bytes;    ///< per element, beside one 16-bit read of the logits
+  int forward_kernels;
+  double backward_fp32_bytes;   ///< per element, beside one 16-bit write of the logits' gradient
+  int backward_kernels;
+  double buffer_fp32_bytes;     ///< per element at the peak, beside the 16-bit logits
+};
+/// The row a job runs: Megatron's fused loss with --cross-entropy-loss-fusion, else the framework's own.
+const cross_entropy_kernels& cross_entropy_of(framework_kind framework, bool fused);
+
 // ---- the optimizer a job runs (§3.1-§3.3, §4.2.4) ------------------------------------------------
 
 /// What one parameter's state costs, in units the precision roles give (§3.1-§3.3).

@@ -157,6 +157,8 @@ struct training_config {
   /// layer fewer than the unfused silu·mul (§3.4). Unless set, the framework's default (apply_framework_defaults).
   bool bias_swiglu_fusion = false;
   bool swiglu_fusion_set = false;     ///< --bias-swiglu-fusion or --no-bias-swiglu-fusion given
+  /// Megatron's --cross-entropy-loss-fusion: the loss's kernels fused by torch.compile (§5.3).
+  bool cross_entropy_fusion = false;
   /// Megatron-LM's legacy models (--use-legacy-models, megatron/legacy/model/transformer.py): its flash
   /// path rearranges the kernel's output into a new tensor, the projection's input (§3.4).
   bool legacy_models = false;
