@@ -192,19 +192,29 @@ std::vector<std::uint8_t> hf_index_list(const hf_reader& r, const char* key, std
 }
 
 /// DeepSeek-V2/V3 (modeling_deepseek.py): MLA, routed + shared experts, dense first layers, MTP.
+/// DeepSeek-MoE (model_type deepseek, DeepseekForCausalLM: DeepSeekMoE 16B, arXiv 2401.06066): the same
+/// experts behind Llama's attention (multi-head, or grouped by num_key_value_heads), softmax routing.
 void read_deepseek(const hf_reader& r, const std::string& type, model_spec& m) {
   read_rope_decoder(r, false, m);
-  m.num_query_groups = m.num_attention_heads;  // MLA: one key/value head per query head
+  const bool mla = type != "deepseek";
   m.ffn_hidden_size = r.required_int({"intermediate_size"});
-  m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, 163840);
+  m.max_position_embeddings = r.optional_int({"max_position_embeddings"}, mla ? 163840 : 4096);
   m.activation = gated_activation(r, "hidden_act");
   m.add_bias_linear = false;
-  if (r.optional_bool("attention_bias", false)) r.d.fail("attention_bias", "MLA with biases is not modelled");
-  m.mla.q_lora_rank = r.optional_int({"q_lora_rank"}, 0, 0);  // null: direct queries (V2-Lite)
-  m.mla.kv_lora_rank = r.required_int({"kv_lora_rank"});
-  m.mla.qk_head_dim = r.optional_int({"qk_nope_head_dim"}, 128);
-  m.mla.qk_pos_emb_head_dim = r.optional_int({"qk_rope_head_dim"}, 64);
-  m.mla.v_head_dim = r.optional_int({"v_head_dim"}, 128);
+  if (!mla) {
+    if (r.optional_bool("attention_bias", false)) r.d.fail("attention_bias", "attention biases are not modelled here");
+    if (r.optional_string("scoring_func", "softmax") != "softmax") {
+      r.d.fail("scoring_func", "DeepSeek-MoE's routing is modelled with softmax scores");
+    }
+  } else {
+    m.num_query_groups = m.num_attention_heads;  // MLA: one key/value head per query head
+    if (r.optional_bool("attention_bias", false)) r.d.fail("attention_bias", "MLA with biases is not modelled");
+    m.mla.q_lora_rank = r.optional_int({"q_lora_rank"}, 0, 0);  // null: direct queries (V2-Lite)
+    m.mla.kv_lora_rank = r.required_int({"kv_lora_rank"});
+    m.mla.qk_head_dim = r.optional_int({"qk_nope_head_dim"}, 128);
+    m.mla.qk_pos_emb_head_dim = r.optional_int({"qk_rope_head_dim"}, 64);
+    m.mla.v_head_dim = r.optional_int({"v_head_dim"}, 128);
+  }
   const std::int64_t experts = r.optional_int({"n_routed_experts"}, 0, 0);
   if (experts > 0) {
     moe_spec& x = m.moe;
@@ -215,8 +225,8 @@ void read_deepseek(const hf_reader& r, const std::string& type, model_spec& m) {
     x.first_dense_layers = r.optional_int({"first_k_dense_replace"}, 0, 0);
     x.layer_freq = r.optional_int({"moe_layer_freq"}, 1);
     // noaux_tc (V3) adds e_score_correction_bias; group-limited routing over n_group groups.
-    x.expert_score_bias = r.optional_string("topk_method", type == "deepseek_v3" ? "noaux_tc" : "greedy") == "noaux_tc";
-    const std::int64_t groups = r.optional_int({"n_group"}, 0, 0);
+    x.expert_score_bias = mla && r.optional_string("topk_method", type == "deepseek_v3" ? "noaux_tc" : "greedy") == "noaux_tc";
+    const std::int64_t groups = mla ? r.optional_int({"n_group"}, 0, 0) : 0;
     if (groups > 1) {
       x.router_num_groups = groups;
       x.router_group_topk = r.optional_int({"topk_group"}, groups);
@@ -410,7 +420,7 @@ void read_opt(const hf_reader& r, model_spec& m) {
 
 const std::vector<std::string>& hf_types() {
   static const std::vector<std::string> types = {
-      "bloom", "deepseek_v2", "deepseek_v3", "gemma2",  "gemma3", "gemma3_text", "gpt2",  "gpt_neox", "gpt_oss",
+      "bloom", "deepseek", "deepseek_v2", "deepseek_v3", "gemma2",  "gemma3", "gemma3_text", "gpt2",  "gpt_neox", "gpt_oss",
       "llama", "llama4",      "llama4_text", "mistral", "mixtral", "nemotron_h", "opt",   "qwen2", "qwen2_moe",
       "qwen3", "qwen3_moe"};
   return types;
@@ -439,6 +449,7 @@ std::string hf_model_type(const hf_reader& r) {
       {"OPTForCausalLM", "opt"},
       {"OPTModel", "opt"},
       {"DeepseekV3ForCausalLM", "deepseek_v3"},
+      {"DeepseekForCausalLM", "deepseek"},
       {"DeepseekV2ForCausalLM", "deepseek_v2"},
       {"Qwen3ForCausalLM", "qwen3"},
       {"Qwen3MoeForCausalLM", "qwen3_moe"},
@@ -483,7 +494,7 @@ model_spec read_hf(const document& whole) {
   if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen2_moe" ||
       type == "qwen3" || type == "qwen3_moe") {
     read_llama_like(r, type, m);
-  } else if (type == "deepseek_v2" || type == "deepseek_v3") {
+  } else if (type == "deepseek" || type == "deepseek_v2" || type == "deepseek_v3") {
     read_deepseek(r, type, m);
   } else if (type == "gpt_oss") {
     read_gpt_oss(r, m);

@@ -82,6 +82,26 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// DeepSeek-MoE (model_type deepseek): Llama's multi-head attention with DeepSeek's experts. By hand:
+// embedding and output 2·102,400·2,048; 28 layers of attention 4·2,048² and norms 2·2,048; layer 0's
+// dense MLP 3·2,048·10,944; 27 MoE layers of 64 routed and 2 shared experts of 3·2,048·1,408 and the
+// 64 × 2,048 gate; the final norm: 16,375,728,128 = the paper's 16.4B. Activated per token (6 routed
+// experts): 2.8B.
+TEST(ModelIoHf, DeepSeekMoeIsLlamaAttentionWithDeepSeeksExperts) {
+  const model_spec m = load_model_file(hf("deepseek-moe-16b.json"));
+  EXPECT_FALSE(m.is_mla());
+  EXPECT_EQ(m.num_query_groups, 16);
+  EXPECT_EQ(m.moe.num_experts, 64);
+  EXPECT_EQ(m.moe.router_topk, 6);
+  EXPECT_EQ(m.moe.first_dense_layers, 1);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 2 * 1408);
+  EXPECT_FALSE(m.moe.expert_score_bias);
+  const parameter_breakdown p = count_parameters(m, 1);
+  EXPECT_EQ(p.total, 16'375'728'128);
+  EXPECT_NEAR(static_cast<double>(p.total) / 16.4e9, 1.0, 0.005);
+  EXPECT_NEAR(static_cast<double>(p.active_per_token) / 2.8e9, 1.0, 0.02);
+}
+
 TEST(ModelIoHf, LlamaMapping) {
   const model_spec m = load_model_file(hf("llama2-7b.json"));
   EXPECT_EQ(m.name, "meta-llama/Llama-2-7b-hf");
@@ -480,9 +500,9 @@ TEST(ModelIoErrors, FinalizeErrorsCarryFileAndLine) {
 
 TEST(ModelIoErrors, UnknownHfModelTypeListsSupported) {
   EXPECT_EQ(parse_error(R"({"model_type": "falcon", "hidden_size": 4})", "c.json"),
-            "c.json: field 'model_type': unsupported Hugging Face model_type 'falcon'; supported: bloom, deepseek_v2, "
-            "deepseek_v3, gemma2, gemma3, gemma3_text, gpt2, gpt_neox, gpt_oss, llama, llama4, llama4_text, mistral, "
-            "mixtral, nemotron_h, opt, qwen2, qwen2_moe, qwen3, qwen3_moe");
+            "c.json: field 'model_type': unsupported Hugging Face model_type 'falcon'; supported: bloom, deepseek, "
+            "deepseek_v2, deepseek_v3, gemma2, gemma3, gemma3_text, gpt2, gpt_neox, gpt_oss, llama, llama4, llama4_text, "
+            "mistral, mixtral, nemotron_h, opt, qwen2, qwen2_moe, qwen3, qwen3_moe");
   EXPECT_TRUE(message_is(parse_error(R"({"architectures": ["FalconForCausalLM"]})", "c.json"),
                          "c.json: field 'architectures': unsupported architecture 'FalconForCausalLM'",
                          "llama, llama4"));
