@@ -478,6 +478,56 @@ std::string hf_model_type(const hf_reader& r) {
 
 }  // namespace
 
+bool is_deepseek_inference(const document& d) {
+  return d.root.is_object() && d.root.contains("dim") && d.root.contains("n_layers") && d.root.contains("n_heads") &&
+         d.root.contains("kv_lora_rank");
+}
+
+/// DeepSeek's own inference configs (deepseek-ai/DeepSeek-V3 inference/model.py ModelArgs, with its
+/// defaults for keys a config leaves out): MLA, dense first layers, routed and shared experts, a gate
+/// bias where dim is 7168 (Gate.__init__'s own rule: V3), no MTP module (the inference model has none),
+/// separate embedding and head, pretrained at original_seq_len.
+model_spec read_deepseek_inference(const document& d) {
+  const hf_reader r{d};
+  model_spec m;
+  m.num_layers = r.optional_int({"n_layers"}, 27);
+  m.hidden_size = r.optional_int({"dim"}, 2048);
+  m.num_attention_heads = r.optional_int({"n_heads"}, 16);
+  m.num_query_groups = m.num_attention_heads;
+  m.vocab_size = r.optional_int({"vocab_size"}, 102400);
+  m.ffn_hidden_size = r.optional_int({"inter_dim"}, 10944);
+  m.position_embedding = position_embedding_kind::rope;
+  m.norm = norm_kind::rmsnorm;
+  m.activation = activation_kind::swiglu;
+  m.add_bias_linear = false;
+  m.tie_embeddings = false;
+  m.attention_dropout = 0.0;
+  m.hidden_dropout = 0.0;
+  m.mla.q_lora_rank = r.optional_int({"q_lora_rank"}, 0, 0);
+  m.mla.kv_lora_rank = r.optional_int({"kv_lora_rank"}, 512);
+  m.mla.qk_head_dim = r.optional_int({"qk_nope_head_dim"}, 128);
+  m.mla.qk_pos_emb_head_dim = r.optional_int({"qk_rope_head_dim"}, 64);
+  m.mla.v_head_dim = r.optional_int({"v_head_dim"}, 128);
+  moe_spec& x = m.moe;
+  x.num_experts = r.optional_int({"n_routed_experts"}, 64);
+  x.router_topk = r.optional_int({"n_activated_experts"}, 6);
+  x.expert_ffn_hidden_size = r.optional_int({"moe_inter_dim"}, 1408);
+  x.shared_expert_ffn_hidden_size = r.optional_int({"n_shared_experts"}, 2, 0) * x.expert_ffn_hidden_size;
+  x.first_dense_layers = r.optional_int({"n_dense_layers"}, 1, 0);
+  x.layer_freq = 1;
+  x.expert_score_bias = m.hidden_size == 7168;
+  const std::string score = r.optional_string("score_func", "softmax");
+  if (score != "softmax" && score != "sigmoid") r.d.fail("score_func", "expected softmax or sigmoid");
+  if (const std::int64_t groups = r.optional_int({"n_expert_groups"}, 1); groups > 1) {
+    x.router_num_groups = groups;
+    x.router_group_topk = r.optional_int({"n_limited_groups"}, 1);
+  }
+  m.seq_length = r.optional_int({"original_seq_len"}, 4096);
+  m.max_position_embeddings = 0;
+  m.name = stem_of(d.origin);
+  return m;
+}
+
 model_spec read_hf(const document& whole) {
   const std::string type = hf_model_type(hf_reader{whole});
   // Multimodal configs (Llama 4, Gemma 3) keep the decoder in text_config: it is what is trained here.

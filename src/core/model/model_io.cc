@@ -464,7 +464,7 @@ model_spec read_own(const document& d) {
 bool is_hf(const document& d) { return d.root.contains("model_type") || d.root.contains("architectures"); }
 
 model_spec read_document(const document& d) {
-  model_spec m = is_hf(d) ? read_hf(d) : read_own(d);
+  model_spec m = is_hf(d) ? read_hf(d) : is_deepseek_inference(d) ? read_deepseek_inference(d) : read_own(d);
   finalize_from(d, m);
   return m;
 }

@@ -65,5 +65,9 @@ auto parse_enum_field(const document& d, const json& v, const std::string& path,
 
 /// A config.json (transformers' classes and their defaults) as a model, not yet finalized (§1.6).
 model_spec read_hf(const document& d);
+/// Whether `d` is a DeepSeek inference config (deepseek-ai/DeepSeek-V3 inference/configs/*.json:
+/// ModelArgs' dim, n_layers, n_heads, kv_lora_rank), and the model it describes.
+bool is_deepseek_inference(const document& d);
+model_spec read_deepseek_inference(const document& d);
 
 }  // namespace trainplan::detail

@@ -102,6 +102,26 @@ TEST(ModelIoHf, DeepSeekMoeIsLlamaAttentionWithDeepSeeksExperts) {
   EXPECT_NEAR(static_cast<double>(p.active_per_token) / 2.8e9, 1.0, 0.02);
 }
 
+// DeepSeek's own inference configs (inference/model.py ModelArgs; issue 29): the same models as their
+// Hugging Face configs. config_671B is DeepSeek-V3 without the MTP module the inference code leaves out:
+// the HF deepseek-v3.json's count with its MTP layer removed. config_236B is DeepSeek-V2 (236B, 21B
+// activated) and config_16B DeepSeek-V2-Lite (15.7B, 2.4B activated without the embedding).
+TEST(ModelIoDeepSeekInference, SameModelsAsTheirHuggingFaceConfigs) {
+  const model_spec v3 = load_model_file(hf("deepseek-inference-config_671B.json"));
+  model_spec from_hf = load_model_file(hf("deepseek-v3.json"));
+  from_hf.mtp_num_layers = 0;
+  EXPECT_EQ(count_parameters(v3, 1).total, count_parameters(from_hf, 1).total);
+  EXPECT_EQ(count_parameters(v3, 1).active_per_token, count_parameters(from_hf, 1).active_per_token);
+  EXPECT_EQ(v3.seq_length, 4096);
+  const parameter_breakdown v2 = count_parameters(load_model_file(hf("deepseek-inference-config_236B.json")), 1);
+  EXPECT_NEAR(static_cast<double>(v2.total) / 236e9, 1.0, 0.005);
+  EXPECT_NEAR(static_cast<double>(v2.active_per_token) / 21e9, 1.0, 0.03);
+  const model_spec lite_spec = load_model_file(hf("deepseek-inference-config_16B.json"));
+  const parameter_breakdown lite = count_parameters(lite_spec, 1);
+  EXPECT_EQ(lite_spec.mla.q_lora_rank, 0);  // direct queries
+  EXPECT_NEAR(static_cast<double>(lite.total) / 15.7e9, 1.0, 0.005);
+}
+
 TEST(ModelIoHf, LlamaMapping) {
   const model_spec m = load_model_file(hf("llama2-7b.json"));
   EXPECT_EQ(m.name, "meta-llama/Llama-2-7b-hf");
