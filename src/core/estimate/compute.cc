@@ -746,7 +746,17 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   r.stages.clear();
   r.stages.reserve(layout.size());
   const double vpp = static_cast<double>(p.vpp);
+  const stage_layout* previous = nullptr;
   for (const stage_layout& sl : layout) {
+    // A stage of the same class as the one before (layers by kind, ends) does the same work: a deep
+    // pipeline's middle stages are computed once.
+    if (previous != nullptr && same_stage_class(*previous, sl)) {
+      r.stages.push_back(r.stages.back());
+      r.stages.back().stage = sl.stage;
+      previous = &sl;
+      continue;
+    }
+    previous = &sl;
     stage_compute sc;
     sc.stage = sl.stage;
     const double layers = static_cast<double>(sl.num_layers);

@@ -26,7 +26,7 @@ struct activation_setting {
   bool flash = false;
   bool selective = false;    ///< attention core recomputed
   // Megatron-Core's other recompute modules (§3.4.4): what each drops from a layer's saved tensors.
-  bool layernorm = false;    ///< an MoE layer's pre-MLP norm output (TE fuses the dense layers' norms into their linears)
+  bool layernorm = false;    ///< an MoE layer's pre-MLP norm output (TE fuses dense layers' norms into linears)
   bool mlp = false;          ///< the dense MLP: all of it (its input is the norm input already kept)
   bool moe = false;          ///< the MoE layer: all but its input
   bool moe_act = false;      ///< each routed copy's activation output (fc2's input)
@@ -103,7 +103,8 @@ double mlp_bytes(const model_spec& m, const activation_setting& a, bool moe_laye
     // §3.4.3: each token reaches k experts; expert inputs and the combine's inputs are k copies, as
     // many more on the busiest rank as the capacity factor (or, dropless, the load imbalance) allows.
     const double load = m.moe.capacity_factor > 0 ? m.moe.capacity_factor : m.moe.load_imbalance;
-    mlp += topk * load * ((e + lin) * h / rep + mlp_bytes(static_cast<double>(m.moe.expert_ffn_hidden_size), t, a.moe_act));
+    const double expert_ffn = static_cast<double>(m.moe.expert_ffn_hidden_size);
+    mlp += topk * load * ((e + lin) * h / rep + mlp_bytes(expert_ffn, t, a.moe_act));
     if (m.moe.shared_expert_ffn_hidden_size > 0 && !a.shared_experts) {
       mlp += mlp_bytes(static_cast<double>(m.moe.shared_expert_ffn_hidden_size), t);
     }
@@ -320,56 +321,132 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
 
   double peak_reserved = -1;
   r.stages.reserve(layout.size());
+  // What a stage's class (layers by kind, ends) decides, computed when the class changes: a deep
+  // pipeline's middle stages differ only in the micro-batches in flight.
+  struct {
+    stage_memory s;  // the class's fields; the rank's are set below
+    double step_transient = 0, stored_per_layer = 0, per_microbatch_extra = 0, output_stored = 0;
+    double static_bytes = 0, communicators = 0;
+  } cls;
+  const stage_layout* previous = nullptr;
   for (const stage_layout& st : layout) {
-    stage_memory s;
+    if (previous == nullptr || !same_stage_class(*previous, st)) {
+      stage_memory& s = cls.s;
+      s = stage_memory{};
+      s.num_layers = st.num_layers;
+      // §2.4: parameters held by this GPU.
+      const layer_shard held = holds.stage(st);
+      const std::int64_t dense = held.dense;
+      const std::int64_t expert = held.expert;
+      s.parameters = held.total();
+      const double dn = static_cast<double>(dense);
+      const double ex = static_cast<double>(expert);
+      s.weights_bytes = dn * dense_state.weights + ex * expert_state.weights;
+      // §5.1.3: Transformer Engine keeps each FP8 linear weight and its transpose beside the 16-bit one
+      // (with --fp8-param-gather the FP8 parameter replaces the 16-bit copy instead). Under ZeRO-3/FSDP
+      // no whole weight stays on the GPU, so neither do its FP8 casts: they exist while a layer is
+      // gathered (below; torchao's Float8Linear casts the gathered weight each pass).
+      if (fp8_copies && tr.zero_stage != 3) {
+        s.weights_bytes += 2.0 * static_cast<double>(holds.stage(st.kinds, false, false).total());
+      }
+      s.gradients_bytes = dn * dense_state.gradients + ex * expert_state.gradients;
+      s.optimizer_bytes = dn * dense_state.optimizer + ex * expert_state.optimizer;
+      s.offloaded_bytes = dn * dense_state.offloaded + ex * expert_state.offloaded;
+      cls.step_transient = dn * dense_state.step_transient + ex * expert_state.step_transient;
+
+      // §3.7: communication buckets and gathered parameters.
+      const double params_here = static_cast<double>(s.parameters);
+      if (job.resolved.row().reduce_bucket) {
+        const double elements = tr.bucket_size_elements > 0 ? static_cast<double>(tr.bucket_size_elements)
+                                                            : kDeepSpeedBucketElements;
+        const double bucket = tr.bucket_size_bytes > 0 ? static_cast<double>(tr.bucket_size_bytes)
+                                                       : e * std::min(elements, params_here);
+        s.buffers_bytes += bucket;
+      }
+      if (tr.zero_stage == 3) {
+        // The gathered layer being computed, what is prefetched ahead of it and, FSDP, the unit's
+        // unsharded gradient before its reduce-scatter (§3.7). DeepSpeed prefetches up to
+        // stage3_prefetch_bucket_size elements ahead (5e7 by default), at most the next layer; FSDP the
+        // next unit. --zero3-prefetch-bucket-size 0: nothing ahead.
+        const bool prefetch = tr.zero3_prefetch_bucket_elements != 0;
+        const double bucket = tr.zero3_prefetch_bucket_elements > 0 ? static_cast<double>(tr.zero3_prefetch_bucket_elements)
+                                                                     : kDeepSpeedPrefetchElements;
+        const double ahead = !prefetch ? 0.0
+                             : tr.framework == framework_kind::fsdp ? largest_layer
+                                                                     : std::min(bucket, largest_layer);
+        const double gradient = tr.framework == framework_kind::fsdp ? largest_layer : 0.0;
+        s.buffers_bytes += e * (largest_layer + ahead + gradient);
+        // FP8: the gathered layers' FP8 weight and its transpose (1 + 1 byte), while they are gathered.
+        if (fp8_copies) s.buffers_bytes += 2.0 * (largest_layer + ahead);
+      } else if (tr.zero_stage == 2 && tr.framework == framework_kind::fsdp) {
+        s.buffers_bytes += e * largest_layer;
+      }
+
+      double stage_act = 0;
+      for (std::size_t k = 0; k < kNumLayerKinds; ++k) stage_act += static_cast<double>(st.kinds[k]) * kind_act[k];
+      const double per_layer = st.num_layers > 0 ? stage_act / static_cast<double>(st.num_layers) : 0.0;
+
+      // Stored per layer-micro-batch, and the working set rebuilt during backward (§3.4.4).
+      double& stored_per_layer = cls.stored_per_layer;
+      stored_per_layer = per_layer;
+      double working = module_working;
+      if (op_sac) {
+        stored_per_layer = op_kept_bytes;
+        working = per_layer;  // the layer's recomputed tensors while its backward runs
+      }
+      if (full) {
+        const double chunk_layers = static_cast<double>(st.num_layers / par.vpp);
+        if (tr.recompute_method_ == recompute_method::uniform) {
+          const double chunks = std::ceil(chunk_layers / n_recompute);
+          stored_per_layer = chunk_layers > 0 ? chunks * checkpoint_bytes / chunk_layers : 0.0;
+          working = std::min(n_recompute, chunk_layers) * per_layer;
+        } else {
+          const double recomputed = std::min(n_recompute, chunk_layers);
+          stored_per_layer = chunk_layers > 0
+                                 ? (recomputed * checkpoint_bytes + (chunk_layers - recomputed) * per_layer) / chunk_layers
+                                 : 0.0;
+          working = recomputed > 0 ? per_layer : 0.0;
+        }
+      }
+      double& per_microbatch_extra = cls.per_microbatch_extra;
+      per_microbatch_extra = 0;  // embedding and output-layer tensors, per micro-batch
+      if (st.has_embedding) {
+        per_microbatch_extra += (m.hidden_dropout > 0 ? h * tokens / rep : 0.0);   // embedding dropout mask
+        per_microbatch_extra += m.embedding_norm ? e * h * tokens : 0.0;           // embedding norm input
+      }
+      // DeepSpeed's pipeline engine keeps each sent stage output for backward, partitioned over the TP
+      // group when TP > 1 (runtime/pipe/engine.py, is_pipe_partitioned).
+      if (deepspeed && !st.has_output) per_microbatch_extra += e * h * tokens / act.t;
+      double& output_stored = cls.output_stored;
+      output_stored = 0;
+      double loss_transient = 0;
+      if (st.has_output) {
+        output_stored = 2 * e * h * tokens / rep;  // final norm input, output layer input
+        // §3.4.6: each MTP module keeps a layer like the last one, its two input norms' and projection's
+        // inputs (2h wide), its final norm's and the shared output layer's inputs, per micro-batch.
+        per_microbatch_extra += static_cast<double>(m.mtp_num_layers) *
+                                (kind_act[last_kind] + (2 + 2 + 2) * e * h * tokens / rep);
+        // §3.6: the logits (e·V/t) and the loss's fp32 buffers, as the framework runs it.
+        const double loss_buffers = cross_entropy_of(tr.framework, tr.cross_entropy_fusion).buffer_fp32_bytes;
+        loss_transient = (e + loss_buffers) * vocab_shard * tokens;
+      }
+      // Backward working tensors: the activation gradient in and out of a layer, and the largest
+      // intermediate gradient (the gated fc1 output).
+      const double grad_working =
+          e * tokens * (2 * h / rep + (is_gated(m.activation) ? 2.0 : 1.0) * static_cast<double>(m.ffn_hidden_size) / act.t);
+
+      s.activations_per_microbatch_bytes = stored_per_layer * static_cast<double>(st.num_layers) + per_microbatch_extra;
+      // Under full recomputation the rebuilt layer's activations are freed as its gradients appear, so
+      // the gradient tensors do not add to the rebuilt working set.
+      s.transient_bytes = std::max(full || op_sac ? working : working + grad_working, loss_transient);
+      cls.static_bytes = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.buffers_bytes;
+      // §3.8: the caching allocator's reserve, then the CUDA context and NCCL's buffers, outside PyTorch.
+      cls.communicators = static_cast<double>(
+          st.has_embedding || st.has_output ? job.resolved.end_stage_communicators : job.resolved.communicators);
+    }
+    previous = &st;
+    stage_memory s = cls.s;
     s.stage = st.stage;
-    s.num_layers = st.num_layers;
-    // §2.4: parameters held by this GPU.
-    const layer_shard held = holds.stage(st);
-    const std::int64_t dense = held.dense;
-    const std::int64_t expert = held.expert;
-    s.parameters = held.total();
-    const double dn = static_cast<double>(dense);
-    const double ex = static_cast<double>(expert);
-    s.weights_bytes = dn * dense_state.weights + ex * expert_state.weights;
-    // §5.1.3: Transformer Engine keeps each FP8 linear weight and its transpose beside the 16-bit one
-    // (with --fp8-param-gather the FP8 parameter replaces the 16-bit copy instead). Under ZeRO-3/FSDP
-    // no whole weight stays on the GPU, so neither do its FP8 casts: they exist while a layer is
-    // gathered (below; torchao's Float8Linear casts the gathered weight each pass).
-    if (fp8_copies && tr.zero_stage != 3) s.weights_bytes += 2.0 * static_cast<double>(holds.stage(st.kinds, false, false).total());
-    s.gradients_bytes = dn * dense_state.gradients + ex * expert_state.gradients;
-    s.optimizer_bytes = dn * dense_state.optimizer + ex * expert_state.optimizer;
-    s.offloaded_bytes = dn * dense_state.offloaded + ex * expert_state.offloaded;
-    const double step_transient = dn * dense_state.step_transient + ex * expert_state.step_transient;
-
-    // §3.7: communication buckets and gathered parameters.
-    const double params_here = static_cast<double>(s.parameters);
-    if (job.resolved.row().reduce_bucket) {
-      const double elements = tr.bucket_size_elements > 0 ? static_cast<double>(tr.bucket_size_elements)
-                                                          : kDeepSpeedBucketElements;
-      const double bucket = tr.bucket_size_bytes > 0 ? static_cast<double>(tr.bucket_size_bytes)
-                                                     : e * std::min(elements, params_here);
-      s.buffers_bytes += bucket;
-    }
-    if (tr.zero_stage == 3) {
-      // The gathered layer being computed, what is prefetched ahead of it and, FSDP, the unit's
-      // unsharded gradient before its reduce-scatter (§3.7). DeepSpeed prefetches up to
-      // stage3_prefetch_bucket_size elements ahead (5e7 by default), at most the next layer; FSDP the
-      // next unit. --zero3-prefetch-bucket-size 0: nothing ahead.
-      const bool prefetch = tr.zero3_prefetch_bucket_elements != 0;
-      const double bucket = tr.zero3_prefetch_bucket_elements > 0 ? static_cast<double>(tr.zero3_prefetch_bucket_elements)
-                                                                   : kDeepSpeedPrefetchElements;
-      const double ahead = !prefetch ? 0.0
-                           : tr.framework == framework_kind::fsdp ? largest_layer
-                                                                   : std::min(bucket, largest_layer);
-      const double gradient = tr.framework == framework_kind::fsdp ? largest_layer : 0.0;
-      s.buffers_bytes += e * (largest_layer + ahead + gradient);
-      // FP8: the gathered layers' FP8 weight and its transpose (1 + 1 byte), while they are gathered.
-      if (fp8_copies) s.buffers_bytes += 2.0 * (largest_layer + ahead);
-    } else if (tr.zero_stage == 2 && tr.framework == framework_kind::fsdp) {
-      s.buffers_bytes += e * largest_layer;
-    }
-
     // §3.5: micro-batches whose activations are held at once, as Megatron's schedule runs them
     // (interleaved with model chunks, else 1F1B; the schedule's own `held`).
     const schedule_kind kind = par.vpp > 1 ? schedule_kind::interleaved : schedule_kind::one_f_one_b;
@@ -379,72 +456,15 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     const double layers_in_flight =
         static_cast<double>(peak.chunk_microbatches) * static_cast<double>(st.num_layers / par.vpp);
     s.microbatches_in_flight = in_flight;
-    double stage_act = 0;
-    for (std::size_t k = 0; k < kNumLayerKinds; ++k) stage_act += static_cast<double>(st.kinds[k]) * kind_act[k];
-    const double per_layer = st.num_layers > 0 ? stage_act / static_cast<double>(st.num_layers) : 0.0;
-
-    // Stored per layer-micro-batch, and the working set rebuilt during backward (§3.4.4).
-    double stored_per_layer = per_layer;
-    double working = module_working;
-    if (op_sac) {
-      stored_per_layer = op_kept_bytes;
-      working = per_layer;  // the layer's recomputed tensors while its backward runs
-    }
-    if (full) {
-      const double chunk_layers = static_cast<double>(st.num_layers / par.vpp);
-      if (tr.recompute_method_ == recompute_method::uniform) {
-        const double chunks = std::ceil(chunk_layers / n_recompute);
-        stored_per_layer = chunk_layers > 0 ? chunks * checkpoint_bytes / chunk_layers : 0.0;
-        working = std::min(n_recompute, chunk_layers) * per_layer;
-      } else {
-        const double recomputed = std::min(n_recompute, chunk_layers);
-        stored_per_layer = chunk_layers > 0
-                               ? (recomputed * checkpoint_bytes + (chunk_layers - recomputed) * per_layer) / chunk_layers
-                               : 0.0;
-        working = recomputed > 0 ? per_layer : 0.0;
-      }
-    }
-    double per_microbatch_extra = 0;  // embedding and output-layer tensors, per micro-batch
-    if (st.has_embedding) {
-      per_microbatch_extra += (m.hidden_dropout > 0 ? h * tokens / rep : 0.0);   // embedding dropout mask
-      per_microbatch_extra += m.embedding_norm ? e * h * tokens : 0.0;           // embedding norm input
-    }
-    // DeepSpeed's pipeline engine keeps each sent stage output for backward, partitioned over the TP
-    // group when TP > 1 (runtime/pipe/engine.py, is_pipe_partitioned).
-    if (deepspeed && !st.has_output) per_microbatch_extra += e * h * tokens / act.t;
-    double output_stored = 0;
-    double loss_transient = 0;
-    if (st.has_output) {
-      output_stored = 2 * e * h * tokens / rep;  // final norm input, output layer input
-      // §3.4.6: each MTP module keeps a layer like the last one, its two input norms' and projection's
-      // inputs (2h wide), its final norm's and the shared output layer's inputs, per micro-batch.
-      per_microbatch_extra += static_cast<double>(m.mtp_num_layers) *
-                              (kind_act[last_kind] + (2 + 2 + 2) * e * h * tokens / rep);
-      // §3.6: logits (e·V/t), their fp32 copy and the max-shifted fp32 copy inside the loss.
-      loss_transient = (e + cross_entropy_of(tr.framework, tr.cross_entropy_fusion).buffer_fp32_bytes) * vocab_shard * tokens;
-    }
-    // Backward working tensors: the activation gradient in and out of a layer, and the largest
-    // intermediate gradient (the gated fc1 output).
-    const double grad_working =
-        e * tokens * (2 * h / rep + (is_gated(m.activation) ? 2.0 : 1.0) * static_cast<double>(m.ffn_hidden_size) / act.t);
-
-    s.activations_per_microbatch_bytes = stored_per_layer * static_cast<double>(st.num_layers) + per_microbatch_extra;
-    s.activations_bytes = stored_per_layer * layers_in_flight + per_microbatch_extra * static_cast<double>(in_flight) +
-                          output_stored;
-    // Under full recomputation the rebuilt layer's activations are freed as its gradients appear, so
-    // the gradient tensors do not add to the rebuilt working set.
-    s.transient_bytes = std::max(full || op_sac ? working : working + grad_working, loss_transient);
-    const double static_bytes = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.buffers_bytes;
-    const double train_peak = static_bytes + s.activations_bytes + s.transient_bytes;
-    const double step_peak = static_bytes + step_transient;
+    s.activations_bytes = cls.stored_per_layer * layers_in_flight +
+                          cls.per_microbatch_extra * static_cast<double>(in_flight) + cls.output_stored;
+    const double train_peak = cls.static_bytes + s.activations_bytes + s.transient_bytes;
+    const double step_peak = cls.static_bytes + cls.step_transient;
     s.allocated_bytes = std::max(train_peak, step_peak);
     s.other_bytes = s.allocated_bytes - (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes);
-    // §3.8: the caching allocator's reserve, then the CUDA context and NCCL's buffers, outside PyTorch.
-    const double communicators = static_cast<double>(
-        st.has_embedding || st.has_output ? job.resolved.end_stage_communicators : job.resolved.communicators);
     s.reserved_bytes = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction) +
                        static_cast<double>(gpu.cuda_context_bytes) +
-                       communicators * static_cast<double>(tr.nccl_buffer_bytes_per_communicator);
+                       cls.communicators * static_cast<double>(tr.nccl_buffer_bytes_per_communicator);
     s.headroom_bytes = r.capacity_bytes - s.reserved_bytes;
     s.fits = s.headroom_bytes >= 0;
     if (s.reserved_bytes > peak_reserved) {

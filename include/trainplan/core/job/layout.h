@@ -26,6 +26,14 @@ struct stage_layout {
   }
 };
 
+/// Whether two stages hold the same layers by kind and the same ends: memory, compute and the
+/// communication account give them the same per-stage figures except what depends on the rank itself
+/// (the micro-batches a schedule keeps in flight).
+inline bool same_stage_class(const stage_layout& a, const stage_layout& b) {
+  return a.num_layers == b.num_layers && a.kinds == b.kinds && a.has_embedding == b.has_embedding &&
+         a.has_output == b.has_output;
+}
+
 // ---- what one GPU holds (§2.4): the one account memory, communication, compute and time read ------
 
 /// Parameters of one layer, or one stage, held by one GPU: column/row-parallel weights split by t,
