@@ -140,8 +140,13 @@ void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   stages.assign(static_cast<std::size_t>(p.pp), stage_layout{});
-  // Counts the layers of [first, first + n) by kind into `s`.
+  // Counts the layers of [first, first + n) by kind into `s` (one kind for every layer: no walk).
+  const std::optional<layer_kind> uniform = uniform_kind(m);
   auto count = [&](std::int64_t first, std::int64_t n, stage_layout& s) {
+    if (uniform) {
+      s.kinds[static_cast<std::size_t>(*uniform)] += std::max<std::int64_t>(0, n);
+      return;
+    }
     const layer_counts kinds = m.count_layer_kinds(first, n);
     for (std::size_t k = 0; k < kinds.size(); ++k) s.kinds[k] += kinds[k];
   };

@@ -171,8 +171,6 @@ layer_kind model_spec::kind_of_layer(std::int64_t layer) const {
   return moe ? (window ? layer_kind::moe_window : layer_kind::moe) : (window ? layer_kind::dense_window : layer_kind::dense);
 }
 
-namespace {
-
 /// The one kind every layer has when nothing varies from layer to layer (no hybrid or MoE pattern, no
 /// dense first layers, no window pattern or skip frequency), else none: kind_of_layer's answer without
 /// asking it per layer (a memory and time estimate counts the layers of every stage).
@@ -185,8 +183,6 @@ std::optional<layer_kind> uniform_kind(const model_spec& m) {
   return moe ? (windowed ? layer_kind::moe_window : layer_kind::moe)
              : (windowed ? layer_kind::dense_window : layer_kind::dense);
 }
-
-}  // namespace
 
 layer_counts model_spec::count_layer_kinds(std::int64_t first, std::int64_t count) const {
   layer_counts n{};

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -198,6 +199,10 @@ struct model_spec {
     return is_mla() ? num_attention_heads * mla.v_head_dim : num_attention_heads * kv_channels;
   }
 };
+
+/// The kind every layer of `m` has when no layer differs (no hybrid or MoE pattern, dense first layers,
+/// window pattern or skip frequency), else none: kind_of_layer's answer for all layers at once.
+std::optional<layer_kind> uniform_kind(const model_spec& m);
 
 /// A per-layer 0/1 pattern as Megatron's flags write it (--moe-layer-freq, --window-attn-skip-freq):
 /// a Python list "[1,0,1]" or list arithmetic "([0]*3+[1]*58)", at most 2^14 entries. Throws
