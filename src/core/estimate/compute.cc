@@ -43,6 +43,11 @@ double memory_time_s(const gpu_spec& gpu, const compute_efficiency& e, double by
   return bytes / (gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction) + kernels * e.kernel_overhead_s;
 }
 
+gemm_estimate estimate_gemm_with(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& s,
+                                 double align, double ramp);
+double shape_alignment(const compute_efficiency& e, dtype d, const gemm_shape& s);
+double flop_ramp(const compute_efficiency& e, const gemm_shape& s);
+
 /// Adds one GEMM (forward shape) to the forward pass and its two backward GEMMs (data and weight
 /// gradients, each with the forward's FLOPs) to the backward pass (§5.1). `weight_grad` false for
 /// products of two activations (attention), whose backward is two data-gradient GEMMs. `time_scale`
@@ -56,10 +61,11 @@ void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const g
     time_scale /= e.sustained_clock_factor;
     backward_scale /= e.sustained_clock_factor;
   }
-  const gemm_estimate fw = estimate_gemm(gpu, e, d, f);
-  // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n].
-  const gemm_estimate dx = estimate_gemm(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch});
-  const gemm_estimate dw = estimate_gemm(gpu, e, d, gemm_shape{f.k, f.n, f.m, f.batch});
+  // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n]: the same dimensions and FLOPs.
+  const double align = shape_alignment(e, d, f), ramp = flop_ramp(e, f);
+  const gemm_estimate fw = estimate_gemm_with(gpu, e, d, f, align, ramp);
+  const gemm_estimate dx = estimate_gemm_with(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch}, align, ramp);
+  const gemm_estimate dw = estimate_gemm_with(gpu, e, d, gemm_shape{f.k, f.n, f.m, f.batch}, align, ramp);
   u.forward.*bucket += fw.time_s * time_scale;
   u.forward.flops += fw.flops;
   u.backward.*bucket += (dx.time_s + dw.time_s) * backward_scale;
@@ -239,7 +245,12 @@ void effective_compute_efficiency(const gpu_spec& gpu, compute_efficiency& e) {
   if (o.measured) e.measured = o.measured;
 }
 
-gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& s) {
+namespace {
+
+/// estimate_gemm with the factors a GEMM's forward and its two backward GEMMs share (their dimensions
+/// are the same three, permuted): the alignment factor and the FLOP ramp.
+gemm_estimate estimate_gemm_with(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& s,
+                                 double align, double ramp) {
   gemm_estimate out;
   const double m = static_cast<double>(s.m), n = static_cast<double>(s.n), k = static_cast<double>(s.k),
                b = static_cast<double>(s.batch);
@@ -265,16 +276,31 @@ gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dt
   }
   double best = best_peak * (m * n * b) / (best_area * slots);
   if (d == dtype::fp8 && e.fp8_tile_factor > 0) best = std::min(1.0, best * e.fp8_tile_factor);
-  const std::int64_t elems = alignment_elements(d);
-  const double align = std::min({alignment_factor(s.m, elems, e), alignment_factor(s.n, elems, e),
-                                 alignment_factor(s.k, elems, e)});
   const double prologue = k / (k + e.k_half);
-  const double ramp = out.flops / (out.flops + e.ramp_flops);
   out.efficiency = best * align * prologue * ramp;
   // A calibration profile's measurements correct the model where they were taken (§6.4).
   if (e.measured) out.efficiency *= e.measured->correction(d, s.m, s.n, s.k, s.batch);
   out.time_s = out.flops / (gpu.peak_flops(d) * out.efficiency) + e.kernel_overhead_s;
   return out;
+}
+
+/// §5.2's alignment factor of a shape: its worst dimension.
+double shape_alignment(const compute_efficiency& e, dtype d, const gemm_shape& s) {
+  const std::int64_t elems = alignment_elements(d);
+  return std::min({alignment_factor(s.m, elems, e), alignment_factor(s.n, elems, e), alignment_factor(s.k, elems, e)});
+}
+
+/// §5.2's ramp of small GEMMs, from the FLOPs.
+double flop_ramp(const compute_efficiency& e, const gemm_shape& s) {
+  const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) *
+                       static_cast<double>(s.batch);
+  return flops / (flops + e.ramp_flops);
+}
+
+}  // namespace
+
+gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& s) {
+  return estimate_gemm_with(gpu, e, d, s, shape_alignment(e, d, s), flop_ramp(e, s));
 }
 
 std::vector<named_gemm> layer_gemm_shapes(const job_spec& job, bool moe_layer) {
