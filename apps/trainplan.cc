@@ -142,10 +142,20 @@ int cmd_schedule(const std::vector<std::string>& args, const output_options& out
 }
 
 int cmd_validate(const std::vector<std::string>& args, const output_options& out) {
-  if (!args.empty() && !(args.size() == 2 && args[0] == "--csv")) {
-    throw input_error("validate takes no job flags; use --csv FILE for your own measurements, got '" + args[0] + "'");
+  std::string csv;
+  bool loso = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--loso") {
+      loso = true;
+    } else if (args[i] == "--csv") {
+      if (i + 1 >= args.size()) throw input_error("--csv needs a value (FILE: your measurements)");
+      csv = args[++i];
+    } else {
+      throw input_error("validate takes no job flags; use --csv FILE for your own measurements and --loso for "
+                        "leave-one-source-out over BLOOM's tables, got '" + args[i] + "'");
+    }
   }
-  std::cout << validation_output(args.empty() ? std::string() : args[1], *out.make());
+  std::cout << validation_output(csv, *out.make(), loso);
   return 0;
 }
 
@@ -256,7 +266,10 @@ const std::vector<command>& commands() {
       {"time", "iteration time, throughput, TFLOPs, MFU and where the time goes", true, cmd_time},
       {"schedule", "the pipeline timeline as a text Gantt chart (--json: its events; --gpipe: GPipe)", true,
        cmd_schedule},
-      {"validate", "predicted against measured over the shipped tables (--csv FILE: your own)", true, cmd_validate},
+      {"validate",
+       "predicted against measured over the shipped tables (--csv FILE: your own; --loso: leave-one-source-out over "
+       "BLOOM's)",
+       true, cmd_validate},
       {"search", "every valid layout ranked by time per iteration (no flags: BLOOM-176B, 48 nodes, GBS 2048)", true,
        cmd_search},
       {"shapes", "(hidden, layers, heads) near --target-params, each with its fastest layout", true, cmd_shapes},

@@ -110,10 +110,16 @@ std::string plan_output(const plan_request& req, const reporter& rep) {
   return rep.plan(make_plan(req.inputs), req.inputs.num_gpus);
 }
 
-std::string validation_output(const std::string& csv_path, const reporter& rep) {
-  if (csv_path.empty()) return rep.validation(validate_shipped());
-  const std::string text = read_input_file(csv_path, "--csv", kMaxTableFileBytes);
-  return rep.validation(run_validation(read_measurements(text, csv_path)));
+std::string validation_output(const std::string& csv_path, const reporter& rep, bool loso) {
+  validation_report r;
+  if (csv_path.empty()) {
+    r = validate_shipped();
+  } else {
+    const std::string text = read_input_file(csv_path, "--csv", kMaxTableFileBytes);
+    r = run_validation(read_measurements(text, csv_path));
+  }
+  if (loso) leave_one_source_out(r);
+  return rep.validation(r);
 }
 
 // ---- the flags as data ------------------------------------------------------------------------------

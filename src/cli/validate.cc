@@ -14,6 +14,7 @@
 #include "trainplan/core/base/input_text.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/model/model.h"
+#include "trainplan/core/estimate/compute.h"
 #include "trainplan/core/estimate/time.h"
 
 namespace trainplan {
@@ -533,6 +534,101 @@ validation_report run_validation(std::vector<validation_row> rows) {
   rep.sources = stats_by(all, [](const validation_row& v) { return v.source; });
   rep.overall = stats_of("overall", all);
   return rep;
+}
+
+namespace {
+
+/// A BLOOM row's source for leave-one-source-out: its measurement day in the prequel table, or the
+/// production log lines of the final table (one run).
+std::string bloom_source_of(const validation_row& v) {
+  if (v.table.find("bloom-final") != std::string::npos) return "production log lines";
+  if (v.table.find("bloom-prequel") != std::string::npos) return v.date;
+  return "";
+}
+
+}  // namespace
+
+void leave_one_source_out(validation_report& r) {
+  struct bloom_case {
+    job_spec job;
+    double measured_s = 0, environment_factor = 1;
+    std::string source;
+  };
+  std::vector<bloom_case> cases;
+  for (const validation_row& v : r.rows) {
+    const std::string source = bloom_source_of(v);
+    if (source.empty() || !v.skipped.empty() || v.by_tflops) continue;
+    cases.push_back({parse_job_args(v.args).job, v.measured_s, v.environment_factor, source});
+  }
+  loso_report& out = r.loso;
+  out = loso_report{};
+  if (cases.empty()) return;
+  // The shipped constants (compute_defaults.cc, framework.cc) and the grid around them.
+  const compute_efficiency shipped = effective_compute_efficiency(cases.front().job.cluster.gpu);
+  const double shipped_tile = shipped.tiles.front().peak_fraction;
+  out.shipped_tile_fraction = shipped_tile;
+  out.shipped_host_ms = 1e3 * host_overhead_per_layer_pass_s(cases.front().job.training);
+  out.tile_first = 0.65, out.tile_step = 0.01, out.tile_count = 31;     // 0.65 … 0.95
+  out.host_first_ms = 0.0, out.host_step_ms = 0.1, out.host_count = 41;  // 0 … 4.0 ms
+  const std::size_t points = static_cast<std::size_t>(out.tile_count * out.host_count);
+  // |error| of every case at every grid point: the tiles scaled to the point's large-GEMM fraction, the
+  // host time set (--host-overhead-ms), nothing else changed.
+  std::vector<double> error(points * cases.size());
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    job_spec job = cases[c].job;
+    const compute_efficiency base = effective_compute_efficiency(job.cluster.gpu);
+    for (std::int64_t i = 0; i < out.tile_count; ++i) {
+      const double tile = out.tile_first + out.tile_step * static_cast<double>(i);
+      job.cluster.gpu.compute.tiles = base.tiles;
+      for (gemm_tile& t : job.cluster.gpu.compute.tiles) t.peak_fraction *= tile / shipped_tile;
+      for (std::int64_t k = 0; k < out.host_count; ++k) {
+        job.training.host_overhead_per_layer_pass_s = 1e-3 * (out.host_first_ms + out.host_step_ms * static_cast<double>(k));
+        const double predicted = estimate_time(job).iteration_s * cases[c].environment_factor;
+        error[static_cast<std::size_t>(i * out.host_count + k) * cases.size() + c] =
+            std::fabs(predicted / cases[c].measured_s - 1);
+      }
+    }
+  }
+  std::vector<std::string> sources;
+  for (const bloom_case& c : cases)
+    if (std::find(sources.begin(), sources.end(), c.source) == sources.end()) sources.push_back(c.source);
+  std::vector<double> all_out, all_shipped;
+  for (const std::string& held : sources) {
+    // The grid point of least median |error| over the other sources (ties: the first, smallest tile).
+    std::size_t best = 0;
+    double best_median = 1e300;
+    std::vector<double> train;
+    for (std::size_t g = 0; g < points; ++g) {
+      train.clear();
+      for (std::size_t c = 0; c < cases.size(); ++c)
+        if (cases[c].source != held) train.push_back(error[g * cases.size() + c]);
+      const double med = median_of(train);
+      if (med < best_median) {
+        best_median = med;
+        best = g;
+      }
+    }
+    loso_fold f;
+    f.source = held;
+    f.tile_fraction = out.tile_first + out.tile_step * static_cast<double>(best / static_cast<std::size_t>(out.host_count));
+    f.host_ms = out.host_first_ms + out.host_step_ms * static_cast<double>(best % static_cast<std::size_t>(out.host_count));
+    std::vector<double> held_out, held_shipped;
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      if (cases[c].source != held) continue;
+      held_out.push_back(error[best * cases.size() + c]);
+      // The shipped constants: the row's own prediction (run_validation's).
+      job_spec job = cases[c].job;
+      held_shipped.push_back(std::fabs(estimate_time(job).iteration_s * cases[c].environment_factor / cases[c].measured_s - 1));
+    }
+    f.rows = static_cast<std::int64_t>(held_out.size());
+    f.median_abs_error = median_of(held_out);
+    f.shipped_median_abs_error = median_of(held_shipped);
+    all_out.insert(all_out.end(), held_out.begin(), held_out.end());
+    all_shipped.insert(all_shipped.end(), held_shipped.begin(), held_shipped.end());
+    out.folds.push_back(f);
+  }
+  out.median_abs_error = median_of(all_out);
+  out.shipped_median_abs_error = median_of(all_shipped);
 }
 
 const validation_report& shipped_validation() {

@@ -50,6 +50,22 @@ std::string json_reporter::validation(const validation_report& r) const {
   for (const auto& s : r.sources) sources.push_back(stats(s));
   j["validation"] = {{"rows", rows},       {"tables", tables},   {"groups", groups}, {"generations", generations},
                      {"sources", sources}, {"overall", stats(r.overall)}};
+  if (!r.loso.folds.empty()) {
+    const loso_report& l = r.loso;
+    json folds = json::array();
+    for (const loso_fold& f : l.folds) {
+      folds.push_back({{"source", f.source}, {"rows", f.rows}, {"tile_fraction", f.tile_fraction}, {"host_ms", f.host_ms},
+                       {"median_abs_error", f.median_abs_error}, {"shipped_median_abs_error", f.shipped_median_abs_error}});
+    }
+    j["validation"]["leave_one_source_out"] = {
+        {"folds", folds},
+        {"median_abs_error", l.median_abs_error},
+        {"shipped_median_abs_error", l.shipped_median_abs_error},
+        {"shipped_tile_fraction", l.shipped_tile_fraction},
+        {"shipped_host_ms", l.shipped_host_ms},
+        {"grid", {{"tile_first", l.tile_first}, {"tile_step", l.tile_step}, {"tile_count", l.tile_count},
+                  {"host_first_ms", l.host_first_ms}, {"host_step_ms", l.host_step_ms}, {"host_count", l.host_count}}}};
+  }
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -102,6 +118,22 @@ std::string text_reporter::validation(const validation_report& r) const {
       o += fmt::format("  {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  not fit {:2}  skipped {:2}  {}\n", s.rows,
                        100 * s.median_abs_error, 100 * s.max_abs_error, s.not_fit, s.skipped, s.name);
     }
+  }
+  if (!r.loso.folds.empty()) {
+    const loso_report& l = r.loso;
+    o += fmt::format(
+        "\nLeave-one-source-out over BLOOM's tables (the runs the A100 constants were fitted on; docs/formulas.md "
+        "§5.8): per source, the large-GEMM tile fraction and DeepSpeed's host time per layer pass refitted on the "
+        "others (grid {:.2f}-{:.2f} × {:.1f}-{:.1f} ms; shipped {:.2f} and {:.1f} ms), then that source predicted:\n",
+        l.tile_first, l.tile_first + l.tile_step * static_cast<double>(l.tile_count - 1), l.host_first_ms,
+        l.host_first_ms + l.host_step_ms * static_cast<double>(l.host_count - 1), l.shipped_tile_fraction, l.shipped_host_ms);
+    for (const loso_fold& f : l.folds) {
+      o += fmt::format("  {:4} rows  refit {:.2f}, {:.1f} ms  median |error| {:5.1f}% held out, {:5.1f}% in sample  {}\n",
+                       f.rows, f.tile_fraction, f.host_ms, 100 * f.median_abs_error, 100 * f.shipped_median_abs_error,
+                       f.source);
+    }
+    o += fmt::format("  all rows, each predicted without its source: median |error| {:.1f}% (in sample {:.1f}%)\n",
+                     100 * l.median_abs_error, 100 * l.shipped_median_abs_error);
   }
   o += "\nOverall:\n";
   stats(r.overall);

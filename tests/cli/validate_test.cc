@@ -330,3 +330,36 @@ TEST(ExpectedError, TimeAndSearchCarryTheBandOfTheShippedValidation) {
 
 }  // namespace
 }  // namespace trainplan
+
+namespace trainplan {
+namespace {
+
+// §5.8: leave-one-source-out over the runs the A100 constants were fitted on. Each BLOOM measurement
+// day (and the production log lines) is predicted by the tile fraction and host time refitted on the
+// others; the out-of-sample median stays near the in-sample one (2026-11-26: 4.3% against 3.8%).
+TEST(ValidateLeaveOneSourceOut, EverySourcePredictedByTheOthersFit) {
+  validation_report r = shipped_validation();
+  leave_one_source_out(r);
+  const loso_report& l = r.loso;
+  ASSERT_EQ(l.folds.size(), 10u);  // 9 days of the prequel table, the production log lines
+  std::int64_t rows = 0;
+  for (const loso_fold& f : l.folds) {
+    rows += f.rows;
+    EXPECT_GE(f.tile_fraction, l.tile_first - 1e-12) << f.source;
+    EXPECT_LE(f.tile_fraction, l.tile_first + l.tile_step * static_cast<double>(l.tile_count - 1) + 1e-12) << f.source;
+    EXPECT_GE(f.host_ms, l.host_first_ms - 1e-12) << f.source;
+  }
+  EXPECT_EQ(rows, 136);
+  EXPECT_DOUBLE_EQ(l.shipped_tile_fraction, 0.80);
+  EXPECT_DOUBLE_EQ(l.shipped_host_ms, 2.5);
+  EXPECT_GE(l.median_abs_error, l.shipped_median_abs_error - 0.005);  // out of sample is not better by chance
+  EXPECT_LT(l.median_abs_error, 0.06);
+  // Rendered by the reporters (text, JSON) only when computed.
+  const std::string text = make_reporter(output_format::text)->validation(r);
+  EXPECT_THAT(text, ::testing::HasSubstr("Leave-one-source-out over BLOOM's tables"));
+  EXPECT_THAT(make_reporter(output_format::text)->validation(shipped_validation()),
+              ::testing::Not(::testing::HasSubstr("Leave-one-source-out")));
+}
+
+}  // namespace
+}  // namespace trainplan

@@ -118,7 +118,8 @@ std::string search_output(const search_request& req, const reporter& rep, const 
 std::string shapes_output(const shapes_request& req, const reporter& rep);
 std::string plan_output(const plan_request& req, const reporter& rep);
 /// The shipped tables, or the measurements in the CSV file at `csv_path` (`validate --csv FILE`).
-std::string validation_output(const std::string& csv_path, const reporter& rep);
+/// `loso`: add leave-one-source-out over the BLOOM rows (the A100 constants' fit; §5.8).
+std::string validation_output(const std::string& csv_path, const reporter& rep, bool loso = false);
 
 // ---- the flags as data, for front ends other than the command line (the Python module) ----
 

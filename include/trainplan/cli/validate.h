@@ -21,6 +21,12 @@ validation_report run_validation(std::vector<validation_row> rows);
 /// The shipped tables (embedded in the binary).
 validation_report validate_shipped();
 
+/// Leave-one-source-out (§5.8) over `r`'s BLOOM rows, the runs the A100 constants were fitted on: for
+/// each source (a measurement day of the prequel table, the production log lines), the large-GEMM tile
+/// fraction and DeepSpeed's host time per layer pass refitted on the other sources (the grid point of
+/// least median |error|), and the held-out rows predicted with them. Fills r.loso.
+void leave_one_source_out(validation_report& r);
+
 /// validate_shipped's report, computed once per process (the expected error of every prediction reads it).
 const validation_report& shipped_validation();
 

@@ -51,8 +51,31 @@ struct validation_stats {
   std::int64_t skipped = 0;        ///< rows without a prediction (a field the source leaves empty, …)
 };
 
+/// One leave-one-source-out fold (§5.8): the A100 constants fitted on BLOOM's tables, refitted without
+/// one source's rows, and that source's error under the refit.
+struct loso_fold {
+  std::string source;             ///< held out: a BLOOM measurement day, or the production log lines
+  std::int64_t rows = 0;
+  double tile_fraction = 0;       ///< A100 large-GEMM fraction of peak fitted on the other sources
+  double host_ms = 0;             ///< DeepSpeed host time per layer pass fitted on the other sources, ms
+  double median_abs_error = 0;    ///< of the held-out rows under the refit
+  double shipped_median_abs_error = 0;  ///< the same rows with the shipped constants (fitted on all)
+};
+
+/// Leave-one-source-out over the tables the A100 constants were fitted on (validate --loso).
+struct loso_report {
+  std::vector<loso_fold> folds;   ///< empty unless asked for
+  double median_abs_error = 0;    ///< of every row, each predicted by the refit without its source
+  double shipped_median_abs_error = 0;  ///< of the same rows with the shipped constants (in sample)
+  double shipped_tile_fraction = 0, shipped_host_ms = 0;
+  /// The grid searched: tile fractions and host times (ms), first, step, count.
+  double tile_first = 0, tile_step = 0, host_first_ms = 0, host_step_ms = 0;
+  std::int64_t tile_count = 0, host_count = 0;
+};
+
 struct validation_report {
   std::vector<validation_row> rows;
+  loso_report loso;                      ///< leave-one-source-out, when asked for
   std::vector<validation_stats> tables;  ///< per file
   std::vector<validation_stats> groups;  ///< per seed table (rows measured together, one thing varied)
   /// Published rows per GPU generation and precision ("H100 BF16", ...): issue 9's targets are per generation.
