@@ -143,6 +143,7 @@ class Job:
         exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
         overlap_grad_reduce: Optional[bool] = ...,
         overlap_param_gather: Optional[bool] = ...,
+        overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
         overlap_moe_expert_parallel_comm: Optional[bool] = ...,
         moe_shared_expert_overlap: Optional[bool] = ...,
         no_overlap_p2p_communication: Optional[bool] = ...,
@@ -306,6 +307,7 @@ class Job:
         exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
         overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
         overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+        overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
         overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
         moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
         no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
@@ -509,6 +511,7 @@ def search(*,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
@@ -680,6 +683,7 @@ def search(*,
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
@@ -873,6 +877,7 @@ def shapes(*,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
@@ -1051,6 +1056,7 @@ def shapes(*,
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
@@ -1239,6 +1245,7 @@ def plan(job: Optional[Job] = ..., *,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
@@ -1418,6 +1425,7 @@ def plan(job: Optional[Job] = ..., *,
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)

@@ -496,6 +496,9 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--overlap-param-gather", "", "training",
                       "distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)",
                       SWITCH(b.job.training.overlap_param_gather = true)));
+    t.push_back(swtch("--overlap-param-gather-with-optimizer-step", "", "training",
+                      "the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)",
+                      SWITCH(b.job.training.overlap_param_gather_with_step = true)));
     t.push_back(swtch("--overlap-moe-expert-parallel-comm", "", "training",
                       "EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)",
                       SWITCH(b.job.training.overlap_moe_ep_comm = true)));

@@ -135,8 +135,10 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     // §5.4: with --overlap-param-gather the all-gather of the updated parameters runs bucket by bucket
     // under the next iteration's first forward of this rank (every chunk of it); what does not fit
     // stays exposed.
+    // --overlap-param-gather-with-optimizer-step starts it under the rank's optimizer step as well.
     const double first_forward_s = (sc.forward_s + c.forward_s) * static_cast<double>(p.vpp);
-    const double gather_s = tc.overlap_param_gather ? std::max(0.0, c.param_gather_s - first_forward_s) : c.param_gather_s;
+    const double window_s = first_forward_s + (tc.overlap_param_gather_with_step ? sc.optimizer_s + c.optimizer_s : 0.0);
+    const double gather_s = tc.overlap_param_gather ? std::max(0.0, c.param_gather_s - window_s) : c.param_gather_s;
     pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
                        sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s};
     in.stages[i] = stage_times{pass.forward_s * chunks, pass.backward_s * chunks, pass.grad_reduce_s,

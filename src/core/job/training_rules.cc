@@ -264,6 +264,13 @@ std::string overlap_violation(job_spec& job) {
                          "(Megatron-Core's check)");
     }
   }
+  if (t.overlap_param_gather_with_step) {
+    // megatron/training/arguments.py validate_args.
+    const char* why = !t.overlap_param_gather ? "must be used with ${training.overlap_param_gather}"
+                      : job.parallel.vpp <= 1  ? "is only supported with interleaved pipeline parallelism (${parallel.vpp})"
+                                               : nullptr;
+    if (why != nullptr) return std::string("${training.overlap_param_gather_with_step} ") + why + " (Megatron-LM's argument check)";
+  }
   if (!t.overlap_param_gather) return {};
   if (!t.distributed_optimizer && !(t.framework == framework_kind::megatron && t.zero_stage >= 1)) {
     return "${training.overlap_param_gather} is only supported with ${training.distributed_optimizer} (Megatron-LM's argument "

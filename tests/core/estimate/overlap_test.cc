@@ -163,3 +163,36 @@ TEST(Overlap, TpCommOverlapNeedsSequenceParallelAndMegatron) {
 
 }  // namespace
 }  // namespace trainplan
+
+namespace trainplan {
+namespace {
+
+// §5.4: --overlap-param-gather-with-optimizer-step starts the distributed optimizer's all-gather under
+// the optimizer step too: what the first forwards leave exposed shrinks by up to the step's time. On a
+// slow network (a 10 Gb/s NIC) the gather outlasts the forwards, so the step's share shows.
+TEST(OverlapParamGather, WithTheOptimizerStepTheStepHidesPartOfTheGather) {
+  const args_t base = {"--model", "gpt3-175b", "--cluster", "dgx-a100", "--num-nodes", "16", "--tp", "8", "--pp", "4",
+                       "--vpp", "4", "--gbs", "64", "--mbs", "1", "--sp", "--use-distributed-optimizer",
+                       "--overlap-grad-reduce", "--overlap-param-gather", "--nic-bandwidth-gbit-per-s", "10"};
+  const time_report plain = estimate_time(parse(base).job);
+  const time_report step = estimate_time(parse(concat(base, {"--overlap-param-gather-with-optimizer-step"})).job);
+  for (std::size_t i = 0; i < plain.passes.size(); ++i) {
+    const stage_compute& sc = plain.compute.stages[i];
+    const stage_comm& c = plain.comm[i];
+    const double forward_window = (sc.forward_s + c.forward_s) * 4;
+    const double exposed = std::max(0.0, c.param_gather_s - forward_window);
+    const double exposed_with_step = std::max(0.0, c.param_gather_s - forward_window - sc.optimizer_s - c.optimizer_s);
+    EXPECT_NEAR(plain.passes[i].optimizer_s - step.passes[i].optimizer_s, exposed - exposed_with_step, 1e-12) << i;
+  }
+  EXPECT_LE(step.iteration_s, plain.iteration_s);
+  // Megatron-LM's argument checks.
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--num-gpus", "8", "--use-distributed-optimizer", "--overlap-grad-reduce",
+                        "--overlap-param-gather", "--overlap-param-gather-with-optimizer-step"}),
+              ::testing::HasSubstr("is only supported with interleaved pipeline parallelism"));
+  EXPECT_THAT(error_of(concat({"--model", "gpt3-175b", "--num-gpus", "128", "--tp", "8", "--pp", "4", "--vpp", "4",
+                               "--use-distributed-optimizer"}, {"--overlap-param-gather-with-optimizer-step"})),
+              ::testing::HasSubstr("must be used with --overlap-param-gather"));
+}
+
+}  // namespace
+}  // namespace trainplan

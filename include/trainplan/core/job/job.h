@@ -189,6 +189,9 @@ struct training_config {
   /// The distributed optimizer's parameter all-gather under the next iteration's first forward
   /// (Megatron --overlap-param-gather, §5.4); needs --overlap-grad-reduce and the distributed optimizer.
   bool overlap_param_gather = false;
+  /// Megatron --overlap-param-gather-with-optimizer-step: the all-gather also starts under the optimizer
+  /// step (its first bucket there, §5.4); needs --overlap-param-gather and interleaving.
+  bool overlap_param_gather_with_step = false;
   /// Transformer Engine's userbuffers overlap of the sequence-parallel all-gathers and reduce-scatters
   /// with the linear layers' GEMMs (Megatron --tp-comm-overlap, §5.5.1); needs --sequence-parallel.
   bool tp_comm_overlap = false;
