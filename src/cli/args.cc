@@ -3,6 +3,7 @@
 #include "trainplan/cli/args.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cctype>
@@ -196,6 +197,7 @@ flag_class classify_flag(const std::string& flag_in) {
     if (flag == c.flag) return flag_class::ignored;  // at its default; refused at any other value
   for (const char* t : kTpCommTuningFlags)
     if (flag == t) return flag_class::ignored;  // without --tp-comm-overlap; refused with it
+  if (flag == "--spec") return flag_class::ignored;  // the hybrid stack spec; any other refused (read_flags)
   for (const char* p : kUnmodelledFlags)
     if (matches(p, flag)) return flag_class::refused;
   return flag_class::unknown;
@@ -302,6 +304,26 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
       auto consume_value = [&] {
         while (!has_inline && i + 1 < tokens.size() && !tokens[i + 1].starts_with("--")) ++i;
       };
+      // --spec MODULE NAME (nargs='*'): the layer spec a builder imports. The hybrid stack spec (what
+      // pretrain_hybrid.py and pretrain_mamba.py require: hybrid_builders.py) is the one modelled; another
+      // spec builds other layers.
+      if (flag == "--spec") {
+        const std::size_t at = i;
+        consume_value();
+        std::string given = has_inline ? val : "";
+        for (std::size_t k = at + 1; k <= i && !has_inline; ++k) given += (given.empty() ? "" : " ") + tokens[k];
+        static constexpr std::array<std::string_view, 3> kModelledSpecs = {
+            "megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec",
+            "megatron.core.models.hybrid.hybrid_layer_specs mamba_stack_spec",
+            "megatron.core.models.mamba.mamba_layer_specs mamba_stack_spec"};
+        if (std::find(kModelledSpecs.begin(), kModelledSpecs.end(), given) == kModelledSpecs.end()) {
+          throw input_error("--spec " + given + " would change the layers built (a custom layer spec), which trainplan "
+                            "does not model; the hybrid stack spec (megatron.core.models.hybrid.hybrid_layer_specs "
+                            "hybrid_stack_spec) is, and GPT models need no --spec");
+        }
+        b.ignored.push_back("--spec " + given);
+        continue;
+      }
       // Megatron flags that change no estimate are accepted wherever they appear, so that the
       // arguments of pretrain_gpt.py can be pasted as they are; they are listed as ignored.
       for (const conditional_flag& c : kConditionalFlags) {

@@ -649,3 +649,26 @@ TEST(ArgsMegatronCore, EveryFlagOfTheCurrentReleaseIsClassified) {
   EXPECT_EQ(trainplan::classify_flag("--cuda-graph-impl"), flag_class::refused);
   EXPECT_EQ(trainplan::classify_flag("--no-such-flag"), flag_class::unknown);
 }
+
+namespace trainplan {
+namespace {
+
+using namespace args_testing;  // NOLINT(google-build-using-namespace): the shared helpers
+
+// Issue 29: --spec MODULE NAME. pretrain_hybrid.py requires one (hybrid_builders.py); the hybrid stack spec
+// is what trainplan models, listed as ignored; any other spec builds other layers and is refused by name.
+TEST(ArgsLaunchLine, TheHybridStackSpecIsAcceptedOthersRefused) {
+  const args_t line = {"--vocab-size", "131072", "--", "torchrun", "--nproc_per_node", "8", "pretrain_hybrid.py",
+                       "--hybrid-layer-pattern", "M-M-*-", "--hidden-size", "1024", "--num-attention-heads", "16",
+                       "--seq-length", "4096", "--max-position-embeddings", "4096", "--position-embedding-type", "none",
+                       "--spec"};
+  const parsed_job pj = parse(concat(line, {"megatron.core.models.hybrid.hybrid_layer_specs", "hybrid_stack_spec"}));
+  EXPECT_TRUE(pj.job.model.is_hybrid());
+  EXPECT_THAT(pj.ignored_flags,
+              ::testing::Contains("--spec megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec"));
+  EXPECT_THAT(error_of(concat(line, {"my.module", "my_spec"})),
+              ::testing::StartsWith("--spec my.module my_spec would change the layers built"));
+}
+
+}  // namespace
+}  // namespace trainplan
