@@ -61,7 +61,8 @@ void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const g
     time_scale /= e.sustained_clock_factor;
     backward_scale /= e.sustained_clock_factor;
   }
-  // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n]: the same dimensions and FLOPs.
+  // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n]: the same FLOPs, and the same leading
+  // dimensions (the forward's k and n).
   const double align = shape_alignment(e, d, f), ramp = flop_ramp(e, f);
   const gemm_estimate fw = estimate_gemm_with(gpu, e, d, f, align, ramp);
   const gemm_estimate dx = estimate_gemm_with(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch}, align, ramp);
@@ -284,10 +285,13 @@ gemm_estimate estimate_gemm_with(const gpu_spec& gpu, const compute_efficiency& 
   return out;
 }
 
-/// §5.2's alignment factor of a shape: its worst dimension.
+/// §5.2's alignment factor of a shape: its worse leading dimension. A row-major C[m×n] = A[m×k]·B[k×n]
+/// strides A by k and B and C by n; m (the tokens, or an expert's tokens) is no operand's leading
+/// dimension, and neither is it in the two backward GEMMs (their strides are the forward's k and n), so
+/// a token count that is not a multiple of 8 costs tile quantization, not vectorised loads.
 double shape_alignment(const compute_efficiency& e, dtype d, const gemm_shape& s) {
   const std::int64_t elems = alignment_elements(d);
-  return std::min({alignment_factor(s.m, elems, e), alignment_factor(s.n, elems, e), alignment_factor(s.k, elems, e)});
+  return std::min(alignment_factor(s.n, elems, e), alignment_factor(s.k, elems, e));
 }
 
 /// §5.2's ramp of small GEMMs, from the FLOPs.

@@ -187,3 +187,23 @@ TEST(ComputeLoss, TheFrameworksKernelsByTheBytesTheyMove) {
 
 }  // namespace
 }  // namespace trainplan
+
+namespace trainplan {
+namespace {
+
+// §5.2, issue 28 finding 2: a GEMM's alignment is its leading dimensions' (k and n of the forward, which
+// the backward GEMMs stride by too). The token count m is none: an expert's 1,001 tokens cost tile
+// quantization, not the unaligned factor (they were priced at 0.08 of the rate, 12x slower). An odd n
+// or k (a head dim of 108 elements is aligned, 4,097 is not) keeps it.
+TEST(ComputeGemm, TheTokenCountIsNoLeadingDimension) {
+  const job_spec job = parse_job_args({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8"}).job;
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  const double aligned = estimate_gemm(job.cluster.gpu, e, dtype::bf16, {1000, 4096, 4096, 1}).efficiency;
+  const double odd_tokens = estimate_gemm(job.cluster.gpu, e, dtype::bf16, {1001, 4096, 4096, 1}).efficiency;
+  const double odd_width = estimate_gemm(job.cluster.gpu, e, dtype::bf16, {1000, 4097, 4096, 1}).efficiency;
+  EXPECT_NEAR(odd_tokens / aligned, 1.0, 0.05);
+  EXPECT_NEAR(odd_width / aligned, e.unaligned_factor, 0.01);
+}
+
+}  // namespace
+}  // namespace trainplan
