@@ -21,6 +21,7 @@
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/base/input_file.h"
 #include "trainplan/core/base/input_text.h"
+#include "trainplan/core/base/limits.h"
 
 namespace trainplan::args_detail {
 
@@ -520,8 +521,12 @@ std::int64_t reader::parallelism() {
                                    {"parallelism.expert_tensor_parallel_degree", etp},
                                    {"parallelism.data_parallel_replicate_degree", replicate}}) {
     if (value < 1) fail(*find(key), "must be at least 1");
+    if (value > limits::kMaxParallel) fail(*find(key), fmt::format("must be at most {}", limits::kMaxParallel));
   }
   if (shard == 0 || shard < -1) fail(*find("parallelism.data_parallel_shard_degree"), "expected -1 (the rest) or at least 1");
+  if (shard > limits::kMaxParallel) {
+    fail(*find("parallelism.data_parallel_shard_degree"), fmt::format("must be at most {}", limits::kMaxParallel));
+  }
   if (tp > 1) {
     // apply_tp: the norms run under SequenceParallel, the loss on vocab-parallel logits.
     add("--tensor-model-parallel-size", std::to_string(tp), "parallelism.tensor_parallel_degree");
