@@ -576,7 +576,7 @@ def search(*,
     dp_multiple_of [N]: DP must be a multiple of N (batch ramp-up needs it)
     min_headroom_gib [GIB]: keep at least this much GPU memory free
     min_headroom_fraction [X]: keep at least this fraction of GPU memory free
-    recompute / recompute_granularity [LIST]: none,selective,full,block [all]
+    recompute / recompute_granularity [LIST]: none,selective,full,block,op [all; op with FSDP]
     zero_stage [LIST]: ZeRO stages [all the framework allows]
     sp [LIST]: sequence parallelism: on,off [both with Megatron]
     sequence_parallel: = --sp on
@@ -949,7 +949,7 @@ def shapes(*,
     dp_multiple_of [N]: DP must be a multiple of N (batch ramp-up needs it)
     min_headroom_gib [GIB]: keep at least this much GPU memory free
     min_headroom_fraction [X]: keep at least this fraction of GPU memory free
-    recompute / recompute_granularity [LIST]: none,selective,full,block [all]
+    recompute / recompute_granularity [LIST]: none,selective,full,block,op [all; op with FSDP]
     zero_stage [LIST]: ZeRO stages [all the framework allows]
     sp [LIST]: sequence parallelism: on,off [both with Megatron]
     sequence_parallel: = --sp on

@@ -58,13 +58,14 @@ std::vector<local_flag> search_table(search_request* r) {
          s->min_headroom_fraction = detail::parse_nonnegative(v[0], f);
          if (s->min_headroom_fraction >= 1) throw input_error(f + " must be below 1");
        }, "space.min_headroom_fraction"},
-      {"--recompute", {"--recompute-granularity"}, "LIST", 1, "none,selective,full,block [all]",
+      {"--recompute", {"--recompute-granularity"}, "LIST", 1, "none,selective,full,block,op [all; op with FSDP]",
        [s](const auto& v, const auto& f) {
          s->recompute = parse_enum_list<recompute_choice>(v[0], f,
                                                           {{"none", recompute_choice::none},
                                                            {"selective", recompute_choice::selective},
                                                            {"full", recompute_choice::full},
-                                                           {"block", recompute_choice::block}});
+                                                           {"block", recompute_choice::block},
+                                                           {"op", recompute_choice::op}});
        }, "space.recompute"},
       {"--zero-stage", {}, "LIST", 1, "ZeRO stages [all the framework allows]",
        [s](const auto& v, const auto& f) {
@@ -187,6 +188,7 @@ std::vector<std::string> candidate_flags(const search_candidate& c, framework_ki
     case recompute_choice::block:
       add({"--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers", n(c.recompute_num_layers)});
       break;
+    case recompute_choice::op: add({"--recompute-granularity", "op"}); break;
   }
   if (framework == framework_kind::megatron && c.zero_stage == 1) add({"--use-distributed-optimizer"});
   else if (c.zero_stage > 0) add({"--zero-stage", std::to_string(c.zero_stage)});

@@ -4,16 +4,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "args_test_support.h"
 #include "test_support.h"
 #include "trainplan/cli/args.h"
+#include "trainplan/cli/cli.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/estimate/compute.h"
 #include "trainplan/core/estimate/memory.h"
 #include "trainplan/core/model/model.h"
+#include "trainplan/core/search/search.h"
 
 namespace trainplan {
 namespace {
@@ -198,6 +201,26 @@ TEST(TorchtitanOpCheckpointing, RecomputesTheMatmulsItDidNotKeep) {
   const compute_report f8 = estimate_compute(parse(concat(job, {"--fp8-format", "hybrid"})).job);
   const unit_time& f8_layer = f8.layers[static_cast<std::size_t>(layer_kind::dense)];
   EXPECT_NEAR(f8.stages[0].recompute_s, 32 * (f8_layer.forward.memory_s + f8_layer.forward.gemm_s), 1e-12);
+}
+
+// A search of an FSDP job tries op SAC beside the other recomputations; elsewhere asking for it is an error.
+TEST(TorchtitanOpCheckpointing, TheSearchTriesItForFsdp) {
+  const search_request req = parse_search_request({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "1",
+                                                   "--framework", "fsdp", "--gbs", "16", "--seq-length", "8192",
+                                                   "--threads", "1", "--exhaustive"});
+  const search_result r = run_search(req.base.job, req.space);
+  const auto op = std::find_if(r.candidates.begin(), r.candidates.end(),
+                               [](const search_candidate& c) { return c.recompute == recompute_choice::op; });
+  ASSERT_NE(op, r.candidates.end());
+  EXPECT_EQ(op->tp, 1);
+  try {
+    const search_request megatron = parse_search_request({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes",
+                                                          "1", "--gbs", "16", "--recompute", "op"});
+    run_search(megatron.base.job, megatron.space);
+    ADD_FAILURE() << "no error";
+  } catch (const input_error& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("op is torchtitan's per-op checkpointing"));
+  }
 }
 
 TEST(TorchtitanOpCheckpointing, ModelledWhereItsMatmulOrderIsKnown) {

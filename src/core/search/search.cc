@@ -53,6 +53,7 @@ std::string_view to_string(recompute_choice k) {
     case recompute_choice::selective: return "selective";
     case recompute_choice::full: return "full";
     case recompute_choice::block: return "block";
+    case recompute_choice::op: return "op";
   }
   return "?";
 }
@@ -186,6 +187,7 @@ void apply_candidate(job_spec& j, const job_spec& base, const search_candidate& 
       t.recompute_method_ = recompute_method::block;
       t.recompute_num_layers = c.recompute_num_layers;
       break;
+    case recompute_choice::op: t.recompute = recompute_granularity::selective_op; break;
   }
   j.num_gpus = c.num_gpus;
   j.cluster.num_nodes = c.num_nodes;
@@ -314,6 +316,14 @@ search_axes axes_of(const job_spec& base, const search_space& s) {
   x.recomputes = s.recompute.empty() ? std::vector<recompute_choice>{recompute_choice::none, recompute_choice::selective,
                                                                      recompute_choice::full, recompute_choice::block}
                                      : s.recompute;
+  // torchtitan's per-op checkpointing, where it is modelled (job_rules: FSDP, dense transformer layers; the
+  // layouts at TP or CP > 1 are refused one by one).
+  const bool op_modelled = fw == framework_kind::fsdp && !m.is_moe() && !m.is_mla() && !m.is_hybrid();
+  if (s.recompute.empty() && op_modelled) x.recomputes.push_back(recompute_choice::op);
+  if (!op_modelled && std::find(x.recomputes.begin(), x.recomputes.end(), recompute_choice::op) != x.recomputes.end()) {
+    throw input_error("${space.recompute} op is torchtitan's per-op checkpointing, modelled with ${training.framework} "
+                      "fsdp for dense transformer layers");
+  }
   x.sps = s.sequence_parallel.empty()
               ? (traits_of(fw).sequence_parallel ? std::vector<bool>{false, true} : std::vector<bool>{false})
               : s.sequence_parallel;
@@ -588,6 +598,7 @@ double pipeline_lower_bound_s(const unit_time& u, const split_entry& split, std:
       case recompute_choice::selective: extra = layers * a; break;
       case recompute_choice::full: extra = layers * f; break;
       case recompute_choice::block: extra = f; break;  // at least one recomputed layer
+      case recompute_choice::op: break;                 // some matmuls and kernels: at least nothing
     }
     return micro * (layers * (f + b) + extra);
   };

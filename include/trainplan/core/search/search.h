@@ -19,7 +19,9 @@ std::string_view to_string(rank_kind k);
 
 /// Recomputation as the search varies it: block = full recomputation of the fewest layers per stage
 /// that fit (Megatron --recompute-method block --recompute-num-layers N; fewer is faster, §7.1).
-enum class recompute_choice { none, selective, full, block };
+/// A layout's recomputation: none, Megatron's selective, full (every layer), block (the fewest layers per
+/// stage that fit), or torchtitan's per-op checkpointing (`op`: FSDP jobs at TP and CP 1, dense models).
+enum class recompute_choice { none, selective, full, block, op };
 std::string_view to_string(recompute_choice k);
 
 /// What the user allows per dimension. An empty list means every valid value (§7.1).
