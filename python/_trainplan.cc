@@ -87,8 +87,9 @@ PYBIND11_MODULE(_trainplan, m) {
       "plan", [](const std::vector<std::string>& args) { return plan_output(parse_plan_request(args), json_reporter()); },
       py::arg("args"));
   m.def(
-      "validate", [](const std::string& csv_path) { return validation_output(csv_path, json_reporter()); },
-      py::arg("csv_path") = std::string());
+      "validate",
+      [](const std::string& csv_path, bool loso) { return validation_output(csv_path, json_reporter(), loso); },
+      py::arg("csv_path") = std::string(), py::arg("loso") = false);
   m.def("models", [] { return json_reporter().models(); });
   m.def("gpus", [] { return json_reporter().gpus(); });
   m.def("clusters", [] { return json_reporter().clusters(); });

@@ -113,6 +113,10 @@ def test_validate_equals_the_cli(tmp_path):
     with open(trainplan_source("tests/data/bloom-final-measurements.csv")) as f:
         csv.write_text(f.read())
     assert trainplan.validate(csv) == run_cli("validate", "--csv", str(csv))
+    # Leave-one-source-out over BLOOM's tables (the A100 constants' fit), as `validate --loso` gives it.
+    loso = trainplan.validate(loso=True)
+    assert loso == run_cli("validate", "--loso")
+    assert len(loso["validation"]["leave_one_source_out"]["folds"]) == 10
 
 
 def trainplan_source(path):

@@ -388,14 +388,17 @@ def plan(job: Optional[Job] = None, **kwargs: Any) -> Dict[str, Any]:
     return _loads(arguments.call(_core.plan, arguments.tokens))
 
 
-def validate(csv: Union[str, _os.PathLike, None] = None) -> Dict[str, Any]:
-    """Predicted against measured over the shipped tables, or the measurements in the file ``csv``
-    (``trainplan validate [--csv FILE] --json``)."""
+def validate(csv: Union[str, _os.PathLike, None] = None, loso: bool = False) -> Dict[str, Any]:
+    """Predicted against measured over the shipped tables, or the measurements in the file ``csv``;
+    ``loso``: with leave-one-source-out over BLOOM's tables (``trainplan validate [--csv FILE] [--loso]
+    --json``)."""
     if csv is not None and not isinstance(csv, (str, _os.PathLike)):
         raise Error(f"csv takes a file name, got {type(csv).__name__} {csv!r}", "csv")
+    if not isinstance(loso, bool):
+        raise Error(f"loso takes True or False, got {type(loso).__name__} {loso!r}", "loso")
     arguments = _Arguments("job", {})
     arguments.keyword_of["--csv"] = "csv"
-    return _loads(arguments.call(_core.validate, "" if csv is None else _os.fspath(csv)))
+    return _loads(arguments.call(_core.validate, "" if csv is None else _os.fspath(csv), loso))
 
 
 def models() -> Dict[str, Any]:
