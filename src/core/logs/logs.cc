@@ -709,11 +709,18 @@ log_report log_analyzer::summary() {
   if (a.wall_iterations_ > 0) r.wall_iteration_s = a.wall_sum_s_ / static_cast<double>(a.wall_iterations_);
   if (r.train_iterations == 0 && o_.train_iterations > 0) r.train_iterations = o_.train_iterations;
   const std::int64_t seq = o_.seq_length > 0 ? o_.seq_length : a.seq_from_log_;
+  // Token counts from the log's numbers: unknown (-1) where the product leaves int64 (a corrupt or
+  // hostile line; found by fuzz/fuzz_log_file).
+  auto product = [](std::int64_t x, std::int64_t y, std::int64_t z = 1) -> std::int64_t {
+    std::int64_t xy = 0, xyz = 0;
+    if (__builtin_mul_overflow(x, y, &xy) || __builtin_mul_overflow(xy, z, &xyz)) return -1;
+    return xyz;
+  };
   if (a.consumed_tokens_ >= 0) r.tokens_done = a.consumed_tokens_;
-  else if (r.consumed_samples >= 0 && seq > 0) r.tokens_done = r.consumed_samples * seq;
+  else if (r.consumed_samples >= 0 && seq > 0) r.tokens_done = product(r.consumed_samples, seq);
   if (r.train_iterations > 0 && r.last_iteration >= 0) {
     const std::int64_t remaining = std::max<std::int64_t>(0, r.train_iterations - r.last_iteration);
-    if (r.global_batch_size > 0 && seq > 0) r.tokens_remaining = remaining * r.global_batch_size * seq;
+    if (r.global_batch_size > 0 && seq > 0) r.tokens_remaining = product(remaining, r.global_batch_size, seq);
     double lo = kNotLogged, hi = kNotLogged;
     for (double rate : {r.mean_iteration_s, r.recent_iteration_s, r.wall_iteration_s}) {
       if (std::isnan(rate)) continue;
