@@ -549,18 +549,16 @@ const std::vector<flag_def>& flag_table() {
                       SWITCH(b.job.training.cross_entropy_fusion = true)));
     // Megatron-LM's --no-bias-swiglu-fusion is store_false into bias_swiglu_fusion: fused unless turned off,
     // in Megatron-Core's MLP (bias_activation_fusion); legacy models and the other frameworks run it unfused.
-    t.push_back(swtch("--bias-swiglu-fusion", "", "training",
-                      "fused bias+SwiGLU (Megatron-Core's default; §3.4)",
-                      setter([](job_builder& b, const std::string&, const std::string&) {
-                        b.job.training.bias_swiglu_fusion = true;
-                        b.job.training.swiglu_fusion_set = true;
-                      }, "training.bias_swiglu_fusion")));
+    auto swiglu_fusion = [](bool fused) {
+      return setter([fused](job_builder& b, const std::string&, const std::string&) {
+        b.job.training.bias_swiglu_fusion = fused;
+        b.job.training.swiglu_fusion_set = true;
+      }, "training.bias_swiglu_fusion");
+    };
+    t.push_back(swtch("--bias-swiglu-fusion", "", "training", "fused bias+SwiGLU (Megatron-Core's default; §3.4)",
+                      swiglu_fusion(true)));
     t.push_back(swtch("--no-bias-swiglu-fusion", "", "training",
-                      "unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)",
-                      setter([](job_builder& b, const std::string&, const std::string&) {
-                        b.job.training.bias_swiglu_fusion = false;
-                        b.job.training.swiglu_fusion_set = true;
-                      }, "training.bias_swiglu_fusion")));
+                      "unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)", swiglu_fusion(false)));
     t.push_back(value("--recompute-granularity", "--recompute", "KIND", "none", "training",
                       "none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4)",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {

@@ -210,6 +210,28 @@ void for_each_layer_gemm(const job_spec& job, layer_kind kind, F&& f) {
 
 }  // namespace
 
+op_sac_block op_sac_matmuls(const model_spec& m, bool fp8_linears) {
+  // torchtitan/distributed/activation_checkpoint.py _apply_op_sac: the policy saves the ops on the
+  // model's save list (llama3/infra/parallelize.py) except every second aten.mm of the block; a Llama
+  // block calls wq, wk, wv (Attention.forward), wo, then w1, w3, w2 (FeedForward.forward).
+  const double h = static_cast<double>(m.hidden_size), f = static_cast<double>(m.ffn_hidden_size);
+  const std::array<std::pair<double, double>, 7> widths = {{{h, static_cast<double>(m.q_width())},
+                                                            {h, static_cast<double>(m.k_width())},
+                                                            {h, static_cast<double>(m.v_width())},
+                                                            {static_cast<double>(m.attention_out_width()), h},
+                                                            {h, f},
+                                                            {h, f},
+                                                            {f, h}}};
+  const bool gated = is_gated(m.activation);
+  op_sac_block block;
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    if (i == 5 && !gated) continue;  // no w3
+    const bool kept = !fp8_linears && block.count % 2 == 0;  // the 1st, 3rd, … call
+    block.mm[block.count++] = {widths[i].first, widths[i].second, kept};
+  }
+  return block;
+}
+
 compute_efficiency effective_compute_efficiency(const gpu_spec& gpu) {
   compute_efficiency e;
   effective_compute_efficiency(gpu, e);
@@ -605,32 +627,17 @@ unit_time output_compute(const job_spec& job, const compute_efficiency& e) {
 
 namespace {
 
-/// §5.4: torchtitan's per-op selective checkpointing (memory.cc op_checkpoint_bytes) keeps the output of
-/// every second aten.mm of a dense block (wq, wv, w1, w2 of wq, wk, wv, wo, w1, w3, w2) and recomputes
-/// the others; under float8 it keeps none (torch._scaled_mm is not on its list). Returns the recomputed
-/// matmuls' share of the linear GEMMs' FLOPs (their time share at one rate) and their forward FLOPs per
-/// layer. TP 1 (job_rules).
+/// §5.4: torchtitan's per-op selective checkpointing recomputes the matmuls it does not keep
+/// (op_sac_matmuls). Returns their share of the linear GEMMs' FLOPs (their time share at one rate) and
+/// their forward FLOPs per layer. TP 1 (job_rules).
 std::pair<double, double> op_recomputed_matmul_share(const job_spec& job) {
-  const model_spec& m = job.model;
   if (job.training.recompute != recompute_granularity::selective_op) return {0.0, 0.0};
-  const double h = static_cast<double>(m.hidden_size), f = static_cast<double>(m.ffn_hidden_size);
-  const bool gated = is_gated(m.activation);
-  // (input, output) widths in forward order.
-  const std::array<std::pair<double, double>, 7> mm = {{{h, static_cast<double>(m.q_width())},
-                                                        {h, static_cast<double>(m.k_width())},
-                                                        {h, static_cast<double>(m.v_width())},
-                                                        {static_cast<double>(m.attention_out_width()), h},
-                                                        {h, f},
-                                                        {h, f},
-                                                        {f, h}}};
-  const bool keep_none = job.resolved.roles.linear == dtype::fp8;
+  const op_sac_block block = op_sac_matmuls(job.model, job.resolved.roles.linear == dtype::fp8);
   double all = 0, redone = 0;
-  std::size_t count = 0;
-  for (std::size_t i = 0; i < mm.size(); ++i) {
-    if (i == 5 && !gated) continue;
-    const double work = mm[i].first * mm[i].second;
+  for (std::size_t i = 0; i < block.count; ++i) {
+    const double work = block.mm[i].in_width * block.mm[i].out_width;
     all += work;
-    if (keep_none || ++count % 2 == 0) redone += work;
+    if (!block.mm[i].kept) redone += work;
   }
   return {redone / all, 2.0 * redone * static_cast<double>(job.resolved.tokens)};
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "trainplan/core/base/checked.h"
+#include "trainplan/core/estimate/compute.h"
 #include "trainplan/core/estimate/schedule.h"
 
 namespace trainplan {
@@ -126,26 +127,15 @@ double mamba_bytes(const model_spec& m, const activation_setting& a) {
   return a.lin * h / rep + a.e * in_width / t + a.e * d / t + 4 * static_cast<double>(x.num_groups) / t + a.lin * d / t;
 }
 
-/// §3.4.4: what a dense layer keeps per token under torchtitan's per-op selective checkpointing
-/// (torchtitan/distributed/activation_checkpoint.py _apply_op_sac; the save list of
-/// models/llama3/infra/parallelize.py): the block's input, the attention kernel's output and fp32
-/// log-sum-exp, and the output of every second aten.mm of the block in forward order (wq, wk, wv, wo,
-/// w1, w3, w2: the 1st, 3rd, 5th and 7th). Under torchao's float8 the linears run torch._scaled_mm,
-/// which the list does not name: no matmul output is kept. At TP 1 (job_rules), so no shard divisors.
+/// §3.4.4: what a dense layer keeps per token under torchtitan's per-op selective checkpointing: the
+/// block's input, the attention kernel's output and fp32 log-sum-exp, and the outputs of the matmuls it
+/// keeps (compute.h op_sac_matmuls). At TP 1 (job_rules), so no shard divisors.
 double op_checkpoint_bytes(const model_spec& m, const activation_setting& a, bool fp8_linears) {
-  const double h = static_cast<double>(m.hidden_size);
-  const double f = static_cast<double>(m.ffn_hidden_size);
-  double kept = a.e * h;                                                                     // the block's input
+  double kept = a.e * static_cast<double>(m.hidden_size);  // the block's input
   kept += a.e * static_cast<double>(m.attention_out_width()) + 4.0 * static_cast<double>(m.num_attention_heads);
-  if (fp8_linears) return kept;
-  const std::array<double, 7> outputs = {static_cast<double>(m.q_width()), static_cast<double>(m.k_width()),
-                                         static_cast<double>(m.v_width()), h, f, f, h};
-  const bool gated = is_gated(m.activation);
-  std::size_t count = 0;  // aten.mm calls so far in the block
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (i == 5 && !gated) continue;  // no w3
-    if (++count % 2 == 1) kept += a.e * outputs[i];
-  }
+  const op_sac_block block = op_sac_matmuls(m, fp8_linears);
+  for (std::size_t i = 0; i < block.count; ++i)
+    if (block.mm[i].kept) kept += a.e * block.mm[i].out_width;
   return kept;
 }
 

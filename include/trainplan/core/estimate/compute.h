@@ -1,6 +1,7 @@
 // Compute time of every kernel of a layer, forward and backward (docs/formulas.md §5.1-§5.3).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -90,6 +91,20 @@ struct pass_time {
   double shared_expert_s = 0;
   double total_s() const { return gemm_s + attention_s + memory_s; }
 };
+
+/// One aten.mm of a dense block as torchtitan's per-op checkpointing sees it (§3.4.4, §5.4): its input and
+/// output widths, and whether op SAC keeps its output.
+struct op_sac_matmul {
+  double in_width = 0, out_width = 0;
+  bool kept = false;
+};
+/// The block's matmuls in forward order (wq, wk, wv, wo, w1, w3 where the MLP is gated, w2), every second
+/// kept; under float8 none (torch._scaled_mm is not on torchtitan's save list). `count` of `mm` are used.
+struct op_sac_block {
+  std::array<op_sac_matmul, 7> mm{};
+  std::size_t count = 0;
+};
+op_sac_block op_sac_matmuls(const model_spec& m, bool fp8_linears);
 
 /// A unit's forward and backward (the backward excludes recomputation).
 struct unit_time {
