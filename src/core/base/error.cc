@@ -33,6 +33,12 @@ std::string name_fields(std::string_view text, const field_namer& name) {
       out.append(text.substr(pos));
       break;
     }
+    if (open > pos && text[open - 1] == '$') {  // "$${": a literal "${" (literal_text)
+      out.append(text.substr(pos, open - 1 - pos));
+      out += "${";
+      pos = open + 2;
+      continue;
+    }
     out.append(text.substr(pos, open - pos));
     out += name(text.substr(open + 2, close - open - 2));
     pos = close + 1;

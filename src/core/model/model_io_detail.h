@@ -9,38 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "trainplan/core/base/document.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/model/model.h"
 
 namespace trainplan::detail {
 
-using json = nlohmann::ordered_json;
-
 /// Sizes above this are typos, not models; rejecting them keeps every product in int64.
 constexpr std::int64_t kAbsurd = std::int64_t{1} << 40;
-
-/// A parsed model file: its tree, where it came from and, for YAML, the 1-based line of each key
-/// ("moe.num_experts" for nested keys) and the text of each number as written.
-struct document {
-  std::string origin;
-  json root;
-  std::map<std::string, int> lines;
-  std::map<std::string, std::string> numbers;
-  std::int64_t yaml_nodes = 0;  ///< YAML nodes visited so far (aliases included): bounded (§7.9)
-
-  std::string where(const std::string& path) const {
-    const auto it = lines.find(path);
-    return it == lines.end() ? origin : fmt::format("{}:{}", origin, it->second);
-  }
-  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
-    throw input_error(fmt::format("{}: field '{}': {}", where(path), path, what));
-  }
-  /// The value as the user wrote it, for messages.
-  std::string shown(const std::string& path, const json& v) const {
-    const auto it = numbers.find(path);
-    return it == numbers.end() ? v.dump(-1, ' ', false, json::error_handler_t::replace) : it->second;
-  }
-};
 
 /// The file's stem ("configs/llama.json" → "llama"), or the origin itself.
 std::string stem_of(const std::string& origin);

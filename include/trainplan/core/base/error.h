@@ -16,6 +16,17 @@ using field_namer = std::function<std::string(std::string_view field)>;
 /// rule it breaks; file errors start with "file:line: ". The CLI prints it and exits with status 2.
 /// The core names the job's fields as ${section.field} (`${parallel.tp} must be …`): what() shows the
 /// field paths ("parallel.tp must be …"); message(namer) lets a front end put its own names there.
+/// `text` as a message template's literal part: each "${" (a field in a template) written "$${", so that
+/// text read from the user (an OmegaConf interpolation, a shell variable) is shown as it was typed.
+inline std::string literal_text(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '{') out += '$';
+    out += text[i];
+  }
+  return out;
+}
+
 class input_error : public std::runtime_error {
  public:
   explicit input_error(const std::string& message);
