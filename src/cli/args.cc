@@ -810,6 +810,17 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
                         "--topk gating, capacity factors) is not modelled; Megatron-Core's MoE is (--framework megatron)");
     }
   }
+  // transformer_config.py __post_init__: padding to the capacity needs a capacity, and DeepEP does not pad.
+  if (b.moe_pad_to_capacity) {
+    if (b.job.model.moe.capacity_factor <= 0) {
+      throw input_error("--moe-pad-expert-input-to-capacity without --moe-expert-capacity-factor: Megatron-Core refuses "
+                        "it (\"moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity\")");
+    }
+    if (b.job.parallel.moe_dispatcher == moe_dispatcher_kind::flex) {
+      throw input_error("--moe-pad-expert-input-to-capacity with --moe-enable-deepep: Megatron-Core refuses it (the "
+                        "DeepEP dispatcher does not pad)");
+    }
+  }
   // --recompute-num-layers 0 (megatron/core/recompute.py): block checkpoints no layer, the same job as no
   // recomputation; uniform never advances its loop.
   // transformer_config.py: --moe-layer-recompute is selective with "moe" added to the modules (an error

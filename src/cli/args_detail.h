@@ -26,6 +26,7 @@ struct job_builder {
   bool recompute_zero_layers = false;  // --recompute-num-layers 0 given (the core reads 0 as "not given")
   bool recompute_modules_given = false, recompute_modules_empty = false;  // --recompute-modules
   bool moe_layer_recompute = false;    // Megatron-Core's deprecated --moe-layer-recompute
+  bool moe_pad_to_capacity = false;    // --moe-pad-expert-input-to-capacity
   std::vector<std::string> tp_comm_tuning;  // userbuffer tuning flags: ignored unless --tp-comm-overlap
   tokenizer_flags tokenizer;           // Megatron's tokenizer flags (ignored, but they imply the vocabulary)
   // A torchtitan job (torchtitan_config.h): its config file (the user's --torchtitan-config, else the

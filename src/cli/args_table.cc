@@ -242,6 +242,11 @@ const std::vector<flag_def>& flag_table() {
                         b.job.model.moe.capacity_factor = to_double(v, f);
                         b.model_fields = true;
                       }, "model.moe.capacity_factor")));
+    // Every expert's input padded to the capacity: the rows §5.1 and §3.4.3 already give each local expert
+    // under a capacity factor (the busiest expert's), so the estimate is the same, now exact.
+    t.push_back(swtch("--moe-pad-expert-input-to-capacity", "", "model",
+                      "pad each expert's tokens to the capacity (needs --moe-expert-capacity-factor; §5.1)",
+                      SWITCH(b.moe_pad_to_capacity = true)));
     t.push_back(value("--moe-load-imbalance", "", "F", "1.0 (balanced)", "model",
                       "dropless routing: busiest expert's tokens over the balanced share",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
@@ -496,6 +501,14 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--overlap-param-gather", "", "training",
                       "distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)",
                       SWITCH(b.job.training.overlap_param_gather = true)));
+    t.push_back(swtch("--defer-embedding-wgrad-compute", "", "training",
+                      "output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)",
+                      SWITCH(b.job.training.defer_embedding_wgrad = true)));
+    t.push_back(value("--wgrad-deferral-limit", "", "N", "0 (every micro-batch)", "training",
+                      "micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.training.wgrad_deferral_limit = to_int(v, f);
+                      }, "training.wgrad_deferral_limit")));
     t.push_back(swtch("--overlap-param-gather-with-optimizer-step", "", "training",
                       "the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)",
                       SWITCH(b.job.training.overlap_param_gather_with_step = true)));

@@ -846,8 +846,19 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     sc.backward_shared_expert_s = bwd_shared / vpp;
     sc.recompute_s = re / vpp;
     sc.recomputed_layers = tc.recompute == recompute_granularity::full ? recomputed / vpp : 0.0;
-    sc.backward_s = (bwd + re) / vpp;
     if (sl.has_output) wgrad += r.output.backward.weight_gradient_s;
+    // §5.4: with --defer-embedding-wgrad-compute the output layer's wgrad GEMMs of d of the m
+    // micro-batches leave their backward (d/m of it per micro-batch on average) and run after the last
+    // one (megatron/core/utils.py drain_embedding_wgrad_compute).
+    if (sl.has_output && tc.defer_embedding_wgrad) {
+      const std::int64_t micro = job.num_microbatches();
+      const double deferred = static_cast<double>(tc.deferred_wgrad_microbatches(micro));
+      const double output_wgrad_s = r.output.backward.weight_gradient_s;
+      bwd -= deferred / static_cast<double>(micro) * output_wgrad_s;
+      wgrad -= deferred / static_cast<double>(micro) * output_wgrad_s;
+      sc.drain_s = deferred * output_wgrad_s;
+    }
+    sc.backward_s = (bwd + re) / vpp;
     sc.backward_weight_s = wgrad / vpp;
     sc.forward_flops = fwd_flops / vpp;
     sc.backward_flops = bwd_flops / vpp;

@@ -412,6 +412,12 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       double loss_transient = 0;
       if (st.has_output) {
         output_stored = 2 * e * h * tokens / rep;  // final norm input, output layer input
+        // §3.6: --defer-embedding-wgrad-compute holds the output layer's input and output gradient of d
+        // micro-batches until the pipeline flush (tensor_parallel/layers.py embedding_activation_buffer,
+        // grad_output_buffer): at the d-th, d of each, one input being the current micro-batch's above.
+        if (const auto d = static_cast<double>(tr.deferred_wgrad_microbatches(m_micro)); d > 0) {
+          output_stored += e * tokens * ((d - 1) * h / rep + d * vocab_shard);
+        }
         // §3.4.6: each MTP module keeps a layer like the last one, its two input norms' and projection's
         // inputs (2h wide), its final norm's and the shared output layer's inputs, per micro-batch.
         per_microbatch_extra += static_cast<double>(m.mtp_num_layers) *

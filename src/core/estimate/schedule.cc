@@ -143,20 +143,23 @@ double exposed_reduction_s(double reduce_s, double chunk_backward_s, std::int64_
 void finish(const schedule_input& in, schedule_result& r) {
   double end = 0;
   double opt = 0;
+  double drained = 0;  // the latest end of a rank's drain work
   const auto p = static_cast<std::int64_t>(in.stages.size());
   for (std::size_t i = 0; i < in.stages.size(); ++i) {
     const stage_times& s = in.stages[i];
     stage_usage& u = r.stages[i];
     u.grad_reduce_exposed_s =
         exposed_reduction_s(s.grad_reduce_s, s.backward_s, p, in.num_chunks, in.overlap_grad_reduce);
-    const double stage_end = u.pipeline_end_s + u.grad_reduce_exposed_s;
+    drained = std::max(drained, u.pipeline_end_s + s.drain_s);
+    const double stage_end = u.pipeline_end_s + s.drain_s + u.grad_reduce_exposed_s;
     if (stage_end > end) {
       end = stage_end;
       r.critical_stage = static_cast<std::int64_t>(i);
     }
     opt = std::max(opt, s.optimizer_s);
   }
-  r.grad_reduce_exposed_s = end - r.pipeline_s;
+  r.drain_exposed_s = std::max(0.0, drained - r.pipeline_s);
+  r.grad_reduce_exposed_s = end - r.pipeline_s - r.drain_exposed_s;
   r.optimizer_s = opt;
   r.iteration_s = end + opt;
   // The bubble of the pipeline phase as the breakdown counts it (§5.4, §5.7): the busiest rank's idle and

@@ -140,9 +140,9 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     const double window_s = first_forward_s + (tc.overlap_param_gather_with_step ? sc.optimizer_s + c.optimizer_s : 0.0);
     const double gather_s = tc.overlap_param_gather ? std::max(0.0, c.param_gather_s - window_s) : c.param_gather_s;
     pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
-                       sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s};
+                       sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s, sc.drain_s};
     in.stages[i] = stage_times{pass.forward_s * chunks, pass.backward_s * chunks, pass.grad_reduce_s,
-                               pass.optimizer_s, pass.backward_weight_s * chunks};
+                               pass.optimizer_s, pass.backward_weight_s * chunks, pass.drain_s};
   }
   r.pipeline = run_schedule(in);
 
@@ -172,11 +172,12 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   const stage_comm& c = r.comm[crit];
   const double work = static_cast<double>(in.num_microbatches) * static_cast<double>(p.vpp);
   time_breakdown& b = r.breakdown;
-  b.compute_s = work * (sc.forward_s + sc.backward_s);
+  // The deferred output-layer wgrad that outlasts the pipeline phase is compute too (§5.4).
+  b.compute_s = work * (sc.forward_s + sc.backward_s) + r.pipeline.drain_exposed_s;
   b.tp_comm_s = work * (c.forward_s + c.backward_s);
   // What remains of the pipeline phase: bubble and transfers (never below zero: without a pipeline it
   // is only the rounding of the sum).
-  b.pipeline_s = std::max(0.0, r.pipeline.pipeline_s - b.compute_s - b.tp_comm_s);
+  b.pipeline_s = std::max(0.0, r.pipeline.pipeline_s + r.pipeline.drain_exposed_s - b.compute_s - b.tp_comm_s);
   b.dp_comm_s = r.pipeline.grad_reduce_exposed_s;
   b.optimizer_s = r.pipeline.optimizer_s;
 }

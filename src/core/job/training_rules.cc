@@ -264,6 +264,19 @@ std::string overlap_violation(job_spec& job) {
                          "(Megatron-Core's check)");
     }
   }
+  if (t.defer_embedding_wgrad) {
+    // megatron/core/model_parallel_config.py __post_init__.
+    const char* why = t.framework != framework_kind::megatron ? "is Megatron-Core's (${training.framework})"
+                      : job.parallel.pp <= 1 ? "cannot be used when pipeline model parallel is not used (${parallel.pp})"
+                      : !t.gradient_accumulation_fusion ? "cannot be used when gradient accumulation fusion is not used "
+                                                          "(${training.gradient_accumulation_fusion})"
+                                                        : nullptr;
+    if (why != nullptr) return std::string("${training.defer_embedding_wgrad} ") + why + " (Megatron-Core's check)";
+    if (t.wgrad_deferral_limit < 0) {
+      return "${training.wgrad_deferral_limit} should be greater than or equal to 0, got " + to_string(t.wgrad_deferral_limit) +
+             " (Megatron-Core's check)";
+    }
+  }
   if (t.overlap_param_gather_with_step) {
     // megatron/training/arguments.py validate_args.
     const char* why = !t.overlap_param_gather ? "must be used with ${training.overlap_param_gather}"

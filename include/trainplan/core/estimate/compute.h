@@ -132,6 +132,9 @@ struct stage_compute {
   double forward_flops = 0;      ///< counted FLOPs, per micro-batch per chunk
   double backward_flops = 0;     ///< including recomputation
   double optimizer_s = 0;        ///< optimizer step of this rank, once per iteration
+  /// Deferred output-layer wgrad GEMMs (--defer-embedding-wgrad-compute) after the rank's last backward,
+  /// once per iteration; backward_s holds the rest (§5.4).
+  double drain_s = 0;
   double allocator_slowdown = 1; ///< factor already applied to forward/backward near capacity (§5.9)
 };
 

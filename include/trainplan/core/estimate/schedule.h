@@ -40,6 +40,9 @@ struct stage_times {
   /// waits for. The 1F1B, interleaved and GPipe schedules run the two together; it is here for the
   /// schedules that split them (zero-bubble).
   double backward_weight_s = 0;
+  /// Work after the rank's last backward, before its DP reduction, once per iteration: the deferred
+  /// output-layer wgrad GEMMs (§5.4).
+  double drain_s = 0;
 };
 
 struct schedule_input {
@@ -79,6 +82,7 @@ struct schedule_result {
   double pipeline_s = 0;          ///< from the first forward to the last backward on any rank
   double bubble_fraction = 0;     ///< the busiest rank's idle + send share of the pipeline phase
   double grad_reduce_exposed_s = 0;  ///< what the DP reduction adds after the pipeline phase
+  double drain_exposed_s = 0;     ///< what the ranks' drain work adds after the pipeline phase
   double optimizer_s = 0;
   std::int64_t critical_stage = 0;  ///< rank whose end sets the iteration
   bool closed_form = false;       ///< true when the closed form gave the result

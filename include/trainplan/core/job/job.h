@@ -186,6 +186,17 @@ struct training_config {
   /// GEMM adds into main_grad; off, the backward hook adds the 16-bit .grad into it (§5.9).
   bool gradient_accumulation_fusion = true;
   bool overlap_grad_reduce = false;   ///< DP reduction under the last backward (Megatron --overlap-grad-reduce, §5.4)
+  /// Megatron --defer-embedding-wgrad-compute: the output layer's weight-gradient GEMMs of the first
+  /// `wgrad_deferral_limit` micro-batches (0: all) are held, with their inputs and output gradients, and
+  /// run after the last rank's last backward, in the pipeline flush (§3.6, §5.4); needs PP > 1 and
+  /// gradient_accumulation_fusion.
+  bool defer_embedding_wgrad = false;
+  std::int64_t wgrad_deferral_limit = 0;
+  /// Micro-batches whose output-layer wgrad is deferred, of `microbatches` per iteration (§5.4).
+  std::int64_t deferred_wgrad_microbatches(std::int64_t microbatches) const {
+    if (!defer_embedding_wgrad) return 0;
+    return wgrad_deferral_limit == 0 ? microbatches : std::min(wgrad_deferral_limit, microbatches);
+  }
   /// The distributed optimizer's parameter all-gather under the next iteration's first forward
   /// (Megatron --overlap-param-gather, §5.4); needs --overlap-grad-reduce and the distributed optimizer.
   bool overlap_param_gather = false;
