@@ -64,6 +64,7 @@ class Job:
         moe_router_num_groups: Optional[int] = ...,
         moe_router_group_topk: Optional[int] = ...,
         moe_expert_capacity_factor: Optional[float] = ...,
+        moe_pad_expert_input_to_capacity: Optional[bool] = ...,
         moe_load_imbalance: Optional[float] = ...,
         multi_latent_attention: Optional[bool] = ...,
         q_lora_rank: Optional[int] = ...,
@@ -127,6 +128,7 @@ class Job:
         framework: Union[str, os.PathLike[str], None] = ...,
         deepspeed_config: Union[str, os.PathLike[str], None] = ...,
         torchtitan_config: Union[str, os.PathLike[str], None] = ...,
+        nemo_config: Union[str, os.PathLike[str], None] = ...,
         no_gradient_accumulation_fusion: Optional[bool] = ...,
         no_pipeline_parallel: Optional[bool] = ...,
         deepspeed: Optional[bool] = ...,
@@ -143,6 +145,8 @@ class Job:
         exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
         overlap_grad_reduce: Optional[bool] = ...,
         overlap_param_gather: Optional[bool] = ...,
+        defer_embedding_wgrad_compute: Optional[bool] = ...,
+        wgrad_deferral_limit: Optional[int] = ...,
         overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
         overlap_moe_expert_parallel_comm: Optional[bool] = ...,
         moe_shared_expert_overlap: Optional[bool] = ...,
@@ -240,6 +244,7 @@ class Job:
         moe_router_num_groups [N]: expert groups for group-limited routing (nodes of the EP group: node-limited); 0: off (default 0 (unlimited))
         moe_router_group_topk [K]: groups a token may be routed to (default 0)
         moe_expert_capacity_factor [F]: tokens an expert takes, × the balanced share (default none (dropless))
+        moe_pad_expert_input_to_capacity: pad each expert's tokens to the capacity (needs --moe-expert-capacity-factor; §5.1)
         moe_load_imbalance [F]: dropless routing: busiest expert's tokens over the balanced share (default 1.0 (balanced))
         multi_latent_attention: multi-head latent attention (DeepSeek)
         q_lora_rank [N]: MLA query compression rank (default none (direct queries))
@@ -291,6 +296,7 @@ class Job:
         framework [NAME]: megatron, deepspeed or fsdp (default megatron)
         deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
         torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
+        nemo_config [FILE]: NeMo 1 Megatron GPT YAML (a launch line's --config-path/--config-name, NeMo-Framework-Launcher's conf/training): model, parallel sizes, batch, precision, checkpointing, optimizer (other keys refused) (default none)
         no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
         no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
         deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
@@ -307,6 +313,8 @@ class Job:
         exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
         overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
         overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+        defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)
+        wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
         overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
         overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
         moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
@@ -450,6 +458,7 @@ def search(*,
     moe_router_num_groups: Optional[int] = ...,
     moe_router_group_topk: Optional[int] = ...,
     moe_expert_capacity_factor: Optional[float] = ...,
+    moe_pad_expert_input_to_capacity: Optional[bool] = ...,
     moe_load_imbalance: Optional[float] = ...,
     multi_latent_attention: Optional[bool] = ...,
     q_lora_rank: Optional[int] = ...,
@@ -496,6 +505,7 @@ def search(*,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     torchtitan_config: Union[str, os.PathLike[str], None] = ...,
+    nemo_config: Union[str, os.PathLike[str], None] = ...,
     no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
@@ -511,6 +521,8 @@ def search(*,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    defer_embedding_wgrad_compute: Optional[bool] = ...,
+    wgrad_deferral_limit: Optional[int] = ...,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
@@ -626,6 +638,7 @@ def search(*,
     moe_router_num_groups [N]: expert groups for group-limited routing (nodes of the EP group: node-limited); 0: off (default 0 (unlimited))
     moe_router_group_topk [K]: groups a token may be routed to (default 0)
     moe_expert_capacity_factor [F]: tokens an expert takes, × the balanced share (default none (dropless))
+    moe_pad_expert_input_to_capacity: pad each expert's tokens to the capacity (needs --moe-expert-capacity-factor; §5.1)
     moe_load_imbalance [F]: dropless routing: busiest expert's tokens over the balanced share (default 1.0 (balanced))
     multi_latent_attention: multi-head latent attention (DeepSeek)
     q_lora_rank [N]: MLA query compression rank (default none (direct queries))
@@ -668,6 +681,7 @@ def search(*,
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
+    nemo_config [FILE]: NeMo 1 Megatron GPT YAML (a launch line's --config-path/--config-name, NeMo-Framework-Launcher's conf/training): model, parallel sizes, batch, precision, checkpointing, optimizer (other keys refused) (default none)
     no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
@@ -683,6 +697,8 @@ def search(*,
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)
+    wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
@@ -816,6 +832,7 @@ def shapes(*,
     moe_router_num_groups: Optional[int] = ...,
     moe_router_group_topk: Optional[int] = ...,
     moe_expert_capacity_factor: Optional[float] = ...,
+    moe_pad_expert_input_to_capacity: Optional[bool] = ...,
     moe_load_imbalance: Optional[float] = ...,
     multi_latent_attention: Optional[bool] = ...,
     q_lora_rank: Optional[int] = ...,
@@ -862,6 +879,7 @@ def shapes(*,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     torchtitan_config: Union[str, os.PathLike[str], None] = ...,
+    nemo_config: Union[str, os.PathLike[str], None] = ...,
     no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
@@ -877,6 +895,8 @@ def shapes(*,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    defer_embedding_wgrad_compute: Optional[bool] = ...,
+    wgrad_deferral_limit: Optional[int] = ...,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
@@ -999,6 +1019,7 @@ def shapes(*,
     moe_router_num_groups [N]: expert groups for group-limited routing (nodes of the EP group: node-limited); 0: off (default 0 (unlimited))
     moe_router_group_topk [K]: groups a token may be routed to (default 0)
     moe_expert_capacity_factor [F]: tokens an expert takes, × the balanced share (default none (dropless))
+    moe_pad_expert_input_to_capacity: pad each expert's tokens to the capacity (needs --moe-expert-capacity-factor; §5.1)
     moe_load_imbalance [F]: dropless routing: busiest expert's tokens over the balanced share (default 1.0 (balanced))
     multi_latent_attention: multi-head latent attention (DeepSeek)
     q_lora_rank [N]: MLA query compression rank (default none (direct queries))
@@ -1041,6 +1062,7 @@ def shapes(*,
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
+    nemo_config [FILE]: NeMo 1 Megatron GPT YAML (a launch line's --config-path/--config-name, NeMo-Framework-Launcher's conf/training): model, parallel sizes, batch, precision, checkpointing, optimizer (other keys refused) (default none)
     no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
@@ -1056,6 +1078,8 @@ def shapes(*,
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)
+    wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
@@ -1168,6 +1192,7 @@ def plan(job: Optional[Job] = ..., *,
     moe_router_num_groups: Optional[int] = ...,
     moe_router_group_topk: Optional[int] = ...,
     moe_expert_capacity_factor: Optional[float] = ...,
+    moe_pad_expert_input_to_capacity: Optional[bool] = ...,
     moe_load_imbalance: Optional[float] = ...,
     multi_latent_attention: Optional[bool] = ...,
     q_lora_rank: Optional[int] = ...,
@@ -1229,6 +1254,7 @@ def plan(job: Optional[Job] = ..., *,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     torchtitan_config: Union[str, os.PathLike[str], None] = ...,
+    nemo_config: Union[str, os.PathLike[str], None] = ...,
     no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
@@ -1245,6 +1271,8 @@ def plan(job: Optional[Job] = ..., *,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    defer_embedding_wgrad_compute: Optional[bool] = ...,
+    wgrad_deferral_limit: Optional[int] = ...,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
@@ -1359,6 +1387,7 @@ def plan(job: Optional[Job] = ..., *,
     moe_router_num_groups [N]: expert groups for group-limited routing (nodes of the EP group: node-limited); 0: off (default 0 (unlimited))
     moe_router_group_topk [K]: groups a token may be routed to (default 0)
     moe_expert_capacity_factor [F]: tokens an expert takes, × the balanced share (default none (dropless))
+    moe_pad_expert_input_to_capacity: pad each expert's tokens to the capacity (needs --moe-expert-capacity-factor; §5.1)
     moe_load_imbalance [F]: dropless routing: busiest expert's tokens over the balanced share (default 1.0 (balanced))
     multi_latent_attention: multi-head latent attention (DeepSeek)
     q_lora_rank [N]: MLA query compression rank (default none (direct queries))
@@ -1409,6 +1438,7 @@ def plan(job: Optional[Job] = ..., *,
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
+    nemo_config [FILE]: NeMo 1 Megatron GPT YAML (a launch line's --config-path/--config-name, NeMo-Framework-Launcher's conf/training): model, parallel sizes, batch, precision, checkpointing, optimizer (other keys refused) (default none)
     no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
@@ -1425,6 +1455,8 @@ def plan(job: Optional[Job] = ..., *,
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)
+    wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)

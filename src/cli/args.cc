@@ -9,12 +9,15 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "trainplan/core/estimate/calibration.h"
 #include "trainplan/core/estimate/comm.h"
@@ -229,7 +232,8 @@ struct pending {
   std::string flag;
   std::string value;
   /// where it was given: 0 a preset, 1 the user's flags, 2 the launch line, 3 its DeepSpeed config, 4 its
-  /// torchtitan config (or torchtitan's defaults), 5 torchtitan's overrides on the launch line
+  /// torchtitan config (or torchtitan's defaults), 5 torchtitan's overrides on the launch line, 6 its NeMo
+  /// config (or NeMo's defaults), 7 Hydra's overrides on the launch line
   int source;
 };
 
@@ -242,10 +246,46 @@ std::string* tokenizer_slot(tokenizer_flags& t, const std::string& flag) {
   return nullptr;
 }
 
+/// Hydra's part of a NeMo training script's line (megatron_gpt_pretraining.py): --config-path and
+/// --config-name (-cp, -cn), and overrides `key=value`, `+key=value`, `++key=value`, `~key`. Returns
+/// whether tokens[i] was one (advancing i past a separate value).
+bool read_hydra_token(const std::vector<std::string>& tokens, std::size_t& i, job_builder& b) {
+  const std::string& tok = tokens[i];
+  for (const auto& [long_name, short_name, slot] :
+       {std::tuple{"--config-path", "-cp", &b.nemo_config_path}, std::tuple{"--config-name", "-cn", &b.nemo_config_name}}) {
+    const std::string with_eq = std::string(long_name) + "=";
+    if (tok.starts_with(with_eq)) {
+      *slot = tok.substr(with_eq.size());
+    } else if (tok == long_name || tok == short_name) {
+      if (i + 1 >= tokens.size()) throw input_error(std::string(long_name) + " needs a value (Hydra's config)");
+      *slot = tokens[++i];
+    } else {
+      continue;
+    }
+    b.nemo = true;
+    return true;
+  }
+  if (tok.starts_with("-")) return false;
+  std::string body = tok;
+  const bool remove = body.starts_with("~");
+  if (remove) body = body.substr(1);
+  else while (body.starts_with("+")) body = body.substr(1);
+  const std::size_t eq = body.find('=');
+  const std::string key = body.substr(0, eq);
+  const bool key_like = !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '.' || c == '-';
+  });
+  if (!key_like || (eq == std::string::npos && !remove)) return false;
+  b.nemo = true;
+  b.nemo_overrides.push_back({key, eq == std::string::npos ? "" : body.substr(eq + 1), remove});
+  return true;
+}
+
 /// Read flag tokens into `out`. In launch mode unknown-but-harmless flags are ignored.
 void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector<pending>& out, job_builder& b) {
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     std::string tok = tokens[i];
+    if (launch && read_hydra_token(tokens, i, b)) continue;
     if (!tok.starts_with("--")) {
       // A value after a switch (`--sp 8,8`) names the switch: it is what the user meant to give it to.
       if (i > 0 && tokens[i - 1].starts_with("--")) {
@@ -394,6 +434,10 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
       b.torchtitan = true;
       b.torchtitan_user_path = val;
     }
+    if (def->info.name == "--nemo-config") {
+      b.nemo = true;
+      b.nemo_user_path = val;
+    }
   }
 }
 
@@ -423,6 +467,51 @@ void torchtitan_flags(job_builder& b, std::vector<pending>& out, parsed_job& par
                              p.def->info.name == "--checkpoint-activations");
   });
   if (!user_recompute) b.layer_checkpoint_every = tt.layer_checkpoint_every;
+}
+
+/// A NeMo job's settings as flags: each key's Megatron flags, read as a launch line's (so that a flag
+/// trainplan ignores or refuses is ignored or refused as there), of the NeMo config's source (its Hydra
+/// overrides': 7), named by the key; the user's flags before `--` override both.
+void nemo_flags(job_builder& b, std::vector<pending>& out, parsed_job& parsed) {
+  if (!b.nemo) return;
+  std::string path = b.nemo_user_path;
+  const char* flag = "--nemo-config";
+  if (path.empty()) {
+    if (b.nemo_config_name.empty()) {
+      throw input_error("launch line: Hydra overrides without --config-name: give the NeMo config with --config-path "
+                        "DIR --config-name NAME on the line, or --nemo-config FILE before '--'");
+    }
+    std::filesystem::path p = std::filesystem::path(b.nemo_config_path) / b.nemo_config_name;
+    if (!p.has_extension()) p += ".yaml";
+    path = p.string();
+    flag = "--config-name";
+  } else if (!b.nemo_config_name.empty()) {
+    parsed.overridden_flags.push_back(
+        fmt::format("--config-name {} (launch line) → --nemo-config {} (your flags)", b.nemo_config_name, path));
+  }
+  const nemo_config nc = read_nemo_config(path, flag, b.nemo_overrides);
+  for (const nemo_setting& s : nc.settings) {
+    std::vector<pending> read;
+    const std::size_t ignored_before = b.ignored.size();
+    const std::string as = fmt::format("{} (as {})", s.key, fmt::join(s.tokens, " "));
+    try {
+      read_flags(s.tokens, true, read, b);
+    } catch (const input_error& e) {
+      throw e.wrapped(literal_text(fmt::format("{}: {}: ", s.where, as)), "");
+    }
+    for (std::size_t k = ignored_before; k < b.ignored.size(); ++k) {
+      b.ignored[k] = std::filesystem::path(s.where).filename().string() + ": " + as;
+    }
+    for (pending& p : read) {
+      p.source = s.from_launch_line ? 7 : 6;
+      p.flag = s.key;
+      out.push_back(std::move(p));
+    }
+  }
+  if (nc.tokenizer.any()) b.tokenizer = nc.tokenizer;
+  b.ignored.insert(b.ignored.end(), nc.ignored.begin(), nc.ignored.end());
+  parsed.overridden_flags.insert(parsed.overridden_flags.end(), nc.overridden.begin(), nc.overridden.end());
+  parsed.derived_flags.insert(parsed.derived_flags.end(), nc.derived.begin(), nc.derived.end());
 }
 
 /// torchtitan's layer SAC (activation_checkpoint.py _apply_layer_sac): of a rank's blocks, those whose
@@ -477,10 +566,13 @@ void derive_vocabulary(job_builder& b, std::vector<std::string>& derived) {
     derived.push_back(fmt::format("--vocab-size {} ({})", v->vocab_size, v->how));
     return;
   }
-  const std::string which = b.tokenizer.type.empty() ? "the tokenizer flags" : "--tokenizer-type " + b.tokenizer.type +
-                                                         (b.tokenizer.model.empty() ? "" : " --tokenizer-model " + b.tokenizer.model);
+  const std::string which = !b.tokenizer.named_as.empty() ? literal_text(b.tokenizer.named_as) + " does"
+                            : b.tokenizer.type.empty()     ? "the tokenizer flags do"
+                                                           : "--tokenizer-type " + b.tokenizer.type +
+                                                                 (b.tokenizer.model.empty() ? "" : " --tokenizer-model " + b.tokenizer.model) +
+                                                                 " do";
   throw input_error("--vocab-size is missing, and " + which +
-                    " do not say it without downloading the tokenizer: give --vocab-size (the tokenizer's length; "
+                    " not say it without downloading the tokenizer: give --vocab-size (the tokenizer's length; "
                     "Megatron pads it by --make-vocab-size-divisible-by × TP)");
 }
 
@@ -685,7 +777,7 @@ namespace {
 /// then the user's flags before `--`, each in order). "--tp 4 (preset) → 8 (your flags)", as each was typed, for the reports.
 std::vector<std::string> overridden_flags(const std::vector<pending>& flags) {
   static constexpr const char* kSource[] = {"preset", "your flags", "launch line", "DeepSpeed config",
-                                            "torchtitan config", "launch line"};
+                                            "torchtitan config", "launch line", "NeMo config", "launch line"};
   // The precisions are one setting given by three switches.
   auto setting_of = [](const flag_def* d) {
     const std::string& n = d->info.name;
@@ -751,12 +843,13 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
     }
   }
   torchtitan_flags(b, flags, out);
+  nemo_flags(b, flags, out);
   out.preset = b.preset;
   // The order flags apply in, each later one overriding: a preset's, the launch line's, its DeepSpeed or
   // torchtitan config's, torchtitan's overrides on the line, then the user's own before `--` (a what-if on
   // the line); model and cluster choices first.
   auto rank_of = [](const pending& p) {
-    static constexpr std::array<int, 6> kRank = {0, 4, 1, 2, 2, 3};  // by pending::source
+    static constexpr std::array<int, 8> kRank = {0, 4, 1, 2, 2, 3, 2, 3};  // by pending::source
     return kRank[static_cast<std::size_t>(p.source)];
   };
   std::stable_sort(flags.begin(), flags.end(), [&](const pending& x, const pending& y) {
@@ -894,10 +987,11 @@ parsed_job parse_job_args(const std::vector<std::string>& args, model_need need)
     return parse_job_fields(args, need, config_keys);
   } catch (const input_error& e) {
     // The core names fields; the command line names its flags, or the config key that set the field.
-    throw input_error(e.message([&](std::string_view field) {
+    // The rendered message is literal text now: a "${" left in it is the user's (an interpolation).
+    throw input_error(literal_text(e.message([&](std::string_view field) {
       const auto it = config_keys.find(field);
       return it != config_keys.end() ? it->second : flag_of_field(field);
-    }));
+    })));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "nemo_config.h"
 #include "tokenizer.h"
 #include "torchtitan_config.h"
 #include "trainplan/cli/args.h"
@@ -35,6 +36,11 @@ struct job_builder {
   std::string torchtitan_user_path, torchtitan_launch_path;
   std::vector<tt_override> torchtitan_overrides;
   std::int64_t layer_checkpoint_every = 0;  // torchtitan's layer SAC: every k-th block checkpointed
+  // A NeMo 1 job (nemo_config.h): its YAML (the user's --nemo-config, else the launch line's
+  // --config-path/--config-name) and the launch line's Hydra overrides.
+  bool nemo = false;
+  std::string nemo_user_path, nemo_config_path, nemo_config_name;
+  std::vector<nemo_override> nemo_overrides;
   bool quick_geglu = false;    // --quick-geglu: gated, but Megatron's 4h default width (not --swiglu's)
   std::int64_t num_gpus = 0;
   std::int64_t num_nodes = 0;

@@ -445,6 +445,12 @@ const std::vector<flag_def>& flag_table() {
                       "torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, "
                       "checkpointing, float8 (other keys refused)",
                       setter([](job_builder&, const std::string&, const std::string&) {})));
+    // A NeMo 1 YAML config: parse_job_fields expands it into the flags of its keys (nemo_config.cc).
+    t.push_back(value("--nemo-config", "", "FILE", "none", "training",
+                      "NeMo 1 Megatron GPT YAML (a launch line's --config-path/--config-name, NeMo-Framework-Launcher's "
+                      "conf/training): model, parallel sizes, batch, precision, checkpointing, optimizer (other keys "
+                      "refused)",
+                      setter([](job_builder&, const std::string&, const std::string&) {})));
     t.push_back(swtch("--no-gradient-accumulation-fusion", "", "training",
                       "Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)",
                       SWITCH(b.job.training.gradient_accumulation_fusion = false)));

@@ -32,6 +32,9 @@ constexpr std::array kKnownTokenizers = {
     known_tokenizer{"mistral-7b-v0.1", 32000, "Mistral 7B v0.1's SentencePiece tokenizer"},
     known_tokenizer{"mixtral-8x7b", 32000, "Mixtral 8x7B's SentencePiece tokenizer"},
     known_tokenizer{"gpt2", 50257, "GPT-2's BPE"},
+    // Nemotron-4's SentencePiece model as NeMo-Framework-Launcher's configs name it (nemotron_2_256k.model):
+    // 256,000 tokens (Nemotron-4 15B technical report §2; nvidia/Nemotron-4-340B-Base config.json vocab_size).
+    known_tokenizer{"nemotron_2_256k", 256000, "Nemotron-4's SentencePiece tokenizer"},
 };
 
 std::string lower(std::string s) {

@@ -14,6 +14,8 @@ struct tokenizer_flags {
   std::string type;   ///< --tokenizer-type
   std::string model;  ///< --tokenizer-model (a Hugging Face name or path)
   std::string vocab_file, merge_file;
+  /// The config key they came from ("model.tokenizer (llama2_70b.yaml:94)"), for the error; "" for flags.
+  std::string named_as;
   bool any() const { return !type.empty() || !model.empty() || !vocab_file.empty() || !merge_file.empty(); }
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "args_test_support.h"
 #include "trainplan/cli/args.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/estimate/compute.h"
@@ -19,6 +20,7 @@ namespace trainplan {
 namespace {
 
 using ::testing::HasSubstr;
+using args_testing::error_of;
 
 /// Llama-2 70B at TP 8 (sequence parallel), PP 4, 64 micro-batches of 4,096 tokens on 32 GPUs.
 std::vector<std::string> llama70b(std::vector<std::string> extra = {}) {
@@ -27,15 +29,6 @@ std::vector<std::string> llama70b(std::vector<std::string> extra = {}) {
                                 "--use-distributed-optimizer", "--recompute-granularity", "full"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
-}
-
-std::string error_of(const std::vector<std::string>& args) {
-  try {
-    parse_job_args(args);
-  } catch (const input_error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // The last stage holds d micro-batches' output-layer inputs (sequence-sharded: 4,096 × 8,192 / 8) and

@@ -1,0 +1,226 @@
+// NeMo 1 jobs (issue 29): the Hydra YAML of megatron_gpt_pretraining.py (--config-path/--config-name on
+// a launch line, or --nemo-config) with the line's Hydra overrides, as NeMo's Megatron GPT reads them:
+// each key becomes the Megatron-Core flag of the same meaning, NeMo's code defaults beneath.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "args_test_support.h"
+#include "test_support.h"
+#include "trainplan/cli/args.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/estimate/memory.h"
+#include "trainplan/core/model/model.h"
+
+namespace trainplan {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using namespace args_testing;  // NOLINT(google-build-using-namespace): the shared helpers
+
+std::string nemo_dir() { return testing::data_path("launch/nemo"); }
+
+/// megatron_gpt_pretraining.py with a config of tests/data/launch/nemo and Hydra overrides.
+args_t pretrain(const std::string& config, const args_t& overrides = {}, const args_t& own = {}) {
+  args_t a = concat(concat({"--cluster", "dgx-h100"}, own),
+                    {"--", "python3", "-u", "/opt/NeMo/examples/nlp/language_modeling/megatron_gpt_pretraining.py",
+                     "--config-path=" + nemo_dir(), "--config-name=" + config});
+  return concat(a, overrides);
+}
+
+/// A config of our own: the launcher's Llama-3 8B with `extra` appended under model (two-space indent).
+std::string llama_with(const std::string& name, const std::string& extra) {
+  std::ifstream in(nemo_dir() + "/llama3_8b.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t at = text.find("model:\n") + 7;
+  text.insert(at, extra);
+  return write_temp(name, text);
+}
+
+// NeMo-Framework-Launcher's Llama-3 8B: the catalog model, CP 2 on 16 nodes, Megatron-Core's distributed
+// optimizer with fp32 gradients, the HF tokenizer's vocabulary; its interpolations left unevaluated where
+// they name the launcher's variables (${data_dir}, ${training.run.name}).
+TEST(NemoConfig, TheLaunchersLlama3_8bIsTheJob) {
+  const parsed_job pj = parse(pretrain("llama3_8b.yaml"));
+  EXPECT_EQ(count_parameters(pj.job.model, 1).total, count_parameters(find_model("llama3-8b").spec, 1).total);
+  EXPECT_EQ(pj.job.num_gpus, 128);
+  EXPECT_EQ(pj.job.parallel.tp, 1);
+  EXPECT_EQ(pj.job.parallel.cp, 2);
+  EXPECT_EQ(pj.job.training.micro_batch_size, 1);
+  EXPECT_EQ(pj.job.training.global_batch_size, 2048);
+  EXPECT_EQ(pj.job.model.seq_length, 8192);
+  EXPECT_EQ(pj.job.training.precision, dtype::bf16);
+  EXPECT_EQ(pj.job.training.framework, framework_kind::megatron);
+  EXPECT_EQ(pj.job.training.zero_stage, 1);  // mcore_distributed_optim
+  EXPECT_TRUE(pj.job.training.gradient_accumulation_fusion);
+  EXPECT_THAT(pj.derived_flags, Contains(StartsWith("--vocab-size 128256")));
+  EXPECT_THAT(pj.ignored_flags, Contains("llama3_8b.yaml:exp_manager.*"));
+  EXPECT_THAT(pj.ignored_flags, Contains("llama3_8b.yaml:model.optim.lr"));
+  // The same job by --nemo-config, and a flag before `--` overrides the config, said so.
+  const parsed_job own = parse({"--cluster", "dgx-h100", "--nemo-config", nemo_dir() + "/llama3_8b.yaml"});
+  EXPECT_EQ(own.job.num_gpus, 128);
+  const parsed_job what_if = parse(pretrain("llama3_8b.yaml", {}, {"--tp", "2"}));
+  EXPECT_EQ(what_if.job.parallel.tp, 2);
+  EXPECT_THAT(what_if.overridden_flags, Contains("model.tensor_model_parallel_size 1 (NeMo config) → --tp 2 (your flags)"));
+}
+
+// GPT-3 175B: ffn_hidden_size is ${multiply:4, ${.hidden_size}} (NeMo's multiply resolver), the GPT-2
+// vocabulary padded to 128 × TP 4; VPP 6 at PP 8 with sequence parallelism and TP overlap.
+TEST(NemoConfig, Gpt3_175bEvaluatesNemosResolvers) {
+  const parsed_job pj = parse(pretrain("gpt3_175b.yaml"));
+  EXPECT_EQ(pj.job.model.ffn_hidden_size, 4 * 12288);
+  EXPECT_EQ(pj.job.model.num_layers, 96);
+  EXPECT_EQ(pj.job.model.vocab_size, 50257);
+  EXPECT_EQ(pj.job.parallel.tp, 4);
+  EXPECT_EQ(pj.job.parallel.pp, 8);
+  EXPECT_EQ(pj.job.parallel.vpp, 6);
+  EXPECT_TRUE(pj.job.parallel.sequence_parallel);
+  // 12 layers per pipeline rank in 6 chunks; the catalog's GPT-3 175B differs in the vocabulary's padding
+  // alone (128 × TP here, 128 at the catalog's TP 1): 384 rows of 12,288.
+  EXPECT_EQ(count_parameters(pj.job.model, 4).total - count_parameters(find_model("gpt3-175b").spec, 1).total,
+            384 * 12288);
+}
+
+// Mixtral 8x7B: experts padded to a capacity factor of 1 (what §5.1 prices for a capacity factor), and
+// mcore_customization_config's Falcon switches set false (nothing reads them).
+TEST(NemoConfig, Mixtral8x7bPadsToItsCapacity) {
+  const parsed_job pj = parse(pretrain("mixtral_8x7b.yaml"));
+  EXPECT_EQ(count_parameters(pj.job.model, 1).total, count_parameters(find_model("mixtral-8x7b").spec, 1).total);
+  EXPECT_EQ(pj.job.model.moe.num_experts, 8);
+  EXPECT_EQ(pj.job.model.moe.router_topk, 2);
+  EXPECT_DOUBLE_EQ(pj.job.model.moe.capacity_factor, 1.0);
+  EXPECT_EQ(pj.job.parallel.ep, 8);
+  // Megatron's flag: the estimate of its capacity factor (every expert at the capacity), and Megatron-Core's
+  // own check without one.
+  const args_t cf = {"--model", "mixtral-8x7b", "--ep", "8", "--moe-expert-capacity-factor", "1.0"};
+  EXPECT_DOUBLE_EQ(estimate_memory(parse(concat(cf, {"--moe-pad-expert-input-to-capacity"})).job).peak_reserved_bytes,
+                   estimate_memory(parse(cf).job).peak_reserved_bytes);
+  EXPECT_THAT(error_of({"--model", "mixtral-8x7b", "--moe-pad-expert-input-to-capacity"}),
+              HasSubstr("without --moe-expert-capacity-factor: Megatron-Core refuses it"));
+  const std::string yaml = llama_with("nemo_custom_on.yaml", "  mcore_customization_config:\n    parallel_attention: true\n");
+  EXPECT_THAT(error_of({"--nemo-config", yaml}),
+              AllOf(HasSubstr("model.mcore_customization_config: would change the model"),
+                    HasSubstr("`~model.mcore_customization_config`")));
+}
+
+// NeMo's own megatron_gpt_config.yaml with its GPT tutorial's overrides: fp16 under O2, Megatron-Core's
+// local layers (transformer_engine false), fused_adam (no distributed optimizer), no gradient-accumulation
+// fusion (NeMo's default, and NeMo turns it off at PP 1 without a distributed optimizer).
+TEST(NemoConfig, NemosDefaultConfigWithTheTutorialsOverrides) {
+  const parsed_job pj = parse(pretrain("megatron_gpt_config", {"trainer.devices=1", "trainer.num_nodes=1", "trainer.precision=16",
+                                                               "model.micro_batch_size=6", "model.global_batch_size=192",
+                                                               "model.encoder_seq_length=1024", "model.data.seq_length=1024",
+                                                               "model.optim.name=fused_adam",
+                                                               "model.data.data_prefix=[1.0,hfbpe_gpt_training_data_text_document]"}));
+  EXPECT_EQ(pj.job.num_gpus, 1);
+  EXPECT_EQ(pj.job.training.precision, dtype::fp16);
+  EXPECT_EQ(pj.job.training.zero_stage, 0);
+  EXPECT_FALSE(pj.job.training.gradient_accumulation_fusion);
+  EXPECT_EQ(pj.job.model.seq_length, 1024);
+  EXPECT_EQ(pj.job.model.max_position_embeddings, 1024);
+  EXPECT_EQ(pj.job.model.num_layers, 12);
+  EXPECT_EQ(pj.job.model.vocab_size, 50257);
+  EXPECT_THAT(pj.ignored_flags, Contains("model.data.data_prefix=[1.0,hfbpe_gpt_training_data_text_document]"));
+  EXPECT_THAT(pj.overridden_flags, Contains("model.micro_batch_size 4 (NeMo config) → 6 (launch line)"));
+}
+
+// optim.grad_sync_dtype bf16 is DistributedDataParallelConfig(grad_reduce_in_fp32=False): the gradient
+// buffer halves; optim.dtype is not read by mcore_distributed_optim (fp32 states), listed as ignored.
+TEST(NemoConfig, GradSyncDtypeBf16HalvesTheGradientBuffer) {
+  const parsed_job fp32 = parse(pretrain("llama3_8b.yaml"));
+  const parsed_job bf16 = parse(pretrain("llama3_8b.yaml", {"+model.optim.grad_sync_dtype=bf16", "+model.optim.dtype=bf16"}));
+  EXPECT_DOUBLE_EQ(estimate_memory(bf16.job).stages[0].gradients_bytes, estimate_memory(fp32.job).stages[0].gradients_bytes / 2);
+  EXPECT_DOUBLE_EQ(estimate_memory(bf16.job).stages[0].optimizer_bytes, estimate_memory(fp32.job).stages[0].optimizer_bytes);
+  EXPECT_THAT(bf16.ignored_flags, Contains(HasSubstr("model.optim.dtype (mcore_distributed_optim keeps fp32 optimizer states)")));
+}
+
+// Hydra's grammar on the line: `~key` removes a key (NeMo's default applies), `+`/`++` add or set.
+TEST(NemoConfig, HydraOverridesSetAddAndRemove) {
+  const parsed_job pj = parse(pretrain("llama3_8b.yaml", {"model.micro_batch_size=2", "++model.sequence_parallel=true",
+                                                          "model.tensor_model_parallel_size=2", "~model.context_parallel_size"}));
+  EXPECT_EQ(pj.job.training.micro_batch_size, 2);
+  EXPECT_EQ(pj.job.parallel.tp, 2);
+  EXPECT_TRUE(pj.job.parallel.sequence_parallel);
+  EXPECT_EQ(pj.job.parallel.cp, 1);
+  // model.precision wins over the trainer's unless null (megatron_gpt_model.py __init__).
+  EXPECT_EQ(parse(pretrain("llama3_8b.yaml", {"+model.precision=16"})).job.training.precision, dtype::fp16);
+  EXPECT_EQ(parse(pretrain("llama3_8b.yaml", {"+model.precision=null"})).job.training.precision, dtype::bf16);
+  // Sequence parallelism at TP 1 is turned off, as NeMo does.
+  EXPECT_FALSE(parse(pretrain("llama3_8b.yaml", {"model.sequence_parallel=true"})).job.parallel.sequence_parallel);
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.no_such_thing.x=1"})),
+              HasSubstr("launch line: model.no_such_thing.x=1: not a NeMo setting trainplan knows"));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.optim=adam"})), HasSubstr("is a section of NeMo's config"));
+  EXPECT_THAT(error_of({"--cluster", "dgx-h100", "--", "python", "megatron_gpt_pretraining.py", "model.fp8=true"}),
+              HasSubstr("Hydra overrides without --config-name"));
+}
+
+// What NeMo would build differently, or trainplan does not model, is refused naming file:line and the key.
+TEST(NemoConfig, UnmodelledSettingsAreRefusedByKey) {
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.mcore_gpt=false"})),
+              HasSubstr("launch line: model.mcore_gpt=false: NeMo's legacy GPT"));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.megatron_amp_O2=false"})),
+              HasSubstr("keeps the model's parameters in fp32 under autocast (O1)"));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.optim.name=distributed_fused_adam"})),
+              HasSubstr("Apex's DistributedFusedAdam"));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.fsdp=true"})), HasSubstr("NeMo's PyTorch FSDP"));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.position_embedding_type=alibi"})),
+              HasSubstr("expected learned_absolute, rope or none"));
+  // A Megatron-Core field NeMo passes through, refused as Megatron's flag of that name is.
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+model.delay_wgrad_compute=true"})),
+              AllOf(StartsWith("launch line: model.delay_wgrad_compute (as --delay-wgrad-compute): --delay-wgrad-compute"),
+                    HasSubstr("not modelled")));
+  // trainer.accumulate_grad_batches: NeMo accumulates itself.
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"trainer.accumulate_grad_batches=4"})), HasSubstr("must be 1"));
+}
+
+// A key nothing reads (NeMo copies only Megatron-Core's field names) is ignored as NeMo ignores it, said so;
+// a Megatron-Core field trainplan does not read is refused when on.
+TEST(NemoConfig, KeysNothingReadsAreListedAndUnknownFieldsRefused) {
+  const parsed_job pj = parse({"--nemo-config", llama_with("nemo_typo.yaml", "  deteministic_mode: false\n")});
+  EXPECT_THAT(pj.ignored_flags,
+              Contains("args_test_nemo_typo.yaml:model.deteministic_mode (neither NeMo nor Megatron-Core reads it: a misspelling?)"));
+  EXPECT_THAT(error_of({"--nemo-config", llama_with("nemo_field.yaml", "  fp8_dot_product_attention: true\n")}),
+              HasSubstr("sets Megatron-Core's fp8_dot_product_attention (true), which trainplan does not read"));
+  // A field NeMo sets itself from its own key: the key of that name is not read.
+  const parsed_job glu = parse({"--nemo-config", llama_with("nemo_glu.yaml", "  gated_linear_unit: false\n")});
+  EXPECT_THAT(glu.ignored_flags, Contains("args_test_nemo_glu.yaml:model.gated_linear_unit (NeMo sets it from activation)"));
+  EXPECT_EQ(glu.job.model.activation, parse(pretrain("llama3_8b.yaml")).job.model.activation);
+}
+
+// OmegaConf interpolations: references (relative and absolute) are followed; a cycle, a reference to
+// nothing, text around an interpolation and an unknown resolver are refused naming the key, shown as typed.
+TEST(NemoConfig, InterpolationsAreFollowedOrRefused) {
+  const parsed_job pj = parse(pretrain("llama3_8b.yaml", {"model.encoder_seq_length=4096", "model.data.seq_length=${..encoder_seq_length}",
+                                                          "model.ffn_hidden_size=${multiply:${.hidden_size}, 4}"}));
+  EXPECT_EQ(pj.job.model.seq_length, 4096);
+  EXPECT_EQ(pj.job.model.ffn_hidden_size, 4 * 4096);
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.kv_channels=${model.kv_channels}"})), HasSubstr("deeper than 8"));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.kv_channels=${model.nothing}"})),
+              HasSubstr("'${model.nothing}' names model.nothing, which the config does not set"));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.kv_channels=${.hidden_size}0"})),
+              HasSubstr("mixes an interpolation with text"));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.kv_channels=${div:${.hidden_size}, 32}"})),
+              HasSubstr("NeMo's multiply and sum of two numbers alone"));
+}
+
+// Bad files: not YAML, empty, a list at the top, unreadable.
+TEST(NemoConfig, BadFilesNameTheFileAndLine) {
+  EXPECT_THAT(error_of({"--nemo-config", write_temp("nemo_bad.yaml", "model:\n  num_layers: [1,\n")}),
+              HasSubstr("nemo_bad.yaml:3"));
+  EXPECT_THAT(error_of({"--nemo-config", write_temp("nemo_empty.yaml", "")}), HasSubstr("the NeMo config is empty"));
+  EXPECT_THAT(error_of({"--nemo-config", write_temp("nemo_list.yaml", "- 1\n")}),
+              HasSubstr("expected a mapping of NeMo config keys at the top level"));
+  EXPECT_THAT(error_of({"--nemo-config", "/no/such/file.yaml"}), HasSubstr("--nemo-config /no/such/file.yaml"));
+  EXPECT_THAT(error_of({"--nemo-config", write_temp("nemo_section.yaml", "model: 3\n")}),
+              HasSubstr("nemo_section.yaml:1: model: expected a mapping"));
+}
+
+}  // namespace
+}  // namespace trainplan
