@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "trainplan/cli/cli.h"
 #include "trainplan/report/report.h"
@@ -35,5 +36,34 @@ void BM_parse_job_llama3_70b(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(parse_job_args(args));
 }
 BENCHMARK(BM_parse_job_llama3_70b);
+
+// Issue 29's budget: reading a launch line with its config file stays under 1 ms.
+void BM_parse_job_nemo_llama3_8b_launch_line(benchmark::State& state) {
+  const std::vector<std::string> args = {
+      "--cluster", "dgx-h100", "--", "python3", "-u", "/opt/NeMo/examples/nlp/language_modeling/megatron_gpt_pretraining.py",
+      "--config-path=" TRAINPLAN_SOURCE_DIR "/tests/data/launch/nemo", "--config-name=llama3_8b.yaml",
+      "model.micro_batch_size=2"};
+  for (auto _ : state) benchmark::DoNotOptimize(parse_job_args(args));
+}
+BENCHMARK(BM_parse_job_nemo_llama3_8b_launch_line);
+
+// NeMo's own megatron_gpt_config.yaml (20 KB, the largest config of the corpus) with six overrides.
+void BM_parse_job_nemo_megatron_gpt_config(benchmark::State& state) {
+  const std::vector<std::string> args = {
+      "--cluster", "dgx-a100", "--", "python", "/opt/NeMo/examples/nlp/language_modeling/megatron_gpt_pretraining.py",
+      "--config-path=" TRAINPLAN_SOURCE_DIR "/tests/data/launch/nemo", "--config-name=megatron_gpt_config",
+      "trainer.devices=8", "trainer.precision=16", "model.micro_batch_size=6", "model.global_batch_size=192",
+      "model.encoder_seq_length=1024", "model.data.seq_length=1024"};
+  for (auto _ : state) benchmark::DoNotOptimize(parse_job_args(args));
+}
+BENCHMARK(BM_parse_job_nemo_megatron_gpt_config);
+
+void BM_parse_job_torchtitan_llama3_8b_launch_line(benchmark::State& state) {
+  const std::vector<std::string> args = {
+      "--cluster", "dgx-h100", "--", "torchrun", "--nproc_per_node=8", "-m", "torchtitan.train",
+      "--job.config_file", TRAINPLAN_SOURCE_DIR "/tests/data/launch/torchtitan/llama3_8b.toml"};
+  for (auto _ : state) benchmark::DoNotOptimize(parse_job_args(args));
+}
+BENCHMARK(BM_parse_job_torchtitan_llama3_8b_launch_line);
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <unordered_map>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -300,9 +301,13 @@ constexpr std::array kKeys = {
 };
 
 const nm_key* find_key(std::string_view path) {
-  for (const nm_key& k : kKeys)
-    if (k.path == path) return &k;
-  return nullptr;
+  static const std::unordered_map<std::string_view, const nm_key*> index = [] {
+    std::unordered_map<std::string_view, const nm_key*> m;
+    for (const nm_key& k : kKeys) m.emplace(k.path, &k);
+    return m;
+  }();
+  const auto it = index.find(path);
+  return it == index.end() ? nullptr : it->second;
 }
 
 std::string parent_of(const std::string& path) {

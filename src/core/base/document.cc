@@ -1,11 +1,15 @@
 // YAML and JSON files as one tree with the line of each key (include/trainplan/core/base/document.h).
 #include "trainplan/core/base/document.h"
 
-#include <yaml-cpp/yaml.h>
+#include <yaml.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "trainplan/core/base/input_text.h"
 
@@ -23,16 +27,16 @@ namespace {
   throw input_error(fmt::format("{}:{}: {}", origin, line, msg));
 }
 
-/// A YAML scalar as JSON: quoted scalars stay strings; plain ones become null, bool, integer or
-/// number where they read as one (YAML 1.2 core schema).
-json yaml_scalar(const YAML::Node& n, const std::string& path, document& d) {
-  const std::string& s = n.Scalar();
-  if (n.Tag() != "?") return s;
+/// A YAML scalar as JSON: quoted (or explicitly tagged) scalars stay strings; plain ones become null,
+/// bool, integer or number where they read as one (YAML 1.2 core schema).
+json yaml_scalar(const std::string& s, bool plain, const std::string& path, document& d) {
+  if (!plain) return s;
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
   const char* first = s.data();
   const char* last = s.data() + s.size();
-  const char* digits = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? first + 1 : first;
+  const char* digits = (s[0] == '+' || s[0] == '-') ? first + 1 : first;
   if (digits != last && std::all_of(digits, last, [](char c) { return c >= '0' && c <= '9'; })) {
     d.numbers[path] = s;
     std::int64_t i = 0;
@@ -50,48 +54,200 @@ json yaml_scalar(const YAML::Node& n, const std::string& path, document& d) {
   return s;
 }
 
-/// A YAML document's node graph is bounded before it is walked: an alias may name its own ancestor (`&a
-/// [*a]`, a cycle) or nest aliases of aliases (the "billion laughs"). Depth and the nodes visited are
-/// capped (§7.9); model files nest three levels and hold a few hundred nodes, NeMo configs a few hundred more.
-constexpr int kMaxYamlDepth = 64;
+/// A YAML document's node graph is bounded while it is built: nesting is capped, and the nodes an alias
+/// stands for count again where it is used (the "billion laughs"); an alias names a node that is
+/// complete, so none can contain itself (§7.9). Model files nest three levels and hold a few hundred
+/// nodes, NeMo configs a few hundred more.
+constexpr std::size_t kMaxYamlDepth = 64;
 constexpr std::int64_t kMaxYamlNodes = 20'000;
 
-json yaml_to_json(const YAML::Node& n, const std::string& path, document& d, int depth = 0) {
-  if (depth > kMaxYamlDepth) {
-    throw input_error(fmt::format("{}:{}: nested deeper than {} levels (an alias that contains itself?)", d.origin,
-                                  n.Mark().line + 1, kMaxYamlDepth));
-  }
-  if (++d.yaml_nodes > kMaxYamlNodes) {
-    throw input_error(fmt::format("{}: aliases expand to more than {} nodes; a model file holds a few hundred",
-                                  d.origin, kMaxYamlNodes));
-  }
-  switch (n.Type()) {
-    case YAML::NodeType::Scalar:
-      return yaml_scalar(n, path, d);
-    case YAML::NodeType::Sequence: {
-      json a = json::array();
-      for (std::size_t i = 0; i < n.size(); ++i) a.push_back(yaml_to_json(n[i], fmt::format("{}[{}]", path, i), d, depth + 1));
-      return a;
-    }
-    case YAML::NodeType::Map: {
-      json o = json::object();
-      for (const auto& kv : n) {
-        const int line = kv.first.Mark().line + 1;
-        if (!kv.first.IsScalar()) {
-          throw input_error(fmt::format("{}:{}: keys must be plain names", d.origin, line));
+/// libyaml's events (its parser: YAML 1.1 syntax, scalars typed above) built into the document's tree.
+class yaml_builder {
+ public:
+  explicit yaml_builder(document& d) : d_(d) {}
+
+  void parse(const std::string& text) {
+    yaml_parser_t parser;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+    try {
+      for (bool done = false; !done;) {
+        yaml_event_t e;
+        if (yaml_parser_parse(&parser, &e) == 0) {
+          const std::string problem = parser.problem != nullptr ? parser.problem : "not valid YAML";
+          const std::size_t line = parser.problem_mark.line + 1;
+          throw input_error(literal_text(fmt::format("{}:{}: {}", d_.origin, line, problem)));
         }
-        const std::string key = kv.first.Scalar();
-        const std::string child = path.empty() ? key : path + "." + key;
-        if (o.contains(key)) throw input_error(fmt::format("{}:{}: duplicate key '{}'", d.origin, line, child));
-        d.lines[child] = line;
-        o[key] = yaml_to_json(kv.second, child, d, depth + 1);
+        try {
+          // The first document is the file (a second is not read, as yaml-cpp's Load did not).
+          done = e.type == YAML_STREAM_END_EVENT || e.type == YAML_DOCUMENT_END_EVENT;
+          event(e);
+        } catch (...) {
+          yaml_event_delete(&e);
+          throw;
+        }
+        yaml_event_delete(&e);
       }
-      return o;
+    } catch (...) {
+      yaml_parser_delete(&parser);
+      throw;
     }
-    default:
-      return nullptr;
+    yaml_parser_delete(&parser);
   }
-}
+
+ private:
+  /// A mapping or sequence being built, with where its entries go.
+  struct open_node {
+    json value;
+    std::string path;
+    std::string anchor;
+    bool has_key = false;  ///< a mapping: its next event is the value of `key`
+    std::string key;
+    std::unordered_set<std::string> keys;  ///< a mapping's keys so far (ordered_json finds by linear search)
+  };
+  struct anchored {
+    json value;
+    std::string path;  ///< where it was defined: its lines and numbers are copied from there
+  };
+
+  [[noreturn]] void fail(std::size_t line, const std::string& what) const {
+    throw input_error(literal_text(fmt::format("{}:{}: {}", d_.origin, line, what)));
+  }
+
+  void count(std::int64_t nodes) {
+    d_.yaml_nodes += nodes;
+    if (d_.yaml_nodes > kMaxYamlNodes) {
+      throw input_error(literal_text(fmt::format("{}: aliases expand to more than {} nodes; a model file holds a few hundred",
+                                                 d_.origin, kMaxYamlNodes)));
+    }
+  }
+
+  /// The path of the next value, or none when the next scalar is a mapping's key.
+  std::string child_path() const {
+    if (stack_.empty()) return "";
+    const open_node& top = stack_.back();
+    if (top.value.is_array()) return fmt::format("{}[{}]", top.path, top.value.size());
+    return top.path.empty() ? top.key : top.path + "." + top.key;
+  }
+  bool expects_key() const { return !stack_.empty() && stack_.back().value.is_object() && !stack_.back().has_key; }
+
+  /// A mapping key: a plain name, unique in its mapping.
+  void take_key(const std::string& key, std::size_t line) {
+    open_node& top = stack_.back();
+    const std::string child = top.path.empty() ? key : top.path + "." + key;
+    if (!top.keys.insert(key).second) fail(line, fmt::format("duplicate key '{}'", child));
+    d_.lines[child] = static_cast<int>(line);
+    top.key = key;
+    top.has_key = true;
+  }
+
+  /// A complete value: into its parent (or the root), and under its anchor.
+  void place(json value, const std::string& path, const std::string& anchor) {
+    if (!anchor.empty()) anchors_[anchor] = anchored{value, path};
+    if (stack_.empty()) {
+      d_.root = std::move(value);
+      return;
+    }
+    open_node& top = stack_.back();
+    if (top.value.is_array()) {
+      top.value.push_back(std::move(value));
+    } else {
+      top.value.get_ref<json::object_t&>().emplace_back(top.key, std::move(value));  // unique: take_key
+      top.has_key = false;
+    }
+  }
+
+  /// The entries of `marks` under `from` (a line or a number as written) again under `to`: an alias's copy.
+  template <class V>
+  static void copy_marks(std::map<std::string, V>& marks, const std::string& from, const std::string& to) {
+    std::vector<std::pair<std::string, V>> add;
+    for (auto it = marks.lower_bound(from); it != marks.end() && it->first.starts_with(from); ++it) {
+      const std::string rest = it->first.substr(from.size());
+      if (!rest.empty() && rest[0] != '.' && rest[0] != '[') continue;
+      add.emplace_back(to + rest, it->second);
+    }
+    for (auto& [k, v] : add) marks[k] = std::move(v);
+  }
+
+  static std::int64_t size_of(const json& v) {
+    std::int64_t n = 1;
+    if (v.is_structured())
+      for (const json& e : v) n += size_of(e);
+    return n;
+  }
+
+  static std::string text_of(const yaml_char_t* s, std::size_t n) {
+    return std::string(reinterpret_cast<const char*>(s), n);
+  }
+  static std::string text_of(const yaml_char_t* s) { return s == nullptr ? "" : reinterpret_cast<const char*>(s); }
+
+  void event(const yaml_event_t& e) {
+    const std::size_t line = e.start_mark.line + 1;
+    switch (e.type) {
+      case YAML_SCALAR_EVENT: {
+        count(1);
+        const std::string text = text_of(e.data.scalar.value, e.data.scalar.length);
+        const bool plain = e.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && e.data.scalar.tag == nullptr;
+        if (expects_key()) {
+          take_key(text, line);
+          return;
+        }
+        const std::string path = child_path();
+        place(yaml_scalar(text, plain, path, d_), path, text_of(e.data.scalar.anchor));
+        return;
+      }
+      case YAML_SEQUENCE_START_EVENT:
+      case YAML_MAPPING_START_EVENT: {
+        count(1);
+        if (expects_key()) fail(line, "keys must be plain names");
+        if (stack_.size() >= kMaxYamlDepth) fail(line, fmt::format("nested deeper than {} levels", kMaxYamlDepth));
+        const bool map = e.type == YAML_MAPPING_START_EVENT;
+        const yaml_char_t* anchor = map ? e.data.mapping_start.anchor : e.data.sequence_start.anchor;
+        stack_.push_back(open_node{.value = map ? json::object() : json::array(),
+                                   .path = child_path(),
+                                   .anchor = text_of(anchor),
+                                   .has_key = false,
+                                   .key = {},
+                                   .keys = {}});
+        return;
+      }
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT: {
+        open_node done = std::move(stack_.back());
+        stack_.pop_back();
+        place(std::move(done.value), done.path, done.anchor);
+        return;
+      }
+      case YAML_ALIAS_EVENT: {
+        const std::string name = text_of(e.data.alias.anchor);
+        const auto it = anchors_.find(name);
+        // libyaml reports an alias before its node completes as such: the node is not in the table yet.
+        if (it == anchors_.end()) {
+          fail(line, fmt::format("the alias *{} names no anchored node before it (an alias inside its own anchor "
+                                 "would contain itself)",
+                                 name));
+        }
+        count(size_of(it->second.value));
+        if (expects_key()) {
+          if (!it->second.value.is_string()) fail(line, "keys must be plain names");
+          take_key(it->second.value.get<std::string>(), line);
+          return;
+        }
+        const std::string path = child_path();
+        copy_marks(d_.lines, it->second.path, path);
+        copy_marks(d_.numbers, it->second.path, path);
+        place(it->second.value, path, "");
+        return;
+      }
+      default:
+        return;  // stream and document starts, no content
+    }
+  }
+
+  document& d_;
+  std::vector<open_node> stack_;
+  std::map<std::string, anchored> anchors_;
+};
 
 }  // namespace
 
@@ -110,11 +266,7 @@ document parse_document(const std::string& text, const std::string& origin, bool
       detail::throw_number_out_of_range(text, origin, e.what());
     }
   } else {
-    try {
-      d.root = yaml_to_json(YAML::Load(text), "", d);
-    } catch (const YAML::Exception& e) {
-      throw input_error(fmt::format("{}:{}: {}", origin, e.mark.line + 1, e.msg));
-    }
+    yaml_builder(d).parse(text);
   }
   if (d.root.is_null()) throw input_error(fmt::format("{}: the {} is empty", origin, kind));
   if (!d.root.is_object()) {
