@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "args_detail.h"
+#include "launch_env.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/base/input_file.h"
 
@@ -331,6 +332,18 @@ launch_world read_launcher(const std::vector<std::string>& tokens) {
       continue;
     }
     if (is_python(tok) || tok == "-u") continue;
+    // The environment the line sets for what it runs: `NAME=VALUE …` and `env [-i] [-u NAME] NAME=VALUE …`.
+    if (is_env_assignment(tok)) {
+      read_env_assignment(tok, w.ignored);
+      continue;
+    }
+    if (tok == "env") {
+      while (i + 1 < tokens.size() && (tokens[i + 1] == "-i" || tokens[i + 1] == "--ignore-environment" ||
+                                       tokens[i + 1] == "-u" || tokens[i + 1].starts_with("--unset="))) {
+        if (tokens[++i] == "-u" && i + 1 < tokens.size()) ++i;
+      }
+      continue;
+    }
     if (tok == "-m" && i + 1 < tokens.size() && launcher_of(tokens[i + 1]) != launcher_kind::none) continue;
     // torchrun -m / python -m MODULE: the module is the training script (torchtitan's run_train.sh).
     if ((tok == "-m" || tok == "--module") && i + 1 < tokens.size() && !tokens[i + 1].starts_with("-")) {

@@ -340,6 +340,32 @@ TEST(ArgsLaunchLine, LaunchersSizeTheWorldAsTheyRunIt) {
               ::testing::Contains("--hostfile /nonexistent/hf (not readable here: every GPU of a node assumed)"));
 }
 
+// The environment a line sets (`NAME=VALUE …`, `env … NAME=VALUE`): one table (src/cli/launch_env.cc) of
+// variables that change no estimate (listed), change one only at other values, or change one trainplan
+// does not model from the variable (refused naming it); an unknown one is refused.
+TEST(ArgsLaunchLine, EnvironmentAssignmentsAreClassified) {
+  const parsed_job pj = parse(concat({"--cluster", "dgx-a100", "--", "CUDA_DEVICE_MAX_CONNECTIONS=1",
+                                      "PYTORCH_ALLOC_CONF=\"expandable_segments:True\"", "srun", "-N", "2", "env", "-u",
+                                      "FOO", "NCCL_DEBUG=INFO", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"},
+                                     kMegatronArgs));
+  EXPECT_EQ(pj.job.num_gpus, 16);
+  EXPECT_THAT(pj.ignored_flags, ::testing::Contains("CUDA_DEVICE_MAX_CONNECTIONS=1 (the kernel queue order Megatron requires)"));
+  EXPECT_THAT(pj.ignored_flags, ::testing::Contains("NCCL_DEBUG=INFO"));
+  EXPECT_THAT(pj.ignored_flags, ::testing::Contains(HasSubstr("PYTORCH_ALLOC_CONF=expandable_segments:True (the allocator reserve")));
+  auto refused = [&](const std::string& assignment) {
+    return error_of(concat({"--", assignment, "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"}, kMegatronArgs));
+  };
+  EXPECT_THAT(refused("PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128"),
+              AllOf(HasSubstr("launch line: PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 would change what the caching "
+                              "allocator reserves"),
+                    HasSubstr("--allocator-reserve-fraction")));
+  EXPECT_THAT(refused("NCCL_ALGO=Tree"), HasSubstr("NCCL_ALGO=Tree would change the collectives' algorithms"));
+  EXPECT_THAT(refused("NVTE_FUSED_ATTN=0"), HasSubstr("--attention-backend says it"));
+  EXPECT_EQ(refused("NVTE_FUSED_ATTN=1"), "");
+  EXPECT_THAT(refused("CUDA_LAUNCH_BLOCKING=1"), HasSubstr("every kernel launch"));
+  EXPECT_THAT(refused("MY_SETTING=1"), HasSubstr("MY_SETTING=1: an environment variable trainplan does not know"));
+}
+
 TEST(ArgsLaunchLine, AWorldSizeTheLineDoesNotSayIsAskedFor) {
   EXPECT_EQ(error_of(concat({"--", "deepspeed", "--exclude", "worker-1:0", "pretrain_gpt.py"}, kMegatronArgs)),
             "launch line: the world size is not known: deepspeed: its --exclude leaves GPUs of the hostfile that "

@@ -1,0 +1,19 @@
+// Environment variables on a launch line (`PYTORCH_ALLOC_CONF=expandable_segments:True torchrun …`,
+// `env NCCL_DEBUG=INFO …`), issue 29: one table of the variables training scripts set, each changing no
+// estimate (listed as ignored), or changing one that trainplan does not model from the variable (refused
+// naming it and the flag that says it instead). Internal header of src/cli/launcher.cc.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trainplan::args_detail {
+
+/// Whether `token` is an assignment NAME=VALUE (NAME a shell variable name).
+bool is_env_assignment(const std::string& token);
+
+/// Reads one assignment: appends what it ignores to `ignored` ("NCCL_DEBUG=INFO"), or throws
+/// input_error naming the variable when it changes an estimate trainplan does not model from it.
+void read_env_assignment(const std::string& token, std::vector<std::string>& ignored);
+
+}  // namespace trainplan::args_detail
