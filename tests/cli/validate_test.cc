@@ -1,6 +1,7 @@
 // `trainplan validate` on measurement tables (docs/formulas.md §5.8): reading rows, the statistics, and
 // every bad row named by file:line and column.
 #include "trainplan/cli/validate.h"
+#include "cli/shipped_errors.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -31,6 +32,23 @@ std::string error_of(const std::string& csv) {
     return e.what();
   }
   return "no error";
+}
+
+// The expected-error bands read a table the build computed (src/cli/shipped_errors.h): it must be the
+// shipped validation itself, row for row and bit for bit.
+TEST(Validate, ThePrecomputedErrorsAreTheShippedValidation) {
+  std::size_t n = 0;
+  const detail::shipped_error* rows = detail::precomputed_shipped_errors(n);
+  ASSERT_NE(rows, nullptr);
+  std::vector<const validation_row*> live;
+  for (const validation_row& v : shipped_validation().rows)
+    if (v.skipped.empty()) live.push_back(&v);
+  ASSERT_EQ(n, live.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(rows[i].generation, live[i]->generation) << i;
+    EXPECT_EQ(rows[i].framework, live[i]->framework) << i;
+    EXPECT_EQ(rows[i].error, live[i]->error) << i;
+  }
 }
 
 TEST(Validate, ReadsRowsAndPredictsThem) {
