@@ -385,7 +385,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         working = per_layer;  // the layer's recomputed tensors while its backward runs
       }
       if (full) {
-        const double chunk_layers = static_cast<double>(st.num_layers / par.vpp);
+        // A rank's layers per chunk: their mean where the first or last chunk holds one fewer (§2.2).
+        const double chunk_layers = static_cast<double>(st.num_layers) / static_cast<double>(par.vpp);
         if (tr.recompute_method_ == recompute_method::uniform) {
           const double chunks = std::ceil(chunk_layers / n_recompute);
           stored_per_layer = chunk_layers > 0 ? chunks * checkpoint_bytes / chunk_layers : 0.0;
@@ -450,7 +451,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     const std::int64_t in_flight = peak.microbatches;
     // layer-micro-batches stored
     const double layers_in_flight =
-        static_cast<double>(peak.chunk_microbatches) * static_cast<double>(st.num_layers / par.vpp);
+        static_cast<double>(peak.chunk_microbatches) * static_cast<double>(st.num_layers) / static_cast<double>(par.vpp);
     s.microbatches_in_flight = in_flight;
     s.activations_bytes = cls.stored_per_layer * layers_in_flight +
                           cls.per_microbatch_extra * static_cast<double>(in_flight) + cls.output_stored;

@@ -428,8 +428,21 @@ std::string pipeline_violation(job_spec& job) {
              "ValueError)";
     }
     if (p.embedding_as_stage) return which + " with ${parallel.embedding_as_stage}: choose one";
-    if (p.vpp > 1 || p.num_layers_per_virtual_stage > 0) {
-      return which + " with interleaving is not modelled (its first or last model chunk is one layer short)";
+    if (p.num_layers_per_virtual_stage > 0 && p.vpp <= 1) {
+      return which + " with ${parallel.num_layers_per_virtual_stage}: give the model chunks per rank, ${parallel.vpp}";
+    }
+    if (p.vpp > 1) {
+      // transformer_block.py: each rank's (L + 1 [+ 1]) / PP layers in its chunks, the first (last) chunk
+      // one short; the chunks' layers are not one number (pipeline_layout).
+      p.num_layers_per_virtual_stage = 0;
+      const stage_split split = split_layers(m.num_layers, p, t.framework);
+      if (!split.valid) {
+        return "${model.num_layers} (" + to_string(m.num_layers) + (p.account_embedding_in_split ? " + 1 embedding" : "") +
+               (p.account_loss_in_split ? " + 1 loss" : "") + ") must be divisible by ${parallel.pp} × ${parallel.vpp} (" +
+               to_string(p.pp) + " × " + to_string(p.vpp) + ") with " + which + " (Megatron-Core's check)";
+      }
+      if (job.num_microbatches() % p.pp != 0) return interleaving_microbatch_violation(job);
+      return {};
     }
   }
   if (uneven) {

@@ -93,6 +93,16 @@ stage_split split_layers(std::int64_t num_layers, const parallel_config& p, fram
         return fail(split_failure::end_not_in_chunks);
       }
     }
+  } else if (p.vpp > 1 && (p.account_embedding_in_split || p.account_loss_in_split)) {
+    // Megatron-Core's account-for-embedding (loss) with interleaving (transformer_block.py
+    // get_num_layers_to_build): (L + 1 [+ 1]) / PP per rank, divisible by the chunks; the first rank's
+    // first chunk (the last rank's last) builds one layer fewer.
+    const std::int64_t head = p.account_embedding_in_split ? 1 : 0, tail = p.account_loss_in_split ? 1 : 0;
+    const std::int64_t items = num_layers + head + tail;
+    if (pp < 2 || items % pp != 0 || (items / pp) % p.vpp != 0) return fail(split_failure::chunks_uneven);
+    s.middle = items / pp;
+    s.first = s.middle - head;
+    s.last = s.middle - tail;
   } else if (p.vpp > 1) {
     if (layers_per_chunk == 0) {
       if (pp < 2 || num_layers % pp != 0 || (num_layers / pp) % p.vpp != 0) return fail(split_failure::chunks_uneven);
@@ -157,23 +167,28 @@ void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
     stage_layout& s = stages[static_cast<std::size_t>(r)];
     s.stage = r;
     s.num_layers = split.of(r, p.pp);
-    if (p.vpp > 1) {
-      // Chunk c of rank r holds k_r = layers_r / v layers starting at c·R + Σ_{r' < r} k_r', with R = Σ k_r
-      // the layers of one round over the ranks (Megatron-Core get_transformer_layer_offset; with an even
-      // split, (c·p + r)·k).
-      const std::int64_t k = s.num_layers / p.vpp;
-      std::int64_t before = 0, round = 0;
-      for (std::int64_t q = 0; q < p.pp; ++q) {
-        const std::int64_t kq = split.of(q, p.pp) / p.vpp;
-        round += kq;
-        if (q < r) before += kq;
-      }
-      s.first_layer = before;
-      for (std::int64_t c = 0; c < p.vpp; ++c) count(c * round + before, k, s);
-    } else {
+    if (p.vpp <= 1) {
       s.first_layer = next;
       count(next, s.num_layers, s);
       next += s.num_layers;
+    }
+  }
+  if (p.vpp > 1) {
+    // The layers in model order: chunk 0 of every rank, then chunk 1, … (Megatron-Core
+    // get_transformer_layer_offset; with an even split chunk c of rank r starts at (c·p + r)·k). Rank r's
+    // chunks hold layers_r / v each, but for the embedding's (loss's) slot in the first rank's first
+    // (the last rank's last) chunk with --account-for-embedding (loss) -in-pipeline-split.
+    const bool head = p.account_embedding_in_split, tail = p.account_loss_in_split;
+    for (std::int64_t c = 0; c < p.vpp; ++c) {
+      for (std::int64_t r = 0; r < p.pp; ++r) {
+        stage_layout& s = stages[static_cast<std::size_t>(r)];
+        const bool first_chunk = head && r == 0 && c == 0, last_chunk = tail && r == p.pp - 1 && c == p.vpp - 1;
+        const std::int64_t n = (s.num_layers + (r == 0 ? head : 0) + (r == p.pp - 1 ? tail : 0)) / p.vpp -
+                               (first_chunk ? 1 : 0) - (last_chunk ? 1 : 0);
+        if (c == 0) s.first_layer = next;
+        count(next, n, s);
+        next += n;
+      }
     }
   }
   stages.front().has_embedding = true;

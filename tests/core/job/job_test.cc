@@ -3,6 +3,7 @@
 #include "trainplan/core/job/job.h"
 #include "trainplan/core/job/layout.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -101,8 +102,26 @@ TEST(ParallelSplit, MegatronCountsTheEmbeddingAndLossAsLayersWhenAsked) {
   EXPECT_EQ(layout[1].num_layers, 8);
   EXPECT_EQ(layout.back().num_layers, 7);
   EXPECT_THROW(job({"--account-for-loss-in-pipeline-split", "--decoder-first-pipeline-num-layers", "7"}), input_error);
-  EXPECT_THROW(job({"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--vpp", "2"}),
-               input_error);
+  // With interleaving (transformer_block.py get_num_layers_to_build): 126 + 2 over PP 16 is 8 a rank, 4 a
+  // chunk at VPP 2, the first rank's first chunk and the last rank's last one layer short; the issue's
+  // 126 + 2 = 8 × 8 × 2 at PP 8, VPP 8.
+  const std::vector<stage_layout> vpp2 = pipeline_layout(
+      job({"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--vpp", "2"}).job);
+  EXPECT_EQ(vpp2.front().num_layers, 7);
+  EXPECT_EQ(vpp2[1].num_layers, 8);
+  EXPECT_EQ(vpp2.back().num_layers, 7);
+  EXPECT_EQ(vpp2[1].first_layer, 3);  // rank 0's first chunk holds layers 0-2
+  const parsed_job pp8 = parse_job_args({"--model", "llama3.1-405b", "--num-layers", "126", "--cluster", "dgx-h100",
+                                         "--num-gpus", "64", "--tp", "8", "--pp", "8", "--vpp", "8", "--gbs", "64",
+                                         "--account-for-embedding-in-pipeline-split",
+                                         "--account-for-loss-in-pipeline-split"});
+  EXPECT_EQ(pipeline_layout(pp8.job).front().num_layers, 15);
+  try {
+    job({"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--vpp", "3"});
+    ADD_FAILURE() << "8 layers a rank in 3 chunks";
+  } catch (const input_error& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("(126 + 1 embedding + 1 loss) must be divisible by --pipeline-model-parallel-size × --virtual-pipeline-model-parallel-size (16 × 3)"));
+  }
 }
 
 TEST(ParallelLayout, StagesAddUpToTheModelAndFollowTheSplit) {
@@ -114,6 +133,9 @@ TEST(ParallelLayout, StagesAddUpToTheModelAndFollowTheSplit) {
             "--virtual-pipeline-model-parallel-size", "4", "--gbs", "64"},
            {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "2", "--pp", "4",
             "--ep", "4", "--gbs", "256"},
+           // 3 dense then 58 MoE layers; 61 + 2 over PP 7 × VPP 3: chunks of 3, the two end ones of 2.
+           {"--model", "deepseek-v3", "--cluster", "dgx-h100", "--num-gpus", "56", "--pp", "7", "--vpp", "3", "--ep", "8",
+            "--gbs", "56", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"},
        }) {
     const job_spec job = parse_job_args(args).job;
     const std::vector<stage_layout> stages = pipeline_layout(job);
