@@ -113,7 +113,7 @@ constexpr std::array kKeys = {
     tt_key{"parallelism.pipeline_parallel_expert_parallel_overlap", tt_role::ignored, ""},
     tt_key{"parallelism.context_parallel_degree", tt_role::setting, ""},
     tt_key{"parallelism.context_parallel_rotate_method", tt_role::setting, ""},
-    tt_key{"parallelism.context_parallel_load_balancer", tt_role::ignored, ""},  // head-tail: as §4.2.2 assumes
+    tt_key{"parallelism.context_parallel_load_balancer", tt_role::setting, ""},
     tt_key{"parallelism.expert_parallel_degree", tt_role::setting, ""},
     tt_key{"parallelism.expert_tensor_parallel_degree", tt_role::setting, ""},
     tt_key{"parallelism.expert_parallel_comm_backend", tt_role::setting, ""},
@@ -548,6 +548,17 @@ std::int64_t reader::parallelism() {
     if (rotate == "allgather") add("--cp-comm-type", "all_gather", "parallelism.context_parallel_rotate_method");
     else if (rotate == "alltoall") add("--cp-comm-type", "p2p", "parallelism.context_parallel_rotate_method");
     else fail(*find("parallelism.context_parallel_rotate_method"), "expected allgather or alltoall");
+    // §4.2.2 splits the sequence head-tail, which balances causal attention over the CP ranks (torchtitan's
+    // default, HeadTailLoadBalancer); without it the last rank attends to most of the sequence.
+    if (const std::string balancer = text("parallelism.context_parallel_load_balancer", "headtail"); balancer != "headtail") {
+      fail(*find("parallelism.context_parallel_load_balancer"),
+           balancer == "ptrr" ? "is FlexAttention's balancer, and the flavours here run SDPA; headtail (the default) is "
+                                "what trainplan models"
+                              : "would leave causal attention unbalanced over the CP ranks, which trainplan does not model; "
+                                "headtail (the default) balances it");
+    }
+  } else if (const tt_value* v = find("parallelism.context_parallel_load_balancer")) {
+    ignored_.push_back(v->line > 0 ? name_ + ":" + v->typed + " (CP 1)" : v->typed + " (CP 1)");
   }
   if (ep > 1) add("--expert-model-parallel-size", std::to_string(ep), "parallelism.expert_parallel_degree");
   if (ep > 1 || etp > 1) add("--expert-tensor-parallel-size", std::to_string(etp), "parallelism.expert_tensor_parallel_degree");

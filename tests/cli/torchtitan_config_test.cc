@@ -125,6 +125,15 @@ TEST(TorchtitanConfig, DegreesAndShardingAsParallelDimsReadsThem) {
   EXPECT_EQ(tp.job.parallel.tp, 2);
   EXPECT_TRUE(tp.job.parallel.sequence_parallel);
   EXPECT_EQ(tp.job.parallel.dp, 4);
+  // CP's load balancer: head-tail (the default) is §4.2.2's split; another is refused at CP > 1.
+  const std::string cp2 = toml("tt_cp.toml", "\n[parallelism]\ncontext_parallel_degree = 2\n");
+  EXPECT_EQ(parse(run_train(cp2)).job.parallel.cp, 2);
+  EXPECT_THAT(error_of(run_train(cp2, {"--parallelism.context_parallel_load_balancer", "None"})),
+              HasSubstr("would leave causal attention unbalanced over the CP ranks"));
+  EXPECT_THAT(error_of(run_train(cp2, {"--parallelism.context_parallel_load_balancer", "ptrr"})),
+              HasSubstr("is FlexAttention's balancer"));
+  EXPECT_THAT(parse(run_train(toml("tt_cp1.toml", ""), {"--parallelism.context_parallel_load_balancer", "ptrr"})).ignored_flags,
+              Contains("--parallelism.context_parallel_load_balancer (CP 1)"));
   // parallel_dims.py's check, naming the key that broke it.
   EXPECT_THAT(error_of(run_train(toml("tt_shard.toml", "\n[parallelism]\ndata_parallel_shard_degree = 4\n"))),
               StartsWith("parallelism.data_parallel_shard_degree 4 × TP×PP×CP 1 does not make the world size 8"));
