@@ -212,7 +212,9 @@ std::string required(const row_map& r, const char* column) {
 std::vector<std::string> hardware_args(const row_map& r) {
   const std::string g = lower(required(r, "gpu_type"));
   struct known { const char* key; const char* cluster; const char* gpu; };
-  static constexpr known kKnown[] = {{"h200", "dgx-h200", "h200-sxm-141gb"}, {"h100", "dgx-h100", "h100-sxm5-80gb"},
+  static constexpr known kKnown[] = {{"h200", "dgx-h200", "h200-sxm-141gb"},
+                                     {"h100 96gb hbm2e", "dgx-h100", "h100-sxm5-96gb-hbm2e"},
+                                     {"h100", "dgx-h100", "h100-sxm5-80gb"},
                                      {"h800", "dgx-h100", "h100-sxm5-80gb"}, {"b200", "dgx-b200", "b200-sxm-180gb"},
                                      {"a100", "dgx-a100", "a100-sxm4-80gb"}};
   for (const known& k : kKnown) {
@@ -263,6 +265,8 @@ std::vector<std::string> sharding_args(const std::string& z) {
       {"ddp*", {}},  // "DDP (FSDP=0); dist-opt not stated": Megatron DDP; the conditions say what the recipe adds
       {"distributed optimizer*", {"--use-distributed-optimizer"}},
       {"deepspeed zero-3", {"--framework", "deepspeed", "--zero-stage", "3"}},
+      // torchtitan's FSDP2, resharded after forward (its default without PP).
+      {"fsdp2 (zero-3-like)", {"--framework", "fsdp", "--zero-stage", "3"}},
       {"zero-1 (deepspeed)", {"--framework", "deepspeed", "--zero-stage", "1"}},
       {"zero-1 equivalent (deepspeed bf16_optimizer; zero-stage 0 in config)", {"--framework", "deepspeed", "--zero-stage", "0"}},
   };
@@ -285,6 +289,8 @@ std::vector<std::string> published_layout_args(const row_map& r) {
   if (sp == "yes" || sp == "true" || sp == "1" || sp == "on") a.push_back("--sequence-parallel");
   const std::string rc = lower(field(r, "activation_recompute"));
   if (rc.find("full") != std::string::npos) a.insert(a.end(), {"--recompute-granularity", "full"});
+  // torchtitan's "selective (per-op SAC)" is its op-level policy (§3.4.4), not Megatron's attention core.
+  else if (rc.find("per-op") != std::string::npos) a.insert(a.end(), {"--recompute-granularity", "op"});
   else if (rc.find("selective") != std::string::npos) a.insert(a.end(), {"--recompute-granularity", "selective"});
   else if (!rc.empty() && rc != "none" && rc != "no") throw unexpressible{"column 'activation_recompute': '" + rc + "' is not none, selective or full"};
   const std::vector<std::string> sharding = sharding_args(lower(field(r, "zero_or_dist_opt")));
@@ -350,9 +356,20 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
       v.hardware_tflops = convention.find("eq.3") != std::string::npos || convention.find("eq. 3") != std::string::npos;
       v.measured_tflops = detail::parse_number(field(r, "tflops_per_gpu"), where + " tflops_per_gpu");
       if (v.measured_tflops <= 0) throw input_error(where + " tflops_per_gpu must be positive");
+    } else if (!field(r, "tokens_per_s_per_gpu").empty()) {
+      // Throughput alone (torchtitan's TPS/GPU): an iteration is GBS × sequence tokens over all GPUs.
+      const double tps = detail::parse_number(field(r, "tokens_per_s_per_gpu"), where + " tokens_per_s_per_gpu");
+      if (tps <= 0) throw input_error(where + " tokens_per_s_per_gpu must be positive");
+      const double gbs = detail::parse_number(required(r, "global_batch_size"), where + " global_batch_size");
+      const double seq = detail::parse_number(required(r, "seq_length"), where + " seq_length");
+      const double gpus = detail::parse_number(required(r, "num_gpus"), where + " num_gpus");
+      if (!(gbs > 0 && seq > 0 && gpus > 0)) throw input_error(where + " global_batch_size, seq_length and num_gpus must be positive");
+      v.measured_s = gbs * seq / (tps * gpus);
     } else {
-      throw unexpressible{"columns 'iteration_time_s' and 'tflops_per_gpu' are both empty"};
+      throw unexpressible{"columns 'iteration_time_s', 'tflops_per_gpu' and 'tokens_per_s_per_gpu' are all empty"};
     }
+    // The conditions say what of the run trainplan cannot plan (torch.compile's kernels).
+    if (!field(r, "not_modelled").empty()) throw unexpressible{field(r, "not_modelled")};
     v.args = hardware_args(r);
     for (auto&& part : {published_model_args(r), published_layout_args(r)}) v.args.insert(v.args.end(), part.begin(), part.end());
     std::istringstream extra(field(r, "extra_flags"));

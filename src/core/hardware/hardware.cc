@@ -101,6 +101,25 @@ std::vector<gpu_spec> make_gpu_catalog() {
                     "figures halved)",
       },
       gpu_spec{
+          // Meta's Grand Teton H100 (torchtitan's 2024-12 benchmarks): the SXM die with six HBM2e stacks,
+          // 96 GB at 2.4 TB/s, run at a 500 W power limit. The limit's lower sustained clock is not
+          // modelled: the 700 W card's sustained-clock factor applies (§5.6).
+          .name = "h100-sxm5-96gb-hbm2e",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 67 * kTera,
+          .peak_tf32_flops = 494.7 * kTera,
+          .peak_bf16_flops = 989.4 * kTera,
+          .peak_fp8_flops = 1978.9 * kTera,
+          .memory_bytes = 96 * kGiB,  // 6 stacks x 16 GiB
+          .usable_memory_bytes = 96 * kGiB - 912 * kMiB,  // assumed: the 80 GB card's 912 MiB reserve
+          .memory_bandwidth_bytes_per_s = 2.4e12,
+          .sm_count = 132,
+          .intra_node_bandwidth_bytes_per_s = 450 * kGiga,  // "8 NVIDIA H100 GPUs fully connected with NVLink"
+          .cuda_context_bytes = kHopperContextBytes,
+          .source = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Hardware: Grand Teton H100 with "
+                    "96GB HBM2e at 2.4 TB/s, 500 W (compute: the H100 SXM datasheet's)",
+      },
+      gpu_spec{
           // H100 NVL: 94 GB of HBM3 enabled of six stacks, 3.9 TB/s, clocked between PCIe and SXM.
           .name = "h100-nvl-94gb",
           .vendor = "NVIDIA",

@@ -81,8 +81,17 @@ TEST(HardwareDtype, PeakFlopsPerDtype) {
 
 TEST(HardwareGpuCatalog, Names) {
   EXPECT_THAT(gpu_names(), ElementsAre("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm5-80gb", "h100-pcie-80gb",
-                                       "h100-nvl-94gb", "h800-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb", "gb200",
+                                       "h100-sxm5-96gb-hbm2e", "h100-nvl-94gb", "h800-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb", "gb200",
                                        "mi300x", "mi325x", "mi355x", "v100-sxm2-32gb"));
+}
+
+// Meta's Grand Teton H100, as torchtitan's benchmarks ran: 96 GB of HBM2e at 2.4 TB/s; the SXM die.
+TEST(HardwareGpuCatalog, GrandTetonH100) {
+  const gpu_spec g = find_gpu("h100-sxm5-96gb-hbm2e");
+  EXPECT_DOUBLE_EQ(g.memory_bytes, 96.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(g.memory_bandwidth_bytes_per_s, 2.4e12);
+  EXPECT_DOUBLE_EQ(g.peak_bf16_flops, find_gpu("h100-sxm5-80gb").peak_bf16_flops);
+  EXPECT_EQ(g.sm_count, 132);
 }
 
 TEST(HardwareGpuCatalog, HopperVariantsUsersRent) {
@@ -486,7 +495,7 @@ TEST_F(HardwareClusterFileMessages, Structure) {
 
 TEST_F(HardwareClusterFileMessages, UnknownNames) {
   EXPECT_EQ(error("base: dgx-a10\n"), "F:1: unknown cluster 'dgx-a10' (did you mean 'dgx-a100'?)");
-  EXPECT_EQ(error("base: dgx-a100\ngpu: h100\n"), "F:2: unknown GPU 'h100' (did you mean one of 'h100-sxm5-80gb', 'h100-pcie-80gb', 'h100-nvl-94gb'?)");
+  EXPECT_EQ(error("base: dgx-a100\ngpu: h100\n"), "F:2: unknown GPU 'h100' (did you mean one of 'h100-sxm5-80gb', 'h100-pcie-80gb', 'h100-sxm5-96gb-hbm2e', 'h100-nvl-94gb'?)");
   EXPECT_EQ(error("base: dgx-a100\ngpu:\n  base: mi300\n"), "F:3: unknown GPU 'mi300' (did you mean 'mi300x'?)");
   EXPECT_EQ(error("base: dgx-a100\ngpu:\n  sm_cout: 8\n"),
             "F:3: unknown key 'sm_cout' in 'gpu' (did you mean 'sm_count'?)");
