@@ -94,7 +94,7 @@ const std::vector<default_entry>& table() {
     // matrix rate per CU, which is in its peak).
     return std::vector<default_entry>{{"v100-sxm2-32gb", a100},    {"a100-sxm4-40gb", a100},    {"a100-sxm4-80gb", a100},
                                       {"h100-sxm5-80gb", hopper},  {"h100-pcie-80gb", hopper},  {"h100-nvl-94gb", hopper},
-                                      {"h100-sxm5-96gb-hbm2e", hopper},
+                                      {"h100-sxm5-96gb-hbm2e", hopper}, {"h20-96gb", hopper},
                                       {"h800-sxm5-80gb", hopper},  {"h200-sxm-141gb", hopper},
                                       {"b200-sxm-180gb", blackwell}, {"gb200", blackwell}, {"mi300x", mi300x},
                                       {"mi325x", mi300x},          {"mi355x", mi300x}};

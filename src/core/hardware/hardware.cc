@@ -136,6 +136,26 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .source = "NVIDIA H100 Tensor Core GPU datasheet, H100 NVL column (sparse figures halved)",
       },
       gpu_spec{
+          // The China-market Hopper: 78 SMs whose tensor cores are capped at 148 dense BF16 TFLOP/s, with
+          // 96 GB of HBM3 at 4.0 TB/s and NVLink 4 (900 GB/s both ways), 400 W. NVIDIA publishes no
+          // datasheet for it: the figures are the ones every secondary source gives, said below.
+          .name = "h20-96gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 44 * kTera,
+          .peak_tf32_flops = 74 * kTera,
+          .peak_bf16_flops = 148 * kTera,
+          .peak_fp8_flops = 296 * kTera,
+          .memory_bytes = 96 * kGiB,
+          .usable_memory_bytes = 96 * kGiB - 912 * kMiB,  // assumed: the H100 SXM card's 912 MiB reserve
+          .memory_bandwidth_bytes_per_s = 4.0e12,
+          .sm_count = 78,
+          .intra_node_bandwidth_bytes_per_s = 450 * kGiga,
+          .cuda_context_bytes = kHopperContextBytes,
+          .source = "NVIDIA H20 (no public datasheet): 148 dense FP16/BF16 and 296 FP8/INT8 TFLOP/s, 74 TF32, 44 FP32, "
+                    "96 GB HBM3 at 4.0 TB/s, NVLink 900 GB/s, 400 W as secondary sources give them "
+                    "(willitrunai.com/gpus/h20-96gb); 78 SMs from its Geekbench 6 listing",
+      },
+      gpu_spec{
           // The export H100: the SXM card's compute and memory, NVLink cut to 400 GB/s.
           .name = "h800-sxm5-80gb",
           .vendor = "NVIDIA",

@@ -45,6 +45,7 @@ std::string generation_of_job(const job_spec& job) {
   // Catalog name prefixes → the generation the published rows name (their gpu_type column).
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kFamilies = {{
       {"a100", "A100"}, {"h100", "H100"}, {"h800", "H100"}, {"h200", "H100"}, {"b200", "B200"}, {"gb200", "B200"}}};
+  // The H20 (a capped Hopper) has no validated run: no band.
   const std::string& name = job.cluster.gpu.name;
   for (const auto& [prefix, family] : kFamilies) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;

@@ -81,8 +81,18 @@ TEST(HardwareDtype, PeakFlopsPerDtype) {
 
 TEST(HardwareGpuCatalog, Names) {
   EXPECT_THAT(gpu_names(), ElementsAre("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm5-80gb", "h100-pcie-80gb",
-                                       "h100-sxm5-96gb-hbm2e", "h100-nvl-94gb", "h800-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb", "gb200",
-                                       "mi300x", "mi325x", "mi355x", "v100-sxm2-32gb"));
+                                       "h100-sxm5-96gb-hbm2e", "h100-nvl-94gb", "h20-96gb", "h800-sxm5-80gb",
+                                       "h200-sxm-141gb", "b200-sxm-180gb", "gb200", "mi300x", "mi325x", "mi355x",
+                                       "v100-sxm2-32gb"));
+}
+
+// The H20: a Hopper capped at 148 dense BF16 TFLOP/s on 78 SMs, with more memory than the H100.
+TEST(HardwareGpuCatalog, H20) {
+  const gpu_spec g = find_gpu("h20-96gb");
+  EXPECT_DOUBLE_EQ(g.peak_bf16_flops, 148e12);
+  EXPECT_DOUBLE_EQ(g.peak_fp8_flops, 2 * g.peak_bf16_flops);
+  EXPECT_DOUBLE_EQ(g.memory_bandwidth_bytes_per_s, 4.0e12);
+  EXPECT_EQ(g.sm_count, 78);
 }
 
 // Meta's Grand Teton H100, as torchtitan's benchmarks ran: 96 GB of HBM2e at 2.4 TB/s; the SXM die.
