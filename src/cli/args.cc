@@ -481,8 +481,16 @@ void nemo_flags(job_builder& b, std::vector<pending>& out, parsed_job& parsed) {
       throw input_error("launch line: Hydra overrides without --config-name: give the NeMo config with --config-path "
                         "DIR --config-name NAME on the line, or --nemo-config FILE before '--'");
     }
-    std::filesystem::path p = std::filesystem::path(b.nemo_config_path) / b.nemo_config_name;
-    if (!p.has_extension()) p += ".yaml";
+    // Hydra reads a relative --config-path beside the script that calls it; a checkout laid out
+    // differently here is read from the working directory.
+    std::filesystem::path name = b.nemo_config_name;
+    if (!name.has_extension()) name += ".yaml";
+    std::filesystem::path p = std::filesystem::path(b.nemo_config_path) / name;
+    if (p.is_relative() && !b.launch_script.empty()) {
+      const std::filesystem::path beside = std::filesystem::path(b.launch_script).parent_path() / p;
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(beside, ec)) p = beside;
+    }
     path = p.string();
     flag = "--config-name";
   } else if (!b.nemo_config_name.empty()) {
@@ -818,6 +826,7 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
     launch_world_flags(world, flags, b);
     read_flags(world.script_args, true, flags, b);
     out.from_launch_line = true;
+    b.launch_script = world.script;
     b.torchtitan = b.torchtitan || world.module == "torchtitan.train";
     // The user's world size replaces the launcher's whole: their --num-gpus the line's node count, their
     // --num-nodes the line's process count (the same flag on both sides is an override like any other).

@@ -40,6 +40,7 @@ struct job_builder {
   // --config-path/--config-name) and the launch line's Hydra overrides.
   bool nemo = false;
   std::string nemo_user_path, nemo_config_path, nemo_config_name;
+  std::string launch_script;  // the launch line's training script (Hydra resolves --config-path beside it)
   std::vector<nemo_override> nemo_overrides;
   bool quick_geglu = false;    // --quick-geglu: gated, but Megatron's 4h default width (not --swiglu's)
   std::int64_t num_gpus = 0;

@@ -387,6 +387,7 @@ launch_world read_launcher(const std::vector<std::string>& tokens) {
   if (i == tokens.size()) {
     throw input_error("launch line: no training script (a *.py file, or -m MODULE) after '--'");
   }
+  if (w.module.empty()) w.script = tokens[i];
   w.script_args.assign(tokens.begin() + static_cast<std::ptrdiff_t>(i) + 1, tokens.end());
   // Nested launchers (srun … torchrun …): the inner one's processes are the GPUs; what it does not say,
   // the outer one does (srun's nodes under a torchrun that gives no --nnodes).

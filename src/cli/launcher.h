@@ -22,6 +22,7 @@ struct launch_world {
   std::vector<std::string> ignored;  ///< launcher flags that change no estimate (--master-addr, --rdzv-id)
   std::vector<std::string> script_args;  ///< the tokens after the training script
   std::string module;  ///< `-m MODULE` in place of a script (torchtitan's `-m torchtitan.train`), else ""
+  std::string script;  ///< the training script as given ("examples/…/megatron_gpt_pretraining.py"), else ""
 };
 
 /// Reads the launchers' part of a launch line (the tokens after `--`). Throws input_error naming the

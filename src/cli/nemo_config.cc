@@ -365,6 +365,9 @@ class reader {
   }
 
   void add_override(const nemo_override& o) {
+    if (o.value.find_first_of("\n\r") != std::string::npos) {
+      throw input_error(literal_text(fmt::format("launch line: {}=…: a value on more than one line", o.key)));
+    }
     if (o.remove) {
       if (values_.erase(o.key) > 0) overridden_.push_back(fmt::format("{} (NeMo config) → removed (launch line ~{})", o.key, o.key));
       removed_.push_back(o.key);

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -159,6 +160,18 @@ TEST(NemoConfig, HydraOverridesSetAddAndRemove) {
   EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.optim=adam"})), HasSubstr("is a section of NeMo's config"));
   EXPECT_THAT(error_of({"--cluster", "dgx-h100", "--", "python", "megatron_gpt_pretraining.py", "model.fp8=true"}),
               HasSubstr("Hydra overrides without --config-name"));
+}
+
+// Hydra reads a relative --config-path beside the script (NeMo's examples: --config-path=conf).
+TEST(NemoConfig, ARelativeConfigPathIsBesideTheScript) {
+  const std::filesystem::path root = std::filesystem::path(::testing::TempDir()) / "nemo_checkout";
+  std::filesystem::create_directories(root / "examples" / "conf");
+  std::filesystem::copy_file(nemo_dir() + "/llama3_8b.yaml", root / "examples" / "conf" / "llama3_8b.yaml",
+                             std::filesystem::copy_options::overwrite_existing);
+  const parsed_job pj = parse({"--cluster", "dgx-h100", "--", "python", (root / "examples" / "megatron_gpt_pretraining.py").string(),
+                               "--config-path=conf", "--config-name=llama3_8b"});
+  EXPECT_EQ(pj.job.num_gpus, 128);
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.micro_batch_size=2\n3"})), HasSubstr("a value on more than one line"));
 }
 
 // What NeMo would build differently, or trainplan does not model, is refused naming file:line and the key.
