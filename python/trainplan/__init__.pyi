@@ -145,6 +145,7 @@ class Job:
         exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
         overlap_grad_reduce: Optional[bool] = ...,
         overlap_param_gather: Optional[bool] = ...,
+        cpu_offloading_num_layers: Optional[int] = ...,
         defer_embedding_wgrad_compute: Optional[bool] = ...,
         wgrad_deferral_limit: Optional[int] = ...,
         overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
@@ -313,6 +314,7 @@ class Job:
         exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
         overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
         overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+        cpu_offloading_num_layers [N]: activations of the first N layers copied to host memory between forward and backward (Megatron, PP 1, no recomputation; §3.4.8, §5.4) (default 0 (none))
         defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)
         wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
         overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
@@ -521,6 +523,7 @@ def search(*,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    cpu_offloading_num_layers: Optional[int] = ...,
     defer_embedding_wgrad_compute: Optional[bool] = ...,
     wgrad_deferral_limit: Optional[int] = ...,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
@@ -697,6 +700,7 @@ def search(*,
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    cpu_offloading_num_layers [N]: activations of the first N layers copied to host memory between forward and backward (Megatron, PP 1, no recomputation; §3.4.8, §5.4) (default 0 (none))
     defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)
     wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
@@ -895,6 +899,7 @@ def shapes(*,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    cpu_offloading_num_layers: Optional[int] = ...,
     defer_embedding_wgrad_compute: Optional[bool] = ...,
     wgrad_deferral_limit: Optional[int] = ...,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
@@ -1078,6 +1083,7 @@ def shapes(*,
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    cpu_offloading_num_layers [N]: activations of the first N layers copied to host memory between forward and backward (Megatron, PP 1, no recomputation; §3.4.8, §5.4) (default 0 (none))
     defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)
     wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
@@ -1271,6 +1277,7 @@ def plan(job: Optional[Job] = ..., *,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
     overlap_param_gather: Optional[bool] = ...,
+    cpu_offloading_num_layers: Optional[int] = ...,
     defer_embedding_wgrad_compute: Optional[bool] = ...,
     wgrad_deferral_limit: Optional[int] = ...,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
@@ -1455,6 +1462,7 @@ def plan(job: Optional[Job] = ..., *,
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
+    cpu_offloading_num_layers [N]: activations of the first N layers copied to host memory between forward and backward (Megatron, PP 1, no recomputation; §3.4.8, §5.4) (default 0 (none))
     defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)
     wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)

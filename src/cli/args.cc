@@ -161,7 +161,6 @@ constexpr const char* kUnmodelledFlags[] = {
     "--heterogeneous-layers-config-path", "--encoder-num-layers",
     "--encoder-pipeline-model-parallel-size",
     "--distribute-saved-activations", "--use-cpu-initialization-*", "--num-layers-per-virtual-pipeline-stage-*",
-    "--cpu-offloading-num-layers",
     "--decoder-num-layers", "--first-k-dense-replace",
 #include "megatron_core_refused.inc"
 };

@@ -507,6 +507,12 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--overlap-param-gather", "", "training",
                       "distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)",
                       SWITCH(b.job.training.overlap_param_gather = true)));
+    t.push_back(value("--cpu-offloading-num-layers", "", "N", "0 (none)", "training",
+                      "activations of the first N layers copied to host memory between forward and backward "
+                      "(Megatron, PP 1, no recomputation; §3.4.8, §5.4)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.training.cpu_offload_layers = to_int(v, f);
+                      }, "training.cpu_offload_layers")));
     t.push_back(swtch("--defer-embedding-wgrad-compute", "", "training",
                       "output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)",
                       SWITCH(b.job.training.defer_embedding_wgrad = true)));

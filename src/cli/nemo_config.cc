@@ -197,10 +197,10 @@ constexpr std::array kKeys = {
     nm_key{"model.num_micro_batches_with_partial_activation_checkpoints", nm_role::refused_if_on, "", "",
            "which micro-batches are checkpointed"},
     nm_key{"model.sequence_parallel", nm_role::custom, "", "", ""},
-    nm_key{"model.cpu_offloading", nm_role::refused_if_on, "", "", "where activations and weights live (CPU offloading)"},
-    nm_key{"model.cpu_offloading_num_layers", nm_role::ignored, "", "", "read with cpu_offloading alone"},
-    nm_key{"model.cpu_offloading_activations", nm_role::ignored, "", "", "read with cpu_offloading alone"},
-    nm_key{"model.cpu_offloading_weights", nm_role::ignored, "", "", "read with cpu_offloading alone"},
+    nm_key{"model.cpu_offloading", nm_role::custom, "", "", ""},
+    nm_key{"model.cpu_offloading_num_layers", nm_role::custom, "", "", ""},
+    nm_key{"model.cpu_offloading_activations", nm_role::custom, "", "", ""},
+    nm_key{"model.cpu_offloading_weights", nm_role::custom, "", "", ""},
     // PyTorch FSDP in place of Megatron's data parallelism.
     nm_key{"model.fsdp", nm_role::refused_if_on, "", "", "the data-parallel sharding (NeMo's PyTorch FSDP)"},
     nm_key{"model.fsdp_sharding_strategy", nm_role::ignored, "", "", "read with fsdp alone"},
@@ -592,6 +592,7 @@ class reader {
   void parallelism();
   void kernels_and_fp8();
   void checkpointing();
+  void offloading();
   void optimizer();
   void tokenizer();
 
@@ -833,6 +834,30 @@ void reader::kernels_and_fp8() {
   }
 }
 
+/// cpu_offloading (TransformerConfig's): the activations of cpu_offloading_num_layers layers, as
+/// Megatron's --cpu-offloading-num-layers; offloading the weights too is not modelled. Absent keys take
+/// Megatron-Core's defaults (model_parallel_config.py: activations on, weights off, 0 layers).
+void reader::offloading() {
+  static constexpr std::array<const char*, 3> kKeys = {"model.cpu_offloading_num_layers", "model.cpu_offloading_activations",
+                                                       "model.cpu_offloading_weights"};
+  if (!boolean("model.cpu_offloading", false)) {
+    for (const char* k : kKeys) {
+      if (values_.contains(k)) ignored_.push_back(fmt::format("{}:{} (read with cpu_offloading alone)", name_, k));
+    }
+    return;
+  }
+  if (boolean("model.cpu_offloading_weights", false)) {
+    fail(*find("model.cpu_offloading_weights"), "model.cpu_offloading_weights",
+         "would move the weights to host memory between uses, which trainplan does not model; "
+         "model.cpu_offloading_weights=false plans the job with the activations offloaded alone");
+  }
+  if (!boolean("model.cpu_offloading_activations", true)) {
+    ignored_.push_back(fmt::format("{}:model.cpu_offloading (neither activations nor weights offloaded)", name_));
+    return;
+  }
+  add("model.cpu_offloading", {"--cpu-offloading-num-layers", std::to_string(integer("model.cpu_offloading_num_layers", 0))});
+}
+
 /// activations_checkpoint_*: Megatron-Core's recompute_granularity, method and layers.
 void reader::checkpointing() {
   const std::string g = scalar("model.activations_checkpoint_granularity", "");
@@ -922,6 +947,7 @@ nemo_config reader::resolve() {
   parallelism();
   kernels_and_fp8();
   checkpointing();
+  offloading();
   optimizer();
   tokenizer();
   out_.ignored = std::move(ignored_);

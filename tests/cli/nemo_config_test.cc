@@ -189,6 +189,14 @@ TEST(NemoConfig, UnmodelledSettingsAreRefusedByKey) {
   EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+model.delay_wgrad_compute=true"})),
               AllOf(StartsWith("launch line: model.delay_wgrad_compute (as --delay-wgrad-compute): --delay-wgrad-compute"),
                     HasSubstr("not modelled")));
+  // CPU offloading: of the activations, as Megatron's --cpu-offloading-num-layers; of the weights, refused.
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+model.cpu_offloading=true", "+model.cpu_offloading_num_layers=8",
+                                                   "+model.cpu_offloading_weights=true", "model.context_parallel_size=1"})),
+              HasSubstr("model.cpu_offloading_weights"));
+  EXPECT_EQ(parse(pretrain("llama3_8b.yaml", {"+model.cpu_offloading=true", "+model.cpu_offloading_num_layers=8",
+                                              "model.context_parallel_size=1"}))
+                .job.training.cpu_offload_layers,
+            8);
   // trainer.accumulate_grad_batches: NeMo accumulates itself.
   EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"trainer.accumulate_grad_batches=4"})), HasSubstr("must be 1"));
 }

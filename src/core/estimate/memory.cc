@@ -449,9 +449,14 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     const schedule_kind kind = par.vpp > 1 ? schedule_kind::interleaved : schedule_kind::one_f_one_b;
     const in_flight peak = traits_of(kind).held(st.stage, pp, m_micro, par.vpp);
     const std::int64_t in_flight = peak.microbatches;
-    // layer-micro-batches stored
+    // layer-micro-batches stored. §3.4.8: with CPU offloading (PP 1) the first N layers' activations leave
+    // the GPU after their forward, one of them at most still on it while its copy runs.
+    const std::int64_t offloaded = tr.cpu_offload_layers;
+    const double resident_layers =
+        static_cast<double>(st.num_layers - offloaded + std::min<std::int64_t>(offloaded, 1));
     const double layers_in_flight =
-        static_cast<double>(peak.chunk_microbatches) * static_cast<double>(st.num_layers) / static_cast<double>(par.vpp);
+        static_cast<double>(peak.chunk_microbatches) * resident_layers / static_cast<double>(par.vpp);
+    s.offloaded_layer_bytes = offloaded > 0 ? cls.stored_per_layer : 0.0;
     s.microbatches_in_flight = in_flight;
     s.activations_bytes = cls.stored_per_layer * layers_in_flight +
                           cls.per_microbatch_extra * static_cast<double>(in_flight) + cls.output_stored;

@@ -141,6 +141,21 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     const double gather_s = tc.overlap_param_gather ? std::max(0.0, c.param_gather_s - window_s) : c.param_gather_s;
     pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
                        sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s, sc.drain_s};
+    // §5.4: CPU offloading copies each of the first N layers' activations to host beside the next layer's
+    // forward and back beside the following layer's backward (Transformer Engine's offload handler waits
+    // for a copy one layer later); what a copy outlasts of a layer is exposed, per micro-batch.
+    if (tc.cpu_offload_layers > 0 && i < mem.stages.size() && i < layout.size()) {
+      const double copy_s = mem.stages[i].offloaded_layer_bytes / job.cluster.gpu.host_link_bytes_per_s;
+      double layer_fwd = 0, layer_bwd = 0;
+      for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+        const double share = static_cast<double>(layout[i].kinds[k]) / static_cast<double>(std::max<std::int64_t>(1, layout[i].num_layers));
+        layer_fwd += share * r.compute.layers[k].forward.total_s();
+        layer_bwd += share * r.compute.layers[k].backward.total_s();
+      }
+      const double n = static_cast<double>(tc.cpu_offload_layers);
+      pass.forward_s += n * std::max(0.0, copy_s - layer_fwd);
+      pass.backward_s += n * std::max(0.0, copy_s - layer_bwd);
+    }
     in.stages[i] = stage_times{pass.forward_s * chunks, pass.backward_s * chunks, pass.grad_reduce_s,
                                pass.optimizer_s, pass.backward_weight_s * chunks, pass.drain_s};
   }

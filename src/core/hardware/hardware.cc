@@ -50,6 +50,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 1.555e12,
           .sm_count = 108,
           .intra_node_bandwidth_bytes_per_s = 300 * kGiga,  // NVLink3: 600 GB/s bidirectional
+          .host_link_bytes_per_s = 32 * kGiga,  // PCIe Gen4 x16: 64 GB/s both ways
           .cuda_context_bytes = kA100ContextBytes,
           .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 40GB SXM column",
       },
@@ -65,6 +66,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 2.039e12,
           .sm_count = 108,
           .intra_node_bandwidth_bytes_per_s = 300 * kGiga,
+          .host_link_bytes_per_s = 32 * kGiga,  // PCIe Gen4 x16: 64 GB/s both ways
           .cuda_context_bytes = kA100ContextBytes,
           .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 80GB SXM column",
       },
@@ -80,6 +82,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 3.35e12,
           .sm_count = 132,
           .intra_node_bandwidth_bytes_per_s = 450 * kGiga,  // NVLink4: 900 GB/s bidirectional
+          .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kHopperContextBytes,
           .source = "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (sparse figures halved)",
       },
@@ -96,6 +99,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 2.0e12,
           .sm_count = 114,
           .intra_node_bandwidth_bytes_per_s = 300 * kGiga,  // NVLink bridge: 600 GB/s bidirectional
+          .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kHopperContextBytes,
           .source = "NVIDIA H100 Tensor Core GPU datasheet and architecture whitepaper, H100 PCIe column (sparse "
                     "figures halved)",
@@ -115,6 +119,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 2.4e12,
           .sm_count = 132,
           .intra_node_bandwidth_bytes_per_s = 450 * kGiga,  // "8 NVIDIA H100 GPUs fully connected with NVLink"
+          .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kHopperContextBytes,
           .source = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Hardware: Grand Teton H100 with "
                     "96GB HBM2e at 2.4 TB/s, 500 W (compute: the H100 SXM datasheet's)",
@@ -132,6 +137,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 3.9e12,
           .sm_count = 132,
           .intra_node_bandwidth_bytes_per_s = 300 * kGiga,  // NVLink bridge: 600 GB/s bidirectional
+          .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kHopperContextBytes,
           .source = "NVIDIA H100 Tensor Core GPU datasheet, H100 NVL column (sparse figures halved)",
       },
@@ -150,6 +156,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 4.0e12,
           .sm_count = 78,
           .intra_node_bandwidth_bytes_per_s = 450 * kGiga,
+          .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kHopperContextBytes,
           .source = "NVIDIA H20 (no public datasheet): 148 dense FP16/BF16 and 296 FP8/INT8 TFLOP/s, 74 TF32, 44 FP32, "
                     "96 GB HBM3 at 4.0 TB/s, NVLink 900 GB/s, 400 W as secondary sources give them "
@@ -168,6 +175,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 3.35e12,
           .sm_count = 132,
           .intra_node_bandwidth_bytes_per_s = 200 * kGiga,  // NVLink: 400 GB/s bidirectional
+          .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kHopperContextBytes,
           .source = "NVIDIA H800 SXM5 specifications (H100 SXM compute and memory; NVLink 400 GB/s); DeepSeek-V3 "
                     "report (arXiv 2412.19437) §3.1: 400 GB/s NVLink on its H800 nodes",
@@ -184,6 +192,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 4.8e12,
           .sm_count = 132,
           .intra_node_bandwidth_bytes_per_s = 450 * kGiga,
+          .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kHopperContextBytes,
           .source = "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column (sparse figures halved)",
       },
@@ -200,6 +209,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 8e12,
           .sm_count = 148,
           .intra_node_bandwidth_bytes_per_s = 900 * kGiga,  // NVLink5: 1.8 TB/s bidirectional
+          .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kBlackwellContextBytes,
           .source = "NVIDIA DGX B200 datasheet and Blackwell architecture technical brief (HGX B200, "
                     "sparse figures halved)",
@@ -219,6 +229,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 8e12,  // 576 TB/s per rack
           .sm_count = 148,
           .intra_node_bandwidth_bytes_per_s = 900 * kGiga,  // NVLink5: 1.8 TB/s bidirectional per GPU
+          .host_link_bytes_per_s = 450 * kGiga,  // NVLink-C2C to Grace: 900 GB/s both ways
           .cuda_context_bytes = kBlackwellContextBytes,
           .source = "NVIDIA GB200 NVL72 datasheet (rack totals / 72 GPUs, sparse figures halved); usable memory "
                     "assumes H100's 551 MiB reserve",
@@ -235,6 +246,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 5.3e12,
           .sm_count = 304,
           .intra_node_bandwidth_bytes_per_s = 448 * kGiga,  // 7 xGMI links x 64 GB/s one direction
+          .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kA100ContextBytes,
           .source = "AMD Instinct MI300X accelerator data sheet (dense figures)",
       },
@@ -251,6 +263,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 6.0e12,
           .sm_count = 304,
           .intra_node_bandwidth_bytes_per_s = 448 * kGiga,  // 7 xGMI links x 64 GB/s one direction
+          .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kA100ContextBytes,
           .source = "AMD Instinct MI325X data sheet (dense figures); ROCm GPU specifications (256 GiB, 304 CUs)",
       },
@@ -267,6 +280,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 8.0e12,
           .sm_count = 256,
           .intra_node_bandwidth_bytes_per_s = 537.6 * kGiga,  // 7 xGMI links x 76.8 GB/s one direction
+          .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kA100ContextBytes,
           .source = "AMD Instinct MI355X data sheet (dense figures); ROCm GPU specifications (288 GiB, 256 CUs)",
       },
@@ -283,6 +297,7 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .memory_bandwidth_bytes_per_s = 900e9,
           .sm_count = 80,
           .intra_node_bandwidth_bytes_per_s = 150 * kGiga,  // NVLink2: 6 links x 25 GB/s per direction
+          .host_link_bytes_per_s = 16 * kGiga,  // PCIe Gen3 x16: 32 GB/s both ways
           .cuda_context_bytes = kVoltaContextBytes,
           .source = "NVIDIA Tesla V100 GPU datasheet (2020), V100 SXM2 32GB column",
       },

@@ -264,6 +264,19 @@ std::string overlap_violation(job_spec& job) {
                          "(Megatron-Core's check)");
     }
   }
+  if (t.cpu_offload_layers != 0) {
+    // megatron/core/transformer/transformer_config.py __post_init__.
+    const char* why = t.framework != framework_kind::megatron ? "is Megatron-Core's (${training.framework})"
+                      : t.cpu_offload_layers < 0 || t.cpu_offload_layers >= job.model.num_layers
+                          ? "can be done only for layers less than ${model.num_layers}"
+                      : job.parallel.pp > 1 ? "has no support for pipeline parallelism (${parallel.pp})"
+                      : t.recompute != recompute_granularity::none
+                          ? "does not work when activation recomputation is enabled (${training.recompute})"
+                      : job.cluster.gpu.host_link_bytes_per_s <= 0
+                          ? "needs the GPU's host link bandwidth (a cluster file's gpu.host_link_gb_per_s)"
+                          : nullptr;
+    if (why != nullptr) return std::string("${training.cpu_offload_layers} ") + why + " (Megatron-Core's check)";
+  }
   if (t.defer_embedding_wgrad) {
     // megatron/core/model_parallel_config.py __post_init__.
     const char* why = t.framework != framework_kind::megatron ? "is Megatron-Core's (${training.framework})"

@@ -37,6 +37,9 @@ struct stage_memory {
   bool fits = false;
   std::int64_t microbatches_in_flight = 0;  ///< activations held at once (1F1B warm-up + 1)
   double activations_per_microbatch_bytes = 0;
+  /// --cpu-offloading-num-layers: what one offloaded layer copies to host and back per micro-batch (its
+  /// stored activations, §3.4.8); 0 without offloading.
+  double offloaded_layer_bytes = 0;
   double buffers_bytes = 0;             ///< communication buckets, ZeRO-3 gathered parameters
   double transient_bytes = 0;           ///< logits/loss or recompute working set at the peak
   double offloaded_bytes = 0;           ///< optimizer state kept in CPU memory

@@ -79,6 +79,8 @@ struct gpu_spec {
   double memory_bandwidth_bytes_per_s = 0;
   std::int64_t sm_count = 0;      ///< SMs (NVIDIA) or CUs (AMD)
   double intra_node_bandwidth_bytes_per_s = 0;  ///< NVLink/xGMI per GPU, one direction
+  /// The GPU's link to host memory, one direction (PCIe x16, or NVLink-C2C on Grace parts); 0: unknown.
+  double host_link_bytes_per_s = 0;
   std::int64_t cuda_context_bytes = 0;  ///< CUDA/HIP context + NCCL/library workspaces, as nvidia-smi shows
   std::string source;             ///< datasheet
   compute_efficiency compute;     ///< zero fields: the catalog default (docs/formulas.md §5.6)

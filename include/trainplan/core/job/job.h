@@ -191,6 +191,10 @@ struct training_config {
   /// run after the last rank's last backward, in the pipeline flush (§3.6, §5.4); needs PP > 1 and
   /// gradient_accumulation_fusion.
   bool defer_embedding_wgrad = false;
+  /// Megatron --cpu-offloading-num-layers N: the activations of the first N layers are copied to host
+  /// memory after their forward and back before their backward, beside the next layer's work (Transformer
+  /// Engine's CPU offload context; §3.4.8, §5.4); 0: none. Needs PP 1 and no recomputation.
+  std::int64_t cpu_offload_layers = 0;
   std::int64_t wgrad_deferral_limit = 0;
   /// Micro-batches whose output-layer wgrad is deferred, of `microbatches` per iteration (§5.4).
   std::int64_t deferred_wgrad_microbatches(std::int64_t microbatches) const {
