@@ -558,6 +558,14 @@ class reader {
     return it->second.launch ? "launch line" : fmt::format("{}:{}", path_, it->second.line);
   }
 
+  /// Lists a key that changes no estimate, as the reports show it ("llama3_8b.yaml:model.x", or the key
+  /// alone when the launch line set it), with why where it is not obvious.
+  void ignore(const std::string& key, std::string_view why = {}) {
+    const auto it = values_.find(key);
+    const bool launch = it != values_.end() && it->second.launch;
+    ignored_.push_back((launch ? key : name_ + ":" + key) + (why.empty() ? "" : fmt::format(" ({})", why)));
+  }
+
   void add(const std::string& key, std::vector<std::string> tokens) {
     const auto it = values_.find(key);
     out_.settings.push_back({std::move(tokens), key, where(key), it != values_.end() && it->second.launch});
@@ -637,7 +645,7 @@ void reader::by_table() {
         break;
       case nm_role::ignored:
         if (v != nullptr) {
-          ignored_.push_back((v->launch ? key : name_ + ":" + key) + (k.what.empty() ? "" : fmt::format(" ({})", k.what)));
+          ignore(key, k.what);
         }
         break;
       default:
@@ -659,16 +667,15 @@ void reader::passthrough() {
   for (const auto& [key, v] : values_) {
     if (find_key(key) != nullptr || !passes_through(key)) continue;
     const std::string field = key.substr(6);
-    const std::string shown = v.launch ? key : name_ + ":" + key;
     if (std::find(std::begin(kCoreConfigFields), std::end(kCoreConfigFields), field) == std::end(kCoreConfigFields)) {
-      ignored_.push_back(shown + " (neither NeMo nor Megatron-Core reads it: a misspelling?)");
+      ignore(key, "neither NeMo nor Megatron-Core reads it: a misspelling?");
       continue;
     }
     std::string flag = "--" + field;
     std::replace(flag.begin(), flag.end(), '_', '-');
     const nm_value* r = find(key);
     if (r->v.is_null() || (r->v.is_boolean() && !r->v.get<bool>())) {
-      ignored_.push_back(shown + " (off)");
+      ignore(key, "off");
       continue;
     }
     if (classify_flag(flag) == flag_class::unknown) {
@@ -758,7 +765,7 @@ void reader::model_shape() {
   if (const nm_value* e = find("model.num_moe_experts"); e != nullptr && !e->v.is_null()) {
     add("model.moe_router_topk", {"--moe-router-topk", std::to_string(integer("model.moe_router_topk", 2))});
   } else if (values_.contains("model.moe_router_topk")) {
-    ignored_.push_back(fmt::format("{}:model.moe_router_topk (a dense model)", name_));
+    ignore("model.moe_router_topk", "a dense model");
   }
 }
 
@@ -806,9 +813,7 @@ void reader::kernels_and_fp8() {
     if (boolean("model.sequence_parallel", false) && integer("model.tensor_model_parallel_size", 1) > 1) {
       add("model.ub_tp_comm_overlap", {"--tp-comm-overlap"});
     } else {
-      ignored_.push_back(where("model.ub_tp_comm_overlap") == "launch line"
-                             ? "model.ub_tp_comm_overlap (NeMo turns it off without sequence parallelism)"
-                             : name_ + ":model.ub_tp_comm_overlap (NeMo turns it off without sequence parallelism)");
+      ignore("model.ub_tp_comm_overlap", "NeMo turns it off without sequence parallelism");
     }
   }
   // FP8: Transformer Engine's delayed scaling, E4M3 or HYBRID (megatron_gpt_model.py build_transformer_config).
@@ -830,7 +835,7 @@ void reader::kernels_and_fp8() {
   }
   for (const char* k : {"model.fp8_e4m3", "model.fp8_hybrid", "model.fp8_params", "model.fp8_margin", "model.fp8_interval",
                         "model.fp8_wgrad"}) {
-    if (!boolean("model.fp8", false) && values_.contains(k)) ignored_.push_back(fmt::format("{}:{} (read with fp8 alone)", name_, k));
+    if (!boolean("model.fp8", false) && values_.contains(k)) ignore(k, "read with fp8 alone");
   }
 }
 
@@ -842,7 +847,7 @@ void reader::offloading() {
                                                        "model.cpu_offloading_weights"};
   if (!boolean("model.cpu_offloading", false)) {
     for (const char* k : kKeys) {
-      if (values_.contains(k)) ignored_.push_back(fmt::format("{}:{} (read with cpu_offloading alone)", name_, k));
+      if (values_.contains(k)) ignore(k, "read with cpu_offloading alone");
     }
     return;
   }
@@ -852,7 +857,7 @@ void reader::offloading() {
          "model.cpu_offloading_weights=false plans the job with the activations offloaded alone");
   }
   if (!boolean("model.cpu_offloading_activations", true)) {
-    ignored_.push_back(fmt::format("{}:model.cpu_offloading (neither activations nor weights offloaded)", name_));
+    ignore("model.cpu_offloading", "neither activations nor weights offloaded");
     return;
   }
   add("model.cpu_offloading", {"--cpu-offloading-num-layers", std::to_string(integer("model.cpu_offloading_num_layers", 0))});
@@ -863,7 +868,7 @@ void reader::checkpointing() {
   const std::string g = scalar("model.activations_checkpoint_granularity", "");
   if (g.empty()) {
     if (const nm_value* v = find("model.activations_checkpoint_num_layers"); v != nullptr && !v->v.is_null()) {
-      ignored_.push_back(fmt::format("{}:model.activations_checkpoint_num_layers (without a granularity)", name_));
+      ignore("model.activations_checkpoint_num_layers", "without a granularity");
     }
     return;
   }
