@@ -47,6 +47,12 @@ void BM_FullEvaluationPp48Vpp2(benchmark::State& state) {
 }
 BENCHMARK(BM_FullEvaluationPp48Vpp2);
 
+/// The same evaluation with its buffers reused, as a search worker runs it (issue 30's ≤ 3 µs).
+void BM_FullEvaluationBloomProductionReused(benchmark::State& state) {
+  evaluate_repeatedly(state, {"--preset", "bloom-176b-production"});
+}
+BENCHMARK(BM_FullEvaluationBloomProductionReused);
+
 void BM_SeparateMemoryAndTimeBloomProduction(benchmark::State& state) {
   const parsed_job pj = parse_job_args({"--preset", "bloom-176b-production"});
   for (auto _ : state) {

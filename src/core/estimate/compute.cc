@@ -43,8 +43,16 @@ double memory_time_s(const gpu_spec& gpu, const compute_efficiency& e, double by
   return bytes / (gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction) + kernels * e.kernel_overhead_s;
 }
 
+/// The best tile of §5.2's menu for one GEMM: its peak fraction and waves · tm · tn.
+struct tile_choice {
+  double peak = 0;
+  double area = 1;
+};
+void best_tiles(const compute_efficiency& e, double slots, const gemm_shape& f, tile_choice* fw, tile_choice* dx,
+                tile_choice* dw);
 gemm_estimate estimate_gemm_with(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& s,
-                                 double align, double ramp);
+                                 double slots, const tile_choice& tile, double align, double ramp);
+double tile_slots(const gpu_spec& gpu, const compute_efficiency& e);
 double shape_alignment(const compute_efficiency& e, dtype d, const gemm_shape& s);
 double flop_ramp(const compute_efficiency& e, const gemm_shape& s);
 
@@ -63,10 +71,13 @@ void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const g
   }
   // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n]: the same FLOPs, and the same leading
   // dimensions (the forward's k and n).
-  const double align = shape_alignment(e, d, f), ramp = flop_ramp(e, f);
-  const gemm_estimate fw = estimate_gemm_with(gpu, e, d, f, align, ramp);
-  const gemm_estimate dx = estimate_gemm_with(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch}, align, ramp);
-  const gemm_estimate dw = estimate_gemm_with(gpu, e, d, gemm_shape{f.k, f.n, f.m, f.batch}, align, ramp);
+  // One pass over the tile menu serves all three: their tile counts share the dimensions.
+  const double align = shape_alignment(e, d, f), ramp = flop_ramp(e, f), slots = tile_slots(gpu, e);
+  tile_choice tf, tx, tw;
+  best_tiles(e, slots, f, &tf, &tx, &tw);
+  const gemm_estimate fw = estimate_gemm_with(gpu, e, d, f, slots, tf, align, ramp);
+  const gemm_estimate dx = estimate_gemm_with(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch}, slots, tx, align, ramp);
+  const gemm_estimate dw = estimate_gemm_with(gpu, e, d, gemm_shape{f.k, f.n, f.m, f.batch}, slots, tw, align, ramp);
   u.forward.*bucket += fw.time_s * time_scale;
   u.forward.flops += fw.flops;
   u.backward.*bucket += (dx.time_s + dw.time_s) * backward_scale;
@@ -270,34 +281,67 @@ void effective_compute_efficiency(const gpu_spec& gpu, compute_efficiency& e) {
 
 namespace {
 
-/// estimate_gemm with the factors a GEMM's forward and its two backward GEMMs share (their dimensions
-/// are the same three, permuted): the alignment factor and the FLOP ramp.
+/// Concurrent tiles per wave: SMs × CTAs per SM (§5.2).
+double tile_slots(const gpu_spec& gpu, const compute_efficiency& e) {
+  return static_cast<double>(gpu.sm_count) * e.tiles_per_sm;
+}
+
+/// Whole waves of `slots` that run `tiles` CTAs, ⌈tiles/slots⌉ (the hot path of every estimate, so no
+/// division): ⌊tiles · (1/slots)⌋ is ⌊tiles/slots⌋, or one less where the quotient is a whole number the
+/// reciprocal put a rounding below (a nonzero remainder is at least 1/slots, far above the rounding);
+/// either way the one test below lands on the ceiling. Tiles and slots are whole numbers under 2⁵³.
+double waves_of(double tiles, double slots, double per_slot) {
+  double waves = static_cast<double>(static_cast<std::int64_t>(tiles * per_slot));
+  if (waves * slots < tiles) waves += 1;
+  return waves;
+}
+
+/// Keeps the tile of higher efficiency peak × m·n·b / (area · slots), compared by cross-multiplication;
+/// the first of equals stays.
+void keep_better(tile_choice& best, double peak, double waves, double tile_area) {
+  const double area = waves * tile_area;
+  if (peak * best.area > best.peak * area) best = {peak, area};
+}
+
+/// Tile and wave quantization (§5.2) of a forward GEMM f = (m, n, k) and its two backward GEMMs,
+/// dX = (m, k, n) and dW = (k, n, m), in one pass over the library's tile menu: the best tile is the one of
+/// highest peak_fraction × m·n·b / (waves · slots · tm · tn). The three share their tile counts (the
+/// forward's ⌈m/tm⌉ is dX's, its ⌈n/tn⌉ is dW's), counted in integers (a shift for the power-of-two tiles).
+void best_tiles(const compute_efficiency& e, double slots, const gemm_shape& f, tile_choice* fw, tile_choice* dx,
+                tile_choice* dw) {
+  const double per_slot = 1.0 / slots, b = static_cast<double>(f.batch);
+  const double m = static_cast<double>(f.m), n = static_cast<double>(f.n), k = static_cast<double>(f.k);
+  // Each GEMM's output elements over the slots: its efficiency with a tile is peak × work / area.
+  const double work_fw = m * n * b * per_slot, work_dx = m * k * b * per_slot, work_dw = k * n * b * per_slot;
+  *fw = *dx = *dw = tile_choice{};
+  for (const gemm_tile& t : e.tiles) {
+    // A tile reaches at most its peak (its waves cover the work): once every GEMM's best does at least
+    // that, the tile cannot replace any of them (exact; a tie keeps the first).
+    if (t.peak_fraction * fw->area <= fw->peak * work_fw && t.peak_fraction * dx->area <= dx->peak * work_dx &&
+        t.peak_fraction * dw->area <= dw->peak * work_dw) {
+      continue;
+    }
+    const double m_rows = static_cast<double>(tile_count(f.m, t.m)) * b;  // tiles over m, times the batch
+    const double n_cols = static_cast<double>(tile_count(f.n, t.n));
+    const double tile_area = static_cast<double>(t.m) * static_cast<double>(t.n);
+    keep_better(*fw, t.peak_fraction, waves_of(m_rows * n_cols, slots, per_slot), tile_area);
+    keep_better(*dx, t.peak_fraction,
+                waves_of(m_rows * static_cast<double>(tile_count(f.k, t.n)), slots, per_slot), tile_area);
+    keep_better(*dw, t.peak_fraction,
+                waves_of(static_cast<double>(tile_count(f.k, t.m)) * b * n_cols, slots, per_slot), tile_area);
+  }
+}
+
+/// estimate_gemm from the parts a GEMM's forward and its two backward GEMMs share or compute together
+/// (their dimensions are the same three, permuted): its best tile, the alignment factor and the FLOP ramp.
 gemm_estimate estimate_gemm_with(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& s,
-                                 double align, double ramp) {
+                                 double slots, const tile_choice& tile, double align, double ramp) {
   gemm_estimate out;
   const double m = static_cast<double>(s.m), n = static_cast<double>(s.n), k = static_cast<double>(s.k),
                b = static_cast<double>(s.batch);
   out.flops = 2.0 * m * n * k * b;
   if (out.flops <= 0) return out;
-  // Tile and wave quantization (§5.2): the best tile the library offers, peak_fraction × m·n·b /
-  // (waves · slots · tm · tn). The hot path of every estimate (three GEMMs per layer GEMM): tile counts in
-  // integers (a shift for the power-of-two tiles), the waves from one reciprocal corrected to the exact
-  // ceiling, and the tiles compared by cross-multiplication, so one division remains.
-  const double slots = static_cast<double>(gpu.sm_count) * e.tiles_per_sm;
-  const double per_slot = 1.0 / slots;
-  double best_peak = 0, best_area = 1;  // the best tile's peak fraction and waves · tm · tn
-  for (const gemm_tile& t : e.tiles) {
-    const double tiles = static_cast<double>(tile_count(s.m, t.m)) * static_cast<double>(tile_count(s.n, t.n)) * b;
-    double waves = std::ceil(tiles * per_slot);
-    if (waves * slots < tiles) waves += 1;               // the reciprocal rounded low
-    if ((waves - 1) * slots >= tiles) waves -= 1;        // or high
-    const double area = waves * static_cast<double>(t.m) * static_cast<double>(t.n);
-    if (t.peak_fraction * best_area > best_peak * area) {
-      best_peak = t.peak_fraction;
-      best_area = area;
-    }
-  }
-  double best = best_peak * (m * n * b) / (best_area * slots);
+  double best = tile.peak * (m * n * b) / (tile.area * slots);
   if (d == dtype::fp8 && e.fp8_tile_factor > 0) best = std::min(1.0, best * e.fp8_tile_factor);
   const double prologue = k / (k + e.k_half);
   out.efficiency = best * align * prologue * ramp;
@@ -326,7 +370,10 @@ double flop_ramp(const compute_efficiency& e, const gemm_shape& s) {
 }  // namespace
 
 gemm_estimate estimate_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& s) {
-  return estimate_gemm_with(gpu, e, d, s, shape_alignment(e, d, s), flop_ramp(e, s));
+  const double slots = tile_slots(gpu, e);
+  tile_choice fw, dx, dw;
+  best_tiles(e, slots, s, &fw, &dx, &dw);
+  return estimate_gemm_with(gpu, e, d, s, slots, fw, shape_alignment(e, d, s), flop_ramp(e, s));
 }
 
 std::vector<named_gemm> layer_gemm_shapes(const job_spec& job, bool moe_layer) {

@@ -442,7 +442,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
           st.has_embedding || st.has_output ? job.resolved.end_stage_communicators : job.resolved.communicators);
     }
     previous = &st;
-    stage_memory s = cls.s;
+    stage_memory& s = r.stages.emplace_back(cls.s);  // the class's figures, then this stage's own
     s.stage = st.stage;
     // §3.5: micro-batches whose activations are held at once, as Megatron's schedule runs them
     // (interleaved with model chunks, else 1F1B; the schedule's own `held`).
@@ -474,7 +474,6 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       r.peak_stage = s.stage;
     }
     r.peak_allocated_bytes = std::max(r.peak_allocated_bytes, s.allocated_bytes);
-    r.stages.push_back(s);
   }
   r.peak_reserved_bytes = peak_reserved;
   r.fits = r.peak_reserved_bytes <= r.capacity_bytes;

@@ -189,21 +189,21 @@ void one_f_one_b_fast(const schedule_input& in, schedule_result& r) {
       }
     }
     if (jumped || k < 0 || k >= steady_end - 1) continue;
-    // State after steady step k: rank r's forward of micro-batch k + w_r and backward of k.
-    double scale = 0;
-    for (std::int64_t rank = 0; rank < p; ++rank) scale = std::max(scale, free_at[rank]);
-    const double tol = 64 * std::numeric_limits<double>::epsilon() * scale;
-    bool periodic = have_saved;
-    double lambda = have_saved ? free_at[0] - saved[0] : 0.0;
+    // State after steady step k: rank r's forward of micro-batch k + w_r and backward of k. One pass
+    // takes the state's size and the spread of its moves since the previous step; a spread within the
+    // tolerance puts every move within it of rank 0's, λ.
+    const double lambda = free_at[0] - saved[0];
+    double scale = 0, lowest = std::numeric_limits<double>::infinity(), highest = -lowest;
     for (std::int64_t rank = 0; rank < p; ++rank) {
-      const double f_now = fe[2 * rank + ((k + warm(rank)) & 1)];
-      if (periodic) {
-        periodic = std::fabs(free_at[rank] - saved[2 * rank] - lambda) <= tol &&
-                   std::fabs(f_now - saved[2 * rank + 1] - lambda) <= tol;
-      }
-      saved[2 * rank] = free_at[rank];
+      const double b_now = free_at[rank], f_now = fe[2 * rank + ((k + warm(rank)) & 1)];
+      const double db = b_now - saved[2 * rank], df = f_now - saved[2 * rank + 1];
+      scale = std::max(scale, b_now);
+      lowest = std::min(lowest, std::min(db, df));
+      highest = std::max(highest, std::max(db, df));
+      saved[2 * rank] = b_now;
       saved[2 * rank + 1] = f_now;
     }
+    const bool periodic = have_saved && highest - lowest <= 64 * std::numeric_limits<double>::epsilon() * scale;
     have_saved = true;
     if (!periodic) continue;
     // Jump to the last steady step.
