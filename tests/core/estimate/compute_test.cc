@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
 #include "trainplan/cli/args.h"
 #include "trainplan/core/estimate/time.h"
 
@@ -28,6 +32,50 @@ TEST(Compute, TileQuantizationAndAlignment) {
   EXPECT_LT(ragged.efficiency, 0.2 * aligned.efficiency);
   EXPECT_LT(odd8.efficiency, aligned.efficiency);
   EXPECT_GT(odd8.efficiency, 0.8 * aligned.efficiency);
+}
+
+/// §5.2 read literally: every tile of the menu, ⌈m/tm⌉·⌈n/tn⌉·b tiles in ⌈tiles/slots⌉ waves, the best
+/// peak × m·n·b / (waves · slots · tm · tn); the model's one pass (shared tile counts, a tile skipped
+/// once it cannot win, the wave count without a ceiling) must choose the same.
+double brute_force_quantization(const gpu_spec& gpu, const compute_efficiency& e, const gemm_shape& s) {
+  const double slots = static_cast<double>(gpu.sm_count) * e.tiles_per_sm;
+  double best = 0;
+  for (const gemm_tile& t : e.tiles) {
+    const double tiles = std::ceil(static_cast<double>(s.m) / static_cast<double>(t.m)) *
+                         std::ceil(static_cast<double>(s.n) / static_cast<double>(t.n)) * static_cast<double>(s.batch);
+    const double waves = std::ceil(tiles / slots);
+    best = std::max(best, t.peak_fraction * static_cast<double>(s.m) * static_cast<double>(s.n) *
+                              static_cast<double>(s.batch) / (waves * slots * static_cast<double>(t.m) * static_cast<double>(t.n)));
+  }
+  return best;
+}
+
+TEST(Compute, OnePassTileChoiceEqualsEveryTileTried) {
+  // The quantization factor is efficiency ÷ (alignment × prologue × ramp); a deterministic spread of
+  // shapes (small, ragged, wave edges, batched) on every catalog GPU.
+  std::uint64_t x = 12345;
+  auto next = [&](std::int64_t hi) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return 1 + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi));
+  };
+  int checked = 0;
+  for (const gpu_spec& g : gpu_catalog()) {
+    const compute_efficiency e = effective_compute_efficiency(g);
+    for (int i = 0; i < 300; ++i) {
+      const std::int64_t scale = i % 3 == 0 ? 300 : (i % 3 == 1 ? 5000 : 60000);
+      const gemm_shape s{next(scale), next(scale) * 8, next(scale) * 8, i % 7 == 0 ? next(64) : 1};
+      const gemm_estimate est = estimate_gemm(g, e, dtype::bf16, s);
+      const double k = static_cast<double>(s.k), flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * k *
+                                                          static_cast<double>(s.batch);
+      // alignment: n and k are multiples of 8 here, so the factor is 1, align64 or align8 (§5.2).
+      auto align = [&](std::int64_t d) { return d % 128 == 0 ? 1.0 : (d % 64 == 0 ? e.align64_factor : e.align8_factor); };
+      const double rest = std::min(align(s.n), align(s.k)) * (k / (k + e.k_half)) * (flops / (flops + e.ramp_flops));
+      EXPECT_NEAR(est.efficiency / rest, brute_force_quantization(g, e, s), 1e-12)
+          << g.name << " m=" << s.m << " n=" << s.n << " k=" << s.k << " b=" << s.batch;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 1000);
 }
 
 TEST(Compute, SmallGemmsRampDown) {
