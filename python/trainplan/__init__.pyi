@@ -109,6 +109,7 @@ class Job:
         embedding_as_stage: Optional[bool] = ...,
         account_for_embedding_in_pipeline_split: Optional[bool] = ...,
         account_for_loss_in_pipeline_split: Optional[bool] = ...,
+        pipeline_model_parallel_layout: Union[str, os.PathLike[str], None] = ...,
         rank_order: Union[str, os.PathLike[str], None] = ...,
         use_tp_pp_dp_mapping: Optional[bool] = ...,
         cp_comm_type: Union[str, os.PathLike[str], None] = ...,
@@ -280,6 +281,7 @@ class Job:
         embedding_as_stage: each embedding takes one layer slot of its pipeline stage (BLOOM)
         account_for_embedding_in_pipeline_split: Megatron-Core: the embedding counts as one layer of the pipeline split (§2.2)
         account_for_loss_in_pipeline_split: Megatron-Core: the loss counts as one layer of the pipeline split (§2.2)
+        pipeline_model_parallel_layout [PATTERN]: Megatron-Core: every layer's pipeline stage, e.g. "Et*3|(tt|)*29,m|L": stages split by |, E embedding, t transformer layer, m MTP layer, L loss; PP × VPP stages give VPP (§2.2.1) (default the split the flags above give)
         rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
         use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
         cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
@@ -490,6 +492,7 @@ def search(*,
     decoder_last_pipeline_num_layers: Optional[int] = ...,
     account_for_embedding_in_pipeline_split: Optional[bool] = ...,
     account_for_loss_in_pipeline_split: Optional[bool] = ...,
+    pipeline_model_parallel_layout: Union[str, os.PathLike[str], None] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
@@ -668,6 +671,7 @@ def search(*,
     decoder_last_pipeline_num_layers [N]: layers on the last pipeline stage (default even split)
     account_for_embedding_in_pipeline_split: Megatron-Core: the embedding counts as one layer of the pipeline split (§2.2)
     account_for_loss_in_pipeline_split: Megatron-Core: the loss counts as one layer of the pipeline split (§2.2)
+    pipeline_model_parallel_layout [PATTERN]: Megatron-Core: every layer's pipeline stage, e.g. "Et*3|(tt|)*29,m|L": stages split by |, E embedding, t transformer layer, m MTP layer, L loss; PP × VPP stages give VPP (§2.2.1) (default the split the flags above give)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
@@ -866,6 +870,7 @@ def shapes(*,
     decoder_last_pipeline_num_layers: Optional[int] = ...,
     account_for_embedding_in_pipeline_split: Optional[bool] = ...,
     account_for_loss_in_pipeline_split: Optional[bool] = ...,
+    pipeline_model_parallel_layout: Union[str, os.PathLike[str], None] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
@@ -1051,6 +1056,7 @@ def shapes(*,
     decoder_last_pipeline_num_layers [N]: layers on the last pipeline stage (default even split)
     account_for_embedding_in_pipeline_split: Megatron-Core: the embedding counts as one layer of the pipeline split (§2.2)
     account_for_loss_in_pipeline_split: Megatron-Core: the loss counts as one layer of the pipeline split (§2.2)
+    pipeline_model_parallel_layout [PATTERN]: Megatron-Core: every layer's pipeline stage, e.g. "Et*3|(tt|)*29,m|L": stages split by |, E embedding, t transformer layer, m MTP layer, L loss; PP × VPP stages give VPP (§2.2.1) (default the split the flags above give)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
@@ -1243,6 +1249,7 @@ def plan(job: Optional[Job] = ..., *,
     embedding_as_stage: Optional[bool] = ...,
     account_for_embedding_in_pipeline_split: Optional[bool] = ...,
     account_for_loss_in_pipeline_split: Optional[bool] = ...,
+    pipeline_model_parallel_layout: Union[str, os.PathLike[str], None] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
@@ -1429,6 +1436,7 @@ def plan(job: Optional[Job] = ..., *,
     embedding_as_stage: each embedding takes one layer slot of its pipeline stage (BLOOM)
     account_for_embedding_in_pipeline_split: Megatron-Core: the embedding counts as one layer of the pipeline split (§2.2)
     account_for_loss_in_pipeline_split: Megatron-Core: the loss counts as one layer of the pipeline split (§2.2)
+    pipeline_model_parallel_layout [PATTERN]: Megatron-Core: every layer's pipeline stage, e.g. "Et*3|(tt|)*29,m|L": stages split by |, E embedding, t transformer layer, m MTP layer, L loss; PP × VPP stages give VPP (§2.2.1) (default the split the flags above give)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)

@@ -8,6 +8,7 @@
 #include "parse.h"
 #include "trainplan/core/estimate/comm.h"
 #include "trainplan/core/base/error.h"
+#include "trainplan/core/job/layout_string.h"
 
 namespace trainplan::args_detail {
 
@@ -360,6 +361,12 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--account-for-loss-in-pipeline-split", "", "parallel",
                       "Megatron-Core: the loss counts as one layer of the pipeline split (§2.2)",
                       SWITCH(b.job.parallel.account_loss_in_split = true)));
+    t.push_back(value("--pipeline-model-parallel-layout", "", "PATTERN", "the split the flags above give", "parallel",
+                      "Megatron-Core: every layer's pipeline stage, e.g. \"Et*3|(tt|)*29,m|L\": stages split by |, "
+                      "E embedding, t transformer layer, m MTP layer, L loss; PP × VPP stages give VPP (§2.2.1)",
+                      setter([](job_builder& b, const std::string& v, const std::string&) {
+                        b.job.parallel.layout_stages = parse_pipeline_layout(v);
+                      }, "parallel.pipeline_layout")));
     t.push_back(value("--rank-order", "", "ORDER", "tp-cp-ep-dp-pp", "parallel",
                       "rank order of the parallel dimensions, fastest first (Megatron's order string)",
                       setter([](job_builder& b, const std::string& v, const std::string&) {

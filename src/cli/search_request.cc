@@ -147,6 +147,10 @@ search_request parse_search_request(const std::vector<std::string>& args_in) {
                       " fixes how one layout splits its layers; a search tries the splits itself (uneven ends "
                       "included): give it to `time` or `memory` for one layout");
   }
+  if (!r.base.job.parallel.layout_stages.empty()) {
+    throw input_error("--pipeline-model-parallel-layout fixes PP, VPP and every stage's layers; a search tries the "
+                      "splits itself (uneven ends included): give it to `time` or `memory` for one layout");
+  }
   if (r.base.job.training.gradient_accumulation_steps > 0) {
     throw input_error("--gradient-accumulation-steps ties the global batch to DP, which a search varies: give the global "
                       "batch (--gbs, DeepSpeed's train_batch_size) instead");

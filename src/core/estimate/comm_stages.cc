@@ -97,7 +97,7 @@ void stage_classes(const job_spec& job, const parameter_breakdown& params, std::
   // partition_uniform gives every stage but the last a whole ceil-sized chunk.
   const bool all_alike = !m.is_hybrid() && (!m.is_moe() || (m.moe.layer_freq == 1 && m.moe.first_dense_layers == 0 &&
                                                             m.moe.layer_pattern.empty()));
-  if (merge && all_alike) {
+  if (merge && all_alike && p.layout_stages.empty()) {
     const stage_split& split = job.resolved.split;
     const auto of = [kind = m.is_moe() ? layer_kind::moe : layer_kind::dense](std::int64_t n) {
       layer_counts c{};

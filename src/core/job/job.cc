@@ -184,6 +184,7 @@ int communicators_of(const job_spec& job, const resolved_job& r, bool end_stage)
 
 std::string_view split_rule_of(const job_spec& job) {
   const parallel_config& p = job.parallel;
+  if (!p.layout_stages.empty()) return "Megatron-Core's custom pipeline layout";
   if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
     return p.vpp > 1 ? "Megatron-Core's explicit first/last stages, interleaved" : "Megatron-Core's explicit first/last stages";
   }
@@ -413,11 +414,86 @@ std::string split_message(const job_spec& job, const stage_split& split) {
   return {};
 }
 
+/// Megatron-Core's --pipeline-model-parallel-layout (§2.2.1): its own checks (training/arguments.py
+/// validate_args; transformer_config.py __post_init__; PipelineParallelLayerLayout.validate_layer_layout),
+/// then what is not modelled. Derives VPP from the stages.
+std::string custom_layout_violation(job_spec& job) {
+  const model_spec& m = job.model;
+  parallel_config& p = job.parallel;
+  const std::vector<layout_stage>& st = p.layout_stages;
+  const std::string field = "${parallel.pipeline_layout}";
+  if (job.training.framework != framework_kind::megatron) {
+    return field + " is Megatron-Core's; not with ${training.framework} " + std::string(to_string(job.training.framework));
+  }
+  if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0 || p.account_embedding_in_split || p.account_loss_in_split) {
+    const std::string other = p.first_stage_layers >= 0 ? "${parallel.first_stage_layers}"
+                              : p.last_stage_layers >= 0 ? "${parallel.last_stage_layers}"
+                              : p.account_embedding_in_split ? "${parallel.account_embedding_in_split}"
+                                                             : "${parallel.account_loss_in_split}";
+    return field + " cannot be set with " + other + " (Megatron-Core raises ValueError: the layout places every layer)";
+  }
+  if (p.embedding_as_stage) return field + " with ${parallel.embedding_as_stage}: choose one";
+  if (p.num_layers_per_virtual_stage > 0) {
+    return field + " with ${parallel.num_layers_per_virtual_stage}: no more than one of them can be set (Megatron's check); "
+           "the layout gives the model chunks";
+  }
+  const auto n = static_cast<std::int64_t>(st.size());
+  if (n % p.pp != 0) {
+    return "the " + to_string(n) + " stages of " + field + " must be divisible by ${parallel.pp} (" + to_string(p.pp) + ")";
+  }
+  const std::int64_t v = n / p.pp;
+  if (p.vpp > 1 && p.vpp != v) {
+    return "${parallel.vpp} (" + to_string(p.vpp) + ") conflicts with " + field + ": its " + to_string(n) +
+           " stages over ${parallel.pp} (" + to_string(p.pp) + ") are " + to_string(v) + " model chunks per rank";
+  }
+  std::int64_t decoder = 0, mtp = 0, embedding_at = -1, loss_at = -1, mtp_at = -1;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const layout_stage& s = st[static_cast<std::size_t>(i)];
+    decoder += s.decoder;
+    mtp += s.mtp;
+    if (s.embedding) embedding_at = i;
+    if (s.loss) loss_at = i;
+    if (s.mtp > 0) {
+      if (i / p.pp != v - 1) {
+        return field + " puts MTP layers in model chunk " + to_string(i / p.pp) + " of pipeline rank " + to_string(i % p.pp) +
+               "; Megatron-Core keeps them in a rank's last chunk";
+      }
+      if (s.mtp != m.mtp_num_layers) return field + ": all MTP layers must be in one stage (Megatron-Core's check)";
+      mtp_at = i;
+    }
+  }
+  if (decoder != m.num_layers) {
+    return field + " places " + to_string(decoder) + " transformer layers (t); ${model.num_layers} is " + to_string(m.num_layers);
+  }
+  if (mtp != m.mtp_num_layers) {
+    return field + " places " + to_string(mtp) + " MTP layers (m); ${model.mtp_num_layers} is " + to_string(m.mtp_num_layers);
+  }
+  // What is not modelled: the embedding off the first rank, the loss off the last (an empty first or
+  // last stage moves them), MTP on a rank before the loss's (Megatron-Core's mtp_standalone).
+  if (embedding_at % p.pp != 0) {
+    return field + " puts the embedding on pipeline rank " + to_string(embedding_at % p.pp) +
+           " (its stages before are empty); an embedding off the first rank is not modelled";
+  }
+  if (loss_at % p.pp != p.pp - 1) {
+    return field + " puts the loss on pipeline rank " + to_string(loss_at % p.pp) + " of " + to_string(p.pp) +
+           " (its stages after are empty); a loss off the last rank is not modelled";
+  }
+  if (mtp_at >= 0 && mtp_at % p.pp != p.pp - 1) {
+    return field + " puts the MTP layers on pipeline rank " + to_string(mtp_at % p.pp) +
+           ", before the loss's (Megatron-Core's standalone MTP stage): not modelled; place m beside L";
+  }
+  p.vpp = v;
+  p.num_layers_per_virtual_stage = 0;  // not one number: each chunk's own (pipeline_layout)
+  if (p.vpp > 1 && job.num_microbatches() % p.pp != 0) return interleaving_microbatch_violation(job);
+  return {};
+}
+
 /// The pipeline split and interleaving (§2.2); derives layers per chunk and VPP.
 std::string pipeline_violation(job_spec& job) {
   const model_spec& m = job.model;
   parallel_config& p = job.parallel;
   const training_config& t = job.training;
+  if (!p.layout_stages.empty()) return custom_layout_violation(job);
   const bool uneven = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
   if (p.account_embedding_in_split || p.account_loss_in_split) {
     // Megatron-Core's own checks (transformer_config.py __post_init__), and what is not modelled.

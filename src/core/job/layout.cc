@@ -61,8 +61,33 @@ rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params
   return h;
 }
 
+namespace {
+
+/// §2.2.1: each rank's layers from a custom layout's stages (stage i on rank i mod PP): the first's, the
+/// last's, the most of the middle ones'. Valid once the stages divide over PP; the layout's own rules
+/// (custom_layout_violation) hold the rest. A rank may hold no transformer layer.
+stage_split split_of_layout(const parallel_config& p) {
+  stage_split s;
+  const auto n = static_cast<std::int64_t>(p.layout_stages.size());
+  if (p.pp < 1 || n % p.pp != 0) {
+    s.failure = split_failure::chunks_uneven;
+    return s;
+  }
+  std::vector<std::int64_t> per_rank(static_cast<std::size_t>(p.pp), 0);
+  for (std::int64_t i = 0; i < n; ++i) per_rank[static_cast<std::size_t>(i % p.pp)] += p.layout_stages[static_cast<std::size_t>(i)].decoder;
+  s.first = per_rank.front();
+  s.last = per_rank.back();
+  for (std::int64_t r = 1; r + 1 < p.pp; ++r) s.middle = std::max(s.middle, per_rank[static_cast<std::size_t>(r)]);
+  s.middle_stages = std::max<std::int64_t>(0, p.pp - 2);
+  s.valid = true;
+  return s;
+}
+
+}  // namespace
+
 stage_split split_layers(std::int64_t num_layers, const parallel_config& p, framework_kind fw,
                          std::int64_t layers_per_chunk) {
+  if (!p.layout_stages.empty()) return split_of_layout(p);
   stage_split s;
   const std::int64_t pp = p.pp;
   auto fail = [&](split_failure why) {
@@ -163,6 +188,22 @@ void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
   const stage_split& split = job.resolved.split;
   TRAINPLAN_CHECK(split.valid);  // finalize_job refused every invalid split and resolved the valid one
   std::int64_t next = 0;
+  if (!p.layout_stages.empty()) {
+    // §2.2.1: the layout's stages in model order, stage i on rank i mod PP, chunk i div PP; the
+    // embedding on the first rank and the loss (with any MTP layer) on the last (custom_layout_violation).
+    for (std::size_t i = 0; i < p.layout_stages.size(); ++i) {
+      stage_layout& s = stages[i % static_cast<std::size_t>(p.pp)];
+      const std::int64_t n = p.layout_stages[i].decoder;
+      s.stage = static_cast<std::int64_t>(i % static_cast<std::size_t>(p.pp));
+      if (i < static_cast<std::size_t>(p.pp)) s.first_layer = next;
+      s.num_layers += n;
+      count(next, n, s);
+      next += n;
+    }
+    stages.front().has_embedding = true;
+    stages.back().has_output = true;
+    return;
+  }
   for (std::int64_t r = 0; r < p.pp; ++r) {
     stage_layout& s = stages[static_cast<std::size_t>(r)];
     s.stage = r;

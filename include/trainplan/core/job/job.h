@@ -82,6 +82,15 @@ std::string_view to_string(recompute_method k);
 std::vector<std::string_view> recompute_module_names(std::uint8_t bits);
 std::string_view to_string(optimizer_kind k);
 
+/// One stage of Megatron-Core's --pipeline-model-parallel-layout: what one model chunk of one pipeline
+/// rank builds (docs/formulas.md §2.2.1).
+struct layout_stage {
+  std::int64_t decoder = 0;  ///< transformer layers ('t')
+  std::int64_t mtp = 0;      ///< MTP layers ('m')
+  bool embedding = false;    ///< 'E'
+  bool loss = false;         ///< 'L': the final norm, output layer and loss
+};
+
 /// How the model is split over the GPUs. dp is derived: world / (tp·pp·cp).
 struct parallel_config {
   std::int64_t tp = 1;
@@ -103,6 +112,9 @@ struct parallel_config {
   /// transformer layer fewer (transformer_block.py get_num_layers_to_build; docs/formulas.md §2.2).
   bool account_embedding_in_split = false;
   bool account_loss_in_split = false;
+  /// Megatron-Core's --pipeline-model-parallel-layout, parsed (parse_pipeline_layout): PP × VPP stages in
+  /// model order, stage i on rank i mod PP, chunk i div PP. Empty: the split follows the flags above.
+  std::vector<layout_stage> layout_stages;
   /// Rank order, fastest-varying first, as parallel_dim values (tp 0, cp 1, ep 2, dp 3, pp 4):
   /// Megatron's default "tp-cp-ep-dp-pp" (--rank-order; docs/formulas.md §4.1).
   std::array<std::int8_t, 5> rank_order = {0, 1, 2, 3, 4};

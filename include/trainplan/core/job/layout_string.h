@@ -1,0 +1,24 @@
+// Megatron-Core's pipeline layout string, --pipeline-model-parallel-layout (docs/formulas.md §2.2.1):
+// "Et*3|(tt|)*29,m|L" read as Megatron reads it, into the stages of parallel_config::layout_stages.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "trainplan/core/job/job.h"
+
+namespace trainplan {
+
+/// The most layer characters a layout may unroll to: far above any model's layers, below what would
+/// take real memory (a layout of `t*1000000000` is refused, not unrolled).
+inline constexpr std::size_t kMaxLayoutChars = 1 << 20;
+
+/// Parses a layout string as Megatron-Core's PipelineParallelLayerLayout.parse_str_to_list does
+/// (megatron/core/transformer/pipeline_parallel_layer_layout.py): commas dropped, each `(…)*n` then each
+/// `x*n` unrolled, stages split at `|`, a stage's characters E (embedding), t (transformer layer), m (MTP
+/// layer), L (loss). Also its order rules, which need no model (validate_layer_layout): E first and L
+/// last of all, each exactly once, no t after an m. The stages come in model order: stage i is pipeline
+/// rank i mod PP, model chunk i div PP. Throws input_error naming ${parallel.pipeline_layout}.
+std::vector<layout_stage> parse_pipeline_layout(std::string_view text);
+
+}  // namespace trainplan

@@ -1,0 +1,180 @@
+// Megatron-Core's --pipeline-model-parallel-layout (docs/formulas.md §2.2.1): the string read as
+// PipelineParallelLayerLayout reads it, Megatron's own examples and unit-test goldens, its checks, and the
+// split it gives equal to the split the other flags give where they describe the same layout.
+#include "trainplan/core/job/layout_string.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "trainplan/cli/args.h"
+#include "trainplan/core/base/error.h"
+#include "trainplan/core/estimate/memory.h"
+#include "trainplan/core/estimate/time.h"
+#include "trainplan/core/job/layout.h"
+
+namespace trainplan {
+namespace {
+
+using ::testing::HasSubstr;
+
+/// A stage as "E3tmL" counts: embedding, transformer layers, MTP layers, loss.
+std::string shown(const layout_stage& s) {
+  return std::string(s.embedding ? "E" : "") + std::to_string(s.decoder) + "t" + std::string(s.mtp > 0 ? "m" : "") +
+         std::string(s.loss ? "L" : "");
+}
+
+std::vector<std::string> shown(const std::vector<layout_stage>& stages) {
+  std::vector<std::string> out;
+  for (const layout_stage& s : stages) out.push_back(shown(s));
+  return out;
+}
+
+std::string error_of(std::string_view text) {
+  try {
+    parse_pipeline_layout(text);
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LayoutString, MegatronsDocstringExample) {
+  // parse_str_to_list's docstring: "Ettt|(tt|)*29,m|L" is [E,t,t,t] + [t,t]×29 + [m] + [L].
+  const std::vector<layout_stage> st = parse_pipeline_layout("Ettt|(tt|)*29,m|L");
+  ASSERT_EQ(st.size(), 32u);
+  EXPECT_EQ(shown(st[0]), "E3t");
+  for (std::size_t i = 1; i <= 29; ++i) EXPECT_EQ(shown(st[i]), "2t") << i;
+  EXPECT_EQ(shown(st[30]), "0tm");
+  EXPECT_EQ(shown(st[31]), "0tL");
+}
+
+TEST(LayoutString, UnrollsAsPythonsRegularExpressionsDo) {
+  // (…)*n first, then x*n; commas are cosmetic; a repeat of 0 is nothing; leading zeros are read.
+  EXPECT_THAT(shown(parse_pipeline_layout("E(t|tt|)*2,tL")), ::testing::ElementsAre("E1t", "2t", "1t", "2t", "1tL"));
+  EXPECT_THAT(shown(parse_pipeline_layout("Et*0tL")), ::testing::ElementsAre("E1tL"));
+  EXPECT_THAT(shown(parse_pipeline_layout("Et*03|t*2,L")), ::testing::ElementsAre("E3t", "2tL"));
+  // An empty stage is allowed (Megatron's docs: "E||t|L").
+  EXPECT_THAT(shown(parse_pipeline_layout("E||t|L")), ::testing::ElementsAre("E0t", "0t", "1t", "0tL"));
+  // `|*2` repeats the separator, as `(.)\*(\d+)` matches any character.
+  EXPECT_THAT(shown(parse_pipeline_layout("Et|*2tL")), ::testing::ElementsAre("E1t", "0t", "1tL"));
+}
+
+TEST(LayoutString, RefusesWhatMegatronRefuses) {
+  EXPECT_THAT(error_of("Ex|tL"), HasSubstr("parallel.pipeline_layout has the character x"));
+  // Nested parentheses: the first ')' closes the group, a '(' is left over (Megatron's assertion too).
+  EXPECT_THAT(error_of("E((t)*2)*3|L"), HasSubstr("has the character ("));
+  EXPECT_THAT(error_of("t|EL"), HasSubstr("the first layer must be the embedding, E"));
+  EXPECT_THAT(error_of("E|t"), HasSubstr("the last layer must be the loss, L"));
+  EXPECT_THAT(error_of("EEt|L"), HasSubstr("the embedding, E, must be given exactly once"));
+  EXPECT_THAT(error_of("Et|LtL"), HasSubstr("the loss, L, must be given exactly once"));
+  EXPECT_THAT(error_of("Emt|L"), HasSubstr("transformer layers (t) must come before the MTP layers (m)"));
+  EXPECT_THAT(error_of(""), HasSubstr("the first layer must be the embedding"));
+}
+
+TEST(LayoutString, UnrollingIsBounded) {
+  // Refused before anything that size is built.
+  EXPECT_THAT(error_of("E(t|)*99999999999999999999|L"), HasSubstr("at most 1048576 layers are read"));
+  EXPECT_THAT(error_of("E(tttt)*300000L"), HasSubstr("unrolls to more than 1048576 characters"));
+  EXPECT_THAT(error_of("Et*1048577L"), HasSubstr("at most 1048576"));
+}
+
+parsed_job layout_job(const std::string& layout, const std::vector<std::string>& more = {}) {
+  std::vector<std::string> a = {"--model", "llama3-8b", "--num-layers", "8", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                "--tp", "2", "--pp", "4", "--gbs", "64", "--bf16"};
+  if (!layout.empty()) {
+    a.push_back("--pipeline-model-parallel-layout");
+    a.push_back(layout);
+  }
+  a.insert(a.end(), more.begin(), more.end());
+  return parse_job_args(a);
+}
+
+TEST(LayoutString, MegatronsLayerNumberGolden) {
+  // tests/unit_tests/transformer/test_transformer_block.py test_layout_layer_number (Megatron-LM d98e8a6):
+  // [E], [t], [t,t], [t], [], [t], [t], [t,t,L] at PP 4, VPP 2 builds layers (1-based) rank 0: none;
+  // rank 1: 1 | 5; rank 2: 2, 3 | 6; rank 3: 4 | 7, 8.
+  const parsed_job pj = layout_job("E|t|tt|t||t|t|ttL");
+  EXPECT_EQ(pj.job.parallel.vpp, 2);
+  const std::vector<stage_layout> stages = pipeline_layout(pj.job);
+  ASSERT_EQ(stages.size(), 4u);
+  const std::vector<std::int64_t> layers = {stages[0].num_layers, stages[1].num_layers, stages[2].num_layers,
+                                            stages[3].num_layers};
+  EXPECT_THAT(layers, ::testing::ElementsAre(0, 2, 3, 3));
+  EXPECT_EQ(stages[1].first_layer, 0);  // layer 1, 1-based
+  EXPECT_EQ(stages[2].first_layer, 1);
+  EXPECT_EQ(stages[3].first_layer, 3);
+  EXPECT_TRUE(stages.front().has_embedding);
+  EXPECT_TRUE(stages.back().has_output);
+  // Layer kinds follow the layer numbers chunk by chunk: DeepSeek-V3's first three layers are dense, so
+  // rank 1 holds dense layer 0 and MoE layer 4, rank 2 dense 1, 2 and MoE 5, rank 3 MoE 3, 6, 7.
+  const parsed_job ds = parse_job_args({"--model", "deepseek-v3", "--num-layers", "8", "--mtp-num-layers", "0",
+                                        "--cluster", "dgx-h100", "--num-gpus", "32", "--pp", "4", "--ep", "8", "--gbs",
+                                        "64", "--bf16", "--pipeline-model-parallel-layout", "E|t|tt|t||t|t|ttL"});
+  const std::vector<stage_layout> ds_stages = pipeline_layout(ds.job);
+  EXPECT_EQ(ds_stages[1].of(layer_kind::dense), 1);
+  EXPECT_EQ(ds_stages[1].num_moe_layers(), 1);
+  EXPECT_EQ(ds_stages[2].of(layer_kind::dense), 2);
+  EXPECT_EQ(ds_stages[2].num_moe_layers(), 1);
+  EXPECT_EQ(ds_stages[3].of(layer_kind::dense), 0);
+  EXPECT_EQ(ds_stages[3].num_moe_layers(), 3);
+}
+
+std::string job_error(const std::string& layout, const std::vector<std::string>& more = {}) {
+  try {
+    layout_job(layout, more);
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LayoutString, MegatronsChecksAndWhatIsNotModelled) {
+  EXPECT_THAT(job_error("Ett|tt|ttL"), HasSubstr("the 3 stages of --pipeline-model-parallel-layout must be divisible by --pipeline-model-parallel-size (4)"));
+  EXPECT_THAT(job_error("Et|tt|tt|tL"), HasSubstr("--pipeline-model-parallel-layout places 6 transformer layers (t); --num-layers is 8"));
+  EXPECT_THAT(job_error("Ett|tt|tt|ttL", {"--vpp", "2"}), HasSubstr("--virtual-pipeline-model-parallel-size (2) conflicts with --pipeline-model-parallel-layout: its 4 stages"));
+  EXPECT_THAT(job_error("Ett|tt|tt|ttL", {"--decoder-first-pipeline-num-layers", "2"}),
+              HasSubstr("cannot be set with --decoder-first-pipeline-num-layers (Megatron-Core raises ValueError"));
+  EXPECT_THAT(job_error("Ett|tt|tt|ttL", {"--account-for-loss-in-pipeline-split"}),
+              HasSubstr("cannot be set with --account-for-loss-in-pipeline-split"));
+  EXPECT_THAT(job_error("Ett|tt|tt|ttL", {"--framework", "deepspeed"}), HasSubstr("is Megatron-Core's; not with"));
+  // An empty first stage moves the embedding to rank 1; an empty last one moves the loss off the last rank.
+  EXPECT_THAT(job_error("|Ett|ttt|ttt|||L|"), HasSubstr("puts the embedding on pipeline rank 1"));
+  EXPECT_THAT(job_error("Ett|tt|tt|tt|L|||"), HasSubstr("puts the loss on pipeline rank 0 of 4"));
+  // MTP: as many as the model has, in one stage, in a rank's last chunk, beside the loss.
+  const std::vector<std::string> mtp = {"--mtp-num-layers", "1"};
+  EXPECT_THAT(job_error("Ett|tt|tt|ttL", mtp), HasSubstr("places 0 MTP layers (m); --mtp-num-layers is 1"));
+  EXPECT_THAT(job_error("Ett|tt|tt|ttmL", mtp), ::testing::IsEmpty());
+  EXPECT_THAT(job_error("Ett|tt|tt|ttm|||L|", mtp), HasSubstr("puts MTP layers in model chunk 0 of pipeline rank 3"));
+  EXPECT_THAT(job_error("Et|t|t|t|t|t|t|t|||m|L", mtp), HasSubstr("puts the MTP layers on pipeline rank 2"));
+}
+
+TEST(LayoutString, AStandardSplitWrittenAsALayoutPlansTheSame) {
+  // The layout that spells out a split the other flags give: the same stages, memory and time.
+  struct pair {
+    std::string layout;
+    std::vector<std::string> flags;
+  };
+  for (const pair& c : std::vector<pair>{
+           {"Ett|tt|tt|ttL", {}},
+           {"Et|t|t|t|t|t|t|tL", {"--vpp", "2"}},
+           {"Et|ttt|ttt|tL", {"--decoder-first-pipeline-num-layers", "1", "--decoder-last-pipeline-num-layers", "1"}},
+       }) {
+    const job_spec with = layout_job(c.layout).job;
+    const job_spec without = layout_job("", c.flags).job;
+    const std::vector<stage_layout> a = pipeline_layout(with), b = pipeline_layout(without);
+    ASSERT_EQ(a.size(), b.size()) << c.layout;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].num_layers, b[i].num_layers) << c.layout << " rank " << i;
+      EXPECT_EQ(a[i].first_layer, b[i].first_layer) << c.layout << " rank " << i;
+    }
+    EXPECT_EQ(with.parallel.vpp, without.parallel.vpp) << c.layout;
+    EXPECT_DOUBLE_EQ(estimate_memory(with).peak_reserved_bytes, estimate_memory(without).peak_reserved_bytes) << c.layout;
+    EXPECT_DOUBLE_EQ(estimate_time(with).iteration_s, estimate_time(without).iteration_s) << c.layout;
+  }
+}
+
+}  // namespace
+}  // namespace trainplan
