@@ -827,6 +827,52 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     accumulate_s[k] = memory_time_s(gpu, e, accumulate_bytes * layer_params, accumulate_bytes > 0 ? 1 : 0);
   }
 
+  // The work of `kinds` layers of which `recomputed` redo their forward (spread over the kinds in
+  // proportion), host time and gradient accumulation included: a stage's or a model chunk's layers.
+  struct layers_work {
+    double fwd = 0, bwd = 0, re = 0, fwd_flops = 0, bwd_flops = 0, wgrad = 0, fwd_gemm = 0, bwd_gemm = 0;
+    double fwd_shared = 0, bwd_shared = 0;
+  };
+  auto work_of = [&](const layer_counts& kinds, double layers, double recomputed) {
+    layers_work w;
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+      const double count = static_cast<double>(kinds[k]);
+      if (count <= 0) continue;
+      const unit_time& u = r.layers[k];
+      const auto [re_s, re_flops] = recompute_of(u);
+      const double share = recomputed * count / std::max(1.0, layers);
+      w.fwd += count * u.forward.total_s();
+      w.bwd += count * (u.backward.total_s() + accumulate_s[k]);
+      w.re += share * re_s;
+      w.fwd_flops += count * u.forward.flops;
+      w.bwd_flops += count * u.backward.flops + share * re_flops;
+      w.wgrad += count * (u.backward.weight_gradient_s + accumulate_s[k]);
+      w.fwd_gemm += count * u.forward.gemm_s;
+      w.bwd_gemm += count * u.backward.gemm_s;
+      w.fwd_shared += count * u.forward.shared_expert_s;
+      w.bwd_shared += count * u.backward.shared_expert_s + share * u.forward.shared_expert_s;
+    }
+    w.fwd += layers * host_s;
+    w.bwd += layers * host_s;
+    if (tc.recompute == recompute_granularity::full) w.re += recomputed * host_s;
+    return w;
+  };
+  // Layers whose forward is recomputed among `layers` of `chunks` model chunks: all with the uniform
+  // method; with block the first N of each model chunk (Megatron applies --recompute-num-layers per
+  // chunk; §3.4, §4.2.1).
+  auto recomputed_of = [&](double layers, double chunks) {
+    if (tc.recompute == recompute_granularity::full && tc.recompute_method_ == recompute_method::block) {
+      return chunks * std::min(layers / chunks, static_cast<double>(tc.recompute_num_layers));
+    }
+    return layers;
+  };
+  // §5.4: the output layer's wgrad GEMMs --defer-embedding-wgrad-compute takes out of each micro-batch's
+  // backward (d/m of them on average) to run after the last one (megatron/core/utils.py
+  // drain_embedding_wgrad_compute).
+  const std::int64_t micro = job.num_microbatches();
+  const double deferred_share =
+      tc.defer_embedding_wgrad ? static_cast<double>(tc.deferred_wgrad_microbatches(micro)) / static_cast<double>(micro) : 0.0;
+
   r.stages.clear();
   r.stages.reserve(layout.size());
   const double vpp = static_cast<double>(p.vpp);
@@ -844,37 +890,14 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     stage_compute sc;
     sc.stage = sl.stage;
     const double layers = static_cast<double>(sl.num_layers);
-    // Layers whose forward is recomputed: all with the uniform method; with block the first N of each
-    // model chunk (Megatron applies --recompute-num-layers per chunk; §3.4, §4.2.1).
-    double recomputed = layers;
-    if (tc.recompute == recompute_granularity::full && tc.recompute_method_ == recompute_method::block) {
-      recomputed = vpp * std::min(recomputed / vpp, static_cast<double>(tc.recompute_num_layers));
-    }
+    const double recomputed = recomputed_of(layers, vpp);
     // The stage's layers by kind (§1.10); recomputation spread over them in proportion.
-    double fwd = 0, bwd = 0, re = 0, fwd_flops = 0, bwd_flops = 0, wgrad = 0, fwd_gemm = 0, bwd_gemm = 0;
-    double fwd_shared = 0, bwd_shared = 0;
-    for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
-      const double count = static_cast<double>(sl.kinds[k]);
-      if (count <= 0) continue;
-      const unit_time& u = r.layers[k];
-      const auto [re_s, re_flops] = recompute_of(u);
-      const double share = recomputed * count / std::max(1.0, layers);
-      fwd += count * u.forward.total_s();
-      bwd += count * (u.backward.total_s() + accumulate_s[k]);
-      re += share * re_s;
-      fwd_flops += count * u.forward.flops;
-      bwd_flops += count * u.backward.flops + share * re_flops;
-      wgrad += count * (u.backward.weight_gradient_s + accumulate_s[k]);
-      fwd_gemm += count * u.forward.gemm_s;
-      bwd_gemm += count * u.backward.gemm_s;
-      fwd_shared += count * u.forward.shared_expert_s;
-      bwd_shared += count * u.backward.shared_expert_s + share * u.forward.shared_expert_s;
-    }
-    fwd += layers * host_s;
-    bwd += layers * host_s;
-    if (tc.recompute == recompute_granularity::full) re += recomputed * host_s;
-    // With VPP the rank runs vpp chunks per micro-batch: times are per chunk (the embedding and output
-    // sit on the first and last chunk; spread over chunks here, §5.4).
+    const layers_work w = work_of(sl.kinds, layers, recomputed);
+    double fwd = w.fwd, bwd = w.bwd, fwd_flops = w.fwd_flops, bwd_flops = w.bwd_flops, wgrad = w.wgrad;
+    const double re = w.re;
+    // With VPP the rank runs vpp chunks per micro-batch: times are per chunk, its mean chunk here (the
+    // embedding and output sit on the first and last chunk: chunk_forward_scale gives each chunk its own,
+    // §5.4).
     if (sl.has_embedding) {
       fwd += r.embedding.forward.total_s();
       bwd += r.embedding.backward.total_s();
@@ -887,10 +910,10 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     }
     sc.num_layers = static_cast<std::int64_t>(std::llround(layers / vpp));
     sc.forward_s = fwd / vpp;
-    sc.forward_gemm_s = fwd_gemm / vpp;
-    sc.backward_gemm_s = bwd_gemm / vpp;
-    sc.forward_shared_expert_s = fwd_shared / vpp;
-    sc.backward_shared_expert_s = bwd_shared / vpp;
+    sc.forward_gemm_s = w.fwd_gemm / vpp;
+    sc.backward_gemm_s = w.bwd_gemm / vpp;
+    sc.forward_shared_expert_s = w.fwd_shared / vpp;
+    sc.backward_shared_expert_s = w.bwd_shared / vpp;
     sc.recompute_s = re / vpp;
     sc.recomputed_layers = tc.recompute == recompute_granularity::full ? recomputed / vpp : 0.0;
     if (sl.has_output) wgrad += r.output.backward.weight_gradient_s;
@@ -898,12 +921,10 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     // micro-batches leave their backward (d/m of it per micro-batch on average) and run after the last
     // one (megatron/core/utils.py drain_embedding_wgrad_compute).
     if (sl.has_output && tc.defer_embedding_wgrad) {
-      const std::int64_t micro = job.num_microbatches();
-      const double deferred = static_cast<double>(tc.deferred_wgrad_microbatches(micro));
       const double output_wgrad_s = r.output.backward.weight_gradient_s;
-      bwd -= deferred / static_cast<double>(micro) * output_wgrad_s;
-      wgrad -= deferred / static_cast<double>(micro) * output_wgrad_s;
-      sc.drain_s = deferred * output_wgrad_s;
+      bwd -= deferred_share * output_wgrad_s;
+      wgrad -= deferred_share * output_wgrad_s;
+      sc.drain_s = static_cast<double>(tc.deferred_wgrad_microbatches(micro)) * output_wgrad_s;
     }
     sc.backward_s = (bwd + re) / vpp;
     sc.backward_weight_s = wgrad / vpp;
@@ -914,6 +935,54 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     const double updated = static_cast<double>(held.dense) / dense_shards + static_cast<double>(held.expert) / expert_shards;
     sc.optimizer_s = memory_time_s(gpu, e, updated * opt_bytes_per_param, 8);
     r.stages.push_back(sc);
+  }
+
+  // §5.4: a rank's model chunks need not be alike (the embedding in the first rank's first chunk, the
+  // output and loss in the last rank's last, an embedding/loss slot or a custom layout's own counts,
+  // dense and MoE layers apart): each chunk's forward and backward relative to its rank's mean chunk,
+  // the stages' per-chunk times. Empty when every rank's chunks are alike or there is one chunk.
+  r.chunk_forward_scale.clear();
+  r.chunk_backward_scale.clear();
+  if (p.vpp > 1) {
+    thread_local std::vector<chunk_layout> chunks;
+    pipeline_chunks(job, chunks);
+    const std::size_t n = chunks.size();
+    r.chunk_forward_scale.resize(n);
+    r.chunk_backward_scale.resize(n);
+    thread_local std::vector<double> rank_fwd, rank_bwd;  // each rank's chunks together
+    rank_fwd.assign(static_cast<std::size_t>(p.pp), 0.0);
+    rank_bwd.assign(static_cast<std::size_t>(p.pp), 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const chunk_layout& ch = chunks[i];
+      const double layers = static_cast<double>(ch.num_layers);
+      const layers_work w = work_of(ch.kinds, layers, recomputed_of(layers, 1.0));
+      double fwd = w.fwd, bwd = w.bwd + w.re;
+      if (ch.has_embedding) {
+        fwd += r.embedding.forward.total_s();
+        bwd += r.embedding.backward.total_s();
+      }
+      if (ch.has_output) {
+        fwd += r.output.forward.total_s();
+        bwd += r.output.backward.total_s() - deferred_share * r.output.backward.weight_gradient_s;
+      }
+      r.chunk_forward_scale[i] = fwd;
+      r.chunk_backward_scale[i] = bwd;
+      rank_fwd[static_cast<std::size_t>(ch.stage)] += fwd;
+      rank_bwd[static_cast<std::size_t>(ch.stage)] += bwd;
+    }
+    bool alike = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto rank = static_cast<std::size_t>(chunks[i].stage);
+      double& f = r.chunk_forward_scale[i];
+      double& b = r.chunk_backward_scale[i];
+      f = rank_fwd[rank] > 0 ? f * vpp / rank_fwd[rank] : 1.0;
+      b = rank_bwd[rank] > 0 ? b * vpp / rank_bwd[rank] : 1.0;
+      alike = alike && std::fabs(f - 1.0) <= 1e-12 && std::fabs(b - 1.0) <= 1e-12;
+    }
+    if (alike) {
+      r.chunk_forward_scale.clear();
+      r.chunk_backward_scale.clear();
+    }
   }
 
   // Whole-job FLOPs per iteration: every micro-batch of every pipeline, each DP replica (§5.7).

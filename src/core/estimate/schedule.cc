@@ -248,7 +248,8 @@ schedule_result simulate_schedule(const schedule_input& in) {
           else ready = at(rank, o.chunk, o.microbatch, false);
         }
         if (ready < 0) break;
-        const double work = o.backward ? st.backward_s : st.forward_s;
+        const double work =
+            o.backward ? chunk_backward_s(in, st, rank, o.chunk) : chunk_forward_s(in, st, rank, o.chunk);
         const double send = o.backward ? send_bwd(in, rank, o.chunk) : send_fwd(in, rank, o.chunk, p);
         const double start = std::max(free_at[ri], ready);
         const double end = start + work + send;
@@ -327,7 +328,8 @@ schedule_result run_schedule(const schedule_input& in) {
   if (in.record_events) return simulate_schedule(in);
   // The interleaved count of sends holds while a transfer is short against a chunk's work; with
   // transfers the simulation decides.
-  const bool closed = stages_uniform(in) && (in.kind != schedule_kind::interleaved || in.p2p_s == 0);
+  const bool closed = stages_uniform(in) && in.chunk_forward_scale.empty() && in.chunk_backward_scale.empty() &&
+                      (in.kind != schedule_kind::interleaved || in.p2p_s == 0);
   if (closed) return closed_form_schedule(in);
   return fast_schedule(in);
 }

@@ -20,6 +20,16 @@ struct op {
 void build_ops(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v,
                std::vector<op>& out);
 
+/// The work of chunk `c` of rank `r` (§5.4): its rank's mean chunk, scaled where the chunks differ.
+inline double chunk_forward_s(const schedule_input& in, const stage_times& st, std::int64_t r, std::int64_t c) {
+  if (in.chunk_forward_scale.empty()) return st.forward_s;
+  return st.forward_s * in.chunk_forward_scale[static_cast<std::size_t>(c * static_cast<std::int64_t>(in.stages.size()) + r)];
+}
+inline double chunk_backward_s(const schedule_input& in, const stage_times& st, std::int64_t r, std::int64_t c) {
+  if (in.chunk_backward_scale.empty()) return st.backward_s;
+  return st.backward_s * in.chunk_backward_scale[static_cast<std::size_t>(c * static_cast<std::int64_t>(in.stages.size()) + r)];
+}
+
 /// The transfer after a forward (backward) of chunk `c` on rank `r`: none out of the last rank's last
 /// chunk (the first rank's first chunk), else one p2p_s.
 inline double send_fwd(const schedule_input& in, std::int64_t r, std::int64_t c, std::int64_t p) {

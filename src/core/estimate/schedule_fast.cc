@@ -47,6 +47,8 @@ struct fast_scratch {
   std::vector<double> ends;      ///< 1F1B cool-down: each rank's last backward end (p)
   std::vector<double> upper;     ///< 1F1B cool-down: the row above a run of ranks, by step (p)
   std::vector<double> lower;     ///< and the run's own lowest row (p)
+  std::vector<double> chunk_fwd;  ///< interleaved: each chunk's forward, rank-major (rank·v + chunk)
+  std::vector<double> chunk_bwd;  ///< and its backward
 };
 
 fast_scratch& scratch() {
@@ -297,7 +299,18 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
   double* be_cur = be_prev + p;
   double* snap = be_prev + 2 * p;  // per rank: forward end, backward end
   std::int64_t* ctr = s.counters.data();  // per rank: forward (k mod p, (k / p) mod v), backward likewise
-  const stage_times* st = in.stages.data();
+  // Each chunk's own work (§5.4), looked up rank-major in the loop below.
+  s.chunk_fwd.resize(pz * static_cast<std::size_t>(v));
+  s.chunk_bwd.resize(pz * static_cast<std::size_t>(v));
+  for (std::int64_t rank = 0; rank < p; ++rank) {
+    const stage_times& st = in.stages[static_cast<std::size_t>(rank)];
+    for (std::int64_t c = 0; c < v; ++c) {
+      s.chunk_fwd[static_cast<std::size_t>(rank * v + c)] = chunk_forward_s(in, st, rank, c);
+      s.chunk_bwd[static_cast<std::size_t>(rank * v + c)] = chunk_backward_s(in, st, rank, c);
+    }
+  }
+  const double* cf = s.chunk_fwd.data();
+  const double* cb = s.chunk_bwd.data();
   const std::int64_t first = -w0;  // rank 0's first forward
   // At the first step rank r's forward k is −r and its backward k is −r − W_0 ≤ 0: every rank's first
   // operation in either direction is virtual micro-batch 0.
@@ -318,7 +331,7 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
         if (rank > 0) ready = fe_prev[rank - 1];
         else if (chunk > 0) ready = fe_prev[p - 1];
         const double send = (rank == p - 1 && chunk == v - 1) ? 0.0 : c;
-        const double done = std::max(free_at[rank], ready) + st[rank].forward_s;
+        const double done = std::max(free_at[rank], ready) + cf[rank * v + chunk];
         fe = done + send;
         free_at[rank] = rank_free_s(in, done, send);
         if (++cr[0] == p) {
@@ -336,7 +349,7 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
         else if (chunk < v - 1) ready = be_prev[0];
         else ready = fe;  // the last rank's own forward of the last chunk, this step
         const double send = (rank == 0 && chunk == 0) ? 0.0 : c;
-        const double done = std::max(free_at[rank], ready) + st[rank].backward_s;
+        const double done = std::max(free_at[rank], ready) + cb[rank * v + chunk];
         be = done + send;
         free_at[rank] = rank_free_s(in, done, send);
         if (++cr[2] == p) {
@@ -437,7 +450,8 @@ void chase_schedule(const schedule_input& in, schedule_result& r) {
           owner = from;
           break;
         }
-        const double work = o.backward ? st.backward_s : st.forward_s;
+        const double work =
+            o.backward ? chunk_backward_s(in, st, rank, o.chunk) : chunk_forward_s(in, st, rank, o.chunk);
         const double send = o.backward ? send_bwd(in, rank, o.chunk) : send_fwd(in, rank, o.chunk, p);
         const double finished = std::max(s.free_at[ri], ready) + work;
         done[index(rank, o.chunk, o.microbatch, o.backward)] = finished + send;

@@ -159,6 +159,15 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     in.stages[i] = stage_times{pass.forward_s * chunks, pass.backward_s * chunks, pass.grad_reduce_s,
                                pass.optimizer_s, pass.backward_weight_s * chunks, pass.drain_s};
   }
+  // §5.4: each model chunk its own share of the rank's work where the chunks differ (interleaved only;
+  // GPipe runs a rank's chunks as one).
+  if (in.num_chunks > 1) {
+    in.chunk_forward_scale.assign(r.compute.chunk_forward_scale.begin(), r.compute.chunk_forward_scale.end());
+    in.chunk_backward_scale.assign(r.compute.chunk_backward_scale.begin(), r.compute.chunk_backward_scale.end());
+  } else {
+    in.chunk_forward_scale.clear();
+    in.chunk_backward_scale.clear();
+  }
   r.pipeline = run_schedule(in);
 
   // Totals (§5.7).

@@ -2,6 +2,7 @@
 #include "trainplan/core/job/layout.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "trainplan/core/base/checked.h"
 
@@ -171,69 +172,103 @@ std::vector<stage_layout> pipeline_layout(const job_spec& job) {
   return stages;
 }
 
+namespace {
+
+/// Counts the layers [first, first + n) by kind into `kinds` (one kind for every layer: no walk).
+void count_kinds(const model_spec& m, const std::optional<layer_kind>& uniform, std::int64_t first, std::int64_t n,
+                 layer_counts& kinds) {
+  if (uniform) {
+    kinds[static_cast<std::size_t>(*uniform)] += std::max<std::int64_t>(0, n);
+    return;
+  }
+  const layer_counts counted = m.count_layer_kinds(first, n);
+  for (std::size_t k = 0; k < counted.size(); ++k) kinds[k] += counted[k];
+}
+
+/// Whether the layers go model chunk by model chunk: interleaving, or a custom layout (§2.2, §2.2.1).
+bool chunked(const parallel_config& p) { return p.vpp > 1 || !p.layout_stages.empty(); }
+
+/// Calls visit(chunk, rank, first layer, layers) for every model chunk in model order: chunk 0 of every
+/// rank, then chunk 1, … (Megatron-Core get_transformer_layer_offset; with an even split chunk c of rank r
+/// starts at (c·p + r)·k). A custom layout's stage c·p + r is that chunk (§2.2.1). Otherwise rank r's chunks
+/// hold its layers / v each, but for the embedding's (loss's) slot in the first rank's first (the last
+/// rank's last) chunk with --account-for-embedding (loss) -in-pipeline-split.
+template <typename Visit>
+void walk_chunks(const job_spec& job, Visit&& visit) {
+  const parallel_config& p = job.parallel;
+  const stage_split& split = job.resolved.split;
+  const std::int64_t v = p.layout_stages.empty() ? p.vpp : static_cast<std::int64_t>(p.layout_stages.size()) / p.pp;
+  const bool head = p.account_embedding_in_split, tail = p.account_loss_in_split;
+  std::int64_t next = 0;
+  for (std::int64_t c = 0; c < v; ++c) {
+    for (std::int64_t r = 0; r < p.pp; ++r) {
+      std::int64_t n = 0;
+      if (!p.layout_stages.empty()) {
+        n = p.layout_stages[static_cast<std::size_t>(c * p.pp + r)].decoder;
+      } else {
+        const bool first_chunk = head && r == 0 && c == 0, last_chunk = tail && r == p.pp - 1 && c == v - 1;
+        n = (split.of(r, p.pp) + (r == 0 ? head : 0) + (r == p.pp - 1 ? tail : 0)) / v - (first_chunk ? 1 : 0) -
+            (last_chunk ? 1 : 0);
+      }
+      visit(c, r, next, n);
+      next += n;
+    }
+  }
+}
+
+}  // namespace
+
 void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;
   stages.assign(static_cast<std::size_t>(p.pp), stage_layout{});
-  // Counts the layers of [first, first + n) by kind into `s` (one kind for every layer: no walk).
   const std::optional<layer_kind> uniform = uniform_kind(m);
-  auto count = [&](std::int64_t first, std::int64_t n, stage_layout& s) {
-    if (uniform) {
-      s.kinds[static_cast<std::size_t>(*uniform)] += std::max<std::int64_t>(0, n);
-      return;
-    }
-    const layer_counts kinds = m.count_layer_kinds(first, n);
-    for (std::size_t k = 0; k < kinds.size(); ++k) s.kinds[k] += kinds[k];
-  };
-  const stage_split& split = job.resolved.split;
-  TRAINPLAN_CHECK(split.valid);  // finalize_job refused every invalid split and resolved the valid one
-  std::int64_t next = 0;
-  if (!p.layout_stages.empty()) {
-    // §2.2.1: the layout's stages in model order, stage i on rank i mod PP, chunk i div PP; the
-    // embedding on the first rank and the loss (with any MTP layer) on the last (custom_layout_violation).
-    for (std::size_t i = 0; i < p.layout_stages.size(); ++i) {
-      stage_layout& s = stages[i % static_cast<std::size_t>(p.pp)];
-      const std::int64_t n = p.layout_stages[i].decoder;
-      s.stage = static_cast<std::int64_t>(i % static_cast<std::size_t>(p.pp));
-      if (i < static_cast<std::size_t>(p.pp)) s.first_layer = next;
+  TRAINPLAN_CHECK(job.resolved.split.valid);  // finalize_job refused every invalid split and resolved the valid one
+  for (std::int64_t r = 0; r < p.pp; ++r) stages[static_cast<std::size_t>(r)].stage = r;
+  if (chunked(p)) {
+    walk_chunks(job, [&](std::int64_t c, std::int64_t r, std::int64_t first, std::int64_t n) {
+      stage_layout& s = stages[static_cast<std::size_t>(r)];
+      if (c == 0) s.first_layer = first;
       s.num_layers += n;
-      count(next, n, s);
-      next += n;
-    }
-    stages.front().has_embedding = true;
-    stages.back().has_output = true;
-    return;
-  }
-  for (std::int64_t r = 0; r < p.pp; ++r) {
-    stage_layout& s = stages[static_cast<std::size_t>(r)];
-    s.stage = r;
-    s.num_layers = split.of(r, p.pp);
-    if (p.vpp <= 1) {
+      count_kinds(m, uniform, first, n, s.kinds);
+    });
+  } else {
+    std::int64_t next = 0;
+    for (stage_layout& s : stages) {
+      s.num_layers = job.resolved.split.of(s.stage, p.pp);
       s.first_layer = next;
-      count(next, s.num_layers, s);
+      count_kinds(m, uniform, next, s.num_layers, s.kinds);
       next += s.num_layers;
     }
   }
-  if (p.vpp > 1) {
-    // The layers in model order: chunk 0 of every rank, then chunk 1, … (Megatron-Core
-    // get_transformer_layer_offset; with an even split chunk c of rank r starts at (c·p + r)·k). Rank r's
-    // chunks hold layers_r / v each, but for the embedding's (loss's) slot in the first rank's first
-    // (the last rank's last) chunk with --account-for-embedding (loss) -in-pipeline-split.
-    const bool head = p.account_embedding_in_split, tail = p.account_loss_in_split;
-    for (std::int64_t c = 0; c < p.vpp; ++c) {
-      for (std::int64_t r = 0; r < p.pp; ++r) {
-        stage_layout& s = stages[static_cast<std::size_t>(r)];
-        const bool first_chunk = head && r == 0 && c == 0, last_chunk = tail && r == p.pp - 1 && c == p.vpp - 1;
-        const std::int64_t n = (s.num_layers + (r == 0 ? head : 0) + (r == p.pp - 1 ? tail : 0)) / p.vpp -
-                               (first_chunk ? 1 : 0) - (last_chunk ? 1 : 0);
-        if (c == 0) s.first_layer = next;
-        count(next, n, s);
-        next += n;
-      }
-    }
-  }
+  // The embedding on the first rank, the output and loss (with any MTP layer) on the last; a custom
+  // layout that puts them elsewhere is refused (custom_layout_violation).
   stages.front().has_embedding = true;
   stages.back().has_output = true;
+}
+
+void pipeline_chunks(const job_spec& job, std::vector<chunk_layout>& chunks) {
+  const model_spec& m = job.model;
+  const parallel_config& p = job.parallel;
+  const std::optional<layer_kind> uniform = uniform_kind(m);
+  chunks.clear();
+  TRAINPLAN_CHECK(job.resolved.split.valid);
+  walk_chunks(job, [&](std::int64_t c, std::int64_t r, std::int64_t first, std::int64_t n) {
+    chunk_layout& ch = chunks.emplace_back();
+    ch.stage = r;
+    ch.chunk = c;
+    ch.first_layer = first;
+    ch.num_layers = n;
+    count_kinds(m, uniform, first, n, ch.kinds);
+  });
+  if (!chunked(p)) {  // one chunk a rank: the ranks themselves
+    chunks.clear();
+    std::vector<stage_layout> stages;
+    pipeline_layout(job, stages);
+    for (const stage_layout& s : stages) chunks.push_back({s.stage, 0, s.first_layer, s.num_layers, s.kinds});
+  }
+  chunks.front().has_embedding = true;
+  chunks.back().has_output = true;
 }
 
 }  // namespace trainplan

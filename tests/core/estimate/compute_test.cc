@@ -78,6 +78,42 @@ TEST(Compute, OnePassTileChoiceEqualsEveryTileTried) {
   EXPECT_GT(checked, 1000);
 }
 
+TEST(Compute, ChunkScalesAreEachChunksShareOfItsRank) {
+  // §5.4: rank 1 of Megatron's layout "E|ttttttt||L" (PP 2, VPP 2) runs 7 layers in its first chunk and
+  // only the loss in its second; rank 0 the embedding alone, then nothing. Each chunk's forward over its
+  // rank's mean chunk, by hand from the unit times.
+  const parsed_job pj = parse_job_args({"--model", "llama3-8b", "--num-layers", "7", "--cluster", "dgx-h100", "--num-gpus",
+                                        "8", "--tp", "4", "--pp", "2", "--gbs", "64", "--bf16",
+                                        "--pipeline-model-parallel-layout", "E|ttttttt||L"});
+  const compute_report r = estimate_compute(pj.job);
+  ASSERT_EQ(r.chunk_forward_scale.size(), 4u);  // index chunk·PP + rank
+  const double host_s = host_overhead_per_layer_pass_s(pj.job.training);
+  const double layers_fwd = 7 * (r.of(layer_kind::dense).forward.total_s() + host_s);
+  const double out_fwd = r.output.forward.total_s();
+  EXPECT_NEAR(r.chunk_forward_scale[1], 2 * layers_fwd / (layers_fwd + out_fwd), 1e-12);
+  EXPECT_NEAR(r.chunk_forward_scale[3], 2 * out_fwd / (layers_fwd + out_fwd), 1e-12);
+  EXPECT_NEAR(r.chunk_forward_scale[0], 2.0, 1e-12);  // rank 0: all of its work in chunk 0
+  EXPECT_NEAR(r.chunk_forward_scale[2], 0.0, 1e-12);
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    EXPECT_NEAR(r.chunk_forward_scale[rank] + r.chunk_forward_scale[2 + rank], 2.0, 1e-12);
+    EXPECT_NEAR(r.chunk_backward_scale[rank] + r.chunk_backward_scale[2 + rank], 2.0, 1e-12);
+  }
+  // An even interleaved split: the middle ranks' chunks are alike, the ends carry the embedding and output.
+  const parsed_job even = parse_job_args({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "32", "--tp", "4",
+                                          "--pp", "4", "--vpp", "2", "--gbs", "64", "--bf16"});
+  const compute_report e = estimate_compute(even.job);
+  ASSERT_EQ(e.chunk_forward_scale.size(), 8u);
+  EXPECT_NEAR(e.chunk_forward_scale[1], 1.0, 1e-12);
+  EXPECT_NEAR(e.chunk_forward_scale[5], 1.0, 1e-12);
+  EXPECT_GT(e.chunk_forward_scale[7], 1.0);  // rank 3's last chunk: 4 layers and the output layer
+  EXPECT_GT(e.chunk_forward_scale[0], 1.0);  // rank 0's first chunk: the embedding
+  // Without interleaving there is nothing to scale.
+  EXPECT_TRUE(estimate_compute(parse_job_args({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--tp",
+                                               "4", "--pp", "2", "--gbs", "64"})
+                                   .job)
+                  .chunk_forward_scale.empty());
+}
+
 TEST(Compute, SmallGemmsRampDown) {
   const compute_efficiency e = effective_compute_efficiency(a100());
   EXPECT_LT(estimate_gemm(a100(), e, dtype::bf16, {64, 64, 64, 1}).efficiency, 0.05);

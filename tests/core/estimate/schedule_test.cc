@@ -297,6 +297,87 @@ TEST(ScheduleFastPath, InterleavedWithTransfersAgreesWithTheEventSimulation) {
   EXPECT_GT(cases, 800);
 }
 
+/// Per-chunk scales of p ranks × v chunks that sum to v on each rank: a heavy first chunk on rank 0 (the
+/// embedding), a heavy last chunk on the last rank (the output layer), or every chunk different.
+void chunk_pattern(int pattern, std::int64_t p, std::int64_t v, schedule_input& in) {
+  const auto n = static_cast<std::size_t>(p * v);
+  in.chunk_forward_scale.assign(n, 1.0);
+  in.chunk_backward_scale.assign(n, 1.0);
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (std::int64_t r = 0; r < p; ++r) {
+    std::vector<double> f(static_cast<std::size_t>(v), 1.0), b(static_cast<std::size_t>(v), 1.0);
+    if (pattern == 0 && r == 0) f[0] = b[0] = 1.6;
+    if (pattern == 0 && r == p - 1) f[static_cast<std::size_t>(v - 1)] = 2.5, b[static_cast<std::size_t>(v - 1)] = 2.2;
+    if (pattern == 1) {
+      for (std::int64_t c = 0; c < v; ++c) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        f[static_cast<std::size_t>(c)] = 0.3 + static_cast<double>(x % 1000) / 500;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        b[static_cast<std::size_t>(c)] = 0.3 + static_cast<double>(x % 1000) / 500;
+      }
+    }
+    double fs = 0, bs = 0;
+    for (std::int64_t c = 0; c < v; ++c) fs += f[static_cast<std::size_t>(c)], bs += b[static_cast<std::size_t>(c)];
+    for (std::int64_t c = 0; c < v; ++c) {
+      in.chunk_forward_scale[static_cast<std::size_t>(c * p + r)] = f[static_cast<std::size_t>(c)] * static_cast<double>(v) / fs;
+      in.chunk_backward_scale[static_cast<std::size_t>(c * p + r)] = b[static_cast<std::size_t>(c)] * static_cast<double>(v) / bs;
+    }
+  }
+}
+
+TEST(ScheduleFastPath, ChunksOfTheirOwnWeightAgreeWithTheEventSimulation) {
+  // §5.4: model chunks that differ (an embedding or output chunk, a custom layout): the fast path (its
+  // period extrapolation, or the dependency chase at m = p) against the simulation, operation by operation.
+  int cases = 0;
+  for (std::int64_t v : {2, 3}) {
+    for (std::int64_t p : {2, 4, 8}) {
+      for (std::int64_t mult : {1, 2, 16}) {
+        for (double c : {0.0, 0.027}) {
+          for (int pattern = 0; pattern < 2; ++pattern) {
+            for (bool overlap_p2p : {false, true}) {
+              schedule_input in;
+              in.kind = schedule_kind::interleaved;
+              in.num_microbatches = p * mult;
+              in.num_chunks = v;
+              in.stages = stage_pattern(pattern == 0 ? 1 : 3, p, 0.17 / static_cast<double>(v), 0.51 / static_cast<double>(v));
+              in.p2p_s = c;
+              in.overlap_p2p = overlap_p2p;
+              chunk_pattern(pattern, p, v, in);
+              SCOPED_TRACE("v=" + std::to_string(v) + " p=" + std::to_string(p) + " m=" + std::to_string(p * mult) +
+                           " c=" + std::to_string(c) + " pattern=" + std::to_string(pattern));
+              const schedule_result sim = simulate_schedule(in);
+              expect_same(fast_schedule(in), sim);
+              expect_same(run_schedule(in), sim);
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 100);
+}
+
+TEST(Schedule, AHeavyChunkCostsWhereTheScheduleWaitsForIt) {
+  // By hand, p = 2, v = 2, m = 2, no transfers, 1 s per chunk pass on average; rank 1's last chunk holds
+  // the output: 1.5 s a pass, its first 0.5 s. Megatron's order: rank 0 runs its W_0 = 4 forwards, then
+  // its backwards; rank 1 two forwards, then forward/backward pairs. F(c, j) is chunk c of micro-batch j.
+  //   rank 0: F(0,0) [0,1]  F(0,1) [1,2]  F(1,0) [2,3]  F(1,1) [3,4]  B(1,0) [6,7]  B(1,1) [9,10]
+  //           B(0,0) [10,11]  B(0,1) [11,12]
+  //   rank 1: F(0,0) [1,1.5]  F(0,1) [2,2.5]  F(1,0) [3,4.5]  B(1,0) [4.5,6]  F(1,1) [6,7.5]  B(1,1) [7.5,9]
+  //           B(0,0) [9,9.5]  B(0,1) [10,10.5]
+  schedule_input in = uniform(schedule_kind::interleaved, 2, 2, 2, 1.0, 1.0, 0.0);
+  in.chunk_forward_scale = {1.0, 0.5, 1.0, 1.5};   // index c·p + r
+  in.chunk_backward_scale = {1.0, 0.5, 1.0, 1.5};
+  const schedule_result r = simulate_schedule(in);
+  EXPECT_NEAR(r.pipeline_s, 12.0, 1e-12);
+  EXPECT_NEAR(fast_schedule(in).pipeline_s, 12.0, 1e-12);
+  // The same work spread evenly over the chunks ends sooner: the heavy output chunk is on the path.
+  EXPECT_LT(simulate_schedule(uniform(schedule_kind::interleaved, 2, 2, 2, 1.0, 1.0, 0.0)).pipeline_s, 12.0);
+  // busy_s is the rank's whole work either way.
+  EXPECT_NEAR(r.stages[1].busy_s, 2 * 2 * 2.0, 1e-12);
+}
+
 TEST(Schedule, OverlappedTransfersCostNoMoreThanBlockingOnesAndNoLessThanNone) {
   // Megatron's overlap_p2p_comm (§5.4): the sender goes on with its next chunk while the transfer runs;
   // the receiver still waits for it. The pipeline then lies between no transfers and blocking ones,

@@ -145,6 +145,11 @@ struct compute_report {
   unit_time output;              ///< final norm, logits, cross-entropy
   double layer_recompute_fraction = 0;  ///< of a layer's forward redone in backward (full: 1)
   std::vector<stage_compute> stages;    ///< one per pipeline rank
+  /// With interleaving: each model chunk's forward (backward) work over its rank's mean chunk, chunk c of
+  /// rank r at c·PP + r (pipeline_chunks); a rank's scales sum to VPP. Empty when every chunk is its
+  /// rank's mean (§5.4).
+  std::vector<double> chunk_forward_scale;
+  std::vector<double> chunk_backward_scale;
   bool fused_softmax = true;     ///< Megatron's fused softmax kernel applies (§5.3)
   /// Whole job, one iteration (all GPUs together).
   double model_flops = 0;        ///< no recomputation: 3 × forward

@@ -50,6 +50,11 @@ struct schedule_input {
   std::int64_t num_microbatches = 1;
   std::int64_t num_chunks = 1;       ///< model chunks per rank (interleaved); 1 otherwise
   std::vector<stage_times> stages;   ///< one per pipeline rank
+  /// Interleaved only: chunk c of rank r runs forward_s × chunk_forward_scale[c·p + r] (backward_s ×
+  /// chunk_backward_scale[…]); a rank's scales sum to num_chunks, so stages[r] stays its mean chunk.
+  /// Empty: every chunk its rank's mean (§5.4).
+  std::vector<double> chunk_forward_scale;
+  std::vector<double> chunk_backward_scale;
   double p2p_s = 0;                  ///< one activation (or gradient) transfer; blocks the sender
   /// Interleaved only: transfers run beside the next chunk's work (Megatron's overlap_p2p_comm, on by
   /// default with interleaving): the sender is free when its work ends, the receiver waits for the

@@ -103,4 +103,20 @@ std::vector<stage_layout> pipeline_layout(const job_spec& job);
 /// The same into `out` (its storage reused: no allocation once it has held as many stages).
 void pipeline_layout(const job_spec& job, std::vector<stage_layout>& out);
 
+/// What one model chunk of one pipeline rank holds (§2.2, §2.2.1): with interleaving or a custom layout
+/// the chunks of a rank need not be alike (an embedding or loss slot, a layout's own counts, dense and MoE
+/// layers in different chunks).
+struct chunk_layout {
+  std::int64_t stage = 0;        ///< pipeline rank
+  std::int64_t chunk = 0;        ///< model chunk of that rank
+  std::int64_t first_layer = 0;  ///< index of its first layer (model order)
+  std::int64_t num_layers = 0;   ///< transformer layers
+  layer_counts kinds{};          ///< its layers by kind
+  bool has_embedding = false;    ///< the first rank's first chunk
+  bool has_output = false;       ///< the last rank's last chunk: final norm, output layer, loss, MTP
+};
+/// The model chunks in model order, chunk c of rank r at index c·PP + r (PP × VPP of them; one per rank
+/// without interleaving). pipeline_layout's stages are their sums by rank.
+void pipeline_chunks(const job_spec& job, std::vector<chunk_layout>& out);
+
 }  // namespace trainplan
