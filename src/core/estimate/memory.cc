@@ -236,6 +236,25 @@ layer_activation_bytes layer_activations(const job_spec& job, layer_kind kind) {
   return layer_bytes(job.model, setting_for(job), kind, job.training.bias_swiglu_fusion);
 }
 
+namespace {
+
+/// Layer-micro-batches rank `rank` holds at its interleaved peak (§3.5): its first `held` virtual
+/// micro-batches, k = 0 … held − 1, before any backward frees one; k runs model chunk (k mod p·v) div p
+/// (Megatron's get_model_chunk_id, micro-batch groups of p), whose layers it holds. Even chunks give
+/// held × layers / v.
+double held_chunk_layers(const std::vector<chunk_layout>& chunks, std::int64_t rank, std::int64_t p, std::int64_t v,
+                         std::int64_t held) {
+  const std::int64_t cycle = p * v, full = held / cycle, rest = held % cycle;
+  double layers = 0;
+  for (std::int64_t c = 0; c < v; ++c) {
+    const std::int64_t n = full * p + std::clamp<std::int64_t>(rest - c * p, 0, p);
+    layers += static_cast<double>(n) * static_cast<double>(chunks[static_cast<std::size_t>(c * p + rank)].num_layers);
+  }
+  return layers;
+}
+
+}  // namespace
+
 memory_report estimate_memory(const job_spec& job) {
   memory_report r;
   estimate_memory(job, count_parameters(job.model, job.parallel.tp), pipeline_layout(job), r);
@@ -311,6 +330,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
 
   double peak_reserved = -1;
   r.stages.reserve(layout.size());
+  // §3.5: with interleaving the layers held count chunk by chunk (a rank's chunks need not be alike).
+  thread_local std::vector<chunk_layout> chunks;
+  if (par.vpp > 1) pipeline_chunks(job, chunks);
   // What a stage's class (layers by kind, ends) decides, computed when the class changes: a deep
   // pipeline's middle stages differ only in the micro-batches in flight.
   struct {
@@ -455,7 +477,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     const double resident_layers =
         static_cast<double>(st.num_layers - offloaded + std::min<std::int64_t>(offloaded, 1));
     const double layers_in_flight =
-        static_cast<double>(peak.chunk_microbatches) * resident_layers / static_cast<double>(par.vpp);
+        par.vpp > 1 ? held_chunk_layers(chunks, st.stage, pp, par.vpp, peak.chunk_microbatches)
+                    : static_cast<double>(peak.chunk_microbatches) * resident_layers;
     s.offloaded_layer_bytes = offloaded > 0 ? cls.stored_per_layer : 0.0;
     s.microbatches_in_flight = in_flight;
     s.activations_bytes = cls.stored_per_layer * layers_in_flight +

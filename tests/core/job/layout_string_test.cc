@@ -176,5 +176,22 @@ TEST(LayoutString, AStandardSplitWrittenAsALayoutPlansTheSame) {
   }
 }
 
+TEST(LayoutString, ActivationsHeldCountChunkByChunk) {
+  // §3.5: the last of 2 ranks at VPP 2 holds its first 2(p − r − 1) + (v − 1)p + 1 = 3 virtual
+  // micro-batches at its peak, chunk 0, chunk 0, chunk 1 (Megatron's groups of p). With all 8 of its
+  // layers in chunk 0 ("E|tttttttt||L") that is 2 × 8 layer-micro-batches; split 4 + 4 it is 2 × 4 + 4:
+  // 4 layers' activations more, everything else alike.
+  auto rank1 = [](const std::string& layout) {
+    const parsed_job pj = parse_job_args({"--model", "llama3-8b", "--num-layers", "8", "--cluster", "dgx-h100",
+                                          "--num-gpus", "8", "--tp", "4", "--pp", "2", "--gbs", "64", "--bf16",
+                                          "--pipeline-model-parallel-layout", layout});
+    return estimate_memory(pj.job);
+  };
+  const memory_report lopsided = rank1("E|tttttttt||L"), even = rank1("E|tttt||ttttL");
+  EXPECT_NEAR(lopsided.stages[1].activations_bytes - even.stages[1].activations_bytes, 4 * even.layer_activations.total(),
+              1e-6 * even.stages[1].activations_bytes);
+  EXPECT_GT(even.layer_activations.total(), 0);
+}
+
 }  // namespace
 }  // namespace trainplan
