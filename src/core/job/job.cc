@@ -442,6 +442,12 @@ std::string custom_layout_violation(job_spec& job) {
     return "the " + to_string(n) + " stages of " + field + " must be divisible by ${parallel.pp} (" + to_string(p.pp) + ")";
   }
   const std::int64_t v = n / p.pp;
+  // More model chunks per rank than the model has layers (E, t, m, L) leaves all but a few empty: not a
+  // layout anyone runs, and one that would only cost time and memory to step through.
+  if (v > m.num_layers + m.mtp_num_layers + 2) {
+    return field + " gives " + to_string(v) + " model chunks per rank, more than the model's " +
+           to_string(m.num_layers + m.mtp_num_layers + 2) + " layers with the embedding and loss: not modelled";
+  }
   if (p.vpp > 1 && p.vpp != v) {
     return "${parallel.vpp} (" + to_string(p.vpp) + ") conflicts with " + field + ": its " + to_string(n) +
            " stages over ${parallel.pp} (" + to_string(p.pp) + ") are " + to_string(v) + " model chunks per rank";

@@ -140,6 +140,8 @@ TEST(LayoutString, MegatronsChecksAndWhatIsNotModelled) {
   EXPECT_THAT(job_error("Ett|tt|tt|ttL", {"--account-for-loss-in-pipeline-split"}),
               HasSubstr("cannot be set with --account-for-loss-in-pipeline-split"));
   EXPECT_THAT(job_error("Ett|tt|tt|ttL", {"--framework", "deepspeed"}), HasSubstr("is Megatron-Core's; not with"));
+  // Chunks past the layers: "E|*1000tt|tt|tt|ttL" is 1,004 stages over PP 4, 251 chunks a rank for 8 layers.
+  EXPECT_THAT(job_error("E|*1000tt|tt|tt|ttL"), HasSubstr("gives 251 model chunks per rank, more than the model's 10 layers"));
   // An empty first stage moves the embedding to rank 1; an empty last one moves the loss off the last rank.
   EXPECT_THAT(job_error("|Ett|ttt|ttt|||L|"), HasSubstr("puts the embedding on pipeline rank 1"));
   EXPECT_THAT(job_error("Ett|tt|tt|tt|L|||"), HasSubstr("puts the loss on pipeline rank 0 of 4"));
