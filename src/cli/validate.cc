@@ -3,7 +3,9 @@
 #include "shipped_errors.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cstdint>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -16,6 +18,7 @@
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/model/model.h"
 #include "trainplan/core/estimate/compute.h"
+#include "trainplan/core/estimate/memory.h"
 #include "trainplan/core/estimate/time.h"
 
 namespace trainplan {
@@ -283,7 +286,17 @@ std::vector<std::string> published_layout_args(const row_map& r) {
   std::vector<std::string> a = {"--tp", required(r, "tp"), "--pp", required(r, "pp"), "--mbs",
                                 required(r, "micro_batch_size"), "--gbs", required(r, "global_batch_size")};
   for (const auto& [column, flag] : {std::pair{"cp", "--cp"}, {"ep", "--ep"}, {"vpp", "--vpp"}}) {
-    if (!field(r, column).empty() && field(r, column) != "1") a.insert(a.end(), {flag, field(r, column)});
+    std::string value = field(r, column);
+    // A degree given with its words, as a source wrote it ("1 layer/virtual stage (VPP=8)"): the number
+    // after "<COLUMN>=".
+    std::string key = column;
+    for (char& ch : key) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (const std::size_t at = value.find(key + "="); at != std::string::npos) {
+      std::size_t end = at + key.size() + 1;
+      while (end < value.size() && std::isdigit(static_cast<unsigned char>(value[end])) != 0) ++end;
+      value = value.substr(at + key.size() + 1, end - at - key.size() - 1);
+    }
+    if (!value.empty() && value != "1") a.insert(a.end(), {flag, value});
   }
   const std::string sp = lower(field(r, "sequence_parallel"));
   if (sp == "yes" || sp == "true" || sp == "1" || sp == "on") a.push_back("--sequence-parallel");
@@ -321,6 +334,52 @@ std::string generation_of(const std::string& gpu_type, const std::string& precis
   return "";
 }
 
+/// Which peak memory a published row measured (its `mem_unit_metric`), and in what unit (§3.10). Read
+/// by the first entry whose every phrase the text contains (lower case).
+enum class memory_statistic : std::uint8_t { allocated_last_rank, torch_reserved_busiest };
+struct memory_metric_row {
+  std::array<std::string_view, 2> phrases;
+  memory_statistic what;
+  std::string_view name;  ///< as the report names it
+  double unit_bytes;
+};
+constexpr memory_metric_row kMemoryMetrics[] = {
+    // Megatron-LM's functional-test goldens: "GB (1e9 B) torch allocated_bytes.all.peak
+    // (=max_memory_allocated), logged on LAST rank", "GB torch max_memory_allocated on last rank".
+    {{"max_memory_allocated", "last rank"}, memory_statistic::allocated_last_rank, "allocated, last rank", 1e9},
+    // torchtitan's 'memory:' log line: "GiB, torch max_memory_reserved …, max over GPUs".
+    {{"max_memory_reserved", "max over gpus"}, memory_statistic::torch_reserved_busiest,
+     "reserved by PyTorch, busiest rank", 1073741824.0},
+};
+
+/// The row's measured peak memory, if it gives one trainplan compares: its statistic and bytes. BLOOM's
+/// nvidia-smi readings of one node are compared by tests/core/estimate/memory_validation_test.cc.
+void read_memory_measurement(const row_map& r, const std::string& where, validation_row& v) {
+  const std::string value = field(r, "peak_mem_per_gpu");
+  if (value.empty()) return;
+  const std::string metric = lower(field(r, "mem_unit_metric"));
+  for (const memory_metric_row& m : kMemoryMetrics) {
+    if (metric.find(m.phrases[0]) == std::string::npos || metric.find(m.phrases[1]) == std::string::npos) continue;
+    const double amount = detail::parse_number(value, where + " peak_mem_per_gpu");
+    if (!(amount > 0)) throw input_error(where + " peak_mem_per_gpu must be positive");
+    v.measured_memory_bytes = amount * m.unit_bytes;
+    v.memory_metric = std::string(m.name);
+    return;
+  }
+}
+
+/// The predicted value of a row's memory statistic.
+double predicted_memory(const validation_row& v, const memory_report& m) {
+  for (const memory_metric_row& row : kMemoryMetrics) {
+    if (v.memory_metric != row.name) continue;
+    if (row.what == memory_statistic::allocated_last_rank) return m.stages.back().allocated_bytes;
+    double most = 0;
+    for (const stage_memory& s : m.stages) most = std::max(most, s.torch_reserved_bytes);
+    return most;
+  }
+  return 0;
+}
+
 /// A row of the published schema: Megatron-Core (the framework the tables measured) at the row's model,
 /// GPU, layout and precision; measured time, or model TFLOPs when the source gives no time.
 validation_row published_row(row_map r, const std::string& table, int line_no) {
@@ -344,6 +403,7 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
   v.label = field(r, "row").empty() ? "line " + std::to_string(line_no) : field(r, "row");
   v.source = field(r, "source");
   v.date = field(r, "model");
+  read_memory_measurement(r, where, v);
   try {
     if (!field(r, "iteration_time_s").empty()) {
       v.measured_s = detail::parse_number(field(r, "iteration_time_s"), where + " iteration_time_s");
@@ -365,8 +425,11 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
       const double gpus = detail::parse_number(required(r, "num_gpus"), where + " num_gpus");
       if (!(gbs > 0 && seq > 0 && gpus > 0)) throw input_error(where + " global_batch_size, seq_length and num_gpus must be positive");
       v.measured_s = gbs * seq / (tps * gpus);
-    } else {
+    } else if (!(v.measured_memory_bytes > 0)) {
       throw unexpressible{"columns 'iteration_time_s', 'tflops_per_gpu' and 'tokens_per_s_per_gpu' are all empty"};
+    } else {
+      // A peak memory without a time (Megatron's A100 goldens): the memory is compared, the time not.
+      v.skipped = "columns 'iteration_time_s', 'tflops_per_gpu' and 'tokens_per_s_per_gpu' are all empty";
     }
     // The conditions say what of the run trainplan cannot plan (torch.compile's kernels).
     if (!field(r, "not_modelled").empty()) throw unexpressible{field(r, "not_modelled")};
@@ -377,7 +440,9 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
     v.group = generation_of(field(r, "gpu_type"), field(r, "precision"));
   } catch (const unexpressible& u) {
     v.skipped = u.why;
+    v.args.clear();
   }
+  if (v.measured_memory_bytes > 0 && v.args.empty()) v.memory_skipped = v.skipped;
   return v;
 }
 
@@ -478,8 +543,8 @@ std::vector<validation_row> read_rows(const std::string& csv_text, const std::st
 
 /// The statistics of `rows` grouped by `key` (a row whose key is "" is in no group), groups in the
 /// order their first row appears.
-template <typename Key>
-std::vector<validation_stats> stats_by(const std::vector<const validation_row*>& rows, Key key) {
+template <typename Key, typename Stats = decltype(&stats_of)>
+std::vector<validation_stats> stats_by(const std::vector<const validation_row*>& rows, Key key, Stats stats = &stats_of) {
   std::vector<std::string> names;
   std::vector<std::vector<const validation_row*>> members;
   for (const validation_row* v : rows) {
@@ -494,7 +559,7 @@ std::vector<validation_stats> stats_by(const std::vector<const validation_row*>&
     }
   }
   std::vector<validation_stats> out;
-  for (std::size_t i = 0; i < names.size(); ++i) out.push_back(stats_of(names[i], members[i]));
+  for (std::size_t i = 0; i < names.size(); ++i) out.push_back(stats(names[i], members[i]));
   return out;
 }
 
@@ -507,10 +572,18 @@ std::vector<validation_row> read_measurements(const std::string& csv_text, const
 validation_report run_validation(std::vector<validation_row> rows) {
   validation_report rep;
   for (validation_row& v : rows) {
-    if (!v.skipped.empty()) continue;
+    // A row is planned for its time, and for its memory where it measured one (§3.10).
+    const bool memory = v.measured_memory_bytes > 0 && v.memory_skipped.empty();
+    if (!v.skipped.empty() && !memory) continue;
     try {
       const parsed_job pj = parse_job_args(v.args);
-      const time_report t = estimate_time(pj.job);
+      const layout_evaluation ev = evaluate_layout(pj.job);
+      if (memory) {
+        v.predicted_memory_bytes = predicted_memory(v, ev.memory);
+        v.memory_error = v.predicted_memory_bytes / v.measured_memory_bytes - 1;
+      }
+      if (!v.skipped.empty()) continue;
+      const time_report& t = ev.time;
       v.predicted_s = t.iteration_s * v.environment_factor;
       v.fits = t.fits;
       v.peak_reserved_bytes = t.peak_reserved_bytes;
@@ -525,7 +598,8 @@ validation_report run_validation(std::vector<validation_row> rows) {
         v.error = v.predicted_s / v.measured_s - 1;
       }
     } catch (const input_error& e) {
-      v.skipped = e.what();
+      if (v.skipped.empty()) v.skipped = e.what();
+      if (memory) v.memory_skipped = e.what();
     }
   }
   rep.rows = std::move(rows);
@@ -550,6 +624,12 @@ validation_report run_validation(std::vector<validation_row> rows) {
     return v.table == kPublishedMoreTable ? v.group + ", held out" : v.group;
   });
   rep.sources = stats_by(all, [](const validation_row& v) { return v.source; });
+  rep.memory_sources = stats_by(
+      all,
+      [](const validation_row& v) {
+        return v.measured_memory_bytes > 0 ? v.source + " (" + v.memory_metric + ")" : std::string();
+      },
+      &memory_stats_of);
   rep.overall = stats_of("overall", all);
   return rep;
 }

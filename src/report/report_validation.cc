@@ -36,6 +36,16 @@ std::string json_reporter::validation(const validation_report& r) const {
     } else {
       x["skipped"] = v.skipped;
     }
+    if (v.measured_memory_bytes > 0) {
+      json mem = {{"metric", v.memory_metric}, {"measured_bytes", whole_bytes(v.measured_memory_bytes)}};
+      if (v.memory_skipped.empty()) {
+        mem["predicted_bytes"] = whole_bytes(v.predicted_memory_bytes);
+        mem["error"] = v.memory_error;
+      } else {
+        mem["skipped"] = v.memory_skipped;
+      }
+      x["peak_memory"] = mem;
+    }
     rows.push_back(x);
   }
   auto stats = [](const validation_stats& s) {
@@ -44,12 +54,14 @@ std::string json_reporter::validation(const validation_report& r) const {
                 {"skipped", s.skipped}};
   };
   json tables = json::array(), groups = json::array(), generations = json::array(), sources = json::array();
+  json memory_sources = json::array();
+  for (const auto& s : r.memory_sources) memory_sources.push_back(stats(s));
   for (const auto& s : r.tables) tables.push_back(stats(s));
   for (const auto& s : r.groups) groups.push_back(stats(s));
   for (const auto& s : r.generations) generations.push_back(stats(s));
   for (const auto& s : r.sources) sources.push_back(stats(s));
   j["validation"] = {{"rows", rows},       {"tables", tables},   {"groups", groups}, {"generations", generations},
-                     {"sources", sources}, {"overall", stats(r.overall)}};
+                     {"sources", sources}, {"memory_sources", memory_sources}, {"overall", stats(r.overall)}};
   if (!r.loso.folds.empty()) {
     const loso_report& l = r.loso;
     json folds = json::array();
@@ -119,6 +131,23 @@ std::string text_reporter::validation(const validation_report& r) const {
                        100 * s.median_abs_error, 100 * s.max_abs_error, s.not_fit, s.skipped, s.name);
     }
   }
+  if (!r.memory_sources.empty()) {
+    o += "\nPeak memory per GPU, measured against predicted (published rows that measured it, the statistic "
+         "they measured; docs/formulas.md §3.10):\n";
+    for (const validation_row& v : r.rows) {
+      if (!(v.measured_memory_bytes > 0)) continue;
+      if (!v.memory_skipped.empty()) {
+        o += fmt::format("  {:<10} {:<34} skipped: {}\n", v.label, v.memory_metric, v.memory_skipped);
+      } else {
+        o += fmt::format("  {:<10} {:<34} {:7.2f} GB {:7.2f} GB {:+6.1f}%\n", v.label, v.memory_metric,
+                         v.measured_memory_bytes / 1e9, v.predicted_memory_bytes / 1e9, 100 * v.memory_error);
+      }
+    }
+    for (const auto& s : r.memory_sources) {
+      o += fmt::format("  {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  not fit {:2}  skipped {:2}  {}\n", s.rows,
+                       100 * s.median_abs_error, 100 * s.max_abs_error, s.not_fit, s.skipped, s.name);
+    }
+  }
   if (!r.loso.folds.empty()) {
     const loso_report& l = r.loso;
     o += fmt::format(
@@ -145,7 +174,7 @@ std::string text_reporter::validation(const validation_report& r) const {
 std::string csv_reporter::validation(const validation_report& r) const {
   std::string o =
       "table,label,date,measured_s,predicted_s,error,measured_tflops,predicted_tflops,fits,peak_reserved_bytes,capacity_bytes,"
-      "skipped\n";
+      "skipped,memory_metric,measured_memory_bytes,predicted_memory_bytes,memory_error\n";
   auto quoted = [](const std::string& v) {
     if (v.find_first_of(",\"\n") == std::string::npos) return v;
     std::string q = "\"";
@@ -153,9 +182,12 @@ std::string csv_reporter::validation(const validation_report& r) const {
     return q + "\"";
   };
   for (const validation_row& v : r.rows) {
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", quoted(v.table), quoted(v.label), quoted(v.date), v.measured_s,
-                     v.predicted_s, v.error, v.measured_tflops, v.predicted_tflops, v.skipped.empty() ? (v.fits ? "1" : "0") : "",
-                     v.peak_reserved_bytes, v.capacity_bytes, quoted(v.skipped));
+    const bool mem = v.measured_memory_bytes > 0 && v.memory_skipped.empty();
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", quoted(v.table), quoted(v.label), quoted(v.date),
+                     v.measured_s, v.predicted_s, v.error, v.measured_tflops, v.predicted_tflops,
+                     v.skipped.empty() ? (v.fits ? "1" : "0") : "", v.peak_reserved_bytes, v.capacity_bytes, quoted(v.skipped),
+                     quoted(v.memory_metric), v.measured_memory_bytes > 0 ? fmt::format("{}", v.measured_memory_bytes) : "",
+                     mem ? fmt::format("{}", v.predicted_memory_bytes) : "", mem ? fmt::format("{}", v.memory_error) : "");
   }
   return o;
 }

@@ -237,6 +237,39 @@ TEST(ValidatePublishedTable, TheSecondTableIsHeldOutEachRowPredictedOrSkippedWit
   EXPECT_EQ(r.overall.not_fit, not_fit + 3);  // and 3 of the 15 NeMo FP8 rows of the first table (5 before)
 }
 
+TEST(ValidatePublishedTable, MeasuredPeakMemoryIsComparedAsTheSourceMeasuredIt) {
+  // §3.10, issue 27: Megatron-LM's CI goldens log torch.cuda.max_memory_allocated on the last rank in GB
+  // (rows 145-148, the A100 pair without a time); torchtitan's 'memory:' line max_memory_reserved in GiB,
+  // the largest over the GPUs (rows 152 and 159, its two eager runs).
+  const trainplan::validation_report r = trainplan::validate_shipped();
+  std::map<std::string, const trainplan::validation_row*> by_row;
+  for (const auto& v : r.rows) {
+    if (v.table == "published-measurements-more.csv") by_row[v.label] = &v;
+  }
+  for (const char* row : {"145", "146", "147", "148"}) {
+    const trainplan::validation_row& v = *by_row.at(row);
+    EXPECT_EQ(v.memory_metric, "allocated, last rank") << row;
+    EXPECT_TRUE(v.memory_skipped.empty()) << row << ": " << v.memory_skipped;
+  }
+  EXPECT_NEAR(by_row.at("146")->measured_memory_bytes, 57.144e9, 1);
+  EXPECT_FALSE(by_row.at("147")->skipped.empty());  // no time: only the memory is compared
+  EXPECT_NEAR(by_row.at("152")->measured_memory_bytes, 82.4 * 1073741824.0, 0.06 * 1073741824.0);
+  EXPECT_EQ(by_row.at("152")->memory_metric, "reserved by PyTorch, busiest rank");
+  std::map<std::string, trainplan::validation_stats> src;
+  for (const auto& s : r.memory_sources) src[s.name] = s;
+  const auto& ci = src.at("Megatron-LM functional-test golden values (measured in NVIDIA CI) (allocated, last rank)");
+  // Issue 27's target: median ≤ 3%, max ≤ 6% (2026-11-26: 0.8% and 2.2% over 4 rows; row 149 leaves the
+  // vocabulary empty, the release rows 150-151 the GPU count).
+  EXPECT_EQ(ci.rows, 4);
+  EXPECT_LE(ci.median_abs_error, 0.03);
+  EXPECT_LE(ci.max_abs_error, 0.06);
+  // torchtitan's two eager FSDP2 runs: issue 27's 5% is not met (−12.0% and −14.4% on 2026-11-26); a floor
+  // so that a regression fails and an improvement shows.
+  const auto& tt = src.at("torchtitan benchmarks (PyTorch team, Dec 2024) (reserved by PyTorch, busiest rank)");
+  EXPECT_EQ(tt.rows, 2);
+  EXPECT_LE(tt.max_abs_error, 0.15);
+}
+
 TEST(ValidatePublishedTable, OptimizerShardingIsReadFromATableAndAnUnknownValueIsRefusedByName) {
   // Read silently as "none" until 2026-11-25: DeepSpeed ZeRO-3 kept the whole optimizer per GPU (2.8 TB
   // for Narayanan et al.'s 175B model), so the row was predicted not to fit and its time took the

@@ -82,12 +82,20 @@ TEST(Report, CsvHasSearchAndValidationOnly) {
   row.label = "d";
   row.skipped = "column 'vocab_size' is empty";  // no prediction: fits is left empty
   v.rows.push_back(row);
+  row.label = "e";  // a measured peak memory, compared although the time is not (§3.10)
+  row.skipped = "no time";
+  row.measured_memory_bytes = 60e9;
+  row.memory_metric = "allocated, last rank";
+  row.predicted_memory_bytes = 59.4e9;
+  row.memory_error = -0.01;
+  v.rows.push_back(row);
   EXPECT_EQ(csv->validation(v),
             "table,label,date,measured_s,predicted_s,error,measured_tflops,predicted_tflops,fits,peak_reserved_bytes,"
-            "capacity_bytes,skipped\n"
-            "t.csv,\"a,b\",,2,2.5,0.25,0,0,1,0,0,\n"
-            "t.csv,c,,2,2.5,0.25,0,0,0,90,80,\n"
-            "t.csv,d,,2,2.5,0.25,0,0,,90,80,column 'vocab_size' is empty\n");
+            "capacity_bytes,skipped,memory_metric,measured_memory_bytes,predicted_memory_bytes,memory_error\n"
+            "t.csv,\"a,b\",,2,2.5,0.25,0,0,1,0,0,,,,,\n"
+            "t.csv,c,,2,2.5,0.25,0,0,0,90,80,,,,,\n"
+            "t.csv,d,,2,2.5,0.25,0,0,,90,80,column 'vocab_size' is empty,,,,\n"
+            "t.csv,e,,2,2.5,0.25,0,0,,90,80,no time,\"allocated, last rank\",60000000000,59400000000,-0.01\n");
 }
 
 }  // namespace

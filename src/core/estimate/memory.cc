@@ -487,8 +487,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     const double step_peak = cls.static_bytes + cls.step_transient;
     s.allocated_bytes = std::max(train_peak, step_peak);
     s.other_bytes = s.allocated_bytes - (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes);
-    s.reserved_bytes = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction) +
-                       static_cast<double>(gpu.cuda_context_bytes) +
+    s.torch_reserved_bytes = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction);
+    s.reserved_bytes = s.torch_reserved_bytes + static_cast<double>(gpu.cuda_context_bytes) +
                        cls.communicators * static_cast<double>(tr.nccl_buffer_bytes_per_communicator);
     s.headroom_bytes = r.capacity_bytes - s.reserved_bytes;
     s.fits = s.headroom_bytes >= 0;

@@ -40,6 +40,27 @@ validation_stats stats_of(const std::string& name, const std::vector<const valid
   return s;
 }
 
+validation_stats memory_stats_of(const std::string& name, const std::vector<const validation_row*>& rows) {
+  validation_stats s;
+  s.name = name;
+  std::vector<double> errs, pred, meas;
+  for (const validation_row* r : rows) {
+    if (!(r->measured_memory_bytes > 0)) continue;
+    if (!r->memory_skipped.empty()) {
+      ++s.skipped;
+      continue;
+    }
+    errs.push_back(std::fabs(r->memory_error));
+    pred.push_back(r->predicted_memory_bytes);
+    meas.push_back(r->measured_memory_bytes);
+    if (!r->fits) ++s.not_fit;
+  }
+  s.rows = static_cast<std::int64_t>(errs.size());
+  s.median_abs_error = median_of(errs);
+  s.max_abs_error = errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end());
+  s.spearman = spearman(pred, meas);
+  return s;
+}
 
 std::string generation_of_job(const job_spec& job) {
   // Catalog name prefixes → the generation the published rows name (their gpu_type column).

@@ -33,6 +33,9 @@ struct stage_memory {
   double other_bytes = 0;               ///< transients at the peak (logits/loss, working layer), buffers
   double allocated_bytes = 0;           ///< peak of torch.cuda.max_memory_allocated
   double reserved_bytes = 0;            ///< what nvidia-smi shows: allocator reserve + CUDA context
+  /// What torch.cuda.max_memory_reserved reports: the caching allocator's segments, allocated plus its
+  /// reserve, without the CUDA context and NCCL's own buffers (§3.8).
+  double torch_reserved_bytes = 0;
   double headroom_bytes = 0;            ///< usable memory − reserved (negative: does not fit)
   bool fits = false;
   std::int64_t microbatches_in_flight = 0;  ///< activations held at once (1F1B warm-up + 1)

@@ -36,6 +36,14 @@ struct validation_row {
   double peak_reserved_bytes = 0;  ///< the fullest stage's reserved memory per GPU
   double capacity_bytes = 0;       ///< what the GPU offers (usable memory)
   std::string skipped;             ///< why the row has no prediction ("" when it has one)
+  /// Peak memory per GPU the source measured (0: none; §3.10), and which statistic it is: "allocated,
+  /// last rank" (torch.cuda.max_memory_allocated on the last pipeline rank, Megatron's CI) or "reserved
+  /// by PyTorch, busiest rank" (torch.cuda.max_memory_reserved, the largest over the GPUs: torchtitan).
+  double measured_memory_bytes = 0;
+  std::string memory_metric;
+  double predicted_memory_bytes = 0;  ///< the same statistic, predicted
+  double memory_error = 0;            ///< predicted / measured − 1
+  std::string memory_skipped;         ///< why a measured memory has no prediction ("" when it has one)
   std::string generation;          ///< of the job it ran (generation_of_job: "H100 FP8"), set with its prediction
   std::string framework;           ///< of the job it ran ("megatron", "deepspeed", "fsdp")
 };
@@ -84,6 +92,8 @@ struct validation_report {
   std::vector<validation_stats> generations;
   /// Published rows per source (the `source` column of both published tables): the error per source.
   std::vector<validation_stats> sources;
+  /// Measured peak memory against predicted, per source and statistic (rows with a measured memory).
+  std::vector<validation_stats> memory_sources;
   validation_stats overall;
 };
 
@@ -116,5 +126,7 @@ double median_of(std::vector<double> v);
 /// The statistics of `rows` (skipped rows left out): rows, median and max |error|, Spearman of predicted
 /// against measured seconds, and how many were predicted not to fit.
 validation_stats stats_of(const std::string& name, const std::vector<const validation_row*>& rows);
+/// The same over the rows' memory errors (rows with a measured and predicted peak memory).
+validation_stats memory_stats_of(const std::string& name, const std::vector<const validation_row*>& rows);
 
 }  // namespace trainplan
