@@ -87,6 +87,18 @@ def test_layout_rules_name_every_keyword_involved():
     assert "(tensor_model_parallel_size, pipeline_model_parallel_size, context_parallel_size)" in str(e)
 
 
+def test_a_pipeline_layout_is_read_and_its_errors_name_the_keyword():
+    # Megatron-Core's layout string (formulas §2.2.1): 8 layers over PP 4 and VPP 2, rank 0 holding the
+    # embedding alone (Megatron's own unit-test layout).
+    job = trainplan.Job(model="llama3-8b", num_layers=8, cluster="dgx-h100", num_gpus=8, tp=2, pp=4, gbs=64,
+                        pipeline_model_parallel_layout="E|t|tt|t||t|t|ttL")
+    assert [s["num_layers"] for s in job.memory()["memory"]["stages"]] == [0, 2, 3, 3]
+    e = error_of(trainplan.Job, model="llama3-8b", num_layers=8, cluster="dgx-h100", num_gpus=8, tp=2, pp=4, gbs=64,
+                 pipeline_model_parallel_layout="Ett|tt|tt|tt")
+    assert str(e) == "pipeline_model_parallel_layout: the last layer must be the loss, L"
+    assert e.argument == "pipeline_model_parallel_layout"
+
+
 def test_launch_line_flags_keep_their_spelling():
     e = error_of(trainplan.Job.from_megatron, "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 0",
                  model="llama2-7b", cluster="dgx-a100")

@@ -44,6 +44,7 @@ std::string json_reporter::memory(const run_context& ctx, const parameter_breakd
                       {"microbatches_in_flight", s.microbatches_in_flight},
                       {"allocated_bytes", whole_bytes(s.allocated_bytes)},
                       {"reserved_bytes", whole_bytes(s.reserved_bytes)},
+                      {"torch_reserved_bytes", whole_bytes(s.torch_reserved_bytes)},
                       {"headroom_bytes", whole_bytes(s.headroom_bytes)},
                       {"fits", s.fits}});
   }
