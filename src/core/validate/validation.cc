@@ -19,18 +19,35 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-validation_stats stats_of(const std::string& name, const std::vector<const validation_row*>& rows) {
+namespace {
+
+/// One comparison a row carries: its time (or TFLOPs) or its peak memory, read through these members.
+struct comparison {
+  const std::string validation_row::*skipped;
+  double validation_row::*error;
+  double validation_row::*predicted;
+  double validation_row::*measured;
+  bool measured_only;  ///< rows without a measurement (measured ≤ 0) are not counted at all
+};
+constexpr comparison kTimeComparison{&validation_row::skipped, &validation_row::error, &validation_row::predicted_s,
+                                     &validation_row::measured_s, false};
+constexpr comparison kMemoryComparison{&validation_row::memory_skipped, &validation_row::memory_error,
+                                       &validation_row::predicted_memory_bytes, &validation_row::measured_memory_bytes,
+                                       true};
+
+validation_stats stats_over(const std::string& name, const std::vector<const validation_row*>& rows, const comparison& c) {
   validation_stats s;
   s.name = name;
   std::vector<double> errs, pred, meas;
   for (const validation_row* r : rows) {
-    if (!r->skipped.empty()) {
+    if (c.measured_only && !(r->*c.measured > 0)) continue;
+    if (!(r->*c.skipped).empty()) {
       ++s.skipped;
       continue;
     }
-    errs.push_back(std::fabs(r->error));
-    pred.push_back(r->predicted_s);
-    meas.push_back(r->measured_s);
+    errs.push_back(std::fabs(r->*c.error));
+    pred.push_back(r->*c.predicted);
+    meas.push_back(r->*c.measured);
     if (!r->fits) ++s.not_fit;
   }
   s.rows = static_cast<std::int64_t>(errs.size());
@@ -40,26 +57,14 @@ validation_stats stats_of(const std::string& name, const std::vector<const valid
   return s;
 }
 
+}  // namespace
+
+validation_stats stats_of(const std::string& name, const std::vector<const validation_row*>& rows) {
+  return stats_over(name, rows, kTimeComparison);
+}
+
 validation_stats memory_stats_of(const std::string& name, const std::vector<const validation_row*>& rows) {
-  validation_stats s;
-  s.name = name;
-  std::vector<double> errs, pred, meas;
-  for (const validation_row* r : rows) {
-    if (!(r->measured_memory_bytes > 0)) continue;
-    if (!r->memory_skipped.empty()) {
-      ++s.skipped;
-      continue;
-    }
-    errs.push_back(std::fabs(r->memory_error));
-    pred.push_back(r->predicted_memory_bytes);
-    meas.push_back(r->measured_memory_bytes);
-    if (!r->fits) ++s.not_fit;
-  }
-  s.rows = static_cast<std::int64_t>(errs.size());
-  s.median_abs_error = median_of(errs);
-  s.max_abs_error = errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end());
-  s.spearman = spearman(pred, meas);
-  return s;
+  return stats_over(name, rows, kMemoryComparison);
 }
 
 std::string generation_of_job(const job_spec& job) {
