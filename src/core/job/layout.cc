@@ -249,7 +249,6 @@ void pipeline_layout(const job_spec& job, std::vector<stage_layout>& stages) {
 
 void pipeline_chunks(const job_spec& job, std::vector<chunk_layout>& chunks) {
   const model_spec& m = job.model;
-  const parallel_config& p = job.parallel;
   const std::optional<layer_kind> uniform = uniform_kind(m);
   chunks.clear();
   TRAINPLAN_CHECK(job.resolved.split.valid);
@@ -261,12 +260,6 @@ void pipeline_chunks(const job_spec& job, std::vector<chunk_layout>& chunks) {
     ch.num_layers = n;
     count_kinds(m, uniform, first, n, ch.kinds);
   });
-  if (!chunked(p)) {  // one chunk a rank: the ranks themselves
-    chunks.clear();
-    std::vector<stage_layout> stages;
-    pipeline_layout(job, stages);
-    for (const stage_layout& s : stages) chunks.push_back({s.stage, 0, s.first_layer, s.num_layers, s.kinds});
-  }
   chunks.front().has_embedding = true;
   chunks.back().has_output = true;
 }

@@ -156,6 +156,36 @@ TEST(ParallelLayout, StagesAddUpToTheModelAndFollowTheSplit) {
   }
 }
 
+TEST(ParallelLayout, ChunksSumToTheStagesAndAreTheStagesWithoutInterleaving) {
+  // pipeline_chunks walks the model chunk by chunk (§2.2); by rank its chunks are pipeline_layout's stages,
+  // and without interleaving each rank is one chunk, whatever the split rule.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--preset", "bloom-176b-production"},  // embedding slots, DeepSpeed's uneven split
+           {"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--num-gpus", "1024", "--tp", "8", "--pp", "16",
+            "--gbs", "2048", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"},
+           {"--model", "deepseek-v3", "--cluster", "dgx-h100", "--num-gpus", "56", "--pp", "7", "--vpp", "3", "--ep", "8",
+            "--gbs", "56", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"},
+       }) {
+    const job_spec job = parse_job_args(args).job;
+    const std::vector<stage_layout> stages = pipeline_layout(job);
+    std::vector<chunk_layout> chunks;
+    pipeline_chunks(job, chunks);
+    ASSERT_EQ(chunks.size(), stages.size() * static_cast<std::size_t>(job.parallel.vpp)) << args[1];
+    std::vector<std::int64_t> layers(stages.size(), 0);
+    std::vector<layer_counts> kinds(stages.size(), layer_counts{});
+    for (const chunk_layout& c : chunks) {
+      layers[static_cast<std::size_t>(c.stage)] += c.num_layers;
+      for (std::size_t k = 0; k < kNumLayerKinds; ++k) kinds[static_cast<std::size_t>(c.stage)][k] += c.kinds[k];
+    }
+    for (const stage_layout& s : stages) {
+      EXPECT_EQ(layers[static_cast<std::size_t>(s.stage)], s.num_layers) << args[1] << " rank " << s.stage;
+      EXPECT_EQ(kinds[static_cast<std::size_t>(s.stage)], s.kinds) << args[1] << " rank " << s.stage;
+    }
+    EXPECT_TRUE(chunks.front().has_embedding);
+    EXPECT_TRUE(chunks.back().has_output);
+  }
+}
+
 TEST(ParallelHoldings, MixtralExpertsDivideByEpAndTheRestDoesNot) {
   // Mixtral-8x7B, TP 2: a layer's attention, norms and router on every GPU, 8 experts / EP of them.
   const auto held = [](const char* ep) {
