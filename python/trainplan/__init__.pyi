@@ -130,6 +130,7 @@ class Job:
         deepspeed_config: Union[str, os.PathLike[str], None] = ...,
         torchtitan_config: Union[str, os.PathLike[str], None] = ...,
         nemo_config: Union[str, os.PathLike[str], None] = ...,
+        bridge_config: Union[str, os.PathLike[str], None] = ...,
         no_gradient_accumulation_fusion: Optional[bool] = ...,
         no_pipeline_parallel: Optional[bool] = ...,
         deepspeed: Optional[bool] = ...,
@@ -300,6 +301,7 @@ class Job:
         deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
         torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
         nemo_config [FILE]: NeMo 1 Megatron GPT YAML (a launch line's --config-path/--config-name, NeMo-Framework-Launcher's conf/training): model, parallel sizes, batch, precision, checkpointing, optimizer (other keys refused) (default none)
+        bridge_config [FILE]: Megatron-Bridge's resolved config YAML (ConfigContainer.to_yaml, written beside a run): model, parallel sizes, batch, mixed_precision, comm_overlap, DDP and optimizer (a field not modelled refused) (default none)
         no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
         no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
         deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
@@ -511,6 +513,7 @@ def search(*,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     torchtitan_config: Union[str, os.PathLike[str], None] = ...,
     nemo_config: Union[str, os.PathLike[str], None] = ...,
+    bridge_config: Union[str, os.PathLike[str], None] = ...,
     no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
@@ -689,6 +692,7 @@ def search(*,
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
     nemo_config [FILE]: NeMo 1 Megatron GPT YAML (a launch line's --config-path/--config-name, NeMo-Framework-Launcher's conf/training): model, parallel sizes, batch, precision, checkpointing, optimizer (other keys refused) (default none)
+    bridge_config [FILE]: Megatron-Bridge's resolved config YAML (ConfigContainer.to_yaml, written beside a run): model, parallel sizes, batch, mixed_precision, comm_overlap, DDP and optimizer (a field not modelled refused) (default none)
     no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
@@ -889,6 +893,7 @@ def shapes(*,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     torchtitan_config: Union[str, os.PathLike[str], None] = ...,
     nemo_config: Union[str, os.PathLike[str], None] = ...,
+    bridge_config: Union[str, os.PathLike[str], None] = ...,
     no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
@@ -1074,6 +1079,7 @@ def shapes(*,
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
     nemo_config [FILE]: NeMo 1 Megatron GPT YAML (a launch line's --config-path/--config-name, NeMo-Framework-Launcher's conf/training): model, parallel sizes, batch, precision, checkpointing, optimizer (other keys refused) (default none)
+    bridge_config [FILE]: Megatron-Bridge's resolved config YAML (ConfigContainer.to_yaml, written beside a run): model, parallel sizes, batch, mixed_precision, comm_overlap, DDP and optimizer (a field not modelled refused) (default none)
     no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
@@ -1268,6 +1274,7 @@ def plan(job: Optional[Job] = ..., *,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     torchtitan_config: Union[str, os.PathLike[str], None] = ...,
     nemo_config: Union[str, os.PathLike[str], None] = ...,
+    bridge_config: Union[str, os.PathLike[str], None] = ...,
     no_gradient_accumulation_fusion: Optional[bool] = ...,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
@@ -1454,6 +1461,7 @@ def plan(job: Optional[Job] = ..., *,
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
     nemo_config [FILE]: NeMo 1 Megatron GPT YAML (a launch line's --config-path/--config-name, NeMo-Framework-Launcher's conf/training): model, parallel sizes, batch, precision, checkpointing, optimizer (other keys refused) (default none)
+    bridge_config [FILE]: Megatron-Bridge's resolved config YAML (ConfigContainer.to_yaml, written beside a run): model, parallel sizes, batch, mixed_precision, comm_overlap, DDP and optimizer (a field not modelled refused) (default none)
     no_gradient_accumulation_fusion: Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)

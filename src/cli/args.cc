@@ -22,6 +22,7 @@
 #include "trainplan/core/estimate/calibration.h"
 #include "trainplan/core/estimate/comm.h"
 #include "args_detail.h"
+#include "bridge_config.h"
 #include "deepspeed_config.h"
 #include "launcher.h"
 #include "trainplan/core/base/checked.h"
@@ -437,6 +438,7 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
       b.nemo = true;
       b.nemo_user_path = val;
     }
+    if (def->info.name == "--bridge-config") b.bridge_path = val;
   }
 }
 
@@ -468,9 +470,36 @@ void torchtitan_flags(job_builder& b, std::vector<pending>& out, parsed_job& par
   if (!user_recompute) b.layer_checkpoint_every = tt.layer_checkpoint_every;
 }
 
-/// A NeMo job's settings as flags: each key's Megatron flags, read as a launch line's (so that a flag
-/// trainplan ignores or refuses is ignored or refused as there), of the NeMo config's source (its Hydra
-/// overrides': 7), named by the key; the user's flags before `--` override both.
+/// A framework config's settings (NeMo 1, Megatron-Bridge) as flags: each key's Megatron flags, read as a
+/// launch line's (so that a flag trainplan ignores or refuses is ignored or refused as there), of the
+/// config's source (its Hydra overrides': 7), named by the key; the user's flags before `--` override both.
+void config_settings_flags(const nemo_config& nc, job_builder& b, std::vector<pending>& out, parsed_job& parsed) {
+  for (const nemo_setting& s : nc.settings) {
+    std::vector<pending> read;
+    const std::size_t ignored_before = b.ignored.size();
+    const std::string as = fmt::format("{} (as {})", s.key, fmt::join(s.tokens, " "));
+    try {
+      read_flags(s.tokens, true, read, b);
+    } catch (const input_error& e) {
+      throw e.wrapped(literal_text(fmt::format("{}: {}: ", s.where, as)), "");
+    }
+    for (std::size_t k = ignored_before; k < b.ignored.size(); ++k) {
+      b.ignored[k] = std::filesystem::path(s.where).filename().string() + ": " + as;
+    }
+    for (pending& p : read) {
+      p.source = s.from_launch_line ? 7 : 6;
+      p.flag = s.key;
+      out.push_back(std::move(p));
+    }
+  }
+  if (nc.tokenizer.any()) b.tokenizer = nc.tokenizer;
+  b.ignored.insert(b.ignored.end(), nc.ignored.begin(), nc.ignored.end());
+  parsed.overridden_flags.insert(parsed.overridden_flags.end(), nc.overridden.begin(), nc.overridden.end());
+  parsed.derived_flags.insert(parsed.derived_flags.end(), nc.derived.begin(), nc.derived.end());
+}
+
+/// A NeMo job's settings as flags: its YAML from --nemo-config, else from the launch line's
+/// --config-path/--config-name, with the line's Hydra overrides.
 void nemo_flags(job_builder& b, std::vector<pending>& out, parsed_job& parsed) {
   if (!b.nemo) return;
   std::string path = b.nemo_user_path;
@@ -496,29 +525,16 @@ void nemo_flags(job_builder& b, std::vector<pending>& out, parsed_job& parsed) {
     parsed.overridden_flags.push_back(
         fmt::format("--config-name {} (launch line) → --nemo-config {} (your flags)", b.nemo_config_name, path));
   }
-  const nemo_config nc = read_nemo_config(path, flag, b.nemo_overrides);
-  for (const nemo_setting& s : nc.settings) {
-    std::vector<pending> read;
-    const std::size_t ignored_before = b.ignored.size();
-    const std::string as = fmt::format("{} (as {})", s.key, fmt::join(s.tokens, " "));
-    try {
-      read_flags(s.tokens, true, read, b);
-    } catch (const input_error& e) {
-      throw e.wrapped(literal_text(fmt::format("{}: {}: ", s.where, as)), "");
-    }
-    for (std::size_t k = ignored_before; k < b.ignored.size(); ++k) {
-      b.ignored[k] = std::filesystem::path(s.where).filename().string() + ": " + as;
-    }
-    for (pending& p : read) {
-      p.source = s.from_launch_line ? 7 : 6;
-      p.flag = s.key;
-      out.push_back(std::move(p));
-    }
+  config_settings_flags(read_nemo_config(path, flag, b.nemo_overrides), b, out, parsed);
+}
+
+/// A Megatron-Bridge job's settings as flags (bridge_config.h), as a NeMo config's are.
+void bridge_flags(job_builder& b, std::vector<pending>& out, parsed_job& parsed) {
+  if (b.bridge_path.empty()) return;
+  if (b.nemo) {
+    throw input_error("--bridge-config and a NeMo config both give the job: give one");
   }
-  if (nc.tokenizer.any()) b.tokenizer = nc.tokenizer;
-  b.ignored.insert(b.ignored.end(), nc.ignored.begin(), nc.ignored.end());
-  parsed.overridden_flags.insert(parsed.overridden_flags.end(), nc.overridden.begin(), nc.overridden.end());
-  parsed.derived_flags.insert(parsed.derived_flags.end(), nc.derived.begin(), nc.derived.end());
+  config_settings_flags(read_bridge_config(b.bridge_path, "--bridge-config"), b, out, parsed);
 }
 
 /// torchtitan's layer SAC (activation_checkpoint.py _apply_layer_sac): of a rank's blocks, those whose
@@ -852,6 +868,7 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
   }
   torchtitan_flags(b, flags, out);
   nemo_flags(b, flags, out);
+  bridge_flags(b, flags, out);
   out.preset = b.preset;
   // The order flags apply in, each later one overriding: a preset's, the launch line's, its DeepSpeed or
   // torchtitan config's, torchtitan's overrides on the line, then the user's own before `--` (a what-if on

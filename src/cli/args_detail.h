@@ -42,6 +42,7 @@ struct job_builder {
   std::string nemo_user_path, nemo_config_path, nemo_config_name;
   std::string launch_script;  // the launch line's training script (Hydra resolves --config-path beside it)
   std::vector<nemo_override> nemo_overrides;
+  std::string bridge_path;  ///< --bridge-config: a Megatron-Bridge ConfigContainer YAML (bridge_config.h)
   bool quick_geglu = false;    // --quick-geglu: gated, but Megatron's 4h default width (not --swiglu's)
   std::int64_t num_gpus = 0;
   std::int64_t num_nodes = 0;

@@ -457,7 +457,17 @@ const std::vector<flag_def>& flag_table() {
                       "NeMo 1 Megatron GPT YAML (a launch line's --config-path/--config-name, NeMo-Framework-Launcher's "
                       "conf/training): model, parallel sizes, batch, precision, checkpointing, optimizer (other keys "
                       "refused)",
-                      setter([](job_builder&, const std::string&, const std::string&) {})));
+                      setter([](job_builder& b, const std::string&, const std::string&) {
+                        b.job.training.megatron_lm_arg_checks = false;  // Megatron-Bridge runs no validate_args
+                      })));
+    // A Megatron-Bridge ConfigContainer YAML: parse_job_fields expands it into the flags of its fields (bridge_config.cc).
+    t.push_back(value("--bridge-config", "", "FILE", "none", "training",
+                      "Megatron-Bridge's resolved config YAML (ConfigContainer.to_yaml, written beside a run): model, "
+                      "parallel sizes, batch, mixed_precision, comm_overlap, DDP and optimizer (a field not modelled "
+                      "refused)",
+                      setter([](job_builder& b, const std::string&, const std::string&) {
+                        b.job.training.megatron_lm_arg_checks = false;  // Megatron-Bridge runs no validate_args
+                      })));
     t.push_back(swtch("--no-gradient-accumulation-fusion", "", "training",
                       "Megatron: the wgrad GEMM writes .grad and a hook adds it into main_grad (§5.9)",
                       SWITCH(b.job.training.gradient_accumulation_fusion = false)));

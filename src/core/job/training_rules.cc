@@ -302,7 +302,9 @@ std::string overlap_violation(job_spec& job) {
     return "${training.overlap_param_gather} is only supported with ${training.distributed_optimizer} (Megatron-LM's argument "
            "check)";
   }
-  if (!t.overlap_grad_reduce) return "${training.overlap_param_gather} must be used with ${training.overlap_grad_reduce} (Megatron-LM's argument check)";
+  if (!t.overlap_grad_reduce && t.megatron_lm_arg_checks) {
+    return "${training.overlap_param_gather} must be used with ${training.overlap_grad_reduce} (Megatron-LM's argument check)";
+  }
   return {};
 }
 

@@ -219,6 +219,9 @@ struct training_config {
   /// Megatron --overlap-param-gather-with-optimizer-step: the all-gather also starts under the optimizer
   /// step (its first bucket there, §5.4); needs --overlap-param-gather and interleaving.
   bool overlap_param_gather_with_step = false;
+  /// The job came through Megatron-LM's argument parser (pretrain_gpt.py), so its validate_args checks apply;
+  /// false for Megatron-Bridge, which builds Megatron-Core's configs without them (--bridge-config).
+  bool megatron_lm_arg_checks = true;
   /// Transformer Engine's userbuffers overlap of the sequence-parallel all-gathers and reduce-scatters
   /// with the linear layers' GEMMs (Megatron --tp-comm-overlap, §5.5.1); needs --sequence-parallel.
   bool tp_comm_overlap = false;

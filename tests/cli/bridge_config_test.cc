@@ -1,0 +1,210 @@
+// Megatron-Bridge jobs (issue 29): the resolved ConfigContainer YAML Megatron-Bridge writes beside a run,
+// with mixed_precision and comm_overlap applied as runtime_config_update applies them; each field becomes
+// the Megatron-Core flag of the same meaning, a field at Megatron-Core's default changes nothing, one not
+// modelled is refused naming it, its value and file:line.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "args_test_support.h"
+#include "test_support.h"
+#include "trainplan/cli/args.h"
+#include "trainplan/core/model/model.h"
+
+namespace trainplan {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using namespace args_testing;  // NOLINT(google-build-using-namespace): the shared helpers
+
+std::string bridge_file(const std::string& name) { return testing::data_path("launch/bridge/" + name); }
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// A ConfigContainer of our own: the header, then `body` (two-space YAML).
+std::string container(const std::string& name, const std::string& body) {
+  return write_temp(name, "_target_: megatron.bridge.training.config.ConfigContainer\n" + body);
+}
+
+/// A small dense model under Megatron-Bridge, PP 4 with VPP 2, DP 2 on 16 GPUs.
+const char* kSmallModel =
+    "model:\n"
+    "  _target_: megatron.bridge.models.gpt_provider.GPTModelProvider\n"
+    "  num_layers: 16\n"
+    "  hidden_size: 2048\n"
+    "  ffn_hidden_size: 8192\n"
+    "  num_attention_heads: 16\n"
+    "  num_query_groups: 16\n"
+    "  seq_length: 2048\n"
+    "  vocab_size: 50000\n"
+    "  tensor_model_parallel_size: 2\n"
+    "  pipeline_model_parallel_size: 4\n"
+    "  virtual_pipeline_model_parallel_size: 2\n"
+    "  sequence_parallel: true\n"
+    "  overlap_p2p_comm: false\n"
+    "  fp8: null\n"
+    "  bf16: false\n"
+    "train:\n"
+    "  micro_batch_size: 1\n"
+    "  global_batch_size: 64\n"
+    "ddp:\n"
+    "  use_distributed_optimizer: true\n"
+    "  overlap_grad_reduce: false\n"
+    "  grad_reduce_in_fp32: true\n";
+
+args_t bridge(const std::string& path, const args_t& own = {}) {
+  return concat({"--cluster", "dgx-h100", "--num-gpus", "16", "--bridge-config", path}, own);
+}
+
+// Megatron-Bridge's own dry-run config of gpt-oss-120b on H100 (scripts/performance/dryrun_configs, every
+// field written out): planned unchanged, the model equal to the catalog's gpt-oss-120b parameter for parameter.
+TEST(BridgeConfig, GptOss120bDryRunConfigIsTheJob) {
+  const parsed_job pj = parse({"--cluster", "dgx-h100", "--num-gpus", "64", "--bridge-config",
+                               bridge_file("gpt_oss_120b_pretrain_h100_fp8_mx_v1.yaml")});
+  EXPECT_EQ(count_parameters(pj.job.model, 1).total, count_parameters(find_model("gpt-oss-120b").spec, 1).total);
+  EXPECT_EQ(pj.job.parallel.tp, 1);
+  EXPECT_EQ(pj.job.parallel.pp, 4);
+  EXPECT_EQ(pj.job.parallel.ep, 8);
+  EXPECT_EQ(pj.job.training.micro_batch_size, 1);
+  EXPECT_EQ(pj.job.training.global_batch_size, 512);
+  EXPECT_EQ(pj.job.model.seq_length, 4096);
+  EXPECT_EQ(pj.job.training.precision, dtype::bf16);
+  EXPECT_EQ(pj.job.training.fp8, fp8_format::none);  // mixed_precision.fp8 is null in this dump
+  EXPECT_EQ(pj.job.training.zero_stage, 1);           // ddp.use_distributed_optimizer
+  EXPECT_EQ(pj.job.training.recompute_modules, static_cast<std::uint8_t>(recompute_module::layernorm) |
+                                                   static_cast<std::uint8_t>(recompute_module::moe_act));
+  EXPECT_THAT(pj.ignored_flags, Contains("gpt_oss_120b_pretrain_h100_fp8_mx_v1.yaml:checkpoint.*"));
+  EXPECT_THAT(pj.ignored_flags, Contains(HasSubstr("model.cuda_graph_scope=full (read with CUDA graphs alone)")));
+}
+
+// The other dry-run configs of the corpus are refused naming the field trainplan does not model.
+TEST(BridgeConfig, DryRunConfigsRefuseWhatIsNotModelledByName) {
+  EXPECT_THAT(error_of({"--cluster", "dgx-h100", "--num-gpus", "1024", "--bridge-config",
+                        bridge_file("deepseek_v3_pretrain_h100_fp8_sc_v1.yaml")}),
+              AllOf(HasSubstr("deepseek_v3_pretrain_h100_fp8_sc_v1.yaml:403: model.moe_flex_dispatcher_backend: hybridep"),
+                    HasSubstr("would change the estimate, which trainplan does not model")));
+  EXPECT_THAT(error_of({"--cluster", "dgx-b200", "--num-gpus", "64", "--bridge-config",
+                        bridge_file("qwen3_235b_a22b_pretrain_b200_nvfp4_v1.yaml")}),
+              AllOf(HasSubstr("mixed_precision.fp4 (as --fp4-format e2m1)"), HasSubstr("not modelled")));
+  EXPECT_THAT(error_of({"--cluster", "dgx-b200", "--num-gpus", "8", "--bridge-config",
+                        bridge_file("llama3_8b_sft_gb200_fp8_mx_v1.yaml")}),
+              HasSubstr("mixed_precision.reuse_grad_buf_for_mxfp8_param_ag: true"));
+}
+
+// DeepSeek-V3's dry-run config with the all-to-all dispatcher: the HybridEP fields fall inert; MLA,
+// 256 experts with the dense first three layers (moe_layer_freq as a list), MTP and the pipeline layout
+// are read; FP8 comes from mixed_precision (blockwise) although the model section says null.
+TEST(BridgeConfig, DeepSeekV3TakesMixedPrecisionOverTheModelSection) {
+  std::string text = read_text(bridge_file("deepseek_v3_pretrain_h100_fp8_sc_v1.yaml"));
+  text.replace(text.find("moe_token_dispatcher_type: flex"), 31, "moe_token_dispatcher_type: alltoall");
+  text.replace(text.find("  - mla_up_proj\n  - mlp\n"), 24, "  - mla_up_proj\n");
+  const std::string path = write_temp("deepseek_v3_alltoall.yaml", text);
+  const parsed_job pj = parse({"--cluster", "dgx-h100", "--num-gpus", "1024", "--bridge-config", path});
+  EXPECT_EQ(count_parameters(pj.job.model, 1).total, count_parameters(find_model("deepseek-v3").spec, 1).total);
+  EXPECT_EQ(pj.job.training.fp8, fp8_format::hybrid);
+  EXPECT_EQ(pj.job.training.fp8_scaling, fp8_recipe::blockwise);
+  EXPECT_EQ(pj.job.parallel.vpp, 4);
+  EXPECT_EQ(pj.job.parallel.ep, 64);
+  EXPECT_EQ(pj.job.training.global_batch_size, 8192);
+  // comm_overlap: PP 8 with VPP 4 overlaps p2p (the model section's false is what setup() replaces).
+  EXPECT_TRUE(pj.job.training.overlap_p2p_comm);
+}
+
+// mixed_precision overwrites the model's, optimizer's and DDP's fields of the same name.
+TEST(BridgeConfig, MixedPrecisionIsAppliedOverModelAndDdp) {
+  const std::string path = container("bridge_mp.yaml", std::string(kSmallModel) +
+                                                           "mixed_precision:\n"
+                                                           "  bf16: true\n"
+                                                           "  fp8: e4m3\n"
+                                                           "  fp8_recipe: tensorwise\n"
+                                                           "  fp8_param_gather: true\n"
+                                                           "  fp8_param: null\n"
+                                                           "  grad_reduce_in_fp32: false\n");
+  const parsed_job pj = parse(bridge(path));
+  EXPECT_EQ(pj.job.training.precision, dtype::bf16);
+  EXPECT_EQ(pj.job.training.fp8, fp8_format::e4m3);
+  EXPECT_EQ(pj.job.training.fp8_scaling, fp8_recipe::tensorwise);
+  EXPECT_TRUE(pj.job.training.fp8_param_gather);  // finalize(): fp8_param from fp8_param_gather
+  EXPECT_TRUE(pj.job.training.grad_reduce_in_bf16);  // ddp.grad_reduce_in_fp32 false
+}
+
+// comm_overlap: p2p overlap with VPP unless set; DP overlap and 128 MiB buckets with the distributed
+// optimizer; TP overlap only when asked with TP ≥ 2 and sequence parallelism.
+TEST(BridgeConfig, CommOverlapDefaultsFollowTheLayout) {
+  const std::string with = container("bridge_co.yaml", std::string(kSmallModel) +
+                                                           "comm_overlap:\n"
+                                                           "  _target_: megatron.bridge.training.comm_overlap.CommOverlapConfig\n"
+                                                           "  tp_comm_overlap: true\n"
+                                                           "  overlap_p2p_comm: null\n");
+  const parsed_job on = parse(bridge(with));
+  EXPECT_TRUE(on.job.training.overlap_p2p_comm);
+  EXPECT_TRUE(on.job.training.overlap_grad_reduce);
+  EXPECT_TRUE(on.job.training.overlap_param_gather);
+  EXPECT_TRUE(on.job.training.tp_comm_overlap);
+  // Without the section the fields stand as written.
+  const parsed_job off = parse(bridge(container("bridge_noco.yaml", kSmallModel)));
+  EXPECT_FALSE(off.job.training.overlap_p2p_comm);
+  EXPECT_FALSE(off.job.training.overlap_grad_reduce);
+  EXPECT_FALSE(off.job.training.tp_comm_overlap);
+  // The user's false stands over the default.
+  const std::string user_off = container("bridge_co_off.yaml", std::string(kSmallModel) +
+                                                                 "comm_overlap:\n"
+                                                                 "  tp_comm_overlap: false\n"
+                                                                 "  overlap_p2p_comm: false\n"
+                                                                 "  overlap_grad_reduce: false\n");
+  const parsed_job kept = parse(bridge(user_off));
+  EXPECT_FALSE(kept.job.training.overlap_p2p_comm);
+  EXPECT_FALSE(kept.job.training.overlap_grad_reduce);
+  EXPECT_TRUE(kept.job.training.overlap_param_gather);
+}
+
+// GPTModelProvider.provide pads the vocabulary only with should_pad_vocab.
+TEST(BridgeConfig, VocabularyPaddedOnlyWithShouldPadVocab) {
+  const parsed_job as_is = parse(bridge(container("bridge_vocab.yaml", kSmallModel)));
+  EXPECT_EQ(padded_vocab(as_is.job.model, 2), 50000);
+  std::string padded_text = kSmallModel;
+  padded_text.insert(padded_text.find("  tensor_model_parallel_size"), "  should_pad_vocab: true\n  make_vocab_size_divisible_by: 128\n");
+  const parsed_job padded = parse(bridge(container("bridge_vocab_pad.yaml", padded_text)));
+  EXPECT_EQ(padded_vocab(padded.job.model, 2), 50176);  // a multiple of 128 × TP 2
+}
+
+// A field at another value than Megatron-Core's default, whose effect trainplan does not model, is refused
+// naming it, its value and its line; the same field at its default, or inert, is not.
+TEST(BridgeConfig, FieldsNotModelledAreRefusedByNameAndLine) {
+  EXPECT_THAT(error_of(bridge(container("bridge_graph.yaml", std::string(kSmallModel) + "  cuda_graph_impl: transformer_engine\n"))),
+              AllOf(HasSubstr("bridge_graph.yaml:"), HasSubstr("ddp.cuda_graph_impl")));
+  std::string graph = kSmallModel;
+  graph.insert(graph.find("train:"), "  cuda_graph_impl: transformer_engine\n");
+  EXPECT_THAT(error_of(bridge(container("bridge_graph2.yaml", graph))),
+              AllOf(HasSubstr("bridge_graph2.yaml:18: model.cuda_graph_impl: transformer_engine (Megatron-Core's default "
+                              "\"none\") would change the estimate"),
+                    HasSubstr("as Megatron's --cuda-graph-impl")));
+  std::string inert = kSmallModel;
+  inert.insert(inert.find("train:"), "  cuda_graph_impl: none\n  cuda_graph_scope: full\n");
+  EXPECT_THAT(parse(bridge(container("bridge_inert.yaml", inert))).ignored_flags,
+              Contains(HasSubstr("model.cuda_graph_scope=full (read with CUDA graphs alone)")));
+  EXPECT_THAT(error_of(bridge(container("bridge_peft.yaml", std::string(kSmallModel) + "peft:\n  dim: 8\n"))),
+              HasSubstr("peft: would change what trains and what is stored"));
+}
+
+// Bad input: not a ConfigContainer, a section unknown here, a missing file; each names the file.
+TEST(BridgeConfig, BadFilesAreNamed) {
+  EXPECT_THAT(error_of(bridge(write_temp("bridge_not.yaml", "model:\n  num_layers: 2\n"))),
+              AllOf(HasSubstr("bridge_not.yaml:0: not a Megatron-Bridge ConfigContainer"), HasSubstr("--bridge-config")));
+  EXPECT_THAT(error_of(bridge(container("bridge_unknown.yaml", std::string(kSmallModel) + "mystery:\n  a: 1\n"))),
+              HasSubstr("mystery: not a Megatron-Bridge section trainplan knows"));
+  EXPECT_THAT(error_of(bridge("/nonexistent/bridge.yaml")), HasSubstr("--bridge-config /nonexistent/bridge.yaml"));
+  EXPECT_THAT(error_of(bridge(container("bridge_partial.yaml", "train:\n  micro_batch_size: 2\n"))),
+              HasSubstr("no model section with num_layers"));
+}
+
+}  // namespace
+}  // namespace trainplan
