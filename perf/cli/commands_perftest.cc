@@ -58,6 +58,15 @@ void BM_parse_job_nemo_megatron_gpt_config(benchmark::State& state) {
 }
 BENCHMARK(BM_parse_job_nemo_megatron_gpt_config);
 
+// Megatron-Bridge's gpt-oss-120b dry-run config (21 KB, every field of the ConfigContainer written out).
+void BM_parse_job_bridge_gpt_oss_120b(benchmark::State& state) {
+  const std::vector<std::string> args = {
+      "--cluster", "dgx-h100", "--num-gpus", "64", "--bridge-config",
+      TRAINPLAN_SOURCE_DIR "/tests/data/launch/bridge/gpt_oss_120b_pretrain_h100_fp8_mx_v1.yaml"};
+  for (auto _ : state) benchmark::DoNotOptimize(parse_job_args(args));
+}
+BENCHMARK(BM_parse_job_bridge_gpt_oss_120b);
+
 void BM_parse_job_torchtitan_llama3_8b_launch_line(benchmark::State& state) {
   const std::vector<std::string> args = {
       "--cluster", "dgx-h100", "--", "torchrun", "--nproc_per_node=8", "-m", "torchtitan.train",

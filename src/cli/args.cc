@@ -15,6 +15,8 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -166,13 +168,36 @@ constexpr const char* kUnmodelledFlags[] = {
 #include "megatron_core_refused.inc"
 };
 
-bool matches(const char* pattern, const std::string& flag) {
-  std::string p = pattern;
-  if (p.ends_with("*")) {
-    p.pop_back();
-    return flag.starts_with(p) && flag.size() > p.size();
+/// A flag list of exact names and `prefix*` patterns, indexed once: a flag is looked up in a hash set and
+/// against the few prefixes (a Megatron-Bridge config classifies some 600 fields by their flags).
+class flag_patterns {
+ public:
+  template <std::size_t N>
+  explicit flag_patterns(const char* const (&patterns)[N]) {
+    for (const char* pattern : patterns) {
+      const std::string_view p = pattern;
+      if (p.ends_with('*')) prefixes_.push_back(p.substr(0, p.size() - 1));
+      else exact_.insert(p);
+    }
   }
-  return p == flag;
+  bool matches(std::string_view flag) const {
+    if (exact_.contains(flag)) return true;
+    return std::any_of(prefixes_.begin(), prefixes_.end(),
+                       [&](std::string_view p) { return flag.starts_with(p) && flag.size() > p.size(); });
+  }
+
+ private:
+  std::unordered_set<std::string_view> exact_;
+  std::vector<std::string_view> prefixes_;
+};
+
+const flag_patterns& ignored_patterns() {
+  static const flag_patterns p(kIgnoredFlags);
+  return p;
+}
+const flag_patterns& unmodelled_patterns() {
+  static const flag_patterns p(kUnmodelledFlags);
+  return p;
 }
 
 std::string normalize(std::string flag) {
@@ -191,30 +216,63 @@ const flag_def* find_flag(const std::string& name);
 
 }  // namespace
 
-flag_class classify_flag(const std::string& flag_in) {
-  const std::string flag = normalize(flag_in);
-  if (find_flag(flag) != nullptr || flag == "--preset") return flag_class::modelled;
-  for (const char* p : kIgnoredFlags)
-    if (matches(p, flag)) return flag_class::ignored;
-  for (const conditional_flag& c : kConditionalFlags)
-    if (flag == c.flag) return flag_class::ignored;  // at its default; refused at any other value
-  for (const char* t : kTpCommTuningFlags)
-    if (flag == t) return flag_class::ignored;  // without --tp-comm-overlap; refused with it
-  if (flag == "--spec") return flag_class::ignored;  // the hybrid stack spec; any other refused (read_flags)
-  for (const char* p : kUnmodelledFlags)
-    if (matches(p, flag)) return flag_class::refused;
+namespace {
+
+/// The class of a flag by the rules of classify_flag below, without normalizing.
+flag_class classify_by_rules(std::string_view flag, const std::unordered_set<std::string_view>& harmless) {
+  if (ignored_patterns().matches(flag)) return flag_class::ignored;
+  if (harmless.contains(flag)) return flag_class::ignored;
+  if (unmodelled_patterns().matches(flag)) return flag_class::refused;
   return flag_class::unknown;
+}
+
+}  // namespace
+
+flag_class classify_flag(const std::string& flag_in) {
+  // Most names need no normalizing: no copy then.
+  std::string normalized;
+  const bool as_is = flag_in.find('_', 2) == std::string::npos && flag_in != "--num-virtual-stages-per-pipeline-rank";
+  if (!as_is) normalized = normalize(flag_in);
+  const std::string& flag = as_is ? flag_in : normalized;
+  if (find_flag(flag) != nullptr || flag == "--preset") return flag_class::modelled;
+  // Ignored at a harmless value or setting, refused otherwise (read_flags): the conditional flags at their
+  // default, TP-overlap tuning without --tp-comm-overlap, the hybrid stack spec.
+  static const std::unordered_set<std::string_view> kIgnoredWhenHarmless = [] {
+    std::unordered_set<std::string_view> m{"--spec"};
+    for (const conditional_flag& c : kConditionalFlags) m.insert(c.flag);
+    for (const char* t : kTpCommTuningFlags) m.insert(t);
+    return m;
+  }();
+  // Every exact name of the lists, classified once by the rules (a Megatron-Bridge config asks ~1,000
+  // times); other names (the lists' prefixes, unknown ones) by the rules each time.
+  static const std::unordered_map<std::string_view, flag_class> kByName = [] {
+    std::unordered_map<std::string_view, flag_class> m;
+    auto add = [&](std::string_view name) {
+      if (!name.ends_with('*')) m.emplace(name, classify_by_rules(name, kIgnoredWhenHarmless));
+    };
+    for (const char* f : kIgnoredFlags) add(f);
+    for (const std::string_view f : kIgnoredWhenHarmless) add(f);
+    for (const char* f : kUnmodelledFlags) add(f);
+    return m;
+  }();
+  if (const auto it = kByName.find(flag); it != kByName.end()) return it->second;
+  return classify_by_rules(flag, kIgnoredWhenHarmless);
 }
 
 namespace {
 
 const flag_def* find_flag(const std::string& name) {
-  for (const auto& d : flag_table()) {
-    if (d.info.name == name) return &d;
-    for (const auto& a : d.info.aliases)
-      if (a == name) return &d;
-  }
-  return nullptr;
+  // The table by name and alias, built once (the first name wins, as the table's order decided before).
+  static const std::unordered_map<std::string_view, const flag_def*> index = [] {
+    std::unordered_map<std::string_view, const flag_def*> m;
+    for (const auto& d : flag_table()) {
+      m.emplace(d.info.name, &d);
+      for (const auto& a : d.info.aliases) m.emplace(a, &d);
+    }
+    return m;
+  }();
+  const auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
 }
 
 std::vector<std::string> all_flag_names() {
@@ -235,6 +293,8 @@ struct pending {
   /// torchtitan config (or torchtitan's defaults), 5 torchtitan's overrides on the launch line, 6 its NeMo
   /// config (or NeMo's defaults), 7 Hydra's overrides on the launch line
   int source;
+  /// a framework config's key: its file:line ("llama3_8b.yaml:61"), for the messages of the job's rules
+  std::string where = {};
 };
 
 /// Where a tokenizer flag's value goes, or null for any other flag.
@@ -386,9 +446,7 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
         b.tp_comm_tuning.push_back(flag);
         continue;
       }
-      bool ignored = false;
-      for (const char* p : kIgnoredFlags) ignored = ignored || matches(p, flag);
-      if (ignored) {
+      if (ignored_patterns().matches(flag)) {
         b.ignored.push_back(flag);
         const std::size_t at = i;
         consume_value();
@@ -396,11 +454,9 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
         if (std::string* slot = tokenizer_slot(b.tokenizer, flag)) *slot = has_inline ? val : i > at ? tokens[at + 1] : "";
         continue;
       }
-      for (const char* p : kUnmodelledFlags) {
-        if (matches(p, flag)) {
-          throw input_error(flag + " would change the estimate but is not modelled by trainplan; remove it to get the "
-                            "estimate without it");
-        }
+      if (unmodelled_patterns().matches(flag)) {
+        throw input_error(flag + " would change the estimate but is not modelled by trainplan; remove it to get the "
+                          "estimate without it");
       }
       throw input_error("unknown flag " + flag + did_you_mean(flag, all_flag_names()) +
                         (launch ? "; if it changes no estimate, tell us and we will list it as ignored" : "") +
@@ -489,6 +545,7 @@ void config_settings_flags(const nemo_config& nc, job_builder& b, std::vector<pe
     for (pending& p : read) {
       p.source = s.from_launch_line ? 7 : 6;
       p.flag = s.key;
+      p.where = s.where;
       out.push_back(std::move(p));
     }
   }
@@ -890,7 +947,7 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
     for (std::string_view fields = p.def->info.fields; !fields.empty();) {
       const std::size_t end = std::min(fields.find(' '), fields.size());
       const std::string field(fields.substr(0, end));
-      if (p.source >= 3) config_keys[field] = p.flag;
+      if (p.source >= 3) config_keys[field] = p.where.empty() ? p.flag : fmt::format("{} ({})", p.flag, p.where);
       else config_keys.erase(field);
       fields.remove_prefix(std::min(end + 1, fields.size()));
     }

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <unordered_map>
+#include <unordered_set>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -186,8 +188,8 @@ constexpr std::array kKeys = {
 };
 
 const br_key* find_key(std::string_view path) {
-  static const std::map<std::string_view, const br_key*> index = [] {
-    std::map<std::string_view, const br_key*> m;
+  static const std::unordered_map<std::string_view, const br_key*> index = [] {
+    std::unordered_map<std::string_view, const br_key*> m;
     for (const br_key& k : kKeys) m.emplace(k.path, &k);
     return m;
   }();
@@ -203,11 +205,21 @@ constexpr core_default kCoreDefaults[] = {
 #include "megatron_core_defaults.inc"
 };
 
-std::optional<json> core_default_of(std::string_view section, std::string_view field) {
-  for (const core_default& d : kCoreDefaults) {
-    if (d.section == section && d.field == field) return json::parse(d.json_text);
-  }
-  return std::nullopt;
+/// Megatron-Core's default of the field `key` ("model.fp8"), or null when it has no literal one.
+const json* core_default_of(std::string_view key) {
+  struct table {
+    std::vector<std::string> keys;  ///< "section.field", owned here: the index's views point into it
+    std::unordered_map<std::string_view, json> index;
+  };
+  static const table t = [] {
+    table r;
+    r.keys.reserve(std::size(kCoreDefaults));
+    for (const core_default& d : kCoreDefaults) r.keys.push_back(fmt::format("{}.{}", d.section, d.field));
+    for (std::size_t i = 0; i < r.keys.size(); ++i) r.index.emplace(r.keys[i], json::parse(kCoreDefaults[i].json_text));
+    return r;
+  }();
+  const auto it = t.index.find(key);
+  return it == t.index.end() ? nullptr : &it->second;
 }
 
 /// Field prefixes that change no estimate: RoPE scaling, initialisation, µP's multipliers, inference.
@@ -223,7 +235,8 @@ constexpr std::array<std::string_view, 3> kFieldSections = {"model", "ddp", "opt
 struct br_value {
   json v;
   std::string text;    ///< as written (numbers keep their spelling; `_target_` objects their target)
-  std::string origin;  ///< the key that set it: "model.fp8", or "mixed_precision.fp8" once applied
+  std::string_view origin;  ///< the key that set it: "model.fp8", or "mixed_precision.fp8" once applied (a key of
+                            ///< the reader's table, which outlives it)
   int line = 0;
 };
 
@@ -232,10 +245,14 @@ std::string text_of(const json& v, const std::string& written) {
   if (!written.empty()) return written;
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "null";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_object() && v.contains("_target_") && v["_target_"].is_string()) return v["_target_"].get<std::string>();
   if (v.is_array()) {
     std::string out;
-    for (const json& e : v) out += (out.empty() ? "" : ",") + text_of(e, "");
+    for (const json& e : v) {
+      if (!out.empty()) out += ',';
+      out += text_of(e, "");
+    }
     return out;
   }
   return v.dump();
@@ -263,9 +280,8 @@ bool same_value(const json& a, const json& b) {
 
 /// Whether `section.field` holds Megatron-Core's default (off, for a field without a literal one).
 bool at_default(const std::string& key, const br_value& v) {
-  const std::size_t dot = key.find('.');
-  const std::optional<json> def = core_default_of(key.substr(0, dot), key.substr(dot + 1));
-  return def ? same_value(*def, v.v) || (falsy(*def) && falsy(v.v)) : falsy(v.v);
+  const json* def = core_default_of(key);
+  return def != nullptr ? same_value(*def, v.v) || (falsy(*def) && falsy(v.v)) : falsy(v.v);
 }
 
 class reader {
@@ -282,7 +298,7 @@ class reader {
     throw input_error(fmt::format("{}:{}: {}: {}", path_, v.line, v.origin, why));
   }
   void add(const br_value& v, std::vector<std::string> tokens) {
-    out_.settings.push_back({std::move(tokens), v.origin, fmt::format("{}:{}", name_, v.line), false});
+    out_.settings.push_back({std::move(tokens), std::string(v.origin), fmt::format("{}:{}", path_, v.line), false});
   }
   void ignore(const br_value& v, std::string_view why) {
     out_.ignored.push_back(fmt::format("{}:{} {}={}{}", name_, v.line, v.origin, v.text,
@@ -308,7 +324,7 @@ class reader {
     const br_value* v = find(key);
     return v == nullptr || v->v.is_null() ? "" : v->text;
   }
-  void done(const std::string& key) { handled_.push_back(key); }
+  void done(const std::string& key) { handled_.insert(key); }
 
   void apply_mixed_precision();
   void apply_comm_overlap();
@@ -322,8 +338,15 @@ class reader {
   void one_field(const std::string& key, const br_value& v);
 
   std::string path_, flag_, name_;
-  std::map<std::string, br_value> values_;  ///< "section.field" of the sections read
-  std::vector<std::string> handled_;        ///< read by the custom code
+  /// "section.field" of the sections read, and the same in file order (fields comm_overlap adds last).
+  std::unordered_map<std::string, br_value> values_;
+  std::vector<std::pair<const std::string*, br_value*>> order_;
+  br_value& put(const std::string& key) {
+    auto [it, fresh] = values_.try_emplace(key);
+    if (fresh) order_.emplace_back(&it->first, &it->second);
+    return it->second;
+  }
+  std::unordered_set<std::string> handled_;  ///< read by the custom code
   nemo_config out_;
 };
 
@@ -336,12 +359,22 @@ void reader::read_file() {
                                   "give the file, or its settings as flags",
                                   flag_, path_, e.what()));
   }
-  const detail::document d = detail::parse_document(text, path_, false, "Megatron-Bridge config", "sections");
+  // The ignored sections are not built (a third of the file).
+  static const std::vector<std::string_view> kUnread = [] {
+    std::vector<std::string_view> v;
+    for (const br_section_row& r : kSections) {
+      if (r.kind == br_section::ignored) v.push_back(r.name);
+    }
+    return v;
+  }();
+  detail::document d = detail::parse_document(text, path_, false, "Megatron-Bridge config", "sections", kUnread);
   auto line_of = [&](const std::string& key) {
     const auto it = d.lines.find(key);
     return it == d.lines.end() ? 0 : it->second;
   };
-  const json& root = d.root;
+  json& root = d.root;
+  values_.reserve(d.lines.size());
+  order_.reserve(d.lines.size());
   const std::string target = root.contains("_target_") && root["_target_"].is_string() ? root["_target_"].get<std::string>() : "";
   if (!target.ends_with(".ConfigContainer")) {
     throw input_error(fmt::format("{}:{}: not a Megatron-Bridge ConfigContainer (its _target_ is '{}'): {} reads the "
@@ -371,12 +404,21 @@ void reader::read_file() {
     }
     if (it.value().is_null()) continue;
     if (!it.value().is_object()) throw input_error(fmt::format("{}:{}: {}: expected a mapping", path_, line, section));
+    // train, dist, tokenizer and dataset are read by their rows alone: their other fields are not kept.
+    const bool by_rows = section != "mixed_precision" && section != "comm_overlap" &&
+                         std::find(kFieldSections.begin(), kFieldSections.end(), section) == kFieldSections.end();
     for (auto f = it.value().begin(); f != it.value().end(); ++f) {
-      const std::string key = section + "." + f.key();
+      std::string name = section + "." + f.key();
+      if (by_rows && find_key(name) == nullptr) continue;
+      const auto [at, fresh] = values_.try_emplace(std::move(name));
+      const std::string& key = at->first;
+      br_value& v = at->second;
+      if (fresh) order_.emplace_back(&key, &v);
       const auto n = d.numbers.find(key);
-      br_value v{f.value(), "", key, line_of(key)};
+      v.v = std::move(f.value());  // the document is not read again
       v.text = text_of(v.v, n == d.numbers.end() ? "" : n->second);
-      values_.emplace(key, std::move(v));
+      v.origin = key;
+      v.line = line_of(key);
     }
   }
   if (find("model.num_layers") == nullptr) {
@@ -391,8 +433,8 @@ void reader::read_file() {
 /// fp8_param (fp4_param) from fp8_param_gather when null.
 void reader::apply_mixed_precision() {
   std::vector<std::pair<std::string, br_value>> fields;
-  for (const auto& [key, v] : values_) {
-    if (key.starts_with("mixed_precision.") && key != "mixed_precision._target_") fields.emplace_back(key.substr(16), v);
+  for (const auto& [key, v] : order_) {
+    if (key->starts_with("mixed_precision.") && *key != "mixed_precision._target_") fields.emplace_back(key->substr(16), *v);
   }
   for (auto& [field, v] : fields) {
     for (const char* low : {"fp8", "fp4"}) {
@@ -406,7 +448,7 @@ void reader::apply_mixed_precision() {
     for (const std::string_view target : kFieldSections) {
       // hasattr(config, field): a field the dump writes, or one of the dataclass's.
       const std::string key = fmt::format("{}.{}", target, field);
-      if (values_.contains(key) || core_default_of(target, field)) values_[key] = v;
+      if (values_.contains(key) || core_default_of(key) != nullptr) put(key) = v;
     }
   }
   for (const auto& [field, v] : fields) done("mixed_precision." + field);
@@ -424,14 +466,15 @@ void reader::apply_comm_overlap() {
     return v == nullptr || v->v.is_null() ? nullptr : v;
   };
   auto set = [&](const std::string& key, const json& value, const br_value* from) {
-    br_value& v = values_[key];
+    br_value& v = put(key);
+    const std::string_view stable_key = values_.find(key)->first;
     v.v = value;
     v.text = text_of(value, from != nullptr && from->v == value ? from->text : "");
     if (from != nullptr) {
       v.origin = from->origin;
       v.line = from->line;
     } else {
-      v.origin = key;
+      v.origin = stable_key;
       if (const br_value* section = find("comm_overlap._target_")) v.line = section->line;
     }
   };
@@ -464,8 +507,8 @@ void reader::apply_comm_overlap() {
   } else {
     set("ddp.overlap_param_gather_with_optimizer_step", false, nullptr);
   }
-  for (const auto& [key, v] : values_) {
-    if (key.starts_with("comm_overlap.")) done(key);
+  for (const auto& [key, v] : order_) {
+    if (key->starts_with("comm_overlap.")) done(*key);
   }
 }
 
@@ -690,17 +733,25 @@ void reader::gates() {
       {"optimizer", {"lion_"}, scalar("optimizer.optimizer") == "lion", "read by the Lion optimizer alone"},
       {"optimizer", {"sgd_"}, scalar("optimizer.optimizer") == "sgd", "read by SGD alone"},
   };
+  std::vector<const gate*> inert;  // the gates whose feature is off
   for (const gate& g : kGates) {
-    if (g.on) continue;
-    for (const auto& [key, v] : values_) {
-      const std::string section = key.substr(0, key.find('.'));
-      const std::string field = key.substr(section.size() + 1);
+    if (!g.on) inert.push_back(&g);
+  }
+  for (const auto& [key_at, value_at] : order_) {
+    const std::string& key = *key_at;
+    const br_value& v = *value_at;
+    const std::string_view k = key;
+    const std::string_view section = k.substr(0, k.find('.'));
+    const std::string_view field = k.substr(section.size() + 1);
+    if (std::find(kFieldSections.begin(), kFieldSections.end(), section) == kFieldSections.end()) continue;
+    for (const gate* gp : inert) {
+      const gate& g = *gp;
       if (!g.section.empty() && section != g.section) continue;
-      if (std::find(kFieldSections.begin(), kFieldSections.end(), section) == kFieldSections.end()) continue;
       if (std::none_of(g.prefixes.begin(), g.prefixes.end(), [&](std::string_view p) { return field.starts_with(p); })) continue;
-      if (std::find(handled_.begin(), handled_.end(), key) != handled_.end()) continue;
+      if (handled_.contains(key)) break;
       if (!at_default(key, v)) ignore(v, g.why);
       done(key);
+      break;
     }
   }
 }
@@ -710,8 +761,10 @@ void reader::gates() {
 /// Megatron-Core's default (or off, for a field of Megatron-Bridge's own), listed when it changes nothing,
 /// refused when it would change an estimate trainplan does not model.
 void reader::by_field() {
-  for (const auto& [key, v] : values_) {
-    if (std::find(handled_.begin(), handled_.end(), key) != handled_.end()) continue;
+  for (const auto& [key_at, value_at] : order_) {
+    const std::string& key = *key_at;
+    const br_value& v = *value_at;
+    if (handled_.contains(key)) continue;
     const std::string section = key.substr(0, key.find('.'));
     if (key.ends_with("._target_")) continue;  // the section's class, read where it matters (model._target_)
     const br_key* k = find_key(key);
@@ -743,30 +796,43 @@ void reader::one_field(const std::string& key, const br_value& v) {
     if (!at_default(key, v)) ignore(v, "");
     return;
   }
-  const std::string section = key.substr(0, key.find('.'));
-  const std::string field = key.substr(section.size() + 1);
-  std::string dashed = field;
-  std::replace(dashed.begin(), dashed.end(), '_', '-');
-  const std::string on = "--" + dashed, no = "--no-" + dashed, disable = "--disable-" + dashed;
-  const flag_class c_on = classify_flag(on), c_no = classify_flag(no), c_disable = classify_flag(disable);
-  const bool off_modelled = c_no == flag_class::modelled || c_disable == flag_class::modelled;
+  const std::string_view k = key;
+  const std::string_view section = k.substr(0, k.find('.'));
+  const std::string_view field = k.substr(section.size() + 1);
+  std::string on = "--";
+  on.append(field);
+  std::replace(on.begin() + 2, on.end(), '_', '-');
+  const std::string_view dashed = std::string_view(on).substr(2);
+  // The off flags (--no-x, --disable-x) are classified only when a value needs them.
+  std::optional<std::pair<flag_class, flag_class>> off_classes;
+  auto off = [&] {
+    if (!off_classes) {
+      off_classes = std::pair{classify_flag(fmt::format("--no-{}", dashed)), classify_flag(fmt::format("--disable-{}", dashed))};
+    }
+    return *off_classes;
+  };
+  const flag_class c_on = classify_flag(on);
   if (v.v.is_boolean()) {
     const bool b = v.v.get<bool>();
     if (b && c_on == flag_class::modelled) return add(v, {on});
-    if (!b && off_modelled) return add(v, {c_no == flag_class::modelled ? no : disable});
+    const auto [c_no, c_disable] = off();
+    const bool off_modelled = c_no == flag_class::modelled || c_disable == flag_class::modelled;
+    if (!b && off_modelled) return add(v, {fmt::format("--{}-{}", c_no == flag_class::modelled ? "no" : "disable", dashed)});
     if ((!b && c_on == flag_class::modelled) || (b && off_modelled)) return;  // Megatron's default
   } else if (!v.v.is_null() && c_on == flag_class::modelled) {
     if (v.v.is_object()) fail(v, fmt::format("expected a value for {}, got a mapping", on));
     return add(v, {on, v.text});
   }
-  const std::optional<json> def = core_default_of(section, field);
-  if (def ? same_value(*def, v.v) : (v.v.is_null() || falsy(v.v))) return;  // at Megatron-Core's default, or off
+  const json* def = core_default_of(key);
+  if (def != nullptr ? same_value(*def, v.v) : (v.v.is_null() || falsy(v.v))) return;  // at Megatron-Core's default, or off
   if (v.v.is_null()) return;  // unset: the dataclass's own default applies
+  const auto [c_no, c_disable] = off();
   if (c_on == flag_class::ignored || c_no == flag_class::ignored || c_disable == flag_class::ignored) {
     return ignore(v, "");
   }
   fail(v, fmt::format("{} (Megatron-Core's default {}) would change the estimate, which trainplan does not model{}",
-                      v.text, def ? def->dump() : "off", c_on == flag_class::refused ? fmt::format(" (as Megatron's {})", on) : ""));
+                      v.text, def != nullptr ? def->dump() : "off",
+                      c_on == flag_class::refused ? fmt::format(" (as Megatron's {})", on) : ""));
 }
 
 nemo_config reader::resolve() {

@@ -193,6 +193,11 @@ TEST(BridgeConfig, FieldsNotModelledAreRefusedByNameAndLine) {
               Contains(HasSubstr("model.cuda_graph_scope=full (read with CUDA graphs alone)")));
   EXPECT_THAT(error_of(bridge(container("bridge_peft.yaml", std::string(kSmallModel) + "peft:\n  dim: 8\n"))),
               HasSubstr("peft: would change what trains and what is stored"));
+  // A rule of the job that a field breaks names the field with its file:line.
+  std::string mlp = kSmallModel;
+  mlp.insert(mlp.find("train:"), "  recompute_granularity: selective\n  recompute_modules:\n  - mlp\n");
+  EXPECT_THAT(error_of(bridge(container("bridge_mlp.yaml", mlp))),
+              AllOf(HasSubstr("model.recompute_modules ("), HasSubstr("args_test_bridge_mlp.yaml:19) mlp is modelled at TP 1")));
 }
 
 // Bad input: not a ConfigContainer, a section unknown here, a missing file; each names the file.

@@ -29,8 +29,9 @@ namespace {
 
 /// A YAML scalar as JSON: quoted (or explicitly tagged) scalars stay strings; plain ones become null,
 /// bool, integer or number where they read as one (YAML 1.2 core schema).
-json yaml_scalar(const std::string& s, bool plain, const std::string& path, document& d) {
-  if (!plain) return s;
+template <class PathOf>
+json yaml_scalar(std::string&& s, bool plain, const PathOf& path, document& d) {
+  if (!plain) return std::move(s);
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
@@ -38,20 +39,20 @@ json yaml_scalar(const std::string& s, bool plain, const std::string& path, docu
   const char* last = s.data() + s.size();
   const char* digits = (s[0] == '+' || s[0] == '-') ? first + 1 : first;
   if (digits != last && std::all_of(digits, last, [](char c) { return c >= '0' && c <= '9'; })) {
-    d.numbers[path] = s;
+    d.numbers[path()] = s;
     std::int64_t i = 0;
     const auto r = std::from_chars(s[0] == '+' ? first + 1 : first, last, i);
     if (r.ec == std::errc() && r.ptr == last) return i;
     return std::strtod(s.c_str(), nullptr);  // out of int64 range: kept as a (huge) number
   }
-  if (std::none_of(first, last, [](char c) { return c >= '0' && c <= '9'; })) return s;  // not inf/nan
+  if (std::none_of(first, last, [](char c) { return c >= '0' && c <= '9'; })) return std::move(s);  // not inf/nan
   double x = 0;
   const auto r = std::from_chars(s[0] == '+' ? first + 1 : first, last, x);
   if (r.ec == std::errc() && r.ptr == last) {
-    d.numbers[path] = s;
+    d.numbers[path()] = s;
     return x;
   }
-  return s;
+  return std::move(s);
 }
 
 /// A YAML document's node graph is bounded while it is built: nesting is capped, and the nodes an alias
@@ -64,7 +65,7 @@ constexpr std::int64_t kMaxYamlNodes = 20'000;
 /// libyaml's events (its parser: YAML 1.1 syntax, scalars typed above) built into the document's tree.
 class yaml_builder {
  public:
-  explicit yaml_builder(document& d) : d_(d) {}
+  yaml_builder(document& d, std::span<const std::string_view> unread) : d_(d), unread_(unread) {}
 
   void parse(const std::string& text) {
     yaml_parser_t parser;
@@ -103,7 +104,10 @@ class yaml_builder {
     std::string anchor;
     bool has_key = false;  ///< a mapping: its next event is the value of `key`
     std::string key;
-    std::unordered_set<std::string> keys;  ///< a mapping's keys so far (ordered_json finds by linear search)
+    const std::string* key_path = nullptr;  ///< path.key, where the value of `key` goes (a key of lines)
+    /// A mapping's entries so far, moved into `value` when it ends (ordered_json's entries have const
+    /// keys, so growing them in place copies every key).
+    std::vector<std::pair<std::string, json>> entries;
   };
   struct anchored {
     json value;
@@ -127,17 +131,20 @@ class yaml_builder {
     if (stack_.empty()) return "";
     const open_node& top = stack_.back();
     if (top.value.is_array()) return fmt::format("{}[{}]", top.path, top.value.size());
-    return top.path.empty() ? top.key : top.path + "." + top.key;
+    return *top.key_path;
   }
   bool expects_key() const { return !stack_.empty() && stack_.back().value.is_object() && !stack_.back().has_key; }
 
-  /// A mapping key: a plain name, unique in its mapping.
-  void take_key(const std::string& key, std::size_t line) {
+  /// A mapping key: a plain name, unique in its mapping. Its path's line doubles as the uniqueness
+  /// check: a path is taken once, by its key or by an alias's copy of a whole value placed there.
+  void take_key(std::string key, std::size_t line) {
     open_node& top = stack_.back();
-    const std::string child = top.path.empty() ? key : top.path + "." + key;
-    if (!top.keys.insert(key).second) fail(line, fmt::format("duplicate key '{}'", child));
-    d_.lines[child] = static_cast<int>(line);
-    top.key = key;
+    std::string child = top.path.empty() ? key : top.path + "." + key;
+    const auto [at, fresh] = d_.lines.emplace(std::move(child), static_cast<int>(line));
+    if (!fresh) fail(line, fmt::format("duplicate key '{}'", at->first));
+    skip_next_ = stack_.size() == 1 && std::find(unread_.begin(), unread_.end(), key) != unread_.end();
+    top.key = std::move(key);
+    top.key_path = &at->first;  // unordered_map keys stay where they are
     top.has_key = true;
   }
 
@@ -152,19 +159,21 @@ class yaml_builder {
     if (top.value.is_array()) {
       top.value.push_back(std::move(value));
     } else {
-      top.value.get_ref<json::object_t&>().emplace_back(top.key, std::move(value));  // unique: take_key
+      top.entries.emplace_back(std::move(top.key), std::move(value));  // unique: take_key
+      top.key.clear();
       top.has_key = false;
     }
   }
 
   /// The entries of `marks` under `from` (a line or a number as written) again under `to`: an alias's copy.
   template <class V>
-  static void copy_marks(std::map<std::string, V>& marks, const std::string& from, const std::string& to) {
+  static void copy_marks(std::unordered_map<std::string, V>& marks, const std::string& from, const std::string& to) {
     std::vector<std::pair<std::string, V>> add;
-    for (auto it = marks.lower_bound(from); it != marks.end() && it->first.starts_with(from); ++it) {
-      const std::string rest = it->first.substr(from.size());
+    for (const auto& [key, value] : marks) {
+      if (!key.starts_with(from)) continue;
+      const std::string rest = key.substr(from.size());
       if (!rest.empty() && rest[0] != '.' && rest[0] != '[') continue;
-      add.emplace_back(to + rest, it->second);
+      add.emplace_back(to + rest, value);
     }
     for (auto& [k, v] : add) marks[k] = std::move(v);
   }
@@ -181,19 +190,49 @@ class yaml_builder {
   }
   static std::string text_of(const yaml_char_t* s) { return s == nullptr ? "" : reinterpret_cast<const char*>(s); }
 
+  /// Inside a top-level value in `unread_`: its events are counted (the node bound holds) but not built.
+  /// Returns true when the event was consumed so.
+  bool skipped(const yaml_event_t& e) {
+    const bool start = e.type == YAML_SEQUENCE_START_EVENT || e.type == YAML_MAPPING_START_EVENT;
+    const bool end = e.type == YAML_SEQUENCE_END_EVENT || e.type == YAML_MAPPING_END_EVENT;
+    if (skip_depth_ == 0) {
+      if (!skip_next_ || !start) return false;  // a scalar or alias there is built as usual (cheap)
+      skip_next_ = false;
+      skip_depth_ = 1;
+      count(1);
+      return true;
+    }
+    if (start) {
+      if (stack_.size() + skip_depth_ >= kMaxYamlDepth) {
+        fail(e.start_mark.line + 1, fmt::format("nested deeper than {} levels", kMaxYamlDepth));
+      }
+      ++skip_depth_;
+      count(1);
+    } else if (end) {
+      if (--skip_depth_ == 0) place(json::object(), "", "");
+    } else {
+      count(1);
+    }
+    return true;
+  }
+
   void event(const yaml_event_t& e) {
     const std::size_t line = e.start_mark.line + 1;
+    if ((skip_next_ || skip_depth_ > 0) && skipped(e)) return;
+    skip_next_ = false;
     switch (e.type) {
       case YAML_SCALAR_EVENT: {
         count(1);
-        const std::string text = text_of(e.data.scalar.value, e.data.scalar.length);
+        std::string text = text_of(e.data.scalar.value, e.data.scalar.length);
         const bool plain = e.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && e.data.scalar.tag == nullptr;
         if (expects_key()) {
-          take_key(text, line);
+          take_key(std::move(text), line);
           return;
         }
-        const std::string path = child_path();
-        place(yaml_scalar(text, plain, path, d_), path, text_of(e.data.scalar.anchor));
+        // The path is built only where it is kept: a number's spelling, an anchor.
+        const std::string anchor = text_of(e.data.scalar.anchor);
+        json value = yaml_scalar(std::move(text), plain, [&] { return child_path(); }, d_);
+        place(std::move(value), anchor.empty() ? std::string() : child_path(), anchor);
         return;
       }
       case YAML_SEQUENCE_START_EVENT:
@@ -208,13 +247,19 @@ class yaml_builder {
                                    .anchor = text_of(anchor),
                                    .has_key = false,
                                    .key = {},
-                                   .keys = {}});
+                                   .key_path = nullptr,
+                                   .entries = {}});
         return;
       }
       case YAML_SEQUENCE_END_EVENT:
       case YAML_MAPPING_END_EVENT: {
         open_node done = std::move(stack_.back());
         stack_.pop_back();
+        if (done.value.is_object()) {
+          json::object_t& object = done.value.get_ref<json::object_t&>();
+          object.reserve(done.entries.size());
+          for (auto& [key, value] : done.entries) object.emplace_back(std::move(key), std::move(value));
+        }
         place(std::move(done.value), done.path, done.anchor);
         return;
       }
@@ -245,6 +290,9 @@ class yaml_builder {
   }
 
   document& d_;
+  std::span<const std::string_view> unread_;  ///< top-level keys whose values are not built
+  bool skip_next_ = false;                    ///< the next value is one of them
+  std::size_t skip_depth_ = 0;                ///< open mappings and sequences inside it
   std::vector<open_node> stack_;
   std::map<std::string, anchored> anchors_;
 };
@@ -252,7 +300,7 @@ class yaml_builder {
 }  // namespace
 
 document parse_document(const std::string& text, const std::string& origin, bool force_json,
-                        std::string_view kind, std::string_view entries) {
+                        std::string_view kind, std::string_view entries, std::span<const std::string_view> unread) {
   document d;
   d.origin = origin;
   const auto first = text.find_first_not_of(" \t\r\n");
@@ -266,7 +314,10 @@ document parse_document(const std::string& text, const std::string& origin, bool
       detail::throw_number_out_of_range(text, origin, e.what());
     }
   } else {
-    yaml_builder(d).parse(text);
+    // A key a line at most: the tables never rehash.
+    d.lines.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+    // No anchor, no alias that could name a node of an unread section.
+    yaml_builder(d, text.find('&') == std::string::npos ? unread : std::span<const std::string_view>{}).parse(text);
   }
   if (d.root.is_null()) throw input_error(fmt::format("{}: the {} is empty", origin, kind));
   if (!d.root.is_object()) {

@@ -6,8 +6,9 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <map>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -22,8 +23,8 @@ using json = nlohmann::ordered_json;
 struct document {
   std::string origin;
   json root;
-  std::map<std::string, int> lines;
-  std::map<std::string, std::string> numbers;
+  std::unordered_map<std::string, int> lines;
+  std::unordered_map<std::string, std::string> numbers;
   std::int64_t yaml_nodes = 0;  ///< YAML nodes visited so far (aliases included): bounded (§7.9)
 
   std::string where(const std::string& path) const {
@@ -43,8 +44,11 @@ struct document {
 /// Parses `text` (JSON when `force_json` or it starts with '{', else YAML 1.2's core schema: plain
 /// scalars become null, bool, integer or number). `kind` names the file in messages ("model file"),
 /// `entries` what its top level maps ("model fields"). Throws input_error with origin:line for malformed
-/// text, an empty file or a top level that is not a mapping.
+/// text, an empty file or a top level that is not a mapping. YAML top-level keys in `unread` keep their
+/// line but not their contents (a mapping or sequence there becomes {}): sections the caller ignores
+/// whole, not built; only when the text holds no anchor ('&'), so that no alias can name what was skipped.
 document parse_document(const std::string& text, const std::string& origin, bool force_json,
-                        std::string_view kind = "model file", std::string_view entries = "model fields");
+                        std::string_view kind = "model file", std::string_view entries = "model fields",
+                        std::span<const std::string_view> unread = {});
 
 }  // namespace trainplan::detail
