@@ -74,6 +74,14 @@ def test_from_files_equals_the_cli(source_dir):
         "model", "--model", str(hf), "--tp", "2", "--seq-length", "4096")
 
 
+def test_bridge_config_equals_the_cli(source_dir):
+    # A Megatron-Bridge ConfigContainer dump read through the keyword, as --bridge-config reads it.
+    config = source_dir / "tests" / "data" / "launch" / "bridge" / "gpt_oss_120b_pretrain_h100_fp8_mx_v1.yaml"
+    job = trainplan.Job(bridge_config=config, cluster="dgx-h100", num_gpus=64)
+    assert job.time() == run_cli("time", "--bridge-config", str(config), "--cluster", "dgx-h100", "--num-gpus", "64")
+    assert job.time()["context"]["parallel"]["pp"] == 4
+
+
 def test_search_equals_the_cli():
     # One thread: with several, which layouts past the top K the bound lets through depends on timing.
     kwargs = dict(model="llama2-7b", cluster="dgx-a100", num_nodes=2, gbs=128, tp=[1, 2, 4], recompute=["none", "full"],
