@@ -828,9 +828,11 @@ namespace {
 /// file that cannot be read) gets it, so that every message says which argument it is about: in front,
 /// or after a file error's "file:line: " message, which stays first.
 void apply_flag(const pending& p, job_builder& b) {
+  // A framework config's key is named with its file:line.
+  const std::string named = p.where.empty() ? p.flag : fmt::format("{} ({})", p.flag, p.where);
   try {
     b.source = p.source;
-    p.def->apply(b, p.value, p.flag);
+    p.def->apply(b, p.value, named);
   } catch (const input_error& e) {
     const std::string what = e.what();
     auto names = [&what](const std::string& spelling) {
@@ -844,8 +846,8 @@ void apply_flag(const pending& p, job_builder& b) {
         std::any_of(p.def->info.aliases.begin(), p.def->info.aliases.end(), names)) {
       throw;
     }
-    if (!p.value.empty() && what.starts_with(p.value + ":")) throw e.wrapped("", " (" + p.flag + ")");
-    throw e.wrapped(p.flag + ": ", "");
+    if (!p.value.empty() && what.starts_with(p.value + ":")) throw e.wrapped("", " (" + named + ")");
+    throw e.wrapped(named + ": ", "");
   }
 }
 

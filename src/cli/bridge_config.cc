@@ -403,6 +403,11 @@ void reader::read_file() {
       continue;
     }
     if (it.value().is_null()) continue;
+    if (section == "mixed_precision" && it.value().is_string()) {
+      throw input_error(fmt::format("{}:{}: mixed_precision: '{}' is a recipe's name; trainplan reads the fields it "
+                                    "resolves to (get_mixed_precision_config), as the config a run saves holds them",
+                                    path_, line, it.value().get<std::string>()));
+    }
     if (!it.value().is_object()) throw input_error(fmt::format("{}:{}: {}: expected a mapping", path_, line, section));
     // train, dist, tokenizer and dataset are read by their rows alone: their other fields are not kept.
     const bool by_rows = section != "mixed_precision" && section != "comm_overlap" &&
@@ -482,6 +487,14 @@ void reader::apply_comm_overlap() {
   const std::int64_t pp = integer("model.pipeline_model_parallel_size", 1);
   const std::int64_t vpp = integer("model.virtual_pipeline_model_parallel_size", 1);
   // Model: what the user set, else these.
+  for (const char* field : {"tp_comm_overlap", "overlap_p2p_comm", "overlap_grad_reduce", "overlap_param_gather",
+                            "overlap_param_gather_with_optimizer_step", "defer_embedding_wgrad_compute",
+                            "overlap_moe_expert_parallel_comm", "delay_wgrad_compute"}) {
+    if (const br_value* u = user(field); u != nullptr && !u->v.is_boolean()) fail(*u, "expected true, false or null");
+  }
+  for (const char* field : {"data_parallel_size", "bucket_size", "wgrad_deferral_limit"}) {
+    if (const br_value* u = user(field); u != nullptr && !u->v.is_number_integer()) fail(*u, "expected an integer or null");
+  }
   const br_value* tp_overlap = user("tp_comm_overlap");
   const bool tp_on = tp_overlap != nullptr && tp_overlap->v.is_boolean() && tp_overlap->v.get<bool>() && tp >= 2 &&
                      boolean("model.sequence_parallel", false);

@@ -209,6 +209,15 @@ TEST(BridgeConfig, BadFilesAreNamed) {
   EXPECT_THAT(error_of(bridge("/nonexistent/bridge.yaml")), HasSubstr("--bridge-config /nonexistent/bridge.yaml"));
   EXPECT_THAT(error_of(bridge(container("bridge_partial.yaml", "train:\n  micro_batch_size: 2\n"))),
               HasSubstr("no model section with num_layers"));
+  // Values of the wrong type name their key and line, whichever reader finds them.
+  std::string bad_int = kSmallModel;
+  bad_int.replace(bad_int.find("num_layers: 16"), 14, "num_layers: many");
+  EXPECT_THAT(error_of(bridge(container("bridge_int.yaml", bad_int))),
+              AllOf(HasSubstr("model.num_layers ("), HasSubstr("bridge_int.yaml:4) expects an integer, got 'many'")));
+  EXPECT_THAT(error_of(bridge(container("bridge_co_type.yaml", std::string(kSmallModel) + "comm_overlap:\n  tp_comm_overlap: 5\n"))),
+              HasSubstr("bridge_co_type.yaml:26: comm_overlap.tp_comm_overlap: expected true, false or null"));
+  EXPECT_THAT(error_of(bridge(container("bridge_mp_name.yaml", std::string(kSmallModel) + "mixed_precision: bf16_mixed\n"))),
+              HasSubstr("mixed_precision: 'bf16_mixed' is a recipe's name"));
 }
 
 }  // namespace
