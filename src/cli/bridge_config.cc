@@ -308,6 +308,12 @@ class reader {
     const auto it = values_.find(key);
     return it == values_.end() ? nullptr : &it->second;
   }
+  /// The field `key` for a message's file:line, or model.num_layers (read_file makes sure of it) when the
+  /// file leaves the field out.
+  const br_value& anchor(const std::string& key) const {
+    const br_value* v = find(key);
+    return v != nullptr ? *v : *find("model.num_layers");
+  }
   bool boolean(const std::string& key, bool absent) const {
     const br_value* v = find(key);
     if (v == nullptr || v->v.is_null()) return absent;
@@ -528,7 +534,8 @@ void reader::apply_comm_overlap() {
 void reader::model_shape() {
   // GQA: Megatron's --num-query-groups takes effect with --group-query-attention.
   if (const br_value* g = find("model.num_query_groups"); g != nullptr && !g->v.is_null()) {
-    if (g->v != find("model.num_attention_heads")->v) add(*g, {"--group-query-attention", "--num-query-groups", g->text});
+    const br_value* heads = find("model.num_attention_heads");
+    if (heads == nullptr || g->v != heads->v) add(*g, {"--group-query-attention", "--num-query-groups", g->text});
   }
   done("model.num_query_groups");
   // YaRN is RoPE with rescaled frequencies (the same kernels); Megatron's flag spells the others alike.
@@ -552,7 +559,7 @@ void reader::model_shape() {
   const std::string fn = act == nullptr ? "torch.nn.functional.gelu" : act->text;
   const std::string base = fn.substr(fn.rfind('.') + 1);
   const bool gated = boolean("model.gated_linear_unit", false);
-  const br_value& where = act != nullptr ? *act : *find("model.num_layers");
+  const br_value& where = anchor("model.activation_func");
   if (gated && base == "silu") add(where, {"--swiglu"});
   else if (gated && (base == "quick_gelu")) add(where, {"--quick-geglu"});
   else if (!gated && base == "squared_relu") add(where, {"--squared-relu"});
@@ -563,7 +570,7 @@ void reader::model_shape() {
   }
   // The fused bias-activation kernel (Megatron's --no-bias-swiglu-fusion / --no-bias-gelu-fusion).
   if (!boolean("model.bias_activation_fusion", false) && gated && base == "silu") {
-    add(*find("model.bias_activation_fusion"), {"--no-bias-swiglu-fusion"});
+    add(anchor("model.bias_activation_fusion"), {"--no-bias-swiglu-fusion"});
   }
   for (const char* k : {"model.activation_func", "model.gated_linear_unit", "model.bias_activation_fusion"}) done(k);
   // The layer spec: Megatron-Core's GPT decoder (Transformer Engine or local); anything else is another model.
@@ -601,8 +608,7 @@ void reader::model_shape() {
 void reader::precision() {
   const bool bf16 = boolean("model.bf16", false), fp16 = boolean("model.fp16", false);
   if (bf16 && fp16) fail(*find("model.bf16"), "bf16 and fp16 both set");
-  const br_value& anchor = bf16 ? *find("model.bf16") : fp16 ? *find("model.fp16") : *find("model.num_layers");
-  add(anchor, {bf16 ? "--bf16" : fp16 ? "--fp16" : "--fp32"});
+  add(anchor(bf16 ? "model.bf16" : fp16 ? "model.fp16" : "model.num_layers"), {bf16 ? "--bf16" : fp16 ? "--fp16" : "--fp32"});
   if (const br_value* p = find("model.params_dtype")) {
     const std::string want = bf16 ? "bf16" : fp16 ? "fp16" : "fp32";
     if (dtype_name(p->text) != want) {
