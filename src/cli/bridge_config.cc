@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "config_keys.h"
 #include "trainplan/cli/args.h"
 #include "trainplan/core/base/document.h"
 #include "trainplan/core/base/error.h"
@@ -187,15 +188,7 @@ constexpr std::array kKeys = {
     br_key{"dataset.sequence_length", br_role::custom, "", "", ""},
 };
 
-const br_key* find_key(std::string_view path) {
-  static const std::unordered_map<std::string_view, const br_key*> index = [] {
-    std::unordered_map<std::string_view, const br_key*> m;
-    for (const br_key& k : kKeys) m.emplace(k.path, &k);
-    return m;
-  }();
-  const auto it = index.find(path);
-  return it == index.end() ? nullptr : it->second;
-}
+const br_key* find_key(std::string_view path) { return find_row<kKeys>(path); }
 
 /// Megatron-Core's literal defaults (tools/megatron_core_defaults.py).
 struct core_default {

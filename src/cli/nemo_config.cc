@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "config_keys.h"
 #include "trainplan/cli/args.h"
 #include "trainplan/core/base/document.h"
 #include "trainplan/core/base/error.h"
@@ -300,15 +301,7 @@ constexpr std::array kKeys = {
     nm_key{"model.optim.align_param_gather", nm_role::ignored, "", "", ""},
 };
 
-const nm_key* find_key(std::string_view path) {
-  static const std::unordered_map<std::string_view, const nm_key*> index = [] {
-    std::unordered_map<std::string_view, const nm_key*> m;
-    for (const nm_key& k : kKeys) m.emplace(k.path, &k);
-    return m;
-  }();
-  const auto it = index.find(path);
-  return it == index.end() ? nullptr : it->second;
-}
+const nm_key* find_key(std::string_view path) { return find_row<kKeys>(path); }
 
 std::string parent_of(const std::string& path) {
   const std::size_t dot = path.rfind('.');
