@@ -176,6 +176,19 @@ TEST(Reliability, AGroupOverThousandsOfNodesIsNamedShortlyAndQuickly) {
   EXPECT_LT(million.seconds, 5);
 }
 
+TEST(Reliability, AGroupSplitOverNvl72RacksSaysHowGb200JobsRun) {
+  // Issue 29: 128 GPUs on NVL72 racks spread a data-parallel group unevenly over nodes of 72; the message
+  // says what such jobs do (64 GPUs a rack) and the flag that says it.
+  const auto r = run({"time", "--model", "llama3-70b", "--cluster", "gb200-nvl72", "--num-gpus", "128", "--tp", "4",
+                      "--pp", "4", "--gbs", "512"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("or --gpus-per-node 64 to use 64 of each node's 72 GPUs (as GB200 NVL72 jobs of 128 "
+                               "GPUs run 64 a rack)"));
+  const auto fixed = run({"time", "--model", "llama3-70b", "--cluster", "gb200-nvl72", "--num-gpus", "128",
+                          "--gpus-per-node", "64", "--tp", "4", "--pp", "4", "--gbs", "512"});
+  EXPECT_EQ(fixed.status, 0) << fixed.err;
+}
+
 TEST(Reliability, AnIterationTimeNoJobHasIsReadAsAbsent) {
   // The campaign (tools/adversarial.py, seed 31, run 13,207) put 1e308 into a DeepSpeed line's
   // "iter time (s)": the log's report printed "+inf% over the level of 1.23 s" with exit 0.

@@ -152,6 +152,14 @@ class placement_scanner {
         "(${{parallel.tp}}, ${{parallel.cp}}, ${{parallel.ep}}, "
         "${{parallel.pp}}) or a ${{parallel.rank_order}} that divide or are multiples of it",
         name_, fmt::join(names, " "), size, gpn_);
+    // Nodes of a size that is not a power of two (an NVL72 rack's 72 GPUs): jobs use a power of two of them.
+    if ((gpn_ & (gpn_ - 1)) != 0) {
+      std::int64_t fewer = 1;
+      while (fewer * 2 <= gpn_) fewer *= 2;
+      message += fmt::format(", or ${{cluster.gpus_per_node}} {} to use {} of each node's {} GPUs (as GB200 NVL72 jobs "
+                             "of 128 GPUs run 64 a rack)",
+                             fewer, fewer, gpn_);
+    }
     if (violation_ == nullptr) throw input_error(message);
     *violation_ = std::move(message);
     failed_ = true;
