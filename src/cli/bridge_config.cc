@@ -114,7 +114,7 @@ constexpr std::array kKeys = {
     br_key{"model.tp_comm_overlap_cfg", br_role::ignored, "", "", "userbuffers' per-GEMM settings"},
     br_key{"model.tp_comm_bootstrap_backend", br_role::ignored, "", "", ""},
     br_key{"model.batch_p2p_comm", br_role::ignored, "", "", ""},
-    br_key{"model.deallocate_pipeline_outputs", br_role::ignored, "", "", ""},
+    br_key{"model.deallocate_pipeline_outputs", br_role::custom, "", "", ""},
     br_key{"model.barrier_with_L1_time", br_role::ignored, "", "", ""},
     br_key{"model.timers", br_role::ignored, "", "", ""},
     // Precision: the model's own fields, after mixed_precision has been applied over them.
@@ -593,6 +593,14 @@ void reader::model_shape() {
     add(*v, {"--virtual-pipeline-model-parallel-size", v->text});
   }
   done("model.virtual_pipeline_model_parallel_size");
+  // Megatron-LM always frees a stage's output after sending it (deallocate_output_tensor; §3.5); kept,
+  // it stays until the micro-batch's backward, held once per micro-batch in flight.
+  if (!boolean("model.deallocate_pipeline_outputs", true) && integer("model.pipeline_model_parallel_size", 1) > 1) {
+    fail(*find("model.deallocate_pipeline_outputs"),
+         "false keeps each stage's sent output until its backward, which trainplan does not model (Megatron-LM "
+         "frees it after the send: deallocate_pipeline_outputs true)");
+  }
+  done("model.deallocate_pipeline_outputs");
   done("model._target_");
 }
 

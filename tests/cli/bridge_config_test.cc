@@ -89,7 +89,12 @@ TEST(BridgeConfig, GptOss120bDryRunConfigIsTheJob) {
 TEST(BridgeConfig, DryRunConfigsRefuseWhatIsNotModelledByName) {
   EXPECT_THAT(error_of({"--cluster", "dgx-h100", "--num-gpus", "1024", "--bridge-config",
                         bridge_file("deepseek_v3_pretrain_h100_fp8_sc_v1.yaml")}),
-              AllOf(HasSubstr("deepseek_v3_pretrain_h100_fp8_sc_v1.yaml:403: model.moe_flex_dispatcher_backend: hybridep"),
+              HasSubstr("deepseek_v3_pretrain_h100_fp8_sc_v1.yaml:304: model.deallocate_pipeline_outputs: false"));
+  std::string freed = read_text(bridge_file("deepseek_v3_pretrain_h100_fp8_sc_v1.yaml"));
+  freed.replace(freed.find("deallocate_pipeline_outputs: false"), 34, "deallocate_pipeline_outputs: true");
+  EXPECT_THAT(error_of({"--cluster", "dgx-h100", "--num-gpus", "1024", "--bridge-config",
+                        write_temp("deepseek_v3_freed.yaml", freed)}),
+              AllOf(HasSubstr("deepseek_v3_freed.yaml:403: model.moe_flex_dispatcher_backend: hybridep"),
                     HasSubstr("would change the estimate, which trainplan does not model")));
   EXPECT_THAT(error_of({"--cluster", "dgx-b200", "--num-gpus", "64", "--bridge-config",
                         bridge_file("qwen3_235b_a22b_pretrain_b200_nvfp4_v1.yaml")}),
@@ -106,6 +111,11 @@ TEST(BridgeConfig, DeepSeekV3TakesMixedPrecisionOverTheModelSection) {
   std::string text = read_text(bridge_file("deepseek_v3_pretrain_h100_fp8_sc_v1.yaml"));
   text.replace(text.find("moe_token_dispatcher_type: flex"), 31, "moe_token_dispatcher_type: alltoall");
   text.replace(text.find("  - mla_up_proj\n  - mlp\n"), 24, "  - mla_up_proj\n");
+  const std::string kept = write_temp("deepseek_v3_kept_outputs.yaml", text);
+  EXPECT_THAT(error_of({"--cluster", "dgx-h100", "--num-gpus", "1024", "--bridge-config", kept}),
+              HasSubstr("deepseek_v3_kept_outputs.yaml:304: model.deallocate_pipeline_outputs: false keeps each "
+                        "stage's sent output until its backward"));
+  text.replace(text.find("deallocate_pipeline_outputs: false"), 34, "deallocate_pipeline_outputs: true");
   const std::string path = write_temp("deepseek_v3_alltoall.yaml", text);
   const parsed_job pj = parse({"--cluster", "dgx-h100", "--num-gpus", "1024", "--bridge-config", path});
   EXPECT_EQ(count_parameters(pj.job.model, 1).total, count_parameters(find_model("deepseek-v3").spec, 1).total);
