@@ -803,10 +803,8 @@ void reader::by_field() {
       }
       continue;
     }
-    if (std::find(kFieldSections.begin(), kFieldSections.end(), section) == kFieldSections.end()) {
-      // train, dist, tokenizer, dataset: the fields not in the table change no estimate (listed once, below).
-      continue;
-    }
+    // The other sections' fields are read by their rows above or by the custom code (read_file keeps no other).
+    if (std::find(kFieldSections.begin(), kFieldSections.end(), section) == kFieldSections.end()) continue;
     one_field(key, v);
   }
 }
