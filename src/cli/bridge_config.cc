@@ -160,7 +160,7 @@ constexpr std::array kKeys = {
     br_key{"optimizer.main_params_dtype", br_role::custom, "", "", ""},
     br_key{"optimizer.exp_avg_dtype", br_role::custom, "", "", ""},
     br_key{"optimizer.exp_avg_sq_dtype", br_role::custom, "", "", ""},
-    br_key{"optimizer.store_param_remainders", br_role::ignored, "", "", "read with a 16-bit master copy alone"},
+    br_key{"optimizer.store_param_remainders", br_role::custom, "", "", ""},
     br_key{"optimizer.config_logger_dir", br_role::ignored, "", "", ""},
     br_key{"optimizer.timers", br_role::ignored, "", "", ""},
     br_key{"optimizer.barrier_with_L1_time", br_role::ignored, "", "", ""},
@@ -652,6 +652,14 @@ void reader::precision() {
 /// use_precision_aware_optimizer alone.
 void reader::optimizer_dtypes() {
   const bool aware = boolean("optimizer.use_precision_aware_optimizer", false);
+  // FusedAdam's 16-bit remainders of an fp32 master (Megatron-Core's default, on from TE 2.1; formulas §3.1):
+  // off, the master is whole, which trainplan does not model. Read with the precision-aware optimizer alone.
+  if (aware && !boolean("optimizer.store_param_remainders", true)) {
+    fail(*find("optimizer.store_param_remainders"),
+         "false keeps a whole fp32 master copy beside each bf16 weight, which trainplan does not model "
+         "(Megatron-Core's default true stores its 16-bit remainder)");
+  }
+  done("optimizer.store_param_remainders");
   for (const char* field : {"main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"}) {
     const std::string key = fmt::format("optimizer.{}", field);
     done(key);

@@ -203,6 +203,11 @@ TEST(BridgeConfig, FieldsNotModelledAreRefusedByNameAndLine) {
               Contains(HasSubstr("model.cuda_graph_scope=full (read with CUDA graphs alone)")));
   EXPECT_THAT(error_of(bridge(container("bridge_peft.yaml", std::string(kSmallModel) + "peft:\n  dim: 8\n"))),
               HasSubstr("peft: would change what trains and what is stored"));
+  // A setting the memory model does not count is refused, not listed: FusedAdam's whole fp32 master.
+  EXPECT_THAT(error_of(bridge(container("bridge_remainders.yaml",
+                                        std::string(kSmallModel) + "optimizer:\n  use_precision_aware_optimizer: true\n"
+                                                                   "  store_param_remainders: false\n"))),
+              HasSubstr("optimizer.store_param_remainders: false keeps a whole fp32 master copy"));
   // A rule of the job that a field breaks names the field with its file:line.
   std::string mlp = kSmallModel;
   mlp.insert(mlp.find("train:"), "  recompute_granularity: selective\n  recompute_modules:\n  - mlp\n");
