@@ -185,6 +185,7 @@ class Job:
         zero3_prefetch_bucket_size: Optional[int] = ...,
         zero3_max_reuse_distance: Optional[int] = ...,
         zero3_fetch_overhead_us: Optional[float] = ...,
+        zero3_gather_per_parameter: Optional[bool] = ...,
         host_overhead_ms: Optional[float] = ...,
         nccl_buffer_mib: Optional[float] = ...,
         allocator_reserve_fraction: Optional[float] = ...,
@@ -351,6 +352,7 @@ class Job:
         zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
         zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
         zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
+        zero3_gather_per_parameter: DeepSpeed before 0.5.5: each parameter all-gathered on its own into per-rank views, copied back rank by rank (§5.9)
         host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
         nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
         allocator_reserve_fraction [X]: caching allocator's reserve above the allocated peak (default 0.08)
@@ -565,6 +567,7 @@ def search(*,
     zero3_prefetch_bucket_size: Optional[int] = ...,
     zero3_max_reuse_distance: Optional[int] = ...,
     zero3_fetch_overhead_us: Optional[float] = ...,
+    zero3_gather_per_parameter: Optional[bool] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
     allocator_reserve_fraction: Optional[float] = ...,
@@ -740,6 +743,7 @@ def search(*,
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
     zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
     zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
+    zero3_gather_per_parameter: DeepSpeed before 0.5.5: each parameter all-gathered on its own into per-rank views, copied back rank by rank (§5.9)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
     allocator_reserve_fraction [X]: caching allocator's reserve above the allocated peak (default 0.08)
@@ -945,6 +949,7 @@ def shapes(*,
     zero3_prefetch_bucket_size: Optional[int] = ...,
     zero3_max_reuse_distance: Optional[int] = ...,
     zero3_fetch_overhead_us: Optional[float] = ...,
+    zero3_gather_per_parameter: Optional[bool] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
     allocator_reserve_fraction: Optional[float] = ...,
@@ -1127,6 +1132,7 @@ def shapes(*,
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
     zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
     zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
+    zero3_gather_per_parameter: DeepSpeed before 0.5.5: each parameter all-gathered on its own into per-rank views, copied back rank by rank (§5.9)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
     allocator_reserve_fraction [X]: caching allocator's reserve above the allocated peak (default 0.08)
@@ -1329,6 +1335,7 @@ def plan(job: Optional[Job] = ..., *,
     zero3_prefetch_bucket_size: Optional[int] = ...,
     zero3_max_reuse_distance: Optional[int] = ...,
     zero3_fetch_overhead_us: Optional[float] = ...,
+    zero3_gather_per_parameter: Optional[bool] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
     allocator_reserve_fraction: Optional[float] = ...,
@@ -1511,6 +1518,7 @@ def plan(job: Optional[Job] = ..., *,
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
     zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
     zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
+    zero3_gather_per_parameter: DeepSpeed before 0.5.5: each parameter all-gathered on its own into per-rank views, copied back rank by rank (§5.9)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
     allocator_reserve_fraction [X]: caching allocator's reserve above the allocated peak (default 0.08)

@@ -697,6 +697,10 @@ const std::vector<flag_def>& flag_table() {
                         if (!(us >= 0 && us <= 1e6)) throw input_error(f + " must be between 0 and 1e6 µs, got " + v);
                         b.job.training.zero3_fetch_overhead_s = us * 1e-6;
                       }, "training.zero3_fetch_overhead_s")));
+    t.push_back(swtch("--zero3-gather-per-parameter", "", "training",
+                      "DeepSpeed before 0.5.5: each parameter all-gathered on its own into per-rank views, copied "
+                      "back rank by rank (§5.9)",
+                      SWITCH(b.job.training.zero3_gather_per_parameter = true)));
     t.push_back(value("--host-overhead-ms", "", "MS", "framework's (deepspeed 3.0, others 0)", "training",
                       "host time per layer per pass the GPU waits for, ms",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {

@@ -12,6 +12,12 @@
 
 namespace trainplan {
 
+/// §5.9: host time of one rank's part of a list all-gather (DeepSpeed's narrow() view, PyTorch's
+/// recordStream and copy_ launch), s. Fitted with the 2021 fetch cost on seeds/002's ZeRO-3 rows on
+/// 2-16 p3dn nodes (their fall with the node count); Narayanan et al.'s ZeRO-3 rows are held out.
+constexpr double kListGatherCopyPerRankS = 9e-6;
+
+
 namespace {
 
 /// Whether x > 0 is a power of two (std::has_single_bit calls libgcc without POPCNT: the hot path).
@@ -709,6 +715,20 @@ double host_overhead_per_layer_pass_s(const training_config& t) {
   return fetch_s + host_default_per_layer_pass_s(t);
 }
 
+double zero3_list_gather_copies_per_layer_pass_s(const job_spec& job) {
+  const training_config& t = job.training;
+  if (t.zero_stage != 3 || !t.zero3_gather_per_parameter) return 0.0;
+  // §5.9: DeepSpeed before 0.5.5 all-gathers each parameter tensor on its own with
+  // torch.distributed.all_gather into one view per rank (partition_parameters.py _allgather_param), and
+  // ProcessGroupNCCL::allgather copies the flat result back rank by rank (recordStream + copy_ per rank):
+  // N copies per parameter tensor per fetch, issued by the host while the GPU waits for the parameter.
+  const model_spec& m = job.model;
+  const double bias = m.add_bias_linear ? 2.0 : 1.0;
+  const double norm = m.norm == norm_kind::layernorm ? 2.0 : 1.0;
+  const double tensors = 4.0 * bias + 2.0 * norm;  // QKV, projection, fc1, fc2; two norms
+  return tensors * static_cast<double>(job.resolved.dp_shards) * kListGatherCopyPerRankS;
+}
+
 double accumulation_bytes_per_parameter(const job_spec& job) {
   // Memory traffic per parameter per micro-batch beyond the weight-gradient GEMM (§5.9), as the job's
   // optimizer row accumulates its gradients.
@@ -819,7 +839,7 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   const gpu_spec& gpu = job.cluster.gpu;
 
   // §5.9: host time per layer pass, and the gradient accumulation traffic of every micro-batch.
-  const double host_s = host_overhead_per_layer_pass_s(tc);
+  const double host_s = host_overhead_per_layer_pass_s(tc) + zero3_list_gather_copies_per_layer_pass_s(job);
   const double accumulate_bytes = accumulation_bytes_per_parameter(job);
   std::array<double, kNumLayerKinds> accumulate_s{};
   for (std::size_t k = 0; k < kNumLayerKinds; ++k) {

@@ -186,6 +186,10 @@ std::string training_violation(job_spec& job) {
     return "${training.zero3_max_reuse_elements} is DeepSpeed's (stage3_max_reuse_distance): it needs ${training.framework} "
            "deepspeed with ${training.zero_stage} 3";
   }
+  if (t.zero3_gather_per_parameter && (t.framework != framework_kind::deepspeed || t.zero_stage != 3)) {
+    return "${training.zero3_gather_per_parameter} is DeepSpeed's ZeRO-3 before 0.5.5: it needs ${training.framework} "
+           "deepspeed with ${training.zero_stage} 3";
+  }
   if ((t.zero3_prefetch_bucket_elements >= 0 || t.zero3_fetch_overhead_s > 0) && t.zero_stage != 3) {
     return std::string(t.zero3_fetch_overhead_s > 0 ? "${training.zero3_fetch_overhead_s}" : "${training.zero3_prefetch_bucket_elements}") +
            " needs ${training.zero_stage} 3";

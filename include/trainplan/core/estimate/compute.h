@@ -160,6 +160,9 @@ struct compute_report {
 /// Host time per layer per pass that the GPU waits for: the job's setting or the framework's default
 /// (docs/formulas.md §5.9). Seconds.
 double host_overhead_per_layer_pass_s(const training_config& t);
+/// §5.9: the host time per layer pass of DeepSpeed's per-parameter list all-gathers (N per-rank copies
+/// per parameter tensor), 0 unless --zero3-gather-per-parameter.
+double zero3_list_gather_copies_per_layer_pass_s(const job_spec& job);
 /// Memory traffic per parameter per micro-batch for gradient accumulation outside the GEMMs, as the job's
 /// optimizer row accumulates (§5.9). Bytes.
 double accumulation_bytes_per_parameter(const job_spec& job);

@@ -256,6 +256,9 @@ struct training_config {
   /// projection, fc1, fc2, two norms) per pass, that the GPU waits for (--zero3-fetch-overhead-us,
   /// §5.9); 0 for today's batched, asynchronous fetches.
   double zero3_fetch_overhead_s = 0;
+  /// DeepSpeed before 0.5.5: each parameter tensor all-gathered on its own into a list of per-rank views,
+  /// copied back rank by rank (--zero3-gather-per-parameter, §5.9).
+  bool zero3_gather_per_parameter = false;
   /// NCCL buffers of one communicator on one GPU: NCCL_BUFFSIZE (4 MiB) × send/recv × channels (§3.8).
   std::int64_t nccl_buffer_bytes_per_communicator = 192ll << 20;
   /// DeepSpeed's data_types.grad_accum_dtype; bf16 training defaults to fp32 accumulation (BF16_Optimizer).
