@@ -283,11 +283,11 @@ constexpr std::array kKeys = {
     nm_key{"model.optim.betas", nm_role::ignored, "", "", ""},
     nm_key{"model.optim.eps", nm_role::ignored, "", "", ""},
     nm_key{"model.optim.sched", nm_role::section_ignored, "", "", ""},
-    nm_key{"model.optim.bucket_cap_mb", nm_role::ignored, "", "", "read by Apex's distributed Adam alone"},
-    nm_key{"model.optim.contiguous_grad_buffer", nm_role::ignored, "", "", "read by Apex's distributed Adam alone"},
-    nm_key{"model.optim.contiguous_param_buffer", nm_role::ignored, "", "", "read by Apex's distributed Adam alone"},
+    nm_key{"model.optim.bucket_cap_mb", nm_role::custom, "", "", ""},
+    nm_key{"model.optim.contiguous_grad_buffer", nm_role::custom, "", "", ""},
+    nm_key{"model.optim.contiguous_param_buffer", nm_role::custom, "", "", ""},
     // modelPT.setup_megatron_optimization builds OptimizerConfig without it: fp32 states whatever it says.
-    nm_key{"model.optim.dtype", nm_role::ignored, "", "", "mcore_distributed_optim keeps fp32 optimizer states"},
+    nm_key{"model.optim.dtype", nm_role::custom, "", "", ""},
     nm_key{"model.optim.overlap_grad_sync", nm_role::switch_on, "--overlap-grad-reduce", "", ""},
     nm_key{"model.optim.overlap_param_sync", nm_role::switch_on, "--overlap-param-gather", "", ""},
     nm_key{"model.optim.grad_sync_dtype", nm_role::custom, "", "", ""},
@@ -595,6 +595,7 @@ class reader {
   void checkpointing();
   void offloading();
   void optimizer();
+  void apex_distributed_adam();
   void tokenizer();
 
   std::string path_, flag_, name_;
@@ -881,6 +882,13 @@ void reader::checkpointing() {
 /// fp32 main parameters and gradients, unsharded (fused_adam, adam, adamw).
 void reader::optimizer() {
   const std::string name = scalar("model.optim.name", "fused_adam");
+  constexpr const char* kApexOnly[] = {"model.optim.bucket_cap_mb", "model.optim.contiguous_grad_buffer",
+                                       "model.optim.contiguous_param_buffer", "model.optim.dtype"};
+  if (name != "distributed_fused_adam") {
+    for (const char* k : kApexOnly) {
+      if (values_.contains(k)) ignore(k, "read by Apex's DistributedFusedAdam (distributed_fused_adam) alone");
+    }
+  }
   if (name == "mcore_distributed_optim") {
     add("model.optim.name", {"--use-distributed-optimizer"});
     // setup_mcore_distributed_parallel: grad_reduce_in_fp32 = (grad_sync_dtype == 'fp32').
@@ -888,9 +896,7 @@ void reader::optimizer() {
     if (grad == "bf16") add("model.optim.grad_sync_dtype", {"--grad-reduce-in-bf16"});
     else if (grad != "fp32") fail(*find("model.optim.grad_sync_dtype"), "model.optim.grad_sync_dtype", "expected fp32 or bf16");
   } else if (name == "distributed_fused_adam") {
-    fail(*find("model.optim.name"), "model.optim.name",
-         "Apex's DistributedFusedAdam (its 16-bit master-weight remainders and bf16 gradient sync) is not modelled; "
-         "model.optim.name=mcore_distributed_optim, Megatron-Core's distributed optimizer, is");
+    apex_distributed_adam();
   } else if (name == "fused_adam" || name == "adam" || name == "adamw") {
     for (const char* k : {"model.optim.grad_sync_dtype", "model.optim.overlap_grad_sync", "model.optim.overlap_param_sync",
                           "model.optim.num_distributed_optimizer_instances"}) {
@@ -900,7 +906,68 @@ void reader::optimizer() {
     }
   } else {
     fail(*find("model.optim.name"), "model.optim.name",
-         "expected mcore_distributed_optim, fused_adam, adam or adamw (the optimizers trainplan models)");
+         "expected mcore_distributed_optim, distributed_fused_adam, fused_adam, adam or adamw (the optimizers trainplan "
+         "models)");
+  }
+}
+
+/// Apex's DistributedFusedAdam as NeMo 1 sets it up (megatron_base_model.py setup_optimization; NeMo's
+/// MegatronDistributedFusedAdam, nemo/core/optim/distributed_adam.py): optimizer state in optim.dtype
+/// (fp32), sharded over the data-parallel ranks like Megatron-Core's distributed optimizer; gradients
+/// bucketed and reduce-scattered in grad_sync_dtype (Apex's default: optim.dtype); parameters all-gathered
+/// in the model's dtype (FP8 with fp8_params). The master copy: kept in optim.dtype with fp8_params
+/// (store_params), as the 16 bits a bf16 weight lacks for an fp32 optimizer over bf16 weights
+/// (store_param_remainders: the bytes of Megatron-Core's precision-aware optimizer, formulas §3.1), in
+/// optim.dtype otherwise; none when optim.dtype is the model's (refused: not modelled).
+void reader::apex_distributed_adam() {
+  auto dtype_of = [&](const char* key, std::string_view otherwise) {
+    const std::string t = scalar(key, otherwise);
+    if (t == "fp32" || t == "32" || t == "float32" || t == "torch.float32") return std::string("fp32");
+    if (t == "bf16" || t == "bfloat16" || t == "torch.bfloat16") return std::string("bf16");
+    if (t == "fp16" || t == "16" || t == "float16" || t == "torch.float16") return std::string("fp16");
+    fail(*find(key), key, "expected fp32, bf16 or fp16 (NeMo's str_to_dtype)");
+  };
+  add("model.optim.name", {"--use-distributed-optimizer"});
+  const std::string model = [&] {
+    const nm_value* own = find("model.precision");
+    const std::string p = scalar(own != nullptr && !own->v.is_null() ? "model.precision" : "trainer.precision", "32-true");
+    return p.starts_with("bf16") ? std::string("bf16") : p.starts_with("16") ? std::string("fp16") : std::string("fp32");
+  }();
+  const std::string state = dtype_of("model.optim.dtype", "fp32");
+  const std::string grad = dtype_of("model.optim.grad_sync_dtype", state);
+  const bool fp8_params = boolean("model.fp8", false) && boolean("model.fp8_params", false);
+  if (grad == "bf16" && model == "bf16") {
+    add("model.optim.grad_sync_dtype", {"--grad-reduce-in-bf16"});
+  } else if (grad != "fp32") {
+    fail(*find("model.optim.grad_sync_dtype"), "model.optim.grad_sync_dtype",
+         fmt::format("{} gradients over {} weights are not modelled (bf16 over bf16 weights, or fp32, are)", grad, model));
+  }
+  if (state == "fp32") {
+    // store_param_remainders over bf16 weights without fp8_params; otherwise an fp32 master (store_params).
+    if (model == "bf16" && !fp8_params) add("model.optim.dtype", {"--use-precision-aware-optimizer"});
+  } else if (fp8_params && model == "bf16") {
+    // store_params with a 16-bit optimizer: a 16-bit master and 16-bit moments.
+    add("model.optim.dtype", {"--use-precision-aware-optimizer", "--main-params-dtype", "fp16", "--exp-avg-dtype", state,
+                              "--exp-avg-sq-dtype", state});
+  } else {
+    const nm_value* v = find("model.optim.dtype");
+    fail(*v, "model.optim.dtype",
+         fmt::format("{} optimizer states over {} weights keep no master copy (Apex's store_params false: the weights "
+                     "are updated in place), which trainplan does not model; optim.dtype fp32 (NeMo's default) is",
+                     state, model));
+  }
+  // Apex's bucket: bucket_cap_mb MiB of grad_sync_dtype elements (DistributedFusedAdam.default_message_size).
+  if (values_.contains("model.optim.bucket_cap_mb")) {
+    const nm_value* v = find("model.optim.bucket_cap_mb");
+    if (!v->v.is_number() || !(v->v.get<double>() > 0)) fail(*v, "model.optim.bucket_cap_mb", "expected a positive number");
+    const double elements = v->v.get<double>() * 1048576.0 / (grad == "fp32" ? 4.0 : 2.0);
+    add("model.optim.bucket_cap_mb", {"--ddp-bucket-size", std::to_string(static_cast<std::int64_t>(elements))});
+  }
+  // NeMo requires the contiguous gradient buffer under O2 (setup_optimization), which Megatron's grad
+  // buffer is; the contiguous parameter buffer holds the weights themselves (no extra copy).
+  if (values_.contains("model.optim.contiguous_grad_buffer") && !boolean("model.optim.contiguous_grad_buffer", true)) {
+    fail(*find("model.optim.contiguous_grad_buffer"), "model.optim.contiguous_grad_buffer",
+         "NeMo's distributed Adam requires it with megatron_amp_O2 (setup_optimization raises)");
   }
 }
 
