@@ -214,6 +214,10 @@ class row_sink {
     stage_comm_account& a = accounts_[cls];
     a.seconds[static_cast<std::size_t>(slot)][static_cast<std::size_t>(overlap)] += seconds;
     a.dimension_s[dim_index_] += seconds;
+    // The data-parallel rows and the scalars (the loss and gradient-norm all-reduces over DP or the world).
+    if (dim_index_ == static_cast<std::size_t>(parallel_dim::dp) || dim_index_ == a.dimension_s.size() - 1) {
+      a.dp_seconds[static_cast<std::size_t>(slot)][static_cast<std::size_t>(overlap)] += seconds;
+    }
   }
 
   collective_estimate estimate(collective_kind kind, int group, double bytes) const {

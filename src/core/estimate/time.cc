@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <tuple>
 
 #include "trainplan/core/estimate/comm.h"
 #include "trainplan/core/estimate/memory.h"
@@ -43,6 +44,8 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
     struct pass_parts {
       double attention_s, gemm_s, shared_expert_s, pass_s;
     };
+    // Returns the exposed seconds per pass and the data-parallel dimension's part of them (each overlap's
+    // exposed remainder split in proportion to its rows).
     auto exposed = [&](comm_slot slot, const pass_parts& part) {
       auto rows = [&](comm_overlap o) { return a.at(slot, o) * per_pass; };
       const double attention = rows(comm_overlap::attention), gemm = rows(comm_overlap::gemm);
@@ -52,12 +55,21 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
       const double hid_gemm = std::min(gemm, std::max(0.0, part.gemm_s - hid_shared));
       const double hid_layer =
           std::min(layer, std::max(0.0, part.pass_s - hid_attention - hid_shared - hid_gemm));
-      return a.at(slot) * per_pass + attention + gemm + shared + layer -
-             (hid_attention + hid_shared + hid_gemm + hid_layer);
+      auto dp_part = [&](comm_overlap o, double all, double hidden) {
+        return all > 0 ? (all - hidden) * a.dp_at(slot, o) * per_pass / all : 0.0;
+      };
+      const double dp = a.dp_at(slot) * per_pass + dp_part(comm_overlap::attention, attention, hid_attention) +
+                        dp_part(comm_overlap::gemm, gemm, hid_gemm) +
+                        dp_part(comm_overlap::shared_expert, shared, hid_shared) +
+                        dp_part(comm_overlap::layer, layer, hid_layer);
+      return std::pair{a.at(slot) * per_pass + attention + gemm + shared + layer -
+                           (hid_attention + hid_shared + hid_gemm + hid_layer),
+                       dp};
     };
     stage_comm& c = out[i];
-    c.forward_s = exposed(comm_slot::forward, {attention_fwd, sc.forward_gemm_s, sc.forward_shared_expert_s, sc.forward_s});
-    c.backward_s =
+    std::tie(c.forward_s, c.forward_dp_s) =
+        exposed(comm_slot::forward, {attention_fwd, sc.forward_gemm_s, sc.forward_shared_expert_s, sc.forward_s});
+    std::tie(c.backward_s, c.backward_dp_s) =
         exposed(comm_slot::backward, {attention_bwd, sc.backward_gemm_s, sc.backward_shared_expert_s, sc.backward_s});
     c.grad_reduce_s = a.slot_s(comm_slot::grad_reduce);
     c.param_gather_s = a.slot_s(comm_slot::param_gather);
@@ -198,11 +210,14 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   time_breakdown& b = r.breakdown;
   // The deferred output-layer wgrad that outlasts the pipeline phase is compute too (§5.4).
   b.compute_s = work * (sc.forward_s + sc.backward_s) + r.pipeline.drain_exposed_s;
-  b.tp_comm_s = work * (c.forward_s + c.backward_s);
+  // Inside the passes: the data-parallel rows (ZeRO-2/3, FSDP) are DP communication, the rest TP/CP/EP.
+  const double in_pass_dp_s = work * (c.forward_dp_s + c.backward_dp_s);
+  b.tp_comm_s = std::max(0.0, work * (c.forward_s + c.backward_s) - in_pass_dp_s);
   // What remains of the pipeline phase: bubble and transfers (never below zero: without a pipeline it
   // is only the rounding of the sum).
-  b.pipeline_s = std::max(0.0, r.pipeline.pipeline_s + r.pipeline.drain_exposed_s - b.compute_s - b.tp_comm_s);
-  b.dp_comm_s = r.pipeline.grad_reduce_exposed_s;
+  b.pipeline_s =
+      std::max(0.0, r.pipeline.pipeline_s + r.pipeline.drain_exposed_s - b.compute_s - b.tp_comm_s - in_pass_dp_s);
+  b.dp_comm_s = r.pipeline.grad_reduce_exposed_s + in_pass_dp_s;
   b.optimizer_s = r.pipeline.optimizer_s;
 }
 

@@ -220,9 +220,15 @@ struct stage_comm_account {
   std::int64_t num_stages = 0;
   std::array<std::array<double, kNumCommOverlaps>, kNumCommSlots> seconds{};  ///< [slot][overlap], s
   std::array<double, 7> dimension_s{};  ///< by parallel_dim, [6] the scalars; Σ equals Σ seconds
+  /// The data-parallel dimension's and the scalars' part of `seconds` (ZeRO-2/3 and FSDP rows inside the
+  /// passes, the loss all-reduce), s.
+  std::array<std::array<double, kNumCommOverlaps>, kNumCommSlots> dp_seconds{};
 
   double at(comm_slot s, comm_overlap o = comm_overlap::none) const {
     return seconds[static_cast<std::size_t>(s)][static_cast<std::size_t>(o)];
+  }
+  double dp_at(comm_slot s, comm_overlap o = comm_overlap::none) const {
+    return dp_seconds[static_cast<std::size_t>(s)][static_cast<std::size_t>(o)];
   }
   /// Every overlap of the slot.
   double slot_s(comm_slot s) const {

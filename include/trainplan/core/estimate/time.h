@@ -16,9 +16,11 @@ namespace trainplan {
 /// Where one iteration's time goes, on the rank that sets it. Seconds; they add up to iteration_s.
 struct time_breakdown {
   double compute_s = 0;          ///< forward, backward and recomputation kernels
-  double tp_comm_s = 0;          ///< exposed TP/CP/EP (and ZeRO-2/3, FSDP) communication inside micro-batches
+  double tp_comm_s = 0;          ///< exposed TP/CP/EP communication inside micro-batches
   double pipeline_s = 0;         ///< pipeline bubble and point-to-point transfers
-  double dp_comm_s = 0;          ///< exposed gradient reduction (and embedding-group all-reduce)
+  /// exposed data-parallel communication: the gradient reduction (and embedding-group all-reduce) and
+  /// ZeRO-2/3 and FSDP gathers and reduce-scatters inside micro-batches
+  double dp_comm_s = 0;
   double optimizer_s = 0;        ///< optimizer step and the ZeRO parameter all-gather after it
 };
 
@@ -27,6 +29,8 @@ struct time_breakdown {
 struct stage_comm {
   double forward_s = 0;
   double backward_s = 0;         ///< recomputation's collectives included
+  double forward_dp_s = 0;       ///< the data-parallel part of forward_s (ZeRO-3/FSDP gathers)
+  double backward_dp_s = 0;      ///< the data-parallel part of backward_s (ZeRO-2/3/FSDP gathers, reduce-scatters)
   double grad_reduce_s = 0;      ///< once per iteration, can overlap the last backward
   double param_gather_s = 0;     ///< ZeRO-1/2 all-gather of updated weights after the step
   double optimizer_s = 0;        ///< the step's collectives (gradient norm, found-inf)
