@@ -231,7 +231,30 @@ std::vector<std::string> hardware_args(const row_map& r) {
   throw unexpressible{"column 'gpu_type': '" + field(r, "gpu_type") + "' is not in the GPU catalog (`trainplan gpus`)"};
 }
 
+/// A row whose conditions name a catalog model (`catalog_model`: the MoE rows, whose FFN column reads
+/// "dense / per expert" and whose routing, attention and layer mix the columns cannot say): that model at
+/// the row's sequence, once the row's own shape columns agree with it.
+std::vector<std::string> catalog_model_args(const row_map& r, const std::string& name) {
+  const model_spec& m = find_model(name).spec;
+  const std::pair<const char*, std::int64_t> kShape[] = {{"num_layers", m.num_layers},
+                                                         {"hidden_size", m.hidden_size},
+                                                         {"num_attention_heads", m.num_attention_heads},
+                                                         {"num_query_groups", m.num_query_groups},
+                                                         {"moe_experts", m.moe.num_experts},
+                                                         {"moe_topk", m.moe.router_topk}};
+  for (const auto& [column, value] : kShape) {
+    const std::string stated = field(r, column);
+    if (!stated.empty() && stated != std::to_string(value)) {
+      throw unexpressible{"column '" + std::string(column) + "': " + stated + " is not catalog model " + name + "'s " +
+                          std::to_string(value)};
+    }
+  }
+  const std::string seq = required(r, "seq_length");
+  return {"--model", name, "--seq-length", seq, "--max-position-embeddings", seq};
+}
+
 std::vector<std::string> published_model_args(const row_map& r) {
+  if (const std::string name = field(r, "catalog_model"); !name.empty()) return catalog_model_args(r, name);
   const std::string act = lower(field(r, "activation"));
   const std::string seq = required(r, "seq_length");
   std::vector<std::string> a = {"--num-layers", required(r, "num_layers"), "--hidden-size", required(r, "hidden_size"),
@@ -438,6 +461,10 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
     std::istringstream extra(field(r, "extra_flags"));
     for (std::string flag; extra >> flag;) v.args.push_back(flag);
     v.group = generation_of(field(r, "gpu_type"), field(r, "precision"));
+    const std::string catalog = field(r, "catalog_model");
+    if (!v.group.empty() && (!field(r, "moe_experts").empty() || (!catalog.empty() && find_model(catalog).spec.is_moe()))) {
+      v.group += " MoE";  // validated apart, as generation_of_job bands them
+    }
   } catch (const unexpressible& u) {
     v.skipped = u.why;
     v.args.clear();

@@ -17,6 +17,13 @@ using json = nlohmann::ordered_json;
 constexpr double kGiB = 1073741824.0;
 constexpr double kMiB = 1048576.0;
 
+/// A prediction's expected error (issue 28) for JSON: the band and where it comes from, or `runs` 0 and
+/// the scope it was sought in when fewer than kMinBandRuns validated runs give one (never null).
+inline json error_band_json(const error_band& band) {
+  if (band.runs > 0) return json{{"p80_abs_error", band.p80_abs_error}, {"runs", band.runs}, {"scope", band.scope}};
+  return json{{"runs", 0}, {"scope", band.scope}, {"min_runs", kMinBandRuns}};
+}
+
 /// Bytes as a whole number for JSON.
 inline std::int64_t whole_bytes(double b) { return static_cast<std::int64_t>(std::llround(b)); }
 

@@ -118,6 +118,10 @@ std::string text_reporter::search(const run_context& ctx, const search_space& s,
   } else if (band.runs > 0 && ctx.rows_within_expected_error == 1 && r.candidates.size() > 1) {
     o += fmt::format("Row 1 leads row 2 by more than the ±{:.0f}% expected error (p80 of {} validated runs, {}).\n",
                      100 * band.p80_abs_error, band.runs, band.scope);
+  } else if (band.runs == 0 && r.candidates.size() > 1) {
+    o += fmt::format("Fewer than {} validated runs of {}: how far the times and their order can be trusted is not "
+                     "known; measure the top rows before choosing.\n",
+                     kMinBandRuns, band.scope.empty() ? std::string("this GPU generation") : band.scope);
   }
   o += "`--explain N` shows row N in full; `--json`/`--csv` give every evaluated layout (JSON with each row's command).\n";
   if (!r.candidates.empty()) {
@@ -147,8 +151,7 @@ std::string json_reporter::search(const run_context& ctx, const search_space& s,
   sj["threads"] = r.threads;
   sj["model_params"] = r.model_params;
   const error_band& band = ctx.expected_error;
-  sj["expected_error"] = band.runs > 0 ? json{{"p80_abs_error", band.p80_abs_error}, {"runs", band.runs}, {"scope", band.scope}}
-                                       : json(nullptr);
+  sj["expected_error"] = detail::error_band_json(band);
   sj["rows_within_expected_error"] = ctx.rows_within_expected_error;
   json cands = json::array();
   for (const search_candidate& c : r.candidates) {

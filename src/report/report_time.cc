@@ -63,8 +63,7 @@ std::string json_reporter::time(const run_context& ctx, const time_report& r) co
   j["context"] = context_json(&ctx);
   j["time"] = time_json(r);
   const error_band& band = ctx.expected_error;
-  j["time"]["expected_error"] = band.runs > 0 ? json{{"p80_abs_error", band.p80_abs_error}, {"runs", band.runs}, {"scope", band.scope}}
-                                              : json(nullptr);
+  j["time"]["expected_error"] = detail::error_band_json(band);
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -90,7 +89,8 @@ std::string text_reporter::time(const run_context& ctx, const time_report& r) co
     o += fmt::format("  expected error         ±{:.0f}%   (p80 of |error| over {} validated runs, {}; `trainplan validate`)\n",
                      100 * band.p80_abs_error, band.runs, band.scope);
   } else {
-    o += "  expected error             —   (no validated run on this GPU generation; `trainplan validate`)\n";
+    o += fmt::format("  expected error             —   (fewer than {} validated runs of {}; `trainplan validate`)\n",
+                     kMinBandRuns, band.scope.empty() ? std::string("this GPU generation") : band.scope);
   }
   o += fmt::format("  samples/s            {:10.2f}\n", r.samples_per_s);
   o += fmt::format("  tokens/s             {:10.0f}\n", r.tokens_per_s);

@@ -337,6 +337,17 @@ TEST(ExpectedError, EightiethPercentileOfTheRunsOfItsKindWithFallbacks) {
   EXPECT_EQ(c.scope, "H100");
   EXPECT_EQ(expected_error(r, "B200 FP8", "megatron").runs, 0);
   EXPECT_EQ(expected_error(r, "", "megatron").runs, 0);
+  // MoE runs are banded by MoE runs alone, never by the dense runs of their GPU: with fewer than 5 there
+  // is no band, and the scope says what was sought.
+  const error_band d = expected_error(r, "H100 FP8 MoE", "megatron");
+  EXPECT_EQ(d.runs, 0);
+  EXPECT_EQ(d.scope, "H100 FP8 MoE");
+  for (double e : {0.4, -0.3, 0.2, 0.45, -0.35}) r.rows.push_back(band_row("H100 BF16 MoE", "megatron", e));
+  const error_band m = expected_error(r, "H100 FP8 MoE", "megatron");  // the H100 MoE runs of any precision
+  EXPECT_EQ(m.runs, 5);
+  EXPECT_EQ(m.scope, "H100 MoE");
+  EXPECT_DOUBLE_EQ(m.p80_abs_error, 0.40);
+  EXPECT_EQ(expected_error(r, "H100 FP16", "megatron").runs, 17);  // and the dense band leaves them out
 }
 
 TEST(ExpectedError, TimeAndSearchCarryTheBandOfTheShippedValidation) {
@@ -354,6 +365,10 @@ TEST(ExpectedError, TimeAndSearchCarryTheBandOfTheShippedValidation) {
                                   .job),
             "H100 FP8");
   EXPECT_EQ(generation_of_job(parse_job_args({"--model", "llama3-8b", "--gpu", "mi300x", "--num-gpus", "8"}).job), "");
+  EXPECT_EQ(generation_of_job(parse_job_args({"--model", "mixtral-8x7b", "--gpu", "h100-sxm5-80gb", "--num-gpus", "8",
+                                              "--bf16"})
+                                  .job),
+            "H100 BF16 MoE");
   // The reports carry it: time's text and JSON, and a search's note on the rows it does not order.
   const run_context ctx = time_context(pj);
   EXPECT_EQ(ctx.expected_error.scope, band.scope);
