@@ -377,21 +377,32 @@ TEST(ExpectedError, TimeAndSearchCarryTheBandOfTheShippedValidation) {
   EXPECT_THAT(text, ::testing::HasSubstr("validated runs, A100 BF16, deepspeed"));
   const std::string json_text = make_reporter(output_format::json)->time(ctx, estimate_time(pj.job));
   EXPECT_THAT(json_text, ::testing::HasSubstr("\"p80_abs_error\""));
-  // BLOOM's default search: its first rows lie within the band of row 1, and the search says so.
-  const search_request req = parse_search_request({});
-  const search_result found = run_search(req.base.job, req.space);
-  const run_context sc = search_context(req, found);
-  ASSERT_GT(sc.rows_within_expected_error, 1);
-  for (std::int64_t i = 0; i < sc.rows_within_expected_error; ++i) {
-    EXPECT_LE(found.candidates[static_cast<std::size_t>(i)].iteration_s,
-              found.candidates.front().iteration_s * (1 + sc.expected_error.p80_abs_error));
-  }
-  const auto next = static_cast<std::size_t>(sc.rows_within_expected_error);
-  if (next < found.candidates.size()) {
-    EXPECT_GT(found.candidates[next].iteration_s, found.candidates.front().iteration_s * (1 + sc.expected_error.p80_abs_error));
-  }
-  EXPECT_THAT(make_reporter(output_format::text)->search(sc, req.space, found),
-              ::testing::HasSubstr("Rows 1-" + std::to_string(sc.rows_within_expected_error) + " lie within the ±"));
+  // A search says which of its first rows lie within the band of row 1's time (Llama-3 8B on 64 H100s,
+  // ±14%: many), or that row 1 leads row 2 by more (BLOOM's default search, ±4%: row 1 leads by 6%).
+  auto check = [](const search_request& req) {
+    const search_result found = run_search(req.base.job, req.space);
+    const run_context sc = search_context(req, found);
+    for (std::int64_t i = 0; i < sc.rows_within_expected_error; ++i) {
+      EXPECT_LE(found.candidates[static_cast<std::size_t>(i)].iteration_s,
+                found.candidates.front().iteration_s * (1 + sc.expected_error.p80_abs_error));
+    }
+    const auto next = static_cast<std::size_t>(sc.rows_within_expected_error);
+    if (next < found.candidates.size()) {
+      EXPECT_GT(found.candidates[next].iteration_s,
+                found.candidates.front().iteration_s * (1 + sc.expected_error.p80_abs_error));
+    }
+    const std::string text = make_reporter(output_format::text)->search(sc, req.space, found);
+    if (sc.rows_within_expected_error > 1) {
+      EXPECT_THAT(text, ::testing::HasSubstr("Rows 1-" + std::to_string(sc.rows_within_expected_error) + " lie within the ±"));
+    } else {
+      EXPECT_THAT(text, ::testing::HasSubstr("Row 1 leads row 2 by more than the ±"));
+    }
+    return sc.rows_within_expected_error;
+  };
+  EXPECT_GT(check(parse_search_request({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "64", "--gbs", "512",
+                                        "--bf16"})),
+            1);
+  EXPECT_EQ(check(parse_search_request({})), 1);
 }
 
 }  // namespace
