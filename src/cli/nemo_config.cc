@@ -959,7 +959,9 @@ void reader::apex_distributed_adam() {
   // Apex's bucket: bucket_cap_mb MiB of grad_sync_dtype elements (DistributedFusedAdam.default_message_size).
   if (values_.contains("model.optim.bucket_cap_mb")) {
     const nm_value* v = find("model.optim.bucket_cap_mb");
-    if (!v->v.is_number() || !(v->v.get<double>() > 0)) fail(*v, "model.optim.bucket_cap_mb", "expected a positive number");
+    if (!v->v.is_number() || !(v->v.get<double>() > 0 && v->v.get<double>() <= 1e6)) {
+      fail(*v, "model.optim.bucket_cap_mb", "expected a positive number of MiB, at most 1e6");
+    }
     const double elements = v->v.get<double>() * 1048576.0 / (grad == "fp32" ? 4.0 : 2.0);
     add("model.optim.bucket_cap_mb", {"--ddp-bucket-size", std::to_string(static_cast<std::int64_t>(elements))});
   }

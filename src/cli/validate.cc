@@ -235,7 +235,13 @@ std::vector<std::string> hardware_args(const row_map& r) {
 /// "dense / per expert" and whose routing, attention and layer mix the columns cannot say): that model at
 /// the row's sequence, once the row's own shape columns agree with it.
 std::vector<std::string> catalog_model_args(const row_map& r, const std::string& name) {
-  const model_spec& m = find_model(name).spec;
+  const model_spec& m = [&]() -> const model_spec& {
+    try {
+      return find_model(name).spec;
+    } catch (const input_error& e) {
+      throw unexpressible{"column 'catalog_model': " + std::string(e.what())};
+    }
+  }();
   const std::pair<const char*, std::int64_t> kShape[] = {{"num_layers", m.num_layers},
                                                          {"hidden_size", m.hidden_size},
                                                          {"num_attention_heads", m.num_attention_heads},
@@ -461,7 +467,7 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
     std::istringstream extra(field(r, "extra_flags"));
     for (std::string flag; extra >> flag;) v.args.push_back(flag);
     v.group = generation_of(field(r, "gpu_type"), field(r, "precision"));
-    const std::string catalog = field(r, "catalog_model");
+    const std::string catalog = field(r, "catalog_model");  // a known model by now (catalog_model_args)
     if (!v.group.empty() && (!field(r, "moe_experts").empty() || (!catalog.empty() && find_model(catalog).spec.is_moe()))) {
       v.group += " MoE";  // validated apart, as generation_of_job bands them
     }

@@ -188,6 +188,8 @@ TEST(NemoConfig, ApexDistributedAdamAsNemoSetsItUp) {
               AllOf(HasSubstr("dgxc_nemotron4-340b-synth.yaml:186: model.optim.dtype:"), HasSubstr("keep no master copy")));
   EXPECT_THAT(error_of(pretrain("dgxc_llama3.1_8b.yaml", {"+model.optim.grad_sync_dtype=fp16"})),
               HasSubstr("fp16 gradients over bf16 weights are not modelled"));
+  EXPECT_THAT(error_of(pretrain("dgxc_llama3.1_8b.yaml", {"model.optim.bucket_cap_mb=1e30"})),
+              HasSubstr("model.optim.bucket_cap_mb=1e30: expected a positive number of MiB, at most 1e6"));
 }
 
 // Hydra's grammar on the line: `~key` removes a key (NeMo's default applies), `+`/`++` add or set.

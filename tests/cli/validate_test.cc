@@ -301,6 +301,28 @@ TEST(ValidatePublishedTable, OptimizerShardingIsReadFromATableAndAnUnknownValueI
   EXPECT_THAT(run("FSDP (sharding group 8)").skipped, ::testing::HasSubstr("'fsdp (sharding group 8)' is not modelled here"));
 }
 
+TEST(ValidatePublishedSchema, ACatalogModelStandsForTheShapeColumnsWhenTheyAgree) {
+  // A row may name a catalog model (column catalog_model; the shipped MoE rows take it from
+  // published-conditions.csv): planned as that model at the row's sequence, once the shape columns the
+  // row fills agree with it; a mismatch or an unknown name skips the row, naming the column.
+  const std::string header =
+      "row,source,model,num_layers,hidden_size,num_attention_heads,num_query_groups,moe_experts,moe_topk,ffn_hidden_size,"
+      "vocab_size,seq_length,gpu_type,num_gpus,gpus_per_node,tp,pp,ep,micro_batch_size,global_batch_size,precision,"
+      "tokens_per_s_per_gpu,catalog_model\n";
+  auto run = [&](const std::string& layers, const std::string& name) {
+    const std::string text = header + "1,bench,GPT-OSS,"+ layers + ",2880,64,8,128,4,2880 per expert,201088,4096,H100-SXM 80GB,"
+                             "64,8,1,4,8,1,1280,BF16,5824," + name + "\n";
+    return trainplan::run_validation(trainplan::read_measurements(text, "mine.csv")).rows.at(0);
+  };
+  const trainplan::validation_row ok = run("36", "gpt-oss-120b");
+  ASSERT_TRUE(ok.skipped.empty()) << ok.skipped;
+  EXPECT_NE(std::find(ok.args.begin(), ok.args.end(), "gpt-oss-120b"), ok.args.end());
+  EXPECT_EQ(std::find(ok.args.begin(), ok.args.end(), "--ffn-hidden-size"), ok.args.end());  // "2880 per expert" unread
+  EXPECT_EQ(ok.group, "H100 BF16 MoE");
+  EXPECT_EQ(run("24", "gpt-oss-120b").skipped, "column 'num_layers': 24 is not catalog model gpt-oss-120b's 36");
+  EXPECT_THAT(run("36", "gpt-oss-1t").skipped, ::testing::StartsWith("column 'catalog_model': "));
+}
+
 namespace trainplan {
 namespace {
 
