@@ -136,6 +136,8 @@ class Job:
         deepspeed: Optional[bool] = ...,
         zero_stage: Optional[int] = ...,
         use_distributed_optimizer: Optional[bool] = ...,
+        use_megatron_fsdp: Optional[bool] = ...,
+        data_parallel_sharding_strategy: Union[str, os.PathLike[str], None] = ...,
         num_distributed_optimizer_instances: Optional[int] = ...,
         data_parallel_replicate_degree: Optional[int] = ...,
         accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
@@ -308,6 +310,8 @@ class Job:
         deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
         zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)
         use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
+        use_megatron_fsdp: Megatron-FSDP: Megatron-Core's own FSDP, sharding as --data-parallel-sharding-strategy (§3.1)
+        data_parallel_sharding_strategy [KIND]: Megatron-FSDP's sharding: optim (= the distributed optimizer), optim_grads (ZeRO-2) or optim_grads_params (ZeRO-3); no_shard is not modelled (default optim_grads_params)
         num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
         data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
         accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
@@ -520,6 +524,8 @@ def search(*,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
+    use_megatron_fsdp: Optional[bool] = ...,
+    data_parallel_sharding_strategy: Union[str, os.PathLike[str], None] = ...,
     num_distributed_optimizer_instances: Optional[int] = ...,
     data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
@@ -700,6 +706,8 @@ def search(*,
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
+    use_megatron_fsdp: Megatron-FSDP: Megatron-Core's own FSDP, sharding as --data-parallel-sharding-strategy (§3.1)
+    data_parallel_sharding_strategy [KIND]: Megatron-FSDP's sharding: optim (= the distributed optimizer), optim_grads (ZeRO-2) or optim_grads_params (ZeRO-3); no_shard is not modelled (default optim_grads_params)
     num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
     data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
@@ -902,6 +910,8 @@ def shapes(*,
     no_pipeline_parallel: Optional[bool] = ...,
     deepspeed: Optional[bool] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
+    use_megatron_fsdp: Optional[bool] = ...,
+    data_parallel_sharding_strategy: Union[str, os.PathLike[str], None] = ...,
     num_distributed_optimizer_instances: Optional[int] = ...,
     data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
@@ -1089,6 +1099,8 @@ def shapes(*,
     no_pipeline_parallel: Megatron-DeepSpeed: the DeepSpeed engine without its pipeline (PP 1 only)
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
+    use_megatron_fsdp: Megatron-FSDP: Megatron-Core's own FSDP, sharding as --data-parallel-sharding-strategy (§3.1)
+    data_parallel_sharding_strategy [KIND]: Megatron-FSDP's sharding: optim (= the distributed optimizer), optim_grads (ZeRO-2) or optim_grads_params (ZeRO-3); no_shard is not modelled (default optim_grads_params)
     num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
     data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)
@@ -1286,6 +1298,8 @@ def plan(job: Optional[Job] = ..., *,
     deepspeed: Optional[bool] = ...,
     zero_stage: Optional[int] = ...,
     use_distributed_optimizer: Optional[bool] = ...,
+    use_megatron_fsdp: Optional[bool] = ...,
+    data_parallel_sharding_strategy: Union[str, os.PathLike[str], None] = ...,
     num_distributed_optimizer_instances: Optional[int] = ...,
     data_parallel_replicate_degree: Optional[int] = ...,
     accumulate_allreduce_grads_in_fp32: Optional[bool] = ...,
@@ -1474,6 +1488,8 @@ def plan(job: Optional[Job] = ..., *,
     deepspeed: = --framework deepspeed (Megatron-DeepSpeed scripts)
     zero_stage [N]: ZeRO stage 0-3 (FSDP: 0 NO_SHARD, 2, 3 FULL_SHARD) (default 0)
     use_distributed_optimizer: Megatron's distributed optimizer (ZeRO-1)
+    use_megatron_fsdp: Megatron-FSDP: Megatron-Core's own FSDP, sharding as --data-parallel-sharding-strategy (§3.1)
+    data_parallel_sharding_strategy [KIND]: Megatron-FSDP's sharding: optim (= the distributed optimizer), optim_grads (ZeRO-2) or optim_grads_params (ZeRO-3); no_shard is not modelled (default optim_grads_params)
     num_distributed_optimizer_instances [N]: HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5) (default 1)
     data_parallel_replicate_degree [N]: HSDP: torchtitan/FSDP2's replicate degree, = --num-distributed-optimizer-instances (§2.5) (default 1)
     accumulate_allreduce_grads_in_fp32: fp32 main gradients (forced with bf16)

@@ -482,6 +482,17 @@ const std::vector<flag_def>& flag_table() {
                       }, "training.zero_stage")));
     t.push_back(swtch("--use-distributed-optimizer", "", "training", "Megatron's distributed optimizer (ZeRO-1)",
                       SWITCH(b.job.training.distributed_optimizer = true)));
+    t.push_back(swtch("--use-megatron-fsdp", "", "training",
+                      "Megatron-FSDP: Megatron-Core's own FSDP, sharding as --data-parallel-sharding-strategy (§3.1)",
+                      SWITCH(b.job.training.megatron_fsdp = true)));
+    t.push_back(value("--data-parallel-sharding-strategy", "", "KIND", "optim_grads_params", "training",
+                      "Megatron-FSDP's sharding: optim (= the distributed optimizer), optim_grads (ZeRO-2) or "
+                      "optim_grads_params (ZeRO-3); no_shard is not modelled",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.training.megatron_fsdp_stage =
+                            parse_enum<int>(v, f, {{"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}});
+                        b.job.training.megatron_fsdp_strategy_set = true;
+                      }, "training.megatron_fsdp_stage")));
     t.push_back(value("--num-distributed-optimizer-instances", "", "N", "1", "training",
                       "HSDP: replicas of the sharded state over DP×CP (Megatron's partial distributed optimizer; §2.5)",
                       INT_FIELD_MIN(b.job.training.dp_replicas, 1)));

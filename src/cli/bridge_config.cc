@@ -147,7 +147,7 @@ constexpr std::array kKeys = {
     br_key{"ddp.check_for_nan_in_grad", br_role::ignored, "", "", ""},
     br_key{"ddp.check_for_large_grads", br_role::ignored, "", "", ""},
     br_key{"ddp.fp8_param_gather", br_role::ignored, "", "", "set from mixed_precision with model.fp8_param"},
-    br_key{"ddp.megatron_fsdp_main_params_dtype", br_role::ignored, "", "", "read with use_megatron_fsdp alone"},
+    br_key{"ddp.megatron_fsdp_main_params_dtype", br_role::custom, "", "", ""},
     br_key{"optimizer.optimizer", br_role::renamed, "--optimizer", "", ""},
     br_key{"optimizer.use_distributed_optimizer", br_role::ignored, "", "", "ddp.use_distributed_optimizer decides"},
     br_key{"optimizer.overlap_param_gather", br_role::ignored, "", "", "ddp.overlap_param_gather decides"},
@@ -691,10 +691,21 @@ void reader::parallel_and_batch() {
     fail(*e, "emptying PyTorch's cache every step changes the reserved memory and the time, which trainplan does not model");
   }
   done("train.empty_unused_memory_level");
-  for (const char* k : {"dist.use_megatron_fsdp", "dist.use_torch_fsdp2"}) {
-    if (boolean(k, false)) fail(*find(k), "Megatron FSDP and PyTorch FSDP2 under Megatron-Bridge are not modelled");
-    done(k);
+  // Megatron-FSDP (§3.1): dist.use_megatron_fsdp turns it on as the DDP config's field does (read by its
+  // name as --use-megatron-fsdp); its main parameters stay fp32, as the model assumes.
+  if (boolean("dist.use_megatron_fsdp", false) && !boolean("ddp.use_megatron_fsdp", false)) {
+    add(*find("dist.use_megatron_fsdp"), {"--use-megatron-fsdp"});
   }
+  done("dist.use_megatron_fsdp");
+  if (const br_value* d = find("ddp.megatron_fsdp_main_params_dtype"); d != nullptr) {
+    const bool fsdp = boolean("dist.use_megatron_fsdp", false) || boolean("ddp.use_megatron_fsdp", false);
+    if (fsdp && !d->v.is_null() && d->text != "torch.float32" && d->text != "fp32") {
+      fail(*d, "Megatron-FSDP main parameters other than fp32 are not modelled");
+    }
+  }
+  done("ddp.megatron_fsdp_main_params_dtype");
+  if (boolean("dist.use_torch_fsdp2", false)) fail(*find("dist.use_torch_fsdp2"), "PyTorch FSDP2 under Megatron-Bridge is not modelled");
+  done("dist.use_torch_fsdp2");
   if (const br_value* s = find("dataset.sequence_length"); s != nullptr && !s->v.is_null()) {
     if (const br_value* m = find("model.seq_length"); m != nullptr && !same_value(m->v, s->v)) {
       fail(*s, fmt::format("samples of {} tokens for a model of seq_length {}: trainplan plans one sequence length",

@@ -174,7 +174,7 @@ std::string text_reporter::comm(const run_context& ctx, const comm_report& r) co
                      par.sequence_parallel ? ", sequence parallel" : "", format_rank_order(r.rank_order),
                      r.num_microbatches, t.micro_batch_size);
   out += fmt::format("Training: {}, {}, ZeRO stage {}{}{}, recomputation: {}\n\n", to_string(t.framework),
-                     to_string(t.precision), t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "",
+                     to_string(t.precision), t.zero_stage, detail::sharding_note(t),
                      t.dp_replicas > 1 ? fmt::format(", HSDP: {} replicas of {} shards", t.dp_replicas,
                                                      dp_shard_size(par, t))
                                        : "",

@@ -17,6 +17,16 @@ using json = nlohmann::ordered_json;
 constexpr double kGiB = 1073741824.0;
 constexpr double kMiB = 1048576.0;
 
+/// How a Megatron job shards its data-parallel state, after "ZeRO stage N" (§3.1).
+inline std::string sharding_note(const training_config& t) {
+  if (t.megatron_fsdp) {
+    return t.zero_stage == 3 ? " (Megatron-FSDP optim_grads_params)"
+           : t.zero_stage == 2 ? " (Megatron-FSDP optim_grads)"
+                               : " (Megatron-FSDP optim: the distributed optimizer)";
+  }
+  return t.distributed_optimizer ? " (distributed optimizer)" : "";
+}
+
 /// A prediction's expected error (issue 28) for JSON: the band and where it comes from, or `runs` 0 and
 /// the scope it was sought in when fewer than kMinBandRuns validated runs give one (never null).
 inline json error_band_json(const error_band& band) {

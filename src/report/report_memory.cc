@@ -94,7 +94,7 @@ std::string text_reporter::memory(const run_context& ctx, const parameter_breakd
   const std::string hsdp =
       t.dp_replicas > 1 ? fmt::format(", HSDP: {} replicas of {} shards", t.dp_replicas, dp_shard_size(par, t)) : "";
   out += fmt::format("Training: {}, {}, ZeRO stage {}{}{}, {}{}{}\n\n", to_string(t.framework),
-                     precision, t.zero_stage, t.distributed_optimizer ? " (distributed optimizer)" : "", hsdp,
+                     precision, t.zero_stage, detail::sharding_note(t), hsdp,
                      t.recompute == recompute_granularity::none ? std::string("no recomputation")
                      : t.recompute == recompute_granularity::selective && t.recompute_modules != 0
                          ? fmt::format("selective recomputation ({})",

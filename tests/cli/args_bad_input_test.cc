@@ -303,8 +303,8 @@ TEST(ArgsBadInput, ZeroTwoAndThreeNeedDeepSpeedOrFsdp) {
   for (const char* stage : {"2", "3"}) {
     EXPECT_EQ(error_of({"--model", "llama2-7b", "--framework", "megatron", "--zero-stage", stage}),
               std::string("--zero-stage ") + stage +
-                  " needs --framework deepspeed or fsdp (Megatron-LM shards only the optimizer: "
-                  "--use-distributed-optimizer, i.e. stage 1)");
+                  " needs --framework deepspeed or fsdp, or Megatron-FSDP (--use-megatron-fsdp; without it "
+                  "Megatron-LM shards only the optimizer: --use-distributed-optimizer, i.e. stage 1)");
   }
   // Megatron is the default framework.
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--zero-stage", "3"}), StartsWith("--zero-stage 3 needs --framework"));

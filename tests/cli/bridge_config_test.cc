@@ -85,6 +85,27 @@ TEST(BridgeConfig, GptOss120bDryRunConfigIsTheJob) {
   EXPECT_THAT(pj.ignored_flags, Contains(HasSubstr("model.cuda_graph_scope=full (read with CUDA graphs alone)")));
 }
 
+// Megatron-FSDP (dist.use_megatron_fsdp, or ddp's, with ddp.data_parallel_sharding_strategy): gpt-oss-120b's
+// dry-run config at PP 1 with optim_grads_params runs ZeRO stage 3 under Megatron; at the config's PP 4 it
+// is refused naming both keys; its fp32 main parameters are what the model assumes.
+TEST(BridgeConfig, MegatronFsdpFromTheDistOrDdpSection) {
+  std::string text = read_text(bridge_file("gpt_oss_120b_pretrain_h100_fp8_mx_v1.yaml"));
+  auto set = [&](const std::string& from, const std::string& to) { text.replace(text.find(from), from.size(), to); };
+  const std::size_t dist = text.find("\ndist:\n");
+  const std::string off = "  use_megatron_fsdp: false\n";
+  text.replace(text.find(off, dist), off.size(), "  use_megatron_fsdp: true\n");
+  const std::string at_pp4 = write_temp("gpt_oss_fsdp_pp4.yaml", text);
+  EXPECT_THAT(error_of({"--cluster", "dgx-h100", "--num-gpus", "64", "--bridge-config", at_pp4}),
+              AllOf(HasSubstr("dist.use_megatron_fsdp"), HasSubstr("model.pipeline_model_parallel_size"),
+                    HasSubstr("is not modelled")));
+  set("  pipeline_model_parallel_size: 4\n", "  pipeline_model_parallel_size: 1\n");
+  set("  data_parallel_sharding_strategy: no_shard\n", "  data_parallel_sharding_strategy: optim_grads_params\n");
+  const parsed_job pj =
+      parse({"--cluster", "dgx-h100", "--num-gpus", "64", "--bridge-config", write_temp("gpt_oss_fsdp.yaml", text)});
+  EXPECT_TRUE(pj.job.training.megatron_fsdp);
+  EXPECT_EQ(pj.job.training.zero_stage, 3);
+}
+
 // The other dry-run configs of the corpus are refused naming the field trainplan does not model.
 TEST(BridgeConfig, DryRunConfigsRefuseWhatIsNotModelledByName) {
   EXPECT_THAT(error_of({"--cluster", "dgx-h100", "--num-gpus", "1024", "--bridge-config",

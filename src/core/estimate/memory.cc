@@ -383,14 +383,14 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         const bool prefetch = tr.zero3_prefetch_bucket_elements != 0;
         const double bucket = tr.zero3_prefetch_bucket_elements > 0 ? static_cast<double>(tr.zero3_prefetch_bucket_elements)
                                                                      : kDeepSpeedPrefetchElements;
-        const double ahead = !prefetch ? 0.0
-                             : tr.framework == framework_kind::fsdp ? largest_layer
-                                                                     : std::min(bucket, largest_layer);
-        const double gradient = tr.framework == framework_kind::fsdp ? largest_layer : 0.0;
+        // Megatron-FSDP holds a unit's parameters and gradients in its double buffers as FSDP does.
+        const bool per_unit = tr.framework != framework_kind::deepspeed;
+        const double ahead = !prefetch ? 0.0 : per_unit ? largest_layer : std::min(bucket, largest_layer);
+        const double gradient = per_unit ? largest_layer : 0.0;
         s.buffers_bytes += e * (largest_layer + ahead + gradient);
         // FP8: the gathered layers' FP8 weight and its transpose (1 + 1 byte), while they are gathered.
         if (fp8_copies) s.buffers_bytes += 2.0 * (largest_layer + ahead);
-      } else if (tr.zero_stage == 2 && tr.framework == framework_kind::fsdp) {
+      } else if (tr.zero_stage == 2 && tr.framework != framework_kind::deepspeed) {
         s.buffers_bytes += e * largest_layer;
       }
 

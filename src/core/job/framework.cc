@@ -40,13 +40,24 @@ using ga = grad_accumulation;
 //   concatenation, 8 bytes); estimate_zero2_model_states_mem_needs (2Ψ + 18Ψ/N), estimate_zero3 (18Ψ/N).
 // - PyTorch FSDP: the fp32 sharded FlatParameter is the master; SHARD_GRAD_OP keeps the 16-bit unsharded
 //   parameters between forward and backward; reduce_dtype fp32 (torchtitan's mixed_precision_reduce).
-constexpr std::array<optimizer_row, 11> kOptimizerRows = {{
+constexpr std::array<optimizer_row, 13> kOptimizerRows = {{
     {framework_kind::megatron, 0, false, true, "Megatron DDP, Float16OptimizerWithFloat16Params",
      {{{1, su::weight}}}, {{{1, su::grad_buffer}}}, {{{1, su::optimizer}}}, {}, false, false,
      {dc::grad_all_reduce}, 1, ga::in_gemm, reduce_dtype::grad_buffer},
     {framework_kind::megatron, 1, false, true, "Megatron DDP, DistributedOptimizer",
      {{{1, su::weight}}}, {{{1, su::grad_buffer}}}, {{{1, su::optimizer, true}}}, {}, false, false,
      {dc::grad_reduce_scatter, dc::param_all_gather}, 2, ga::in_gemm, reduce_dtype::grad_buffer},
+    // Megatron-FSDP (megatron/core/distributed/fsdp; docs/user-guide/features/megatron_fsdp.md): main
+    // parameters and Adam's moments sharded as the distributed optimizer's (12/D), the main gradients
+    // sharded and reduce-scattered after every backward; optim_grads_params shards the 16-bit parameters
+    // too and gathers each unit (a transformer layer) before its forward and again before its backward.
+    {framework_kind::megatron, 2, false, false, "Megatron-FSDP optim_grads",
+     {{{1, su::weight}}}, {{{1, su::grad_buffer, true}}}, {{{1, su::optimizer, true}}}, {}, false, false,
+     {dc::grad_reduce_scatter_per_unit, dc::param_all_gather}, 2, ga::in_gemm, reduce_dtype::grad_buffer, true},
+    {framework_kind::megatron, 3, false, false, "Megatron-FSDP optim_grads_params",
+     {{{1, su::weight, true}}}, {{{1, su::grad_buffer, true}}}, {{{1, su::optimizer, true}}}, {}, false, false,
+     {dc::param_gather_forward_per_unit, dc::param_gather_backward_per_unit, dc::grad_reduce_scatter_per_unit}, 3,
+     ga::in_gemm, reduce_dtype::grad_buffer, true},
     {framework_kind::deepspeed, 0, true, true, "DeepSpeed BF16_Optimizer",
      {{{1, su::weight}}}, {{{1, su::weight}, {1, su::grad_buffer}}}, {{{1, su::optimizer, true}}}, {}, false, true,
      {dc::grad_all_reduce, dc::param_all_gather}, 2, ga::autograd_then_buffer, reduce_dtype::grad_buffer},
@@ -122,7 +133,7 @@ const cross_entropy_kernels& cross_entropy_of(framework_kind framework, bool fus
   return kCrossEntropy[0];
 }
 
-const std::array<optimizer_row, 11>& optimizer_rows() { return kOptimizerRows; }
+const std::array<optimizer_row, 13>& optimizer_rows() { return kOptimizerRows; }
 
 namespace {
 
@@ -139,7 +150,7 @@ bool runs_alike(const optimizer_row& a, const optimizer_row& b) {
   return a.framework == b.framework && same_terms(a.weights, b.weights) && same_terms(a.gradients, b.gradients) &&
          same_terms(a.optimizer, b.optimizer) && same_terms(a.step_transient, b.step_transient) &&
          a.offload_gradients == b.offload_gradients && a.reduce_bucket == b.reduce_bucket && a.dp == b.dp && a.num_dp == b.num_dp &&
-         a.accumulation == b.accumulation && a.reduces_in == b.reduces_in;
+         a.accumulation == b.accumulation && a.reduces_in == b.reduces_in && a.megatron_fsdp == b.megatron_fsdp;
 }
 
 const optimizer_row* find_optimizer_row(framework_kind framework, int zero_stage, bool bf16_optimizer) {
@@ -149,10 +160,12 @@ const optimizer_row* find_optimizer_row(framework_kind framework, int zero_stage
   return nullptr;
 }
 
-std::array<bool, 4> zero_stages_of(framework_kind framework, std::int64_t pp) {
+std::array<bool, 4> zero_stages_of(framework_kind framework, std::int64_t pp, bool megatron_fsdp) {
   std::array<bool, 4> out{};
   for (const optimizer_row& r : kOptimizerRows) {
-    if (r.framework == framework && (pp <= 1 || r.with_pp)) out[static_cast<std::size_t>(r.zero_stage)] = true;
+    if (r.framework == framework && r.megatron_fsdp == megatron_fsdp && (pp <= 1 || r.with_pp)) {
+      out[static_cast<std::size_t>(r.zero_stage)] = true;
+    }
   }
   return out;
 }

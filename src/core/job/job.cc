@@ -90,8 +90,15 @@ void apply_framework_defaults(training_config& t) {
   if (!t.swiglu_fusion_set) t.bias_swiglu_fusion = t.framework == framework_kind::megatron && !t.legacy_models;
   switch (t.framework) {
     case framework_kind::megatron:
-      if (t.zero_stage == 1) t.distributed_optimizer = true;
-      t.zero_stage = t.distributed_optimizer ? 1 : 0;
+      if (t.megatron_fsdp) {
+        // arguments.py validate_args: Megatron-FSDP v1 runs the distributed optimizer; its sharding
+        // strategy is the stage (§3.1).
+        t.distributed_optimizer = true;
+        t.zero_stage = t.megatron_fsdp_stage;
+      } else {
+        if (t.zero_stage == 1) t.distributed_optimizer = true;
+        t.zero_stage = t.distributed_optimizer ? 1 : 0;
+      }
       // arguments.py validate_args: bf16 accumulates and all-reduces in fp32 unless --grad-reduce-in-bf16
       // or --main-grads-dtype bf16.
       if (t.precision == dtype::bf16) {

@@ -17,8 +17,8 @@ struct stage_messages {
   const char* no_pp;    ///< not with pipeline parallelism
 };
 constexpr std::array<stage_messages, 3> kStageMessages = {{
-    {" needs ${training.framework} deepspeed or fsdp (Megatron-LM shards only the optimizer: "
-     "${training.distributed_optimizer}, i.e. stage 1)",
+    {" needs ${training.framework} deepspeed or fsdp, or Megatron-FSDP (${training.megatron_fsdp}; without it Megatron-LM "
+     "shards only the optimizer: ${training.distributed_optimizer}, i.e. stage 1)",
      ""},
     {"", "DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: ${training.zero_stage} "},
     {"${training.framework} fsdp has no ZeRO stage 1: use ${training.zero_stage} 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 "
@@ -42,9 +42,26 @@ std::string framework_violation(job_spec& job) {
     return "${training.distributed_optimizer} is Megatron-LM's; with ${training.framework} " + std::string(to_string(fw)) +
            " use ${training.zero_stage}";
   }
+  if (t.megatron_fsdp_strategy_set && !t.megatron_fsdp) {
+    return "${training.megatron_fsdp_stage} is read by Megatron-FSDP alone: give ${training.megatron_fsdp}";
+  }
+  if (t.megatron_fsdp) {
+    // Megatron-FSDP (§3.1): Megatron-LM's, its strategy the stage; with a pipeline it is not modelled.
+    if (fw != framework_kind::megatron) {
+      return "${training.megatron_fsdp} is Megatron-LM's; with ${training.framework} " + std::string(to_string(fw)) +
+             " use ${training.zero_stage}";
+    }
+    if (p.pp > 1) return "${training.megatron_fsdp} with ${parallel.pp} > 1 is not modelled";
+    t.zero_stage = t.megatron_fsdp_stage;
+    // optim shards the optimizer state alone: the distributed optimizer's bytes and collectives.
+    if (t.megatron_fsdp_stage == 1) {
+      t.megatron_fsdp = false;
+      t.distributed_optimizer = true;
+    }
+  }
   const auto z = static_cast<std::size_t>(t.zero_stage);
-  const std::array<bool, 4> any = zero_stages_of(fw, 1);
-  const std::array<bool, 4> at_pp = zero_stages_of(fw, p.pp);
+  const std::array<bool, 4> any = zero_stages_of(fw, 1, t.megatron_fsdp);
+  const std::array<bool, 4> at_pp = zero_stages_of(fw, p.pp, t.megatron_fsdp);
   const stage_messages& words = kStageMessages[static_cast<std::size_t>(fw)];
   if (at_pp == std::array<bool, 4>{}) return words.no_pp;  // no stage at all with this pipeline
   if (!any[z]) {

@@ -93,13 +93,14 @@ bool even_on_nodes(std::int64_t group, std::int64_t gpus_per_node) {
 /// The ZeRO stages the framework's optimizer rows run at this pipeline size (framework.h), one per
 /// distinct row: DeepSpeed's BF16_Optimizer runs alike at stage 0 and 1, and only stage 0 is tried.
 std::vector<int> zero_stages_for(const training_config& base, std::int64_t pp) {
-  const std::array<bool, 4> stages = zero_stages_of(base.framework, pp);
+  const std::array<bool, 4> stages = zero_stages_of(base.framework, pp, base.megatron_fsdp);
   std::vector<int> out;
   std::vector<const optimizer_row*> rows;
   for (int z = 0; z < 4; ++z) {
     if (!stages[static_cast<std::size_t>(z)]) continue;
     training_config t = base;
     t.zero_stage = z;
+    t.megatron_fsdp_stage = z;
     t.distributed_optimizer = false;
     apply_framework_defaults(t);
     const optimizer_row* row = find_optimizer_row(t.framework, t.zero_stage, runs_bf16_optimizer(t));
@@ -175,7 +176,8 @@ void apply_candidate(job_spec& j, const job_spec& base, const search_candidate& 
   p.embedding_as_stage = c.embedding_as_stage;
   t.micro_batch_size = c.mbs;
   t.zero_stage = c.zero_stage;
-  t.distributed_optimizer = t.framework == framework_kind::megatron && c.zero_stage == 1;  // its name for ZeRO-1
+  t.megatron_fsdp_stage = c.zero_stage;  // with Megatron-FSDP its strategy is the stage
+  t.distributed_optimizer = t.framework == framework_kind::megatron && (c.zero_stage == 1 || t.megatron_fsdp);
   t.recompute_num_layers = 0;
   t.recompute_method_ = recompute_method::uniform;
   switch (c.recompute) {
@@ -333,7 +335,9 @@ search_axes axes_of(const job_spec& base, const search_space& s) {
   }
   for (int z : s.zero_stage) {
     bool ok = false;
-    for (std::int64_t p : x.pps) ok = ok || (z >= 0 && z < 4 && zero_stages_of(fw, p)[static_cast<std::size_t>(z)]);
+    for (std::int64_t p : x.pps) {
+      ok = ok || (z >= 0 && z < 4 && zero_stages_of(fw, p, base.training.megatron_fsdp)[static_cast<std::size_t>(z)]);
+    }
     if (!ok) {
       throw input_error("${training.zero_stage} " + std::to_string(z) + " is not available with ${training.framework} " +
                         std::string(to_string(fw)) + " and the pipeline sizes searched");
@@ -392,7 +396,7 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
     zeros = zero_stages_for(base.training, c.pp);
   } else {
     for (int z : s.zero_stage)
-      if (z >= 0 && z < 4 && zero_stages_of(fw, c.pp)[static_cast<std::size_t>(z)]) zeros.push_back(z);
+      if (z >= 0 && z < 4 && zero_stages_of(fw, c.pp, base.training.megatron_fsdp)[static_cast<std::size_t>(z)]) zeros.push_back(z);
   }
   std::vector<std::int64_t> vpps = {1};
   if (traits_of(fw).interleaving && c.pp > 1 && m.num_layers % c.pp == 0) {

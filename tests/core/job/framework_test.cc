@@ -42,15 +42,24 @@ dp_traffic traffic_of(const comm_report& r) {
 TEST(FrameworkRows, MemoryCommunicationAndComputeAgreeOnEveryCombination) {
   std::set<const optimizer_row*> seen;
   int estimated = 0;
-  for (const char* fw : {"megatron", "deepspeed", "fsdp"}) {
+  for (const char* fw : {"megatron", "deepspeed", "fsdp", "megatron-fsdp"}) {
     for (const char* stage : {"0", "1", "2", "3"}) {
+      // Megatron-FSDP: its sharding strategy is the stage (optim, optim_grads, optim_grads_params).
+      const bool mfsdp = std::string(fw) == "megatron-fsdp";
+      if (mfsdp && std::string(stage) == "0") continue;
       for (const char* precision : {"--bf16", "--fp16", "--fp32"}) {
         for (const char* optimizer : {"adam", "sgd"}) {
           for (const char* accum : {"", "fp32", "bf16"}) {
             for (const char* pp : {"1", "2"}) {
               std::vector<std::string> args = {"--model", "llama2-7b", "--cluster", "dgx-a100", "--num-gpus", "16",
-                                               "--gbs", "64", "--framework", fw, "--zero-stage", stage, precision,
-                                               "--optimizer", optimizer, "--pp", pp};
+                                               "--gbs", "64", precision, "--optimizer", optimizer, "--pp", pp};
+              if (mfsdp) {
+                const char* strategy = std::string(stage) == "1" ? "optim" : std::string(stage) == "2" ? "optim_grads"
+                                                                                                      : "optim_grads_params";
+                args.insert(args.end(), {"--use-megatron-fsdp", "--data-parallel-sharding-strategy", strategy});
+              } else {
+                args.insert(args.end(), {"--framework", fw, "--zero-stage", stage});
+              }
               if (*accum != '\0') args.insert(args.end(), {"--grad-accum-dtype", accum});
               parsed_job pj;
               try {

@@ -118,6 +118,8 @@ struct optimizer_row {
   int num_dp;
   grad_accumulation accumulation;
   reduce_dtype reduces_in;
+  /// Megatron-FSDP's rows: a Megatron job runs them with --use-megatron-fsdp alone.
+  bool megatron_fsdp = false;
   /// The optimizer step updates 1/D of the parameters: its state is sharded (§5.5).
   bool step_sharded() const { return optimizer[0].sharded; }
 };
@@ -126,11 +128,12 @@ struct optimizer_row {
 /// BF16_Optimizer at stage 0 and 1): a search tries one of them.
 bool runs_alike(const optimizer_row& a, const optimizer_row& b);
 /// Every row, for the account tests and the docs.
-const std::array<optimizer_row, 11>& optimizer_rows();
+const std::array<optimizer_row, 13>& optimizer_rows();
 /// The row of `framework` at `zero_stage`, with or without BF16_Optimizer; null when the framework has
 /// no such stage (the layout rules refuse it first).
 const optimizer_row* find_optimizer_row(framework_kind framework, int zero_stage, bool bf16_optimizer);
-/// The ZeRO stages `framework` runs at this pipeline size, ascending.
-std::array<bool, 4> zero_stages_of(framework_kind framework, std::int64_t pp);
+/// The ZeRO stages `framework` runs at this pipeline size, ascending; for Megatron, with or without
+/// Megatron-FSDP (`megatron_fsdp`: its rows alone, else the others).
+std::array<bool, 4> zero_stages_of(framework_kind framework, std::int64_t pp, bool megatron_fsdp = false);
 
 }  // namespace trainplan

@@ -147,6 +147,12 @@ struct training_config {
   framework_kind framework = framework_kind::megatron;
   int zero_stage = 0;                 ///< DeepSpeed/ZeRO stage; Megatron distributed optimizer = 1
   bool distributed_optimizer = false; ///< Megatron --use-distributed-optimizer
+  /// Megatron-FSDP (--use-megatron-fsdp; megatron/core/distributed/fsdp): the data-parallel sharding of
+  /// --data-parallel-sharding-strategy, run by Megatron-Core's own FSDP (§3.1). Its stage is zero_stage:
+  /// optim = 1 (the distributed optimizer's), optim_grads = 2, optim_grads_params = 3 (Megatron-LM's default).
+  bool megatron_fsdp = false;
+  int megatron_fsdp_stage = 3;
+  bool megatron_fsdp_strategy_set = false;  ///< --data-parallel-sharding-strategy given (needs Megatron-FSDP)
   bool accumulate_allreduce_grads_in_fp32 = false;  ///< forced on by Megatron with bf16 ...
   /// ... unless --grad-reduce-in-bf16 (Megatron; NeMo's grad_reduce_in_fp32=False): the gradient buffer and
   /// its DP reduction in bf16 (megatron/training/arguments.py validate_args; docs/formulas.md §3.1).
