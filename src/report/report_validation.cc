@@ -106,9 +106,12 @@ std::string text_reporter::validation(const validation_report& r) const {
       o += "\n";
     }
   }
+  // A statistic of no row is no figure: "—", not a perfect 0.0%.
+  auto pct = [](const validation_stats& s, double x) { return s.rows > 0 ? fmt::format("{:5.1f}%", 100 * x) : "    —"; };
   auto stats = [&](const validation_stats& s) {
-    o += fmt::format("  {:<32} {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  Spearman {:+.2f}  not fit {}\n", s.name,
-                     s.rows, 100 * s.median_abs_error, 100 * s.max_abs_error, s.spearman, s.not_fit);
+    o += fmt::format("  {:<32} {:4} rows  median |error| {}  max {}  Spearman {}  not fit {}\n", s.name, s.rows,
+                     pct(s, s.median_abs_error), pct(s, s.max_abs_error),
+                     s.rows > 1 ? fmt::format("{:+.2f}", s.spearman) : std::string("    —"), s.not_fit);
   };
   o += "\nPer table:\n";
   for (const auto& s : r.tables) stats(s);
@@ -127,8 +130,8 @@ std::string text_reporter::validation(const validation_report& r) const {
          "are measured, the A100's fitted on BLOOM's tables: docs/formulas.md §5.6), so each error here is that "
          "source's leave-one-source-out error:\n";
     for (const auto& s : r.sources) {
-      o += fmt::format("  {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  not fit {:2}  skipped {:2}  {}\n", s.rows,
-                       100 * s.median_abs_error, 100 * s.max_abs_error, s.not_fit, s.skipped, s.name);
+      o += fmt::format("  {:4} rows  median |error| {}  max {}  not fit {:2}  skipped {:2}  {}\n", s.rows,
+                       pct(s, s.median_abs_error), pct(s, s.max_abs_error), s.not_fit, s.skipped, s.name);
     }
   }
   if (!r.memory_sources.empty()) {
@@ -144,8 +147,8 @@ std::string text_reporter::validation(const validation_report& r) const {
       }
     }
     for (const auto& s : r.memory_sources) {
-      o += fmt::format("  {:4} rows  median |error| {:5.1f}%  max {:5.1f}%  not fit {:2}  skipped {:2}  {}\n", s.rows,
-                       100 * s.median_abs_error, 100 * s.max_abs_error, s.not_fit, s.skipped, s.name);
+      o += fmt::format("  {:4} rows  median |error| {}  max {}  not fit {:2}  skipped {:2}  {}\n", s.rows,
+                       pct(s, s.median_abs_error), pct(s, s.max_abs_error), s.not_fit, s.skipped, s.name);
     }
   }
   if (!r.loso.folds.empty()) {

@@ -458,6 +458,12 @@ TEST(ValidateLeaveOneSourceOut, EverySourcePredictedByTheOthersFit) {
   EXPECT_THAT(text, ::testing::HasSubstr("Leave-one-source-out over BLOOM's tables"));
   EXPECT_THAT(make_reporter(output_format::text)->validation(shipped_validation()),
               ::testing::Not(::testing::HasSubstr("Leave-one-source-out")));
+  // A group of no predicted row shows no figure (not a perfect 0.0%), one of one row no rank correlation.
+  EXPECT_THAT(make_reporter(output_format::text)->validation(shipped_validation()),
+              ::testing::AllOf(::testing::HasSubstr("H100 FP8 MoE, held out              0 rows  median |error|     —  "
+                                                    "max     —  Spearman     —"),
+                               ::testing::ContainsRegex("H100 BF16 MoE, held out +1 rows  median \\|error\\| +[0-9.]+%  "
+                                                        "max +[0-9.]+%  Spearman     —")));
 }
 
 }  // namespace
