@@ -83,6 +83,15 @@ std::string_view to_string(recompute_method k) {
 }
 std::string_view to_string(optimizer_kind k) { return k == optimizer_kind::adam ? "adam" : "sgd"; }
 
+void resolve_megatron_fsdp(training_config& t) {
+  if (!t.megatron_fsdp) return;
+  // arguments.py validate_args: Megatron-FSDP v1 runs the distributed optimizer; its sharding strategy is
+  // the stage, and optim (1) shards the optimizer state alone: the distributed optimizer's row (§3.1).
+  t.distributed_optimizer = true;
+  t.zero_stage = t.megatron_fsdp_stage;
+  if (t.megatron_fsdp_stage == 1) t.megatron_fsdp = false;
+}
+
 void apply_framework_defaults(training_config& t) {
   // megatron/training/arguments.py: --no-bias-swiglu-fusion (store_false) leaves bias_swiglu_fusion on,
   // which Megatron-Core's MLP runs (bias_activation_fusion); legacy models' ParallelMLP, Megatron-DeepSpeed
@@ -90,12 +99,8 @@ void apply_framework_defaults(training_config& t) {
   if (!t.swiglu_fusion_set) t.bias_swiglu_fusion = t.framework == framework_kind::megatron && !t.legacy_models;
   switch (t.framework) {
     case framework_kind::megatron:
-      if (t.megatron_fsdp) {
-        // arguments.py validate_args: Megatron-FSDP v1 runs the distributed optimizer; its sharding
-        // strategy is the stage (§3.1).
-        t.distributed_optimizer = true;
-        t.zero_stage = t.megatron_fsdp_stage;
-      } else {
+      resolve_megatron_fsdp(t);
+      if (!t.megatron_fsdp) {
         if (t.zero_stage == 1) t.distributed_optimizer = true;
         t.zero_stage = t.distributed_optimizer ? 1 : 0;
       }

@@ -52,12 +52,7 @@ std::string framework_violation(job_spec& job) {
              " use ${training.zero_stage}";
     }
     if (p.pp > 1) return "${training.megatron_fsdp} with ${parallel.pp} > 1 is not modelled";
-    t.zero_stage = t.megatron_fsdp_stage;
-    // optim shards the optimizer state alone: the distributed optimizer's bytes and collectives.
-    if (t.megatron_fsdp_stage == 1) {
-      t.megatron_fsdp = false;
-      t.distributed_optimizer = true;
-    }
+    resolve_megatron_fsdp(t);  // the stage the checks below read
   }
   const auto z = static_cast<std::size_t>(t.zero_stage);
   const std::array<bool, 4> any = zero_stages_of(fw, 1, t.megatron_fsdp);

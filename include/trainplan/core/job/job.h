@@ -287,6 +287,9 @@ inline bool overlap_comm_on(const training_config& t) {
   return t.overlap_comm == training_config::toggle::on;
 }
 
+/// Megatron-FSDP's strategy as the ZeRO stage, with the distributed optimizer it runs; optim (stage 1) is
+/// the distributed optimizer itself, so the flag is cleared (§3.1). Nothing without --use-megatron-fsdp.
+void resolve_megatron_fsdp(training_config& t);
 /// What the framework forces on a training configuration whose ZeRO stage it runs (§3.1): Megatron's
 /// distributed optimizer is its ZeRO-1 and bf16 accumulates in fp32 (arguments.py); DeepSpeed's
 /// grad_accum_dtype (bf16 accumulates in fp32 unless given); FSDP keeps fp32 gradients.
