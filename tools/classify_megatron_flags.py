@@ -61,7 +61,8 @@ moves_to_refused = {'cuda-graph','enable-cuda-graph','optimizer-cuda-graph','ext
 extra_ignored = {'--allow-ambiguous-pad-tokens','--calc-ft-timeouts','--distrib-optim-fully-reshardable-mem-efficient','--empty-unused-memory-level'}
 extra_refused = {'--batch-size','--create-all-gather-group','--delay-offload-until-cuda-graph','--delta-offload-bytes-across-pp-ranks',
   '--enable-mhc-connections','--fine-grained-offloading-max-inflight-offloads','--keep-fp8-transpose-cache','--mlp-chunks-for-training',
-  '--model-parallel-size','--outer-dp-sharding-strategy','--output-logit-dtype','--reuse-grad-buf-for-mxfp8-param-ag'}
+  '--model-parallel-size','--outer-dp-sharding-strategy','--output-logit-dtype','--reuse-grad-buf-for-mxfp8-param-ag',
+  '--suggested-communication-unit-size'}
 final_ign, final_ref = [], []
 for f in flags:
     c = classify(f)
