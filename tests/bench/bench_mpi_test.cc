@@ -1,7 +1,9 @@
 // trainplan-bench for real under mpirun on this machine (no GPU): checked collectives on 4 ranks, the
 // planner's groups, a slowed and a hung rank named, bad input, and the calibration round trip from a
 // CPU run into the planner (docs/bench.md "Tests").
+#include <netinet/in.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -314,11 +316,42 @@ TEST(BenchMpi, ProfileFromACpuRunChangesThePlannerAsDocumented) {
 
 namespace {
 
-/// Starts `ranks` processes as torchrun would (environment only) on 127.0.0.1 and a port of this test
-/// run's own; returns rank 0's stdout, every rank's stderr, and rank 0's exit status.
-run_result torchrun(int ranks, const std::vector<std::string>& args) {
+/// True when nothing holds TCP `port` on this machine: a socket binds it without SO_REUSEADDR, so a port
+/// in TIME_WAIT or held by another test's rank counts as taken.
+bool port_is_free(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+/// The first of `count` consecutive free ports, looked for below Linux's ephemeral range (32768 and up,
+/// /proc/sys/net/ipv4/ip_local_port_range), where no outgoing connection of a parallel test can take one
+/// between this check and the bench's listen; the start depends on the process and the call, so two test
+/// processes rarely probe the same ports.
+int free_ports(int count) {
   static int counter = 0;
-  const int port = 20000 + static_cast<int>((::getpid() * 7 + 101 * counter++) % 20000);
+  constexpr int kFirst = 20000, kSpan = 12000;
+  const int start = static_cast<int>((::getpid() * 7 + 101 * counter++) % kSpan);
+  for (int i = 0; i < kSpan; ++i) {
+    const int port = kFirst + (start + i) % (kSpan - count);
+    bool all = true;
+    for (int k = 0; k < count && all; ++k) all = port_is_free(port + k);
+    if (all) return port;
+  }
+  ADD_FAILURE() << "no " << count << " consecutive free ports in " << kFirst << "-" << kFirst + kSpan;
+  return kFirst;
+}
+
+/// Starts `ranks` processes as torchrun would (environment only) on 127.0.0.1 and a free port; returns
+/// rank 0's stdout, every rank's stderr, and rank 0's exit status.
+run_result torchrun(int ranks, const std::vector<std::string>& args) {
+  const int port = free_ports(1);
   const std::string script =
       "n=$1; port=$2; shift 2; pids=; "
       "for r in $(seq $((n - 1)) -1 1); do RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 "
@@ -367,8 +400,7 @@ TEST(BenchTorchrun, PlannersGroupsAndHealth) {
 
 TEST(BenchTorchrun, UnderTorchrunsAgentStoreTheRanksMeetOnTheNextPort) {
   // Something (torchrun's agent, here a bench rank 0 of an unrelated run) holds MASTER_PORT.
-  static int counter = 0;
-  const int port = 42000 + static_cast<int>((::getpid() * 3 + 17 * counter++) % 8000);
+  const int port = free_ports(2);  // MASTER_PORT for the holder, the next one for the ranks
   std::string holder = "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=";
   holder.append(std::to_string(port)).append(" timeout -k 2 10 ").append(shell_quote(TRAINPLAN_BENCH_BINARY));
   holder.append(" health --timeout-s 6 >/dev/null 2>&1 & sleep 1; ");
