@@ -62,12 +62,22 @@ double tile_slots(const gpu_spec& gpu, const compute_efficiency& e);
 double shape_alignment(const compute_efficiency& e, dtype d, const gemm_shape& s);
 double flop_ramp(const compute_efficiency& e, const gemm_shape& s);
 
+/// A GEMM run as several GEMMs over slices of its rows (the tokens), each quantised and ramped on its
+/// own: Transformer Engine's userbuffers overlap (§5.5.1) splits the forward (ring exchange: one GEMM
+/// per TP rank's slice as it arrives; pipeline: 4) and the ring-exchanged data-gradient GEMM.
+struct gemm_splits {
+  std::int64_t forward = 1;    ///< slices of the forward GEMM
+  std::int64_t data_grad = 1;  ///< slices of the data-gradient GEMM
+};
+
 /// Adds one GEMM (forward shape) to the forward pass and its two backward GEMMs (data and weight
 /// gradients, each with the forward's FLOPs) to the backward pass (§5.1). `weight_grad` false for
 /// products of two activations (attention), whose backward is two data-gradient GEMMs. `time_scale`
-/// slows a GEMM family down (batched attention GEMMs) without changing its FLOPs.
+/// slows a GEMM family down (batched attention GEMMs) without changing its FLOPs; `splits` runs the
+/// forward or the data gradient as slices of its rows.
 void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& f, unit_time& u,
-              double pass_time::*bucket, double time_scale = 1.0, double backward_scale = -1) {
+              double pass_time::*bucket, double time_scale = 1.0, double backward_scale = -1,
+              gemm_splits splits = {}) {
   if (backward_scale < 0) backward_scale = time_scale;
   // In training the GEMMs run back to back at the card's power limit, below the clock of a short
   // benchmark sample (§5.6, sustained_clock_factor): their time, not their FLOPs, stretches.
@@ -81,9 +91,21 @@ void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const g
   const double align = shape_alignment(e, d, f), ramp = flop_ramp(e, f), slots = tile_slots(gpu, e);
   tile_choice tf, tx, tw;
   best_tiles(e, slots, f, &tf, &tx, &tw);
-  const gemm_estimate fw = estimate_gemm_with(gpu, e, d, f, slots, tf, align, ramp);
-  const gemm_estimate dx = estimate_gemm_with(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch}, slots, tx, align, ramp);
+  gemm_estimate fw = estimate_gemm_with(gpu, e, d, f, slots, tf, align, ramp);
+  gemm_estimate dx = estimate_gemm_with(gpu, e, d, gemm_shape{f.m, f.k, f.n, f.batch}, slots, tx, align, ramp);
   const gemm_estimate dw = estimate_gemm_with(gpu, e, d, gemm_shape{f.k, f.n, f.m, f.batch}, slots, tw, align, ramp);
+  // A split GEMM: n GEMMs of m/n rows, each with its own tile, waves, ramp and launch.
+  auto split = [&](std::int64_t n, const gemm_shape& g) {
+    const gemm_shape part{std::max<std::int64_t>(1, g.m / n), g.n, g.k, g.batch};
+    tile_choice tile, unused_x, unused_w;
+    best_tiles(e, slots, part, &tile, &unused_x, &unused_w);
+    gemm_estimate all = estimate_gemm_with(gpu, e, d, part, slots, tile, align, flop_ramp(e, part));
+    all.time_s *= static_cast<double>(n);
+    all.flops *= static_cast<double>(n);
+    return all;
+  };
+  if (splits.forward > 1) fw = split(splits.forward, f);
+  if (splits.data_grad > 1) dx = split(splits.data_grad, gemm_shape{f.m, f.k, f.n, f.batch});
   u.forward.*bucket += fw.time_s * time_scale;
   u.forward.flops += fw.flops;
   u.backward.*bucket += (dx.time_s + dw.time_s) * backward_scale;
@@ -408,6 +430,8 @@ namespace {
 /// SMs a pipelined or bulk userbuffers overlap takes (transformer_engine/pytorch/module/base.py
 /// initialize_ub, get_default_config: num_sm 16; ring exchange: 1 SM and the copy engines).
 constexpr int kUserbufferSms = 16;
+/// Transformer Engine's num_splits for the `pipeline` method (module/base.py get_default_config).
+constexpr std::int64_t kPipelineSplits = 4;
 
 /// A fused attention-like kernel of `flops` forward (flash attention, Mamba's SSD scan) into `bucket`:
 /// forward at the GPU's fused-attention rate, backward 2× the FLOPs in 2.5× the forward's FLOPs' time
@@ -539,12 +563,17 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     const double fwd_total_before = u.forward.total_s(), fwd_flops_before = u.forward.flops;
     const double fwd_scale = ub && role.side == userbuffer_side::row_parallel ? sm_share : 1.0;
     const double bwd_scale = ub && role.side == userbuffer_side::column_parallel ? sm_share : 1.0;
+    // §5.5.1: TE's default methods: the column-parallel forward is a ring exchange (TP slices), the
+    // row-parallel forward a 4-split pipeline and its data gradient a ring exchange; the rest are bulk.
+    gemm_splits splits;
+    if (ub && role.side == userbuffer_side::column_parallel) splits.forward = t;
+    if (ub && role.side == userbuffer_side::row_parallel) splits = {kPipelineSplits, t};
     const double gemm_fwd_before = u.forward.gemm_s;
     const double gemm_bwd_before = u.backward.gemm_s;
     if (role.attention_bmm) {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::attention_s, bmm_scale);
     } else if (fp8 && role.fp8) {
-      add_gemm(gpu, e, linear, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale);
+      add_gemm(gpu, e, linear, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale, splits);
       const double rows = static_cast<double>(g.shape.m) * static_cast<double>(g.shape.batch);
       if (!role.input_cast_fused) {
         u.forward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.k) * (eb + 2), 1);
@@ -553,7 +582,7 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
         u.backward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.n) * (eb + 2), 1);
       }
     } else {
-      add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale);
+      add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale, splits);
     }
     if (role.shared_expert) {
       u.forward.shared_expert_s += u.forward.gemm_s - gemm_fwd_before;
