@@ -96,7 +96,8 @@ TEST(Robustness, UsableMemoryAboveTheGpusIsNamed) {
   const std::string expected =
       "--gpu-memory-gib 100 is more than the 80 GiB of the GPU (h100-sxm5-80gb): it can only lower memory; give a bigger "
       "GPU with --gpu NAME (the catalog's NVIDIA GPUs with that much: h200-sxm-141gb (139.9 GiB usable), b200-sxm-180gb "
-      "(178.5 GiB usable), gb200 (172.7 GiB usable)), or a cluster file with gpu.memory_bytes";
+      "(178.5 GiB usable), gb200 (172.7 GiB usable), b300-sxm-288gb (286.0 GiB usable), gb300 (286.0 GiB usable)), or "
+      "a cluster file with gpu.memory_bytes";
   EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "1", "--gpu-memory-gib", "100"}),
             expected);
   EXPECT_EQ(search_error({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "1", "--gbs", "64",

@@ -81,7 +81,8 @@ const std::vector<default_entry>& table() {
     hopper.fa2_backward_fraction = 0.335;
     hopper.fa2_backward_half_seq = 1753;
 
-    // Blackwell: not measured here; large tiles at 0.58 of peak (early published training MFUs).
+    // Blackwell (B200, GB200, and Blackwell Ultra's B300, GB300): not measured here; large tiles at 0.58
+    // of peak (early published training MFUs).
     compute_efficiency blackwell = unmeasured;
     blackwell.tiles = tiles_scaled(0.58);
     blackwell.ramp_flops = 1.2e9;
@@ -101,7 +102,8 @@ const std::vector<default_entry>& table() {
                                       {"h100-sxm5-80gb", hopper},  {"h100-pcie-80gb", hopper},  {"h100-nvl-94gb", hopper},
                                       {"h100-sxm5-96gb-hbm2e", hopper}, {"h20-96gb", hopper},
                                       {"h800-sxm5-80gb", hopper},  {"h200-sxm-141gb", hopper},
-                                      {"b200-sxm-180gb", blackwell}, {"gb200", blackwell}, {"mi300x", mi300x},
+                                      {"b200-sxm-180gb", blackwell}, {"gb200", blackwell},
+                                      {"b300-sxm-288gb", blackwell}, {"gb300", blackwell}, {"mi300x", mi300x},
                                       {"mi325x", mi300x},          {"mi355x", mi300x}};
   }();
   return t;

@@ -30,6 +30,11 @@ constexpr std::int64_t kA100ContextBytes = 1573 * kMiB;
 constexpr std::int64_t kVoltaContextBytes = 1165 * kMiB;      ///< 1,573 x 80/108 = 1,165.2 MiB
 constexpr std::int64_t kHopperContextBytes = 1923 * kMiB;     ///< 1,573 x 132/108 = 1,922.6 MiB
 constexpr std::int64_t kBlackwellContextBytes = 2156 * kMiB;  ///< 1,573 x 148/108 = 2,155.6 MiB
+constexpr std::int64_t kBlackwellUltraContextBytes = 2330 * kMiB;  ///< 1,573 x 160/108 = 2,330.4 MiB
+/// Blackwell Ultra's 288 GB (8 HBM3e stacks, 12-high, 36 GiB each) as a framework sees it: the share of
+/// the marketed capacity that nvidia-smi shows on the B200 (183,359 MiB of "180 GB" = 184,320 MiB) less
+/// H100's 551 MiB driver reserve. An estimate: no B300 was measured.
+constexpr std::int64_t kBlackwellUltraUsableBytes = (293375 - 551) * kMiB;  ///< 288 x 1,024 x 183,359/184,320
 
 // The catalog tables name only the datasheet fields; later fields of the structs (e.g. gpu_spec::compute)
 // keep their defaults on purpose.
@@ -235,6 +240,48 @@ std::vector<gpu_spec> make_gpu_catalog() {
                     "assumes H100's 551 MiB reserve",
       },
       gpu_spec{
+          // Blackwell Ultra on an HGX B300 board: the board's totals over its 8 GPUs, sparse figures
+          // halved; SMs, memory and NVFP4 from NVIDIA's architecture blog.
+          .name = "b300-sxm-288gb",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 75 * kTera,     // 600 TF per board
+          .peak_tf32_flops = 1125 * kTera,   // 18 PF sparse per board
+          .peak_bf16_flops = 2250 * kTera,   // 36 PF sparse per board
+          .peak_fp8_flops = 4500 * kTera,    // 72 PF sparse per board
+          .mx_block_scaling = true,
+          .memory_bytes = 288 * kGiB,        // 8 HBM3e stacks x 36 GiB
+          .usable_memory_bytes = kBlackwellUltraUsableBytes,
+          .memory_bandwidth_bytes_per_s = 8e12,
+          .sm_count = 160,
+          .intra_node_bandwidth_bytes_per_s = 900 * kGiga,  // NVLink5: 1.8 TB/s bidirectional
+          .host_link_bytes_per_s = 128 * kGiga,  // PCIe Gen6 x16: 256 GB/s both ways
+          .cuda_context_bytes = kBlackwellUltraContextBytes,
+          .source = "NVIDIA HGX B300 specifications (board totals / 8 GPUs, sparse figures halved) and NVIDIA "
+                    "Technical Blog 'Inside NVIDIA Blackwell Ultra' (160 SMs, 288 GB HBM3e at 8 TB/s, PCIe Gen6); "
+                    "usable memory estimated from B200's",
+      },
+      {
+          // The Blackwell Ultra GPU of a GB300 superchip, as GB300 NVL72 racks carry it: per GPU the rack
+          // keeps GB200 NVL72's dense FP8/BF16 (360 PF FP8 dense per rack) with 288 GB of HBM3e.
+          .name = "gb300",
+          .vendor = "NVIDIA",
+          .peak_fp32_flops = 80 * kTera,     // as GB200
+          .peak_tf32_flops = 1250 * kTera,   // 180 PF sparse per rack
+          .peak_bf16_flops = 2500 * kTera,   // 360 PF sparse per rack
+          .peak_fp8_flops = 5000 * kTera,    // 720 PF sparse per rack
+          .mx_block_scaling = true,
+          .memory_bytes = 288 * kGiB,
+          .usable_memory_bytes = kBlackwellUltraUsableBytes,
+          .memory_bandwidth_bytes_per_s = 8e12,  // 576 TB/s per rack
+          .sm_count = 160,
+          .intra_node_bandwidth_bytes_per_s = 900 * kGiga,  // NVLink5: 1.8 TB/s bidirectional per GPU
+          .host_link_bytes_per_s = 450 * kGiga,  // NVLink-C2C to Grace: 900 GB/s both ways
+          .cuda_context_bytes = kBlackwellUltraContextBytes,
+          .source = "NVIDIA GB300 NVL72 specifications (rack totals / 72 GPUs, sparse figures halved) and NVIDIA "
+                    "Technical Blog 'Inside NVIDIA Blackwell Ultra' (160 SMs, 288 GB HBM3e at 8 TB/s); usable "
+                    "memory estimated from B200's",
+      },
+      gpu_spec{
           .name = "mi300x",
           .vendor = "AMD",
           .peak_fp32_flops = 163.4 * kTera,
@@ -387,6 +434,34 @@ std::vector<cluster_spec> make_cluster_catalog() {
           .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
           .interconnect = "72 x GB200 GPUs in one NVLink5 domain (NVLink Switch trays); 72 x 400 Gb/s ConnectX-7 per rack",
           .source = "NVIDIA GB200 NVL72 datasheet and reference architecture",
+      },
+      cluster_spec{
+          .name = "dgx-b300",
+          .gpu = find_gpu("b300-sxm-288gb"),
+          .gpus_per_node = 8,
+          .num_nodes = 1,
+          .nics_per_node = 8,
+          .nic_bandwidth_bytes_per_s = 800e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 10e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
+          .interconnect = "8 x B300 on NVLink5/NVSwitch; 8 x 800 Gb/s ConnectX-8 per node",
+          .source = dgx_source + "DGX B300: 8 single-port ConnectX-8 VPI at up to 800 Gb/s)",
+      },
+      {
+          // As gb200-nvl72: one NVLink domain of 72 GPUs is the communication model's "node"; each GPU
+          // has its own ConnectX-8 NIC for the scale-out fabric.
+          .name = "gb300-nvl72",
+          .gpu = find_gpu("gb300"),
+          .gpus_per_node = 72,
+          .num_nodes = 1,
+          .nics_per_node = 72,
+          .nic_bandwidth_bytes_per_s = 800e9 / 8,
+          .intra_node_latency_s = 5e-6,
+          .inter_node_latency_s = 10e-6,
+          .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
+          .interconnect = "72 x GB300 GPUs in one NVLink5 domain (NVLink Switch trays); 72 x 800 Gb/s ConnectX-8 per rack",
+          .source = "NVIDIA GB300 NVL72 specifications (72 ConnectX-8 SuperNICs, 800 Gb/s each)",
       },
       cluster_spec{
           .name = "aws-p3dn",

@@ -69,8 +69,11 @@ validation_stats memory_stats_of(const std::string& name, const std::vector<cons
 
 std::string generation_of_job(const job_spec& job) {
   // Catalog name prefixes → the generation the published rows name (their gpu_type column).
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kFamilies = {{
-      {"a100", "A100"}, {"h100", "H100"}, {"h800", "H100"}, {"h200", "H100"}, {"b200", "B200"}, {"gb200", "B200"}}};
+  // Blackwell Ultra is a generation of its own: no B300 or GB300 run is validated, so it gets no band
+  // rather than B200's.
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kFamilies = {{
+      {"a100", "A100"}, {"h100", "H100"}, {"h800", "H100"}, {"h200", "H100"}, {"b200", "B200"}, {"gb200", "B200"},
+      {"b300", "B300"}, {"gb300", "B300"}}};
   // The H20 (a capped Hopper) has no validated run: no band.
   const std::string& name = job.cluster.gpu.name;
   for (const auto& [prefix, family] : kFamilies) {

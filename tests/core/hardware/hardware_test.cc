@@ -82,7 +82,8 @@ TEST(HardwareDtype, PeakFlopsPerDtype) {
 TEST(HardwareGpuCatalog, Names) {
   EXPECT_THAT(gpu_names(), ElementsAre("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm5-80gb", "h100-pcie-80gb",
                                        "h100-sxm5-96gb-hbm2e", "h100-nvl-94gb", "h20-96gb", "h800-sxm5-80gb",
-                                       "h200-sxm-141gb", "b200-sxm-180gb", "gb200", "mi300x", "mi325x", "mi355x",
+                                       "h200-sxm-141gb", "b200-sxm-180gb", "gb200", "b300-sxm-288gb", "gb300", "mi300x",
+                                       "mi325x", "mi355x",
                                        "v100-sxm2-32gb"));
 }
 
@@ -214,6 +215,34 @@ TEST(HardwareGpuCatalog, HopperAndBlackwell) {
   EXPECT_DOUBLE_EQ(b200.intra_node_bandwidth_bytes_per_s, 900e9);
 }
 
+// Blackwell Ultra (docs/formulas.md §6.1): HGX B300's board totals and GB300 NVL72's rack totals per GPU,
+// sparse figures halved; 160 SMs, 288 GB of HBM3e at 8 TB/s (NVIDIA's architecture blog).
+TEST(HardwareGpuCatalog, BlackwellUltra) {
+  const gpu_spec& b300 = find_gpu("b300-sxm-288gb");
+  EXPECT_EQ(b300.sm_count, 160);
+  EXPECT_DOUBLE_EQ(b300.peak_fp32_flops, 75e12);
+  EXPECT_DOUBLE_EQ(b300.peak_tf32_flops, 1.125e15);
+  EXPECT_DOUBLE_EQ(b300.peak_bf16_flops, 2.25e15);
+  EXPECT_DOUBLE_EQ(b300.peak_fp8_flops, 4.5e15);
+  EXPECT_TRUE(b300.mx_block_scaling);
+  EXPECT_EQ(b300.memory_bytes, 288 * kGiB);
+  // B200's nvidia-smi share of its marketed 180 GB, 183,359 of 184,320 MiB, less H100's 551 MiB reserve.
+  EXPECT_EQ(b300.usable_memory_bytes, (293375 - 551) * kMiB);
+  EXPECT_DOUBLE_EQ(b300.memory_bandwidth_bytes_per_s, 8e12);
+  EXPECT_DOUBLE_EQ(b300.intra_node_bandwidth_bytes_per_s, 900e9);
+  EXPECT_DOUBLE_EQ(b300.host_link_bytes_per_s, 128e9);  // PCIe Gen6 x16
+  EXPECT_EQ(b300.cuda_context_bytes, 2330 * kMiB);       // A100's 1,573 MiB x 160/108 SMs
+  const gpu_spec& gb300 = find_gpu("gb300");
+  EXPECT_DOUBLE_EQ(gb300.peak_bf16_flops, find_gpu("gb200").peak_bf16_flops);  // 360 PF sparse per rack
+  EXPECT_DOUBLE_EQ(gb300.peak_fp8_flops, 5e15);
+  EXPECT_EQ(gb300.memory_bytes, 288 * kGiB);
+  EXPECT_DOUBLE_EQ(gb300.host_link_bytes_per_s, 450e9);  // NVLink-C2C to Grace
+  const cluster_spec& nvl = find_cluster("gb300-nvl72");
+  EXPECT_EQ(nvl.gpus_per_node, 72);
+  EXPECT_DOUBLE_EQ(nvl.nic_bandwidth_bytes_per_s, 100e9);  // ConnectX-8, 800 Gb/s
+  EXPECT_DOUBLE_EQ(find_cluster("dgx-b300").nic_bandwidth_bytes_per_s, 100e9);
+}
+
 TEST(HardwareGpuCatalog, Mi300x) {
   const gpu_spec& g = find_gpu("mi300x");
   EXPECT_EQ(g.vendor, "AMD");
@@ -249,8 +278,8 @@ TEST(HardwareGpuCatalog, EveryEntryIsConsistent) {
 
 TEST(HardwareClusterCatalog, Names) {
   EXPECT_THAT(cluster_names(),
-              ElementsAre("jean-zay-a100", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "aws-p3dn",
-                          "aws-p4d"));
+              ElementsAre("jean-zay-a100", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "dgx-b300",
+                          "gb300-nvl72", "aws-p3dn", "aws-p4d"));
 }
 
 TEST(HardwareClusterCatalog, Gb200Nvl72IsOneNvlinkDomainOf72) {
@@ -305,7 +334,7 @@ TEST(HardwareClusterCatalog, Dgx) {
   }
   for (const cluster_spec& c : cluster_catalog()) {
     SCOPED_TRACE(c.name);
-    EXPECT_EQ(c.gpus_per_node, c.name == "gb200-nvl72" ? 72 : 8);
+    EXPECT_EQ(c.gpus_per_node, c.name == "gb200-nvl72" || c.name == "gb300-nvl72" ? 72 : 8);
     EXPECT_EQ(c.num_nodes, c.name == "jean-zay-a100" ? 48 : 1);
     EXPECT_DOUBLE_EQ(c.intra_node_latency_s, 5e-6);
     EXPECT_GE(c.inter_node_latency_s, 10e-6);
@@ -500,7 +529,7 @@ TEST_F(HardwareClusterFileMessages, Structure) {
   EXPECT_EQ(error("dgx-a100\n"), "F:1: expected a mapping of cluster fields, got 'dgx-a100'");
   EXPECT_EQ(error("num_nodes: 2\n"),
             "F: cluster file needs 'gpu' (a GPU name or mapping) or 'base' (one of: jean-zay-a100, dgx-a100, "
-            "dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, aws-p3dn, aws-p4d)");
+            "dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, dgx-b300, gb300-nvl72, aws-p3dn, aws-p4d)");
 }
 
 TEST_F(HardwareClusterFileMessages, UnknownNames) {
