@@ -211,15 +211,18 @@ std::string required(const row_map& r, const char* column) {
   return v;
 }
 
-/// gpu_type ("H100-SXM 80GB", "A100 (DGX-A100, 2020)", "B200 (DGX-B200)") as a catalog cluster and GPU.
+/// gpu_type ("H100-SXM 80GB", "A100 (DGX-A100, 2020)", "B200 (DGX-B200)") as a catalog cluster and GPU;
+/// the first key found wins, so the superchips ("GB200", "GB300") come before the boards whose names
+/// they contain.
 std::vector<std::string> hardware_args(const row_map& r) {
   const std::string g = lower(required(r, "gpu_type"));
   struct known { const char* key; const char* cluster; const char* gpu; };
   static constexpr known kKnown[] = {{"h200", "dgx-h200", "h200-sxm-141gb"},
                                      {"h100 96gb hbm2e", "dgx-h100", "h100-sxm5-96gb-hbm2e"},
                                      {"h100", "dgx-h100", "h100-sxm5-80gb"},
-                                     {"h800", "dgx-h100", "h100-sxm5-80gb"}, {"b200", "dgx-b200", "b200-sxm-180gb"},
-                                     {"a100", "dgx-a100", "a100-sxm4-80gb"}};
+                                     {"h800", "dgx-h100", "h100-sxm5-80gb"}, {"gb200", "gb200-nvl72", "gb200"},
+                                     {"b200", "dgx-b200", "b200-sxm-180gb"}, {"gb300", "gb300-nvl72", "gb300"},
+                                     {"b300", "dgx-b300", "b300-sxm-288gb"}, {"a100", "dgx-a100", "a100-sxm4-80gb"}};
   for (const known& k : kKnown) {
     if (g.find(k.key) == std::string::npos) continue;
     std::string gpu = k.gpu;
@@ -354,7 +357,7 @@ std::vector<std::string> published_layout_args(const row_map& r) {
 /// (issue 9's targets are per generation): "A100", "H100 BF16", "H100 FP8", "B200 FP8".
 std::string generation_of(const std::string& gpu_type, const std::string& precision) {
   const std::string g = lower(gpu_type), p = lower(precision);
-  for (const char* family : {"a100", "h100", "h200", "b200", "v100"}) {
+  for (const char* family : {"a100", "h100", "h200", "b200", "b300", "v100"}) {
     if (g.find(family) == std::string::npos) continue;
     std::string name(family);
     for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

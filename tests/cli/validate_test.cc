@@ -149,6 +149,29 @@ TEST(ValidatePublishedSchema, EachRowIsItsOwnModelGpuLayoutAndPrecision) {
   EXPECT_EQ(r.overall.rows, 6);
 }
 
+TEST(ValidatePublishedSchema, SuperchipsAreNotTakenForTheBoardsTheirNamesContain) {
+  // "GB200 NVL72" contains "b200": it was read as a DGX B200 (8 GPUs per node, 180 GiB, 400 Gb/s NICs).
+  const std::string header =
+      "row,num_layers,hidden_size,ffn_hidden_size,num_attention_heads,vocab_size,seq_length,gpu_type,num_gpus,"
+      "tp,pp,micro_batch_size,global_batch_size,precision,iteration_time_s\n";
+  const std::string job = ",32,4096,14336,32,128256,8192,";
+  const std::string rest = ",72,1,1,1,72,BF16,1.0\n";
+  const trainplan::validation_report r = trainplan::run_validation(trainplan::read_measurements(
+      header + "a" + job + "GB200 NVL72" + rest + "b" + job + "B200 (DGX-B200)" + ",8,1,1,1,8,BF16,1.0\n" + "c" +
+          job + "GB300 NVL72" + rest + "d" + job + "HGX B300" + ",8,1,1,1,8,BF16,1.0\n",
+      "s.csv"));
+  ASSERT_EQ(r.rows.size(), 4u);
+  const std::map<std::string, std::pair<std::string, std::string>> want = {
+      {"a", {"gb200-nvl72", "gb200"}}, {"b", {"dgx-b200", "b200-sxm-180gb"}},
+      {"c", {"gb300-nvl72", "gb300"}}, {"d", {"dgx-b300", "b300-sxm-288gb"}}};
+  for (const auto& v : r.rows) {
+    ASSERT_TRUE(v.skipped.empty()) << v.label << ": " << v.skipped;
+    ASSERT_GE(v.args.size(), 4u);
+    EXPECT_EQ(v.args[1], want.at(v.label).first) << v.label;
+    EXPECT_EQ(v.args[3], want.at(v.label).second) << v.label;
+  }
+}
+
 TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   // `trainplan validate` runs the published table (tests/data/published-measurements.csv) with the
   // conditions each source states in its text or that are assumed (published-conditions.csv).
