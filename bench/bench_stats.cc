@@ -288,13 +288,23 @@ std::optional<slowdown_injection> parse_slowdown(const std::string& text, std::s
 }
 
 std::string catalog_gpu_name(std::string_view name) {
+  // The first entry whose key the driver's name contains wins: the superchips ("NVIDIA GB200"), the NVL
+  // and PCIe cards come before the names they contain; other PCIe parts (other peaks and power than
+  // the catalog's SXM entries) are not named.
+  struct entry {
+    std::string_view key;
+    std::string_view also;  ///< a second substring the name must contain, or empty
+    std::string_view catalog;
+  };
+  static constexpr entry kDriverNames[] = {
+      {"H100 PCIe", "", "h100-pcie-80gb"}, {"PCIe", "", ""}, {"GB200", "", "gb200"},           {"GB300", "", "gb300"},
+      {"B300", "", "b300-sxm-288gb"}, {"B200", "", "b200-sxm-180gb"}, {"H100 NVL", "", "h100-nvl-94gb"},
+      {"H100", "", "h100-sxm5-80gb"}, {"H200", "", "h200-sxm-141gb"}, {"H800", "", "h800-sxm5-80gb"},
+      {"A100", "80GB", "a100-sxm4-80gb"}, {"A100", "", "a100-sxm4-40gb"}, {"MI300X", "", "mi300x"}};
   auto has = [&](std::string_view s) { return name.find(s) != std::string_view::npos; };
-  if (has("PCIe")) return "";  // the catalog has the SXM parts only (other peaks, other power)
-  if (has("H100")) return "h100-sxm5-80gb";
-  if (has("H200")) return "h200-sxm-141gb";
-  if (has("B200")) return "b200-sxm-180gb";
-  if (has("A100")) return has("80GB") ? "a100-sxm4-80gb" : "a100-sxm4-40gb";
-  if (has("MI300X")) return "mi300x";
+  for (const entry& e : kDriverNames) {
+    if (has(e.key) && (e.also.empty() || has(e.also))) return std::string(e.catalog);
+  }
   return "";
 }
 

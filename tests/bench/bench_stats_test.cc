@@ -193,7 +193,15 @@ TEST(BenchStats, DriverNamesMapToTheCatalog) {
   EXPECT_EQ(catalog_gpu_name("NVIDIA H200"), "h200-sxm-141gb");
   EXPECT_EQ(catalog_gpu_name("NVIDIA A100-SXM4-80GB"), "a100-sxm4-80gb");
   EXPECT_EQ(catalog_gpu_name("NVIDIA A100-SXM4-40GB"), "a100-sxm4-40gb");
-  EXPECT_EQ(catalog_gpu_name("NVIDIA H100 PCIe"), "");
+  EXPECT_EQ(catalog_gpu_name("NVIDIA H100 PCIe"), "h100-pcie-80gb");
+  EXPECT_EQ(catalog_gpu_name("NVIDIA A100 80GB PCIe"), "");  // no PCIe A100 in the catalog
+  // Names that contain another's: a GB200 is not a B200 (2.5 PF and 186 GB against 2.25 PF and 180 GiB).
+  EXPECT_EQ(catalog_gpu_name("NVIDIA GB200"), "gb200");
+  EXPECT_EQ(catalog_gpu_name("NVIDIA B200"), "b200-sxm-180gb");
+  EXPECT_EQ(catalog_gpu_name("NVIDIA GB300"), "gb300");
+  EXPECT_EQ(catalog_gpu_name("NVIDIA B300 SXM6 AC"), "b300-sxm-288gb");
+  EXPECT_EQ(catalog_gpu_name("NVIDIA H100 NVL"), "h100-nvl-94gb");
+  EXPECT_EQ(catalog_gpu_name("NVIDIA H800"), "h800-sxm5-80gb");
   EXPECT_EQ(catalog_gpu_name("Tesla V100-SXM2-32GB"), "");
 }
 
