@@ -50,23 +50,25 @@ using cph = comm_phase;
 /// methods): the all-gathers before QKV and fc1 and of the output gradients run as a ring exchange under
 /// their GEMM (copy engines, 1 SM); the reduce-scatters after the projection and fc2 are pipelined with
 /// their GEMM in 4 splits, the last split's exposed; the backward's input re-gather and input-gradient
-/// reduce-scatter run in bulk beside the QKV and fc1 data- and weight-gradient GEMMs (16 SMs).
-void tp_overlap_rows(double a, row_sink& out) {
+/// reduce-scatter run in bulk beside the QKV and fc1 data- and weight-gradient GEMMs (16 SMs). `ag` is an
+/// all-gathered tensor's bytes: under FP8 the all-gather buffers hold FP8 (`layers_all_gather_overlap`,
+/// `fp8_buf`), 1 byte per element; the reduce-scatters stay in the activations' dtype (`a`).
+void tp_overlap_rows(double a, double ag, row_sink& out) {
   constexpr double kSplits = 4;  // get_default_config: num_splits 4 for "pipeline"
   constexpr comm_overlap under = comm_overlap::gemm;
   const double split = a / kSplits;
-  out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1, ring exchange under the GEMM", g_tp, a, 1,
+  out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1, ring exchange under the GEMM", g_tp, ag, 1,
           per::block, under);
   out.row(ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2, 3 of 4 splits under the GEMM",
           g_tp, split, kSplits - 1, per::block, under);
   out.row(ck::reduce_scatter, cph::forward, "reduce-scatter of the last GEMM split (exposed)", g_tp, split, 1,
           per::block);
   out.row(ck::all_gather, cph::backward,
-          "output-gradient all-gather (ring exchange) and input re-gather (bulk) under the GEMMs", g_tp, a, 2,
+          "output-gradient all-gather (ring exchange) and input re-gather (bulk) under the GEMMs", g_tp, ag, 2,
           per::block, under);
   out.row(ck::reduce_scatter, cph::backward, "input-gradient reduce-scatter, bulk under the weight-gradient GEMM",
           g_tp, a, 1, per::block, under);
-  out.row(ck::all_gather, cph::backward, "recomputed forward all-gather under the GEMM", g_tp, a, 1,
+  out.row(ck::all_gather, cph::backward, "recomputed forward all-gather under the GEMM", g_tp, ag, 1,
           per::recomputed_block, under);
   out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter, 3 of 4 splits under the GEMM", g_tp,
           split, kSplits - 1, per::recomputed_block, under);
@@ -128,7 +130,8 @@ void tp_table(const comm_context& x, row_sink& out) {
   } else if (!x.job.training.tp_comm_overlap) {
     rows(kTpSpBlockRows);
   } else {
-    tp_overlap_rows(a, out);
+    const bool fp8 = x.job.resolved.roles.linear == dtype::fp8;
+    tp_overlap_rows(a, fp8 ? a / x.act_bytes : a, out);
   }
   if (x.sp) {
     out.row(ck::reduce_scatter, cph::forward, "vocab-parallel embedding output reduce-scatter", g_tp, a, 1,

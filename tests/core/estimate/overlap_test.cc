@@ -116,6 +116,30 @@ TEST(Overlap, TpCommOverlapRunsItsGemmsAsSlicesOfTheTokens) {
   EXPECT_EQ(whole.forward.flops, u.forward.flops);
 }
 
+TEST(Overlap, TpCommOverlapGathersInFp8UnderFp8) {
+  // §5.5.1: under FP8 Transformer Engine's all-gather userbuffers hold FP8 (module/base.py:
+  // layers_all_gather_overlap, fp8_buf): 1 byte per element; the reduce-scatters stay in bf16.
+  const job_spec bf16 = parse(concat(kLlama70b, {"--tp-comm-overlap"})).job;
+  const job_spec fp8 = parse(concat(kLlama70b, {"--tp-comm-overlap", "--fp8-format", "hybrid"})).job;
+  auto bytes_of = [](const job_spec& job, std::string_view what) {
+    const comm_report r = summarize_comm(job);
+    for (const comm_collective& c : r[parallel_dim::tp].collectives) {
+      if (c.what == what) return c.bytes_per_call;
+    }
+    ADD_FAILURE() << what;
+    return 0.0;
+  };
+  const double tokens_x_hidden = 8192.0 * 8192.0;  // MBS 1, seq 8192, hidden 8192
+  for (const std::string_view gather : {"sequence all-gather before QKV and fc1, ring exchange under the GEMM",
+                                        "output-gradient all-gather (ring exchange) and input re-gather (bulk) under the GEMMs"}) {
+    EXPECT_DOUBLE_EQ(bytes_of(bf16, gather), 2 * tokens_x_hidden) << gather;
+    EXPECT_DOUBLE_EQ(bytes_of(fp8, gather), tokens_x_hidden) << gather;
+  }
+  const std::string_view scatter = "reduce-scatter of the last GEMM split (exposed)";
+  EXPECT_DOUBLE_EQ(bytes_of(fp8, scatter), bytes_of(bf16, scatter));
+  EXPECT_DOUBLE_EQ(bytes_of(fp8, scatter), 2 * tokens_x_hidden / 4);
+}
+
 TEST(Overlap, ExpertAllToAllsHideUnderAnotherMicroBatchsCompute) {
   // §5.5.3: Mixtral on 2 H100 nodes, EP 8 over the network with the all-to-all dispatcher.
   const args_t mixtral = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "16", "--ep", "8",
