@@ -446,7 +446,8 @@ std::vector<cluster_spec> make_cluster_catalog() {
           .inter_node_latency_s = 10e-6,
           .efficiency = {.intra_node = 0.80, .inter_node = 0.80},
           .interconnect = "8 x B300 on NVLink5/NVSwitch; 8 x 800 Gb/s ConnectX-8 per node",
-          .source = dgx_source + "DGX B300: 8 single-port ConnectX-8 VPI at up to 800 Gb/s)",
+          .source = "NVIDIA DGX B300 specifications as product pages reproduce them (8 single-port ConnectX-8 "
+                    "VPI, up to 800 Gb/s each)",
       },
       {
           // As gb200-nvl72: one NVLink domain of 72 GPUs is the communication model's "node"; each GPU
