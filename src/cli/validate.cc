@@ -440,6 +440,20 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
     if (!field(r, "iteration_time_s").empty()) {
       v.measured_s = detail::parse_number(field(r, "iteration_time_s"), where + " iteration_time_s");
       if (v.measured_s <= 0) throw input_error(where + " iteration_time_s must be positive");
+    } else if (!field(r, "tokens_per_s_per_gpu").empty() &&
+               (field(r, "tflops_per_gpu").empty() || (!field(r, "global_batch_size").empty() &&
+                                                       !field(r, "seq_length").empty() && !field(r, "num_gpus").empty()))) {
+      // Throughput (tokens/s/GPU) is what was measured; a TFLOPs figure beside it is that throughput times
+      // the source's own FLOPs formula (NeMo 24.07 counts the full s² attention, Megatron-Bridge counts
+      // GPT-OSS's windows and widths its own way: 3-20% apart from trainplan's count), so the throughput is
+      // compared, as a time: an iteration is GBS × sequence tokens over all GPUs (docs/validation.md).
+      const double tps = detail::parse_number(field(r, "tokens_per_s_per_gpu"), where + " tokens_per_s_per_gpu");
+      if (tps <= 0) throw input_error(where + " tokens_per_s_per_gpu must be positive");
+      const double gbs = detail::parse_number(required(r, "global_batch_size"), where + " global_batch_size");
+      const double seq = detail::parse_number(required(r, "seq_length"), where + " seq_length");
+      const double gpus = detail::parse_number(required(r, "num_gpus"), where + " num_gpus");
+      if (!(gbs > 0 && seq > 0 && gpus > 0)) throw input_error(where + " global_batch_size, seq_length and num_gpus must be positive");
+      v.measured_s = gbs * seq / (tps * gpus);
     } else if (!field(r, "tflops_per_gpu").empty()) {
       v.by_tflops = true;
       // Narayanan et al.'s eq. 3 counts the recomputed forward (hardware FLOPs); NeMo and Megatron-Core
@@ -448,15 +462,6 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
       v.hardware_tflops = convention.find("eq.3") != std::string::npos || convention.find("eq. 3") != std::string::npos;
       v.measured_tflops = detail::parse_number(field(r, "tflops_per_gpu"), where + " tflops_per_gpu");
       if (v.measured_tflops <= 0) throw input_error(where + " tflops_per_gpu must be positive");
-    } else if (!field(r, "tokens_per_s_per_gpu").empty()) {
-      // Throughput alone (torchtitan's TPS/GPU): an iteration is GBS × sequence tokens over all GPUs.
-      const double tps = detail::parse_number(field(r, "tokens_per_s_per_gpu"), where + " tokens_per_s_per_gpu");
-      if (tps <= 0) throw input_error(where + " tokens_per_s_per_gpu must be positive");
-      const double gbs = detail::parse_number(required(r, "global_batch_size"), where + " global_batch_size");
-      const double seq = detail::parse_number(required(r, "seq_length"), where + " seq_length");
-      const double gpus = detail::parse_number(required(r, "num_gpus"), where + " num_gpus");
-      if (!(gbs > 0 && seq > 0 && gpus > 0)) throw input_error(where + " global_batch_size, seq_length and num_gpus must be positive");
-      v.measured_s = gbs * seq / (tps * gpus);
     } else if (!(v.measured_memory_bytes > 0)) {
       throw unexpressible{"columns 'iteration_time_s', 'tflops_per_gpu' and 'tokens_per_s_per_gpu' are all empty"};
     } else {

@@ -201,12 +201,12 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   EXPECT_LE(gen["A100 FP16"].max_abs_error, 0.20);
   // Hopper's constants are measured on our own H100/H200 (§5.6), none fitted on these rows: every H100
   // row of both tables is out of sample. Floors at today's values (2026-11-26, with §5.5.1's GEMM slices:
-  // BF16 8.7% / 38.3%, FP8 6.6% / 14.3% over 19 rows, GPT-3's four with GPT-2's vocabulary; the second
-  // table's BF16 4.8%, FP8 8.6%).
+  // BF16 8.7% / 38.3%, FP8 9.5% / 17.6% over 19 rows, GPT-3's four with GPT-2's vocabulary, NeMo's rows
+  // compared by their throughput, not by TFLOPs of NeMo's formula; the second table's BF16 4.8%, FP8 8.6%).
   EXPECT_EQ(gen["H100 BF16"].rows, 9);
   EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.09);  // row 14 (TP 8, 4 micro-batches) is the max
   EXPECT_EQ(gen["H100 FP8"].rows, 19);
-  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.08);
+  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.10);
   EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.25);
   EXPECT_LE(gen["H100 BF16, held out"].median_abs_error, 0.06);
   EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.09);
@@ -324,6 +324,29 @@ TEST(ValidatePublishedTable, OptimizerShardingIsReadFromATableAndAnUnknownValueI
             "column 'zero_or_dist_opt': 'zero (stage/mp degree not verified)' is not modelled here (none, distributed "
             "optimizer, DeepSpeed ZeRO-0/1/3)");
   EXPECT_THAT(run("FSDP (sharding group 8)").skipped, ::testing::HasSubstr("'fsdp (sharding group 8)' is not modelled here"));
+}
+
+TEST(ValidatePublishedSchema, ThroughputBesideTflopsIsComparedAsATime) {
+  // NeMo 24.07's table gives Llama-3-8B FP8 at 697 TFLOPs and 12,036 tokens/s/GPU: its formula counts the
+  // full s² attention, 5.79e10 FLOPs a token against trainplan's causal 5.15e10, so its TFLOPs flattered the
+  // prediction by 11%. The throughput is the measurement: the row is compared as GBS × seq / (tokens/s × GPUs).
+  const std::string header =
+      "row,num_layers,hidden_size,ffn_hidden_size,num_attention_heads,num_query_groups,vocab_size,seq_length,gpu_type,"
+      "num_gpus,tp,pp,micro_batch_size,global_batch_size,precision,tflops_per_gpu,tokens_per_s_per_gpu\n";
+  const std::string job = ",32,4096,14336,32,8,128256,8192,H100-SXM 80GB,8,1,1,1,";
+  const trainplan::validation_report r = trainplan::run_validation(trainplan::read_measurements(
+      header + "both" + job + "128,BF16,697,12036\n" + "tflops-alone" + job + "128,BF16,697,\n" + "no-batch" + job +
+          ",BF16,697,12036\n",
+      "mine.csv"));
+  ASSERT_EQ(r.rows.size(), 3u);
+  const trainplan::validation_row& both = r.rows[0];
+  ASSERT_TRUE(both.skipped.empty()) << both.skipped;
+  EXPECT_FALSE(both.by_tflops);
+  EXPECT_DOUBLE_EQ(both.measured_s, 128.0 * 8192 / (12036.0 * 8));
+  EXPECT_DOUBLE_EQ(both.error, both.predicted_s / both.measured_s - 1);
+  // Without a throughput, or without the batch that turns it into a time, the TFLOPs are compared.
+  EXPECT_TRUE(r.rows[1].by_tflops);
+  EXPECT_TRUE(r.rows[2].by_tflops);
 }
 
 TEST(ValidatePublishedSchema, ACatalogModelStandsForTheShapeColumnsWhenTheyAgree) {
