@@ -154,6 +154,7 @@ class Job:
         wgrad_deferral_limit: Optional[int] = ...,
         overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
         overlap_moe_expert_parallel_comm: Optional[bool] = ...,
+        delay_wgrad_compute: Optional[bool] = ...,
         moe_shared_expert_overlap: Optional[bool] = ...,
         no_overlap_p2p_communication: Optional[bool] = ...,
         tp_comm_overlap: Optional[bool] = ...,
@@ -328,6 +329,7 @@ class Job:
         wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
         overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
         overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
+        delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
         moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
         no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
         tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
@@ -542,6 +544,7 @@ def search(*,
     wgrad_deferral_limit: Optional[int] = ...,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
+    delay_wgrad_compute: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
@@ -724,6 +727,7 @@ def search(*,
     wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
+    delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
@@ -928,6 +932,7 @@ def shapes(*,
     wgrad_deferral_limit: Optional[int] = ...,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
+    delay_wgrad_compute: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
@@ -1117,6 +1122,7 @@ def shapes(*,
     wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
+    delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
@@ -1316,6 +1322,7 @@ def plan(job: Optional[Job] = ..., *,
     wgrad_deferral_limit: Optional[int] = ...,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
+    delay_wgrad_compute: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
@@ -1506,6 +1513,7 @@ def plan(job: Optional[Job] = ..., *,
     wgrad_deferral_limit [N]: micro-batches whose output-layer wgrad is deferred (with --defer-embedding-wgrad-compute) (default 0 (every micro-batch))
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
+    delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)

@@ -555,6 +555,10 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--overlap-moe-expert-parallel-comm", "", "training",
                       "EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)",
                       SWITCH(b.job.training.overlap_moe_ep_comm = true)));
+    t.push_back(swtch("--delay-wgrad-compute", "", "training",
+                      "combined 1F1B's weight gradients run as cover for the EP dispatch (with "
+                      "--overlap-moe-expert-parallel-comm; §5.5.3)",
+                      SWITCH(b.job.training.delay_wgrad_compute = true)));
     t.push_back(swtch("--moe-shared-expert-overlap", "", "training",
                       "shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)",
                       SWITCH(b.job.training.moe_shared_expert_overlap = true)));

@@ -235,10 +235,12 @@ TEST(NemoConfig, UnmodelledSettingsAreRefusedByKey) {
   EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.fsdp=true"})), HasSubstr("NeMo's PyTorch FSDP"));
   EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"model.position_embedding_type=alibi"})),
               HasSubstr("expected learned_absolute, rope or none"));
-  // A Megatron-Core field NeMo passes through, refused as Megatron's flag of that name is.
-  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+model.delay_wgrad_compute=true"})),
-              AllOf(StartsWith("launch line: model.delay_wgrad_compute (as --delay-wgrad-compute): --delay-wgrad-compute"),
-                    HasSubstr("not modelled")));
+  // A Megatron-Core field NeMo passes through, checked as Megatron's flag of that name is.
+  EXPECT_EQ(error_of(pretrain("llama3_8b.yaml", {"+model.delay_wgrad_compute=true"})),
+            "model.delay_wgrad_compute (launch line) needs --overlap-moe-expert-parallel-comm (Megatron-Core's check: "
+            "\"overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute\")");
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+model.cuda_graph_impl=transformer_engine"})),
+              AllOf(StartsWith("launch line: model.cuda_graph_impl"), HasSubstr("not modelled")));
   // CPU offloading: of the activations, as Megatron's --cpu-offloading-num-layers; of the weights, refused.
   EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+model.cpu_offloading=true", "+model.cpu_offloading_num_layers=8",
                                                    "+model.cpu_offloading_weights=true", "model.context_parallel_size=1"})),

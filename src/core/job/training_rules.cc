@@ -264,6 +264,11 @@ std::string overlap_violation(job_spec& job) {
                                                      : nullptr;
     if (why != nullptr) return std::string("${training.overlap_moe_ep_comm} ") + why + " (Megatron-Core's check)";
   }
+  if (t.delay_wgrad_compute && !t.overlap_moe_ep_comm) {
+    // megatron/core/transformer/transformer_config.py __post_init__ ("Check delay_wgrad_compute compatibility").
+    return std::string("${training.delay_wgrad_compute} needs ${training.overlap_moe_ep_comm} (Megatron-Core's check: "
+                       "\"overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute\")");
+  }
   if (t.moe_shared_expert_overlap) {
     // megatron/core/transformer/transformer_config.py: a ValueError for other dispatchers, an assert
     // beside --overlap-moe-expert-parallel-comm.

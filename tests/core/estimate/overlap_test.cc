@@ -160,6 +160,23 @@ TEST(Overlap, ExpertAllToAllsHideUnderAnotherMicroBatchsCompute) {
               ::testing::HasSubstr("needs full recomputation disabled"));
 }
 
+TEST(Overlap, DelayedWeightGradientsAreTheCoverTheBoundAlreadyCounts) {
+  // §5.5.3: --delay-wgrad-compute runs the weight-gradient GEMMs after the backward dispatch is launched
+  // (model_chunk_schedule_plan.py, backward_dw), as cover for it. The bound counts every GEMM of the pass
+  // as cover already, so the flag changes no figure; Megatron-Core refuses it without the overlap.
+  const args_t mixtral = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "16", "--ep", "8",
+                          "--moe-token-dispatcher-type", "alltoall", "--use-distributed-optimizer", "--gbs", "256",
+                          "--seq-length", "4096", "--overlap-moe-expert-parallel-comm"};
+  const time_report overlapped = estimate_time(parse(mixtral).job);
+  const time_report delayed = estimate_time(parse(concat(mixtral, {"--delay-wgrad-compute"})).job);
+  EXPECT_DOUBLE_EQ(delayed.iteration_s, overlapped.iteration_s);
+  EXPECT_DOUBLE_EQ(delayed.breakdown.tp_comm_s, overlapped.breakdown.tp_comm_s);
+  EXPECT_EQ(error_of({"--model", "mixtral-8x7b", "--num-gpus", "16", "--ep", "8", "--moe-token-dispatcher-type", "alltoall",
+                      "--delay-wgrad-compute"}),
+            "--delay-wgrad-compute needs --overlap-moe-expert-parallel-comm (Megatron-Core's check: "
+            "\"overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute\")");
+}
+
 TEST(Overlap, SharedExpertsHideTheirLayersAllToAlls) {
   // §5.5.3: Qwen2-57B-A14B (a 20480-wide shared expert) on 4 H100 nodes, EP 8 across two nodes.
   const args_t qwen = {"--model", "qwen2-57b-a14b", "--cluster", "dgx-h100", "--num-nodes", "4", "--tp", "2", "--ep",

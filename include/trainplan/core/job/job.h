@@ -234,6 +234,10 @@ struct training_config {
   /// Megatron-Core --overlap-moe-expert-parallel-comm: the EP all-to-alls of one micro-batch under the
   /// compute of another (combined 1F1B, §5.5.3).
   bool overlap_moe_ep_comm = false;
+  /// Megatron-Core --delay-wgrad-compute: combined 1F1B runs the experts' and attention's weight-gradient
+  /// GEMMs after the backward dispatch is launched (model_chunk_schedule_plan.py, backward_dw), as cover
+  /// for it; needs overlap_moe_ep_comm. §5.5.3's bound already counts the pass's wgrad GEMMs as cover.
+  bool delay_wgrad_compute = false;
   /// Megatron-Core --moe-shared-expert-overlap: the shared experts' fc1 and fc2 on their own stream
   /// under the EP dispatch and combine all-to-alls of the same layer (§5.5.3).
   bool moe_shared_expert_overlap = false;
