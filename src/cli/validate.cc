@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <cstdint>
+#include <cinttypes>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
@@ -251,11 +253,30 @@ std::vector<std::string> catalog_model_args(const row_map& r, const std::string&
                                                          {"num_query_groups", m.num_query_groups},
                                                          {"moe_experts", m.moe.num_experts},
                                                          {"moe_topk", m.moe.router_topk}};
+  auto mismatch = [&](const std::string& column, const std::string& stated, const std::string& catalog) {
+    return unexpressible{"column '" + column + "': " + stated + " is not catalog model " + name + "'s " + catalog};
+  };
   for (const auto& [column, value] : kShape) {
     const std::string stated = field(r, column);
-    if (!stated.empty() && stated != std::to_string(value)) {
-      throw unexpressible{"column '" + std::string(column) + "': " + stated + " is not catalog model " + name + "'s " +
-                          std::to_string(value)};
+    // MLA has no query groups: the column says "MLA" (DeepSeek-V3's rows).
+    if (std::string_view(column) == "num_query_groups" && lower(stated) == "mla") {
+      if (!m.is_mla()) throw mismatch(column, stated, "GQA/MHA attention");
+      continue;
+    }
+    if (!stated.empty() && stated != std::to_string(value)) throw mismatch(column, stated, std::to_string(value));
+  }
+  // The FFN column of an MoE row: "<dense> dense / <expert> per expert" or "<expert> per expert".
+  if (const std::string ffn = field(r, "ffn_hidden_size"); !ffn.empty()) {
+    std::int64_t dense = -1, expert = -1;
+    char tail[16] = {};
+    const bool both = std::sscanf(ffn.c_str(), "%" SCNd64 " dense / %" SCNd64 " per expert%15s", &dense, &expert, tail) == 2;
+    const bool alone = !both && std::sscanf(ffn.c_str(), "%" SCNd64 " per expert%15s", &expert, tail) == 1;
+    if (!both && !alone && ffn != std::to_string(m.ffn_hidden_size)) {
+      throw mismatch("ffn_hidden_size", ffn, std::to_string(m.ffn_hidden_size));
+    }
+    if (both && dense != m.ffn_hidden_size) throw mismatch("ffn_hidden_size", ffn, std::to_string(m.ffn_hidden_size) + " dense");
+    if ((both || alone) && expert != m.moe.expert_ffn_hidden_size) {
+      throw mismatch("ffn_hidden_size", ffn, std::to_string(m.moe.expert_ffn_hidden_size) + " per expert");
     }
   }
   const std::string seq = required(r, "seq_length");

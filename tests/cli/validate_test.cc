@@ -371,6 +371,29 @@ TEST(ValidatePublishedSchema, ACatalogModelStandsForTheShapeColumnsWhenTheyAgree
   EXPECT_THAT(run("36", "gpt-oss-1t").skipped, ::testing::StartsWith("column 'catalog_model': "));
 }
 
+TEST(ValidatePublishedSchema, AnMoeRowsFfnAndMlaColumnsAreCheckedAgainstTheCatalogModel) {
+  // The given tables write an MoE row's FFN as "<dense> dense / <expert> per expert" and MLA's query groups
+  // as "MLA" (DeepSeek-V3, rows 112 and 118); both are checked against the catalog model the conditions name.
+  const std::string header =
+      "row,model,num_layers,hidden_size,num_attention_heads,num_query_groups,moe_experts,moe_topk,ffn_hidden_size,"
+      "seq_length,gpu_type,num_gpus,gpus_per_node,tp,pp,ep,micro_batch_size,global_batch_size,precision,"
+      "tokens_per_s_per_gpu,catalog_model\n";
+  auto run = [&](const std::string& groups, const std::string& ffn, const std::string& name) {
+    const std::string text = header + "1,m,61,7168,128," + groups + ",256,8," + ffn +
+                             ",4096,H100-SXM 80GB,256,8,1,1,32,1,256,BF16,1000," + name + "\n";
+    return trainplan::run_validation(trainplan::read_measurements(text, "mine.csv")).rows.at(0);
+  };
+  const trainplan::validation_row ok = run("MLA", "18432 dense / 2048 per expert", "deepseek-v3");
+  EXPECT_EQ(ok.skipped, "");
+  EXPECT_EQ(run("MLA", "18432 dense / 1536 per expert", "deepseek-v3").skipped,
+            "column 'ffn_hidden_size': 18432 dense / 1536 per expert is not catalog model deepseek-v3's 2048 per expert");
+  EXPECT_EQ(run("MLA", "12288 dense / 2048 per expert", "deepseek-v3").skipped,
+            "column 'ffn_hidden_size': 12288 dense / 2048 per expert is not catalog model deepseek-v3's 18432 dense");
+  EXPECT_EQ(run("MLA", "2048 per expert", "deepseek-v3").skipped, "");
+  EXPECT_EQ(run("8", "18432 dense / 2048 per expert", "deepseek-v3").skipped,
+            "column 'num_query_groups': 8 is not catalog model deepseek-v3's 128");
+}
+
 namespace trainplan {
 namespace {
 
@@ -507,8 +530,10 @@ TEST(ValidateLeaveOneSourceOut, EverySourcePredictedByTheOthersFit) {
   EXPECT_THAT(make_reporter(output_format::text)->validation(shipped_validation()),
               ::testing::Not(::testing::HasSubstr("Leave-one-source-out")));
   // A group of no predicted row shows no figure (not a perfect 0.0%), one of one row no rank correlation.
-  EXPECT_THAT(make_reporter(output_format::text)->validation(shipped_validation()),
-              ::testing::AllOf(::testing::HasSubstr("H100 FP8 MoE, held out              0 rows  median |error|     —  "
+  validation_report with_empty = shipped_validation();
+  with_empty.generations.push_back(validation_stats{.name = "A100 FP8 MoE, held out"});
+  EXPECT_THAT(make_reporter(output_format::text)->validation(with_empty),
+              ::testing::AllOf(::testing::HasSubstr("A100 FP8 MoE, held out              0 rows  median |error|     —  "
                                                     "max     —  Spearman     —"),
                                ::testing::ContainsRegex("H100 BF16 MoE, held out +1 rows  median \\|error\\| +[0-9.]+%  "
                                                         "max +[0-9.]+%  Spearman     —")));
