@@ -101,16 +101,16 @@ constexpr std::array kKeys = {
     tt_key{"parallelism.enable_compiled_autograd", tt_role::refused_if_on, "the backward's kernels (compiled autograd)"},
     tt_key{"parallelism.pipeline_parallel_degree", tt_role::setting, ""},
     tt_key{"parallelism.pipeline_parallel_microbatch_size", tt_role::setting, ""},
-    // The pipeline's split and schedule matter at PP > 1 only, which FSDP jobs are refused at.
-    tt_key{"parallelism.pipeline_parallel_split_points", tt_role::ignored, ""},
-    tt_key{"parallelism.module_fqns_per_model_part", tt_role::ignored, ""},
-    tt_key{"parallelism.pipeline_parallel_first_stage_less_layers", tt_role::ignored, ""},
-    tt_key{"parallelism.pipeline_parallel_last_stage_less_layers", tt_role::ignored, ""},
-    tt_key{"parallelism.pipeline_parallel_layers_per_stage", tt_role::ignored, ""},
-    tt_key{"parallelism.pipeline_parallel_schedule", tt_role::ignored, ""},
-    tt_key{"parallelism.pipeline_parallel_schedule_csv", tt_role::ignored, ""},
-    tt_key{"parallelism.pipeline_parallel_microbatches", tt_role::ignored, ""},
-    tt_key{"parallelism.pipeline_parallel_expert_parallel_overlap", tt_role::ignored, ""},
+    // The pipeline's split and schedule: read at PP > 1 (reader::pipeline), listed as ignored at PP 1.
+    tt_key{"parallelism.pipeline_parallel_split_points", tt_role::setting, ""},
+    tt_key{"parallelism.module_fqns_per_model_part", tt_role::setting, ""},
+    tt_key{"parallelism.pipeline_parallel_first_stage_less_layers", tt_role::setting, ""},
+    tt_key{"parallelism.pipeline_parallel_last_stage_less_layers", tt_role::setting, ""},
+    tt_key{"parallelism.pipeline_parallel_layers_per_stage", tt_role::setting, ""},
+    tt_key{"parallelism.pipeline_parallel_schedule", tt_role::setting, ""},
+    tt_key{"parallelism.pipeline_parallel_schedule_csv", tt_role::setting, ""},
+    tt_key{"parallelism.pipeline_parallel_microbatches", tt_role::setting, ""},
+    tt_key{"parallelism.pipeline_parallel_expert_parallel_overlap", tt_role::setting, ""},
     tt_key{"parallelism.context_parallel_degree", tt_role::setting, ""},
     tt_key{"parallelism.context_parallel_rotate_method", tt_role::setting, ""},
     tt_key{"parallelism.context_parallel_load_balancer", tt_role::setting, ""},
@@ -412,6 +412,7 @@ class reader {
   void precision_and_float8();
   void batch_and_sequence(std::int64_t pp);
   std::int64_t parallelism();
+  void pipeline(std::int64_t pp);
   void checkpointing();
 
   std::string path_, flag_, name_;
@@ -572,10 +573,21 @@ std::int64_t reader::parallelism() {
     return pp;
   }
   const std::string reshard = text("parallelism.fsdp_reshard_after_forward", "default");
-  // "default": reshard after forward unless pipelining (parallelize.py apply_fsdp).
-  if (reshard == "always" || (reshard == "default" && pp == 1)) {
+  if (pp > 1) {
+    // With a pipeline "default" does not reshard after forward (parallelize.py apply_fsdp), nor does the
+    // schedule after any backward but the last (pipelining/stage.py backward_maybe_with_nosync): fully_shard
+    // under pipelining, the pipelined ZeRO-3 row (§3.1).
+    if (reshard == "always") {
+      fail(*find("parallelism.fsdp_reshard_after_forward"),
+           "with a pipeline would gather every unit again for each micro-batch, which trainplan does not model; "
+           "default (torchtitan's) and never keep the units unsharded through the schedule");
+    } else if (reshard != "default" && reshard != "never") {
+      fail(*find("parallelism.fsdp_reshard_after_forward"), "expected default, always or never");
+    }
     add("--zero-stage", "3", "parallelism.fsdp_reshard_after_forward");
-  } else if (reshard == "never" || reshard == "default") {
+  } else if (reshard == "always" || reshard == "default") {
+    add("--zero-stage", "3", "parallelism.fsdp_reshard_after_forward");
+  } else if (reshard == "never") {
     add("--zero-stage", "2", "parallelism.fsdp_reshard_after_forward");
   } else {
     fail(*find("parallelism.fsdp_reshard_after_forward"), "expected default, always or never");
@@ -585,6 +597,44 @@ std::int64_t reader::parallelism() {
   }
   if (shard > 1) add("--data-parallel-size", std::to_string(shard * replicate), "parallelism.data_parallel_shard_degree");
   return pp;
+}
+
+/// The pipeline's keys (distributed/pipeline_parallel.py): at PP > 1 torchtitan's default split
+/// (generate_llm_fqn_per_model_part, the embedding and the output a layer each, §2.2) under 1F1B is
+/// modelled, any other split, schedule or micro-batch count is refused by key; at PP 1 they change nothing.
+void reader::pipeline(std::int64_t pp) {
+  static constexpr std::array<std::string_view, 9> kKeys = {
+      "parallelism.pipeline_parallel_split_points",         "parallelism.module_fqns_per_model_part",
+      "parallelism.pipeline_parallel_first_stage_less_layers", "parallelism.pipeline_parallel_last_stage_less_layers",
+      "parallelism.pipeline_parallel_layers_per_stage",     "parallelism.pipeline_parallel_schedule",
+      "parallelism.pipeline_parallel_schedule_csv",         "parallelism.pipeline_parallel_microbatches",
+      "parallelism.pipeline_parallel_expert_parallel_overlap"};
+  if (pp == 1) {
+    for (std::string_view k : kKeys) {
+      if (const tt_value* v = find(k)) ignored_.push_back(v->line > 0 ? name_ + ":" + v->typed + " (PP 1)" : v->typed + " (PP 1)");
+    }
+    return;
+  }
+  if (const std::string s = text("parallelism.pipeline_parallel_schedule", "1F1B"); s != "1F1B") {
+    fail(*find("parallelism.pipeline_parallel_schedule"),
+         "would run the " + s + " schedule, which trainplan does not model for torchtitan; 1F1B (its default) is");
+  }
+  for (const char* k : {"parallelism.pipeline_parallel_first_stage_less_layers", "parallelism.pipeline_parallel_last_stage_less_layers"}) {
+    if (integer(k, 1) != 1) fail(*find(k), "would weigh the pipeline's ends otherwise than one layer each, which is not modelled");
+  }
+  for (const char* k : {"parallelism.pipeline_parallel_split_points", "parallelism.module_fqns_per_model_part",
+                        "parallelism.pipeline_parallel_layers_per_stage", "parallelism.pipeline_parallel_schedule_csv",
+                        "parallelism.pipeline_parallel_microbatches"}) {
+    const tt_value* v = find(k);
+    if (v != nullptr && !v->text.empty() && v->text != "[]" && v->text != "None") {
+      fail(*v, "would set the pipeline's stages or micro-batches itself, which trainplan does not model; torchtitan's "
+               "default split (the embedding and the output a layer each) with 1F1B is");
+    }
+  }
+  if (boolean("parallelism.pipeline_parallel_expert_parallel_overlap", false)) {
+    fail(*find("parallelism.pipeline_parallel_expert_parallel_overlap"),
+         "would overlap the experts' all-to-alls in DualPipeV, which trainplan does not model");
+  }
 }
 
 /// activation_checkpoint.py _apply_ac_to_transformer_block: full, layer SAC every k blocks, op SAC.
@@ -626,6 +676,7 @@ tt_config reader::resolve() {
   refusals();
   model();
   const std::int64_t pp = parallelism();
+  pipeline(pp);
   batch_and_sequence(pp);
   precision_and_float8();
   checkpointing();

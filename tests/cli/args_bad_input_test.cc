@@ -328,8 +328,13 @@ TEST(ArgsBadInput, FrameworkMismatches) {
               StartsWith("--use-distributed-optimizer is Megatron-LM's"));
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--framework", "fsdp", "--zero-stage", "1"}),
               StartsWith("--framework fsdp has no ZeRO stage 1"));
-  EXPECT_THAT(error_of({"--model", "llama2-7b", "--framework", "fsdp", "--pp", "2"}),
-              HasSubstr("--framework fsdp with --pipeline-model-parallel-size > 1 is not modelled"));
+  EXPECT_EQ(error_of({"--model", "llama2-7b", "--framework", "fsdp", "--pp", "2"}),
+            "--framework fsdp with a pipeline is FSDP2's fully_shard under torch.distributed.pipelining (torchtitan): "
+            "--zero-stage 3, not 0 with --pipeline-model-parallel-size 2");
+  EXPECT_EQ(error_of({"--model", "llama2-7b", "--framework", "fsdp", "--zero-stage", "3", "--pp", "3", "--num-gpus", "24"}),
+            "--num-layers (32 + 1 embedding + 1 output) must be divisible by --pipeline-model-parallel-size (3): "
+            "torchtitan's split (generate_llm_fqn_per_model_part) gives the remainder to the first stages, which is not "
+            "modelled");
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--recompute-num-layers", "2"}),
               HasSubstr("--recompute-num-layers needs --recompute-granularity full"));
 }

@@ -67,6 +67,41 @@ TEST(TorchtitanConfig, ItsLlama3_8bConfigIsTheJob) {
   EXPECT_EQ(big.job.training.recompute, recompute_granularity::full);
 }
 
+// With a pipeline (torchtitan's 3-D layouts): fully_shard under torch.distributed.pipelining, the
+// pipelined ZeRO-3 row (§3.1), torchtitan's default split under 1F1B; its other splits and schedules are
+// refused by key, and at PP 1 the pipeline's keys change nothing.
+TEST(TorchtitanConfig, APipelineRunsFsdp2UnderPipeliningWithTorchtitansSplit) {
+  const std::string config = testing::data_path("launch/torchtitan/llama3_70b.toml");
+  const args_t pp2 = {"--parallelism.pipeline_parallel_degree", "2", "--training.local_batch_size", "8"};
+  const parsed_job pj = parse(run_train(config, pp2, {"--num-nodes", "16"}));
+  EXPECT_EQ(pj.job.parallel.pp, 2);
+  EXPECT_EQ(pj.job.parallel.tp, 8);
+  EXPECT_EQ(pj.job.training.zero_stage, 3);
+  EXPECT_TRUE(pj.job.resolved.row().pipelined);
+  EXPECT_EQ(pj.job.training.micro_batch_size, 1);  // pipeline_parallel_microbatch_size's default
+  EXPECT_EQ(pj.job.resolved.split_rule,
+            "even, the embedding and the output each weighing a layer (torchtitan's generate_llm_fqn_per_model_part)");
+  const memory_report mem = estimate_memory(pj.job);
+  EXPECT_EQ(mem.stages.front().num_layers, 40);  // (80 + 2) / 2 = 41: the embedding and 40 layers
+  EXPECT_EQ(mem.stages.back().num_layers, 40);
+  // 80 + 2 over 4 stages leaves a remainder, which torchtitan gives to the first stages: refused.
+  EXPECT_THAT(error_of(run_train(config, {"--parallelism.pipeline_parallel_degree", "4"}, {"--num-nodes", "16"})),
+              HasSubstr("torchtitan's split (generate_llm_fqn_per_model_part) gives the remainder to the first stages"));
+  EXPECT_THAT(error_of(run_train(config, concat(pp2, {"--parallelism.pipeline_parallel_schedule", "Interleaved1F1B"}),
+                                 {"--num-nodes", "16"})),
+              HasSubstr("parallelism.pipeline_parallel_schedule"));
+  EXPECT_THAT(error_of(run_train(config, concat(pp2, {"--parallelism.fsdp_reshard_after_forward", "always"}),
+                                 {"--num-nodes", "16"})),
+              HasSubstr("would gather every unit again for each micro-batch"));
+  EXPECT_THAT(error_of(run_train(config, concat(pp2, {"--parallelism.pipeline_parallel_layers_per_stage", "10"}),
+                                 {"--num-nodes", "16"})),
+              HasSubstr("would set the pipeline's stages or micro-batches itself"));
+  const parsed_job flat =
+      parse(run_train(config, {"--parallelism.pipeline_parallel_schedule", "GPipe"}, {"--num-nodes", "8"}));
+  EXPECT_EQ(flat.job.parallel.pp, 1);
+  EXPECT_THAT(flat.ignored_flags, Contains(HasSubstr("parallelism.pipeline_parallel_schedule")));
+}
+
 TEST(TorchtitanConfig, TheLinesOverridesThenTheUsersFlagsWin) {
   const std::string config = testing::data_path("launch/torchtitan/llama3_8b.toml");
   const parsed_job over = parse(run_train(config, {"--training.local_batch_size", "2", "--parallelism.fsdp_reshard_after_forward=never"}));

@@ -774,6 +774,11 @@ double accumulation_bytes_per_parameter(const job_spec& job) {
       // BF16_Optimizer.update_hp_grads after every micro-batch: read the 16-bit grad, read and write the
       // buffer (grad_acc_dtype).
       return 3 * e + e + 2.0 * bytes_of(roles.gradients);
+    case grad_accumulation::upcast_into_buffer:
+      // FSDP2 without gradient sync (under a pipeline): each unit's 16-bit .grad added into its unsharded
+      // reduce-dtype buffer (FSDPParam.accumulate_unsharded_grad_if_needed; the first micro-batch's cast,
+      // to_accumulated_grad_if_needed, writes it without reading it: counted alike).
+      return e + 2.0 * bytes_of(roles.gradients);
   }
   return 0;
 }

@@ -375,7 +375,11 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
                                                        : e * std::min(elements, params_here);
         s.buffers_bytes += bucket;
       }
-      if (tr.zero_stage == 3) {
+      if (job.resolved.row().pipelined) {
+        // FSDP2 under a pipeline keeps every unit unsharded (the weights above): a unit's 16-bit gradient
+        // before it is added into the reduce-dtype buffer, and under float8 the unit's FP8 casts (§3.7).
+        s.buffers_bytes += e * largest_layer + (fp8_copies ? 2.0 * largest_layer : 0.0);
+      } else if (tr.zero_stage == 3) {
         // The gathered layer being computed, what is prefetched ahead of it and, FSDP, the unit's
         // unsharded gradient before its reduce-scatter (§3.7). DeepSpeed prefetches up to
         // stage3_prefetch_bucket_size elements ahead (5e7 by default), at most the next layer; FSDP the

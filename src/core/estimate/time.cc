@@ -150,7 +150,9 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     // --overlap-param-gather-with-optimizer-step starts it under the rank's optimizer step as well.
     const double first_forward_s = (sc.forward_s + c.forward_s) * static_cast<double>(p.vpp);
     const double window_s = first_forward_s + (tc.overlap_param_gather_with_step ? sc.optimizer_s + c.optimizer_s : 0.0);
-    const double gather_s = tc.overlap_param_gather ? std::max(0.0, c.param_gather_s - window_s) : c.param_gather_s;
+    // FSDP2 under a pipeline gathers unit by unit, prefetching the next, under the first forward.
+    const bool gather_under_forward = tc.overlap_param_gather || job.resolved.row().pipelined;
+    const double gather_s = gather_under_forward ? std::max(0.0, c.param_gather_s - window_s) : c.param_gather_s;
     pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
                        sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s, sc.drain_s};
     // §5.4: CPU offloading copies each of the first N layers' activations to host beside the next layer's

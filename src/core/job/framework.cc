@@ -40,7 +40,13 @@ using ga = grad_accumulation;
 //   concatenation, 8 bytes); estimate_zero2_model_states_mem_needs (2Ψ + 18Ψ/N), estimate_zero3 (18Ψ/N).
 // - PyTorch FSDP: the fp32 sharded FlatParameter is the master; SHARD_GRAD_OP keeps the 16-bit unsharded
 //   parameters between forward and backward; reduce_dtype fp32 (torchtitan's mixed_precision_reduce).
-constexpr std::array<optimizer_row, 13> kOptimizerRows = {{
+// - FSDP2 with a pipeline (torchtitan parallelize.py apply_fsdp: reshard_after_forward = not pp_enabled;
+//   torch/distributed/pipelining/stage.py backward_maybe_with_nosync: set_reshard_after_backward(False)
+//   and set_requires_gradient_sync(False) but for the last backward, whose post_backward reduce-scatters
+//   every unit): the 16-bit unsharded parameters live from the first forward to the last backward, the
+//   gradients accumulate unsharded in reduce_dtype (FSDPParam.to_accumulated_grad_if_needed), one
+//   all-gather and one reduce-scatter per iteration.
+constexpr std::array<optimizer_row, 14> kOptimizerRows = {{
     {framework_kind::megatron, 0, false, true, "Megatron DDP, Float16OptimizerWithFloat16Params",
      {{{1, su::weight}}}, {{{1, su::grad_buffer}}}, {{{1, su::optimizer}}}, {}, false, false,
      {dc::grad_all_reduce}, 1, ga::in_gemm, reduce_dtype::grad_buffer},
@@ -88,6 +94,9 @@ constexpr std::array<optimizer_row, 13> kOptimizerRows = {{
      {{{1, su::fp32, true}}}, {{{1, su::fp32, true}}}, {{{1, su::moments, true}}}, {}, false, false,
      {dc::param_gather_forward_per_unit, dc::param_gather_backward_per_unit, dc::grad_reduce_scatter_per_unit}, 3,
      ga::autograd, reduce_dtype::grad_buffer},
+    {framework_kind::fsdp, 3, false, true, "PyTorch FSDP2 fully_shard under torch.distributed.pipelining",
+     {{{1, su::fp32, true}, {1, su::weight_if_mixed}}}, {{{1, su::fp32}}}, {{{1, su::moments, true}}}, {}, false, false,
+     {dc::param_all_gather, dc::grad_reduce_scatter}, 2, ga::upcast_into_buffer, reduce_dtype::grad_buffer, false, true},
 }};
 
 }  // namespace
@@ -133,7 +142,7 @@ const cross_entropy_kernels& cross_entropy_of(framework_kind framework, bool fus
   return kCrossEntropy[0];
 }
 
-const std::array<optimizer_row, 13>& optimizer_rows() { return kOptimizerRows; }
+const std::array<optimizer_row, 14>& optimizer_rows() { return kOptimizerRows; }
 
 namespace {
 
@@ -150,20 +159,24 @@ bool runs_alike(const optimizer_row& a, const optimizer_row& b) {
   return a.framework == b.framework && same_terms(a.weights, b.weights) && same_terms(a.gradients, b.gradients) &&
          same_terms(a.optimizer, b.optimizer) && same_terms(a.step_transient, b.step_transient) &&
          a.offload_gradients == b.offload_gradients && a.reduce_bucket == b.reduce_bucket && a.dp == b.dp && a.num_dp == b.num_dp &&
-         a.accumulation == b.accumulation && a.reduces_in == b.reduces_in && a.megatron_fsdp == b.megatron_fsdp;
+         a.accumulation == b.accumulation && a.reduces_in == b.reduces_in && a.megatron_fsdp == b.megatron_fsdp &&
+         a.pipelined == b.pipelined;
 }
 
-const optimizer_row* find_optimizer_row(framework_kind framework, int zero_stage, bool bf16_optimizer) {
+const optimizer_row* find_optimizer_row(framework_kind framework, int zero_stage, bool bf16_optimizer, std::int64_t pp) {
+  const optimizer_row* plain = nullptr;
   for (const optimizer_row& r : kOptimizerRows) {
-    if (r.framework == framework && r.zero_stage == zero_stage && r.bf16_optimizer == bf16_optimizer) return &r;
+    if (r.framework != framework || r.zero_stage != zero_stage || r.bf16_optimizer != bf16_optimizer) continue;
+    if (r.pipelined && pp > 1) return &r;  // a pipeline runs its own row where the framework has one
+    if (!r.pipelined && plain == nullptr) plain = &r;
   }
-  return nullptr;
+  return plain;
 }
 
 std::array<bool, 4> zero_stages_of(framework_kind framework, std::int64_t pp, bool megatron_fsdp) {
   std::array<bool, 4> out{};
   for (const optimizer_row& r : kOptimizerRows) {
-    if (r.framework == framework && r.megatron_fsdp == megatron_fsdp && (pp <= 1 || r.with_pp)) {
+    if (r.framework == framework && r.megatron_fsdp == megatron_fsdp && (pp <= 1 ? !r.pipelined : r.with_pp)) {
       out[static_cast<std::size_t>(r.zero_stage)] = true;
     }
   }

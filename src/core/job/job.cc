@@ -135,7 +135,8 @@ bool runs_bf16_optimizer(const training_config& t) {
 }
 
 const optimizer_row& optimizer_of(const training_config& t) {
-  const optimizer_row* row = find_optimizer_row(t.framework, t.zero_stage, runs_bf16_optimizer(t));
+  // Without a pipeline: a pipelined row (FSDP2 under pipelining) keeps the same roles as its stage's row.
+  const optimizer_row* row = find_optimizer_row(t.framework, t.zero_stage, runs_bf16_optimizer(t), 1);
   TRAINPLAN_CHECK_MSG(row != nullptr, "no optimizer row for the framework and ZeRO stage (the rules allow only these)");
   return *row;
 }
@@ -202,6 +203,9 @@ std::string_view split_rule_of(const job_spec& job) {
   }
   if (p.vpp > 1) return "even, interleaved (Megatron-Core)";
   if (p.embedding_as_stage) return "with the embeddings as layer slots (BLOOM)";
+  if (job.training.framework == framework_kind::fsdp && p.account_embedding_in_split && p.account_loss_in_split) {
+    return "even, the embedding and the output each weighing a layer (torchtitan's generate_llm_fqn_per_model_part)";
+  }
   if (p.account_embedding_in_split || p.account_loss_in_split) {
     return p.account_embedding_in_split && p.account_loss_in_split ? "even, the embedding and the loss counted as layers (Megatron-Core)"
            : p.account_embedding_in_split                          ? "even, the embedding counted as a layer (Megatron-Core)"
@@ -219,8 +223,8 @@ void resolve_job(job_spec& job) {
   resolved_job& r = job.resolved;
   // Null only for a candidate the search or `shapes` prices before its rules run (a ZeRO stage its
   // framework lacks is refused then): its layer kernels read the tokens and roles, never the row.
-  r.optimizer = find_optimizer_row(t.framework, t.zero_stage, runs_bf16_optimizer(t));
-  r.roles = roles_of(t, r.optimizer != nullptr ? *r.optimizer : *find_optimizer_row(t.framework, 0, false));
+  r.optimizer = find_optimizer_row(t.framework, t.zero_stage, runs_bf16_optimizer(t), p.pp);
+  r.roles = roles_of(t, r.optimizer != nullptr ? *r.optimizer : *find_optimizer_row(t.framework, 0, false, 1));
   r.seq_per_rank = job.model.seq_length / p.cp;
   r.tokens = t.micro_batch_size * r.seq_per_rank;
   r.dp_replicas = t.dp_replicas;
@@ -409,6 +413,11 @@ std::string split_message(const job_spec& job, const stage_split& split) {
     case split_failure::chunks_uneven:
       return "${parallel.vpp} " + to_string(p.vpp) + " needs ${model.num_layers} divisible by ${parallel.pp} × it, with PP > 1";
     case split_failure::layers_not_divisible:
+      if (job.training.framework == framework_kind::fsdp) {
+        return "${model.num_layers} (" + to_string(m.num_layers) + " + 1 embedding + 1 output) must be divisible by ${parallel.pp} (" +
+               to_string(p.pp) + "): torchtitan's split (generate_llm_fqn_per_model_part) gives the remainder to the first "
+               "stages, which is not modelled";
+      }
       return std::string("${model.num_layers} (") + to_string(m.num_layers) +
              (p.embedding_as_stage ? " + 2 embedding slots" : "") + (p.account_embedding_in_split ? " + 1 embedding" : "") +
              (p.account_loss_in_split ? " + 1 loss" : "") + ") must be divisible by ${parallel.pp} (" +
@@ -513,10 +522,15 @@ std::string pipeline_violation(job_spec& job) {
   const training_config& t = job.training;
   if (!p.layout_stages.empty()) return custom_layout_violation(job);
   const bool uneven = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
+  if (t.framework == framework_kind::fsdp && p.pp > 1 && !uneven) {
+    // torchtitan's split (distributed/pipeline_parallel.py generate_llm_fqn_per_model_part, input_weight =
+    // output_weight = 1): the embedding and the norm with the output each weigh one transformer layer.
+    p.account_embedding_in_split = p.account_loss_in_split = true;
+  }
   if (p.account_embedding_in_split || p.account_loss_in_split) {
     // Megatron-Core's own checks (transformer_config.py __post_init__), and what is not modelled.
     const std::string which = p.account_embedding_in_split ? "${parallel.account_embedding_in_split}" : "${parallel.account_loss_in_split}";
-    if (t.framework != framework_kind::megatron) return which + " is Megatron-Core's; not with ${training.framework} " + std::string(to_string(t.framework));
+    if (t.framework == framework_kind::deepspeed) return which + " is Megatron-Core's; not with ${training.framework} deepspeed";
     if (uneven) {
       return which + " cannot be set with ${parallel.first_stage_layers} / ${parallel.last_stage_layers} (Megatron-Core raises "
              "ValueError)";

@@ -23,7 +23,8 @@ constexpr std::array<stage_messages, 3> kStageMessages = {{
     {"", "DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: ${training.zero_stage} "},
     {"${training.framework} fsdp has no ZeRO stage 1: use ${training.zero_stage} 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 "
      "(FULL_SHARD)",
-     "${training.framework} fsdp with ${parallel.pp} > 1 is not modelled"},
+     "${training.framework} fsdp with a pipeline is FSDP2's fully_shard under torch.distributed.pipelining (torchtitan): "
+     "${training.zero_stage} 3, not "},
 }};
 
 /// What the framework allows and forces: ZeRO stages (framework.h's rows), distributed optimizer,

@@ -103,7 +103,7 @@ std::vector<int> zero_stages_for(const training_config& base, std::int64_t pp) {
     t.megatron_fsdp_stage = z;
     t.distributed_optimizer = false;
     apply_framework_defaults(t);
-    const optimizer_row* row = find_optimizer_row(t.framework, t.zero_stage, runs_bf16_optimizer(t));
+    const optimizer_row* row = find_optimizer_row(t.framework, t.zero_stage, runs_bf16_optimizer(t), pp);
     if (row == nullptr) continue;
     if (std::any_of(rows.begin(), rows.end(), [&](const optimizer_row* r) { return runs_alike(*r, *row); })) continue;
     rows.push_back(row);

@@ -121,6 +121,10 @@ TEST(FrameworkRows, MemoryCommunicationAndComputeAgreeOnEveryCombination) {
                 case grad_accumulation::autograd_then_buffer:
                   EXPECT_EQ(acc, 4 * w + 2 * bytes_of(job.resolved.roles.gradients));
                   break;
+                case grad_accumulation::upcast_into_buffer:
+                  EXPECT_EQ(acc, w + 2 * bytes_of(job.resolved.roles.gradients));
+                  EXPECT_GT(job.parallel.pp, 1);  // FSDP2's unsharded accumulation under a pipeline
+                  break;
               }
             }
           }

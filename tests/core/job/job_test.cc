@@ -239,14 +239,16 @@ TEST(ParallelTraits, OneRowPerFrameworkWithItsRules) {
   const framework_traits& deepspeed = traits_of(framework_kind::deepspeed);
   EXPECT_EQ(to_string(framework_kind::deepspeed), "deepspeed");
   // Megatron shards only the optimizer (distributed optimizer = ZeRO-1); DeepSpeed's pipeline engine
-  // runs ZeRO 0-1; FSDP has no stage 1 and no pipeline here.
+  // runs ZeRO 0-1; FSDP has no stage 1, and with a pipeline runs fully_shard under torch.distributed.pipelining.
   EXPECT_EQ(zero_stages_of(framework_kind::megatron, 1), (std::array<bool, 4>{true, true, false, false}));
   EXPECT_EQ(zero_stages_of(framework_kind::deepspeed, 1), (std::array<bool, 4>{true, true, true, true}));
   EXPECT_EQ(zero_stages_of(framework_kind::deepspeed, 2), (std::array<bool, 4>{true, true, false, false}));
   EXPECT_EQ(zero_stages_of(framework_kind::fsdp, 1), (std::array<bool, 4>{true, false, true, true}));
-  EXPECT_EQ(zero_stages_of(framework_kind::fsdp, 2), (std::array<bool, 4>{false, false, false, false}));
+  EXPECT_EQ(zero_stages_of(framework_kind::fsdp, 2), (std::array<bool, 4>{false, false, false, true}));
+  EXPECT_TRUE(find_optimizer_row(framework_kind::fsdp, 3, false, 2)->pipelined);
+  EXPECT_FALSE(find_optimizer_row(framework_kind::fsdp, 3, false, 1)->pipelined);
   EXPECT_TRUE(megatron.interleaving && megatron.sequence_parallel);
-  EXPECT_EQ(find_optimizer_row(framework_kind::megatron, 1, false)->accumulation, grad_accumulation::in_gemm);
+  EXPECT_EQ(find_optimizer_row(framework_kind::megatron, 1, false, 1)->accumulation, grad_accumulation::in_gemm);
   EXPECT_TRUE(deepspeed.uneven_pipeline_split && deepspeed.tied_embedding_module);
   EXPECT_EQ(deepspeed.bucket_elements, 500'000'000);  // reduce_bucket_size (runtime/zero/config.py)
   EXPECT_EQ(megatron.bucket_elements, 0);             // one bucket without --overlap-grad-reduce

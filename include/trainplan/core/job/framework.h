@@ -92,6 +92,9 @@ enum class grad_accumulation : std::uint8_t {
   autograd,       ///< PyTorch's AccumulateGrad into the 16-bit .grad: read old, read new, write
   autograd_then_buffer,  ///< and then copied into the optimizer's own buffer every micro-batch (DeepSpeed
                          ///< BF16_Optimizer.update_hp_grads: read the 16-bit grad, read and write the buffer)
+  upcast_into_buffer,    ///< FSDP2 without gradient sync: the unit's 16-bit .grad added into its unsharded
+                         ///< reduce-dtype buffer (FSDPParam.accumulate_unsharded_grad_if_needed: read the
+                         ///< 16-bit grad, read and write the buffer)
 };
 
 /// Which dtype the data-parallel reduction moves (§4.2.4).
@@ -120,6 +123,10 @@ struct optimizer_row {
   reduce_dtype reduces_in;
   /// Megatron-FSDP's rows: a Megatron job runs them with --use-megatron-fsdp alone.
   bool megatron_fsdp = false;
+  /// The row a pipeline runs (PP > 1) in place of the framework's row of that stage: FSDP2 under
+  /// torch.distributed.pipelining, whose units stay unsharded from the first forward to the last
+  /// backward, gathered under the first micro-batch's forward and reduced once after the last backward.
+  bool pipelined = false;
   /// The optimizer step updates 1/D of the parameters: its state is sharded (§5.5).
   bool step_sharded() const { return optimizer[0].sharded; }
 };
@@ -128,10 +135,11 @@ struct optimizer_row {
 /// BF16_Optimizer at stage 0 and 1): a search tries one of them.
 bool runs_alike(const optimizer_row& a, const optimizer_row& b);
 /// Every row, for the account tests and the docs.
-const std::array<optimizer_row, 13>& optimizer_rows();
-/// The row of `framework` at `zero_stage`, with or without BF16_Optimizer; null when the framework has
-/// no such stage (the layout rules refuse it first).
-const optimizer_row* find_optimizer_row(framework_kind framework, int zero_stage, bool bf16_optimizer);
+const std::array<optimizer_row, 14>& optimizer_rows();
+/// The row of `framework` at `zero_stage`, with or without BF16_Optimizer, at pipeline size `pp` (a
+/// pipelined row where the framework has one); null when the framework has no such stage (the layout
+/// rules refuse it first).
+const optimizer_row* find_optimizer_row(framework_kind framework, int zero_stage, bool bf16_optimizer, std::int64_t pp);
 /// The ZeRO stages `framework` runs at this pipeline size, ascending; for Megatron, with or without
 /// Megatron-FSDP (`megatron_fsdp`: its rows alone, else the others).
 std::array<bool, 4> zero_stages_of(framework_kind framework, std::int64_t pp, bool megatron_fsdp = false);

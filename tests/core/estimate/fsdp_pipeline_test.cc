@@ -1,0 +1,89 @@
+// FSDP2 with pipeline parallelism (issue 27: torchtitan's 3-D and 4-D layouts; docs/formulas.md §3.1,
+// §4.2.4, §5.4): fully_shard under torch.distributed.pipelining, counted by hand.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "args_test_support.h"
+#include "trainplan/cli/args.h"
+#include "trainplan/core/estimate/comm.h"
+#include "trainplan/core/estimate/memory.h"
+#include "trainplan/core/estimate/time.h"
+#include "trainplan/core/job/framework.h"
+
+namespace trainplan {
+namespace {
+
+using namespace args_testing;  // NOLINT(google-build-using-namespace): the shared helpers
+
+/// Llama-3 8B on two DGX-H100 nodes as torchtitan runs it with a pipeline: FSDP over 8, PP 2, bf16
+/// parameters, fp32 reduction.
+args_t llama_pp(const args_t& extra = {}) {
+  return concat({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "16", "--framework", "fsdp",
+                 "--zero-stage", "3", "--pp", "2", "--gbs", "64", "--seq-length", "4096", "--bf16"},
+                extra);
+}
+
+TEST(FsdpPipeline, UnitsStayUnshardedFromTheFirstForwardToTheLastBackward) {
+  // torchtitan apply_fsdp: reshard_after_forward = not pp_enabled; pipelining's backward_maybe_with_nosync:
+  // no reshard and no gradient sync but after the last backward. Per parameter held, D = 8: the fp32
+  // shard (4/D) and the bf16 unsharded parameter (2), the gradient accumulated unsharded in fp32 (4),
+  // Adam's moments sharded (8/D).
+  const parsed_job pj = parse(llama_pp());
+  ASSERT_TRUE(pj.job.resolved.row().pipelined);
+  const memory_report mem = estimate_memory(pj.job);
+  ASSERT_EQ(mem.stages.size(), 2u);
+  for (const stage_memory& s : mem.stages) {
+    const double held = static_cast<double>(s.parameters);
+    EXPECT_NEAR(s.weights_bytes, (4.0 / 8 + 2.0) * held, 1e-9 * s.weights_bytes);
+    EXPECT_NEAR(s.gradients_bytes, 4.0 * held, 1e-9 * s.gradients_bytes);
+    EXPECT_NEAR(s.optimizer_bytes, 8.0 / 8 * held, 1e-9 * s.optimizer_bytes);
+  }
+  // torchtitan's split weighs the embedding and the output as a layer each: 32 + 2 over 2 stages.
+  EXPECT_EQ(mem.stages[0].num_layers, 16);
+  EXPECT_EQ(mem.stages[1].num_layers, 16);
+  EXPECT_EQ(pj.job.resolved.split_rule, "even, the embedding and the output each weighing a layer (torchtitan's "
+                                   "generate_llm_fqn_per_model_part)");
+}
+
+TEST(FsdpPipeline, OneGatherUnderTheFirstForwardAndOneReductionAfterTheLastBackward) {
+  const parsed_job pj = parse(llama_pp());
+  const comm_report c = summarize_comm(pj.job);
+  const auto& dp = c.dimensions[static_cast<std::size_t>(parallel_dim::dp)].collectives;
+  ASSERT_EQ(dp.size(), 2u);
+  const double held = static_cast<double>(estimate_memory(pj.job).stages[1].parameters);
+  int gathers = 0, scatters = 0;
+  for (const comm_collective& col : dp) {
+    EXPECT_EQ(col.calls_per_iteration, 1) << col.what;  // once per iteration, not per micro-batch or unit
+    if (col.kind == collective_kind::all_gather) {
+      ++gathers;
+      EXPECT_NEAR(col.bytes_per_call, 2.0 * held, 1e-3 * col.bytes_per_call);  // the bf16 parameters
+    }
+    if (col.kind == collective_kind::reduce_scatter) {
+      ++scatters;
+      EXPECT_NEAR(col.bytes_per_call, 4.0 * held, 1e-3 * col.bytes_per_call);  // the fp32 gradients
+    }
+  }
+  EXPECT_EQ(gathers, 1);
+  EXPECT_EQ(scatters, 1);
+  // The reduction waits for the last backward (post_backward of every unit): all of it exposed. The
+  // gather runs unit by unit under the first micro-batch's forward, here shorter than it: hidden.
+  const time_report t = estimate_time(pj.job);
+  for (std::size_t i = 0; i < t.pipeline.stages.size(); ++i) {
+    EXPECT_GT(t.passes[i].grad_reduce_s, 0);
+    EXPECT_DOUBLE_EQ(t.pipeline.stages[i].grad_reduce_exposed_s, t.passes[i].grad_reduce_s);
+    EXPECT_NEAR(t.passes[i].optimizer_s, t.compute.stages[i].optimizer_s + t.comm[i].optimizer_s, 1e-12);
+  }
+}
+
+TEST(FsdpPipeline, OtherStagesAndUnevenSplitsAreRefusedByName) {
+  EXPECT_EQ(error_of(llama_pp({"--zero-stage", "2"})),
+            "--framework fsdp with a pipeline is FSDP2's fully_shard under torch.distributed.pipelining (torchtitan): "
+            "--zero-stage 3, not 2 with --pipeline-model-parallel-size 2");
+  EXPECT_THAT(error_of(llama_pp({"--pp", "4", "--num-gpus", "32"})),
+              ::testing::HasSubstr("(32 + 1 embedding + 1 output) must be divisible by --pipeline-model-parallel-size (4)"));
+}
+
+}  // namespace
+}  // namespace trainplan
