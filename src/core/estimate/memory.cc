@@ -449,9 +449,10 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         // inputs (2h wide), its final norm's and the shared output layer's inputs, per micro-batch.
         per_microbatch_extra += static_cast<double>(m.mtp_num_layers) *
                                 (kind_act[last_kind] + (2 + 2 + 2) * e * h * tokens / rep);
-        // §3.6: the logits (e·V/t) and the loss's fp32 buffers, as the framework runs it.
-        const double loss_buffers = cross_entropy_of(tr.framework, tr.cross_entropy_fusion).buffer_fp32_bytes;
-        loss_transient = (e + loss_buffers) * vocab_shard * tokens;
+        // §3.6: the logits (e·V/t) and the loss's fp32 buffers, as the framework runs it: the forward's
+        // peak, the backward's, or the cast of the fp32 gradient back to the logits' dtype (4 + e).
+        const cross_entropy_kernels& ce = cross_entropy_of(tr.framework, tr.cross_entropy_fusion);
+        loss_transient = std::max({e + ce.buffer_fp32_bytes, ce.backward_peak_fp32_bytes, 4 + e}) * vocab_shard * tokens;
       }
       // Backward working tensors: the activation gradient in and out of a layer, and the largest
       // intermediate gradient (the gated fc1 output).

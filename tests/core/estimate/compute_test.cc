@@ -260,6 +260,10 @@ TEST(ComputeLoss, TheFrameworksKernelsByTheBytesTheyMove) {
               8 * elems * per_byte + 1 * e.kernel_overhead_s, 1e-12);
   EXPECT_EQ(cross_entropy_of(framework_kind::megatron, false).buffer_fp32_bytes, 4);
   EXPECT_EQ(cross_entropy_of(framework_kind::fsdp, false).buffer_fp32_bytes, 8);
+  // The backward's peak (§3.6): log_softmax's saved output, nll_loss's gradient and its own (torchtitan),
+  // Megatron's in-place gradient.
+  EXPECT_EQ(cross_entropy_of(framework_kind::fsdp, false).backward_peak_fp32_bytes, 12);
+  EXPECT_EQ(cross_entropy_of(framework_kind::megatron, false).backward_peak_fp32_bytes, 4);
   // Megatron's fused loss is Megatron's; Transformer Engine's implementation is refused by name.
   EXPECT_THROW(parse_job_args({"--model", "llama3-8b", "--num-gpus", "8", "--framework", "fsdp", "--zero-stage", "3",
                                "--cross-entropy-loss-fusion"}),

@@ -48,7 +48,9 @@ struct cross_entropy_kernels {
   int forward_kernels;
   double backward_fp32_bytes;   ///< per element, beside one 16-bit write of the logits' gradient
   int backward_kernels;
-  double buffer_fp32_bytes;     ///< per element at the peak, beside the 16-bit logits
+  double buffer_fp32_bytes;     ///< per element at the forward's peak, beside the 16-bit logits
+  /// Per element at the backward's peak, the 16-bit logits freed by then (fp32 tensors alive together).
+  double backward_peak_fp32_bytes;
 };
 /// The row a job runs: Megatron's fused loss with --cross-entropy-loss-fusion, else the framework's own.
 const cross_entropy_kernels& cross_entropy_of(framework_kind framework, bool fused);
