@@ -166,6 +166,7 @@ class Job:
         transformer_impl: Union[str, os.PathLike[str], None] = ...,
         use_legacy_models: Optional[bool] = ...,
         use_mcore_models: Optional[bool] = ...,
+        norm_kernel: Union[str, os.PathLike[str], None] = ...,
         cross_entropy_loss_fusion: Optional[bool] = ...,
         bias_swiglu_fusion: Optional[bool] = ...,
         no_bias_swiglu_fusion: Optional[bool] = ...,
@@ -339,6 +340,7 @@ class Job:
         transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
         use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
         use_mcore_models: Megatron-Core models (the default; §3.4)
+        norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
         cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
         bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
         no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
@@ -556,6 +558,7 @@ def search(*,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
     use_legacy_models: Optional[bool] = ...,
     use_mcore_models: Optional[bool] = ...,
+    norm_kernel: Union[str, os.PathLike[str], None] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
@@ -737,6 +740,7 @@ def search(*,
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
+    norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
@@ -944,6 +948,7 @@ def shapes(*,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
     use_legacy_models: Optional[bool] = ...,
     use_mcore_models: Optional[bool] = ...,
+    norm_kernel: Union[str, os.PathLike[str], None] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
@@ -1132,6 +1137,7 @@ def shapes(*,
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
+    norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
@@ -1334,6 +1340,7 @@ def plan(job: Optional[Job] = ..., *,
     transformer_impl: Union[str, os.PathLike[str], None] = ...,
     use_legacy_models: Optional[bool] = ...,
     use_mcore_models: Optional[bool] = ...,
+    norm_kernel: Union[str, os.PathLike[str], None] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
@@ -1523,6 +1530,7 @@ def plan(job: Optional[Job] = ..., *,
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
+    norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)

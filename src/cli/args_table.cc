@@ -601,6 +601,12 @@ const std::vector<flag_def>& flag_table() {
                       SWITCH(b.job.training.legacy_models = true)));
     t.push_back(swtch("--use-mcore-models", "", "training", "Megatron-Core models (the default; §3.4)",
                       SWITCH(b.job.training.legacy_models = false)));
+    t.push_back(value("--norm-kernel", "", "KIND", "the framework's (fsdp: eager, torchtitan's RMSNorm; else fused)",
+                      "training", "an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        using nk = training_config::norm_kernel;
+                        b.job.training.rmsnorm_kernel = parse_enum<nk>(v, f, {{"fused", nk::fused}, {"eager", nk::eager}});
+                      }, "training.rmsnorm_kernel")));
     t.push_back(swtch("--cross-entropy-loss-fusion", "", "training",
                       "Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)",
                       SWITCH(b.job.training.cross_entropy_fusion = true)));

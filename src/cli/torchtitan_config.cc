@@ -433,10 +433,13 @@ void reader::model() {
         "405B, llama2 7B, 13B and 70B are): give the model with --model NAME|FILE before '--'",
         name, flavor);
   }
-  // The December 2024 schema's norm choice: the flavours are RMSNorm models.
+  // The December 2024 schema's norm choice: the flavours are RMSNorm models, run as PyTorch ops (rmsnorm,
+  // the framework's eager row, §5.3) or as one Triton kernel (fused_rmsnorm).
   if (const tt_value* v = find("model.norm_type"); v != nullptr && v->text != "rmsnorm" && v->text != "fused_rmsnorm") {
     fail(*v, "would make the model's norms LayerNorms (with biases), which trainplan's torchtitan flavours are not; "
              "rmsnorm and fused_rmsnorm are");
+  } else if (v != nullptr && v->text == "fused_rmsnorm") {
+    add("--norm-kernel", "fused", "model.norm_type");
   }
   if (const tt_value* v = find("optimizer.name"); v != nullptr && v->text != "AdamW" && v->text != "Adam") {
     fail(*v, "only AdamW and Adam are modelled here");

@@ -102,6 +102,15 @@ TEST(TorchtitanConfig, APipelineRunsFsdp2UnderPipeliningWithTorchtitansSplit) {
   EXPECT_THAT(flat.ignored_flags, Contains(HasSubstr("parallelism.pipeline_parallel_schedule")));
 }
 
+// §5.3: the December 2024 schema's norm_type: rmsnorm is torchtitan's eager RMSNorm (the framework's row),
+// fused_rmsnorm its Triton kernel, one kernel.
+TEST(TorchtitanConfig, ItsNormTypeChoosesTheNormsKernels) {
+  const std::string config = testing::data_path("launch/torchtitan/llama3_8b-2024-12.toml");
+  EXPECT_EQ(parse(run_train(config)).job.training.rmsnorm_kernel, training_config::norm_kernel::framework_default);
+  EXPECT_EQ(parse(run_train(config, {"--model.norm_type", "fused_rmsnorm"})).job.training.rmsnorm_kernel,
+            training_config::norm_kernel::fused);
+}
+
 TEST(TorchtitanConfig, TheLinesOverridesThenTheUsersFlagsWin) {
   const std::string config = testing::data_path("launch/torchtitan/llama3_8b.toml");
   const parsed_job over = parse(run_train(config, {"--training.local_batch_size", "2", "--parallelism.fsdp_reshard_after_forward=never"}));

@@ -209,6 +209,9 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.10);
   EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.25);
   EXPECT_LE(gen["H100 BF16, held out"].median_abs_error, 0.06);
+  // Its worst: Megatron CI's VPP 8 run (−19%) and torchtitan's eager runs (−14%, −17% with their eager
+  // RMSNorm, RoPE and K/V copies, §5.3; −31% and −33% before).
+  EXPECT_LE(gen["H100 BF16, held out"].max_abs_error, 0.20);
   EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.09);
   // Rows 15-19 (PP > 1) run interleaved, 1 layer per virtual stage, as published-conditions.csv says why.
   EXPECT_THAT(by["16"]->assumed, ::testing::HasSubstr("1 layer per virtual stage"));

@@ -621,9 +621,11 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     dense_mlp_elems(m.ffn_hidden_size, re_mlp);
   }
   // Activation function (fused with its bias): read the input, write the output (gated: half as wide).
+  // Unfused SwiGLU (silu, then the product) moves 5e per output element in 2 kernels against 3e in 1.
   if (mk.moe || mk.dense_mlp) {
     const double before = u.forward.memory_s;
-    add_memory(gpu, e, eb * act_elems * (gate == 2 ? 1.5 : 2.0), 1, u);
+    const bool fused_glu = gate != 2 || tc.bias_swiglu_fusion;
+    add_memory(gpu, e, eb * act_elems * (gate != 2 ? 2.0 : fused_glu ? 1.5 : 2.5), fused_glu ? 1 : 2, u);
     if (act_elems > 0) u.module_recompute_s += (u.forward.memory_s - before) * act_redone / act_elems;
   }
 
@@ -633,7 +635,13 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   const int kernels = mk.blocks();
   const double hidden_elems = static_cast<double>(tokens) * h / (p.sequence_parallel ? t : 1);
   const double norms_before = u.forward.memory_s;
-  add_memory(gpu, e, blocks * 2 * eb * hidden_elems, kernels, u);  // norms: read + write
+  // Norms (§5.3): a LayerNorm is one kernel in every framework; an RMSNorm as the framework's model runs it.
+  const layer_kernels& lk = layer_kernels_of(tc.framework);
+  using nk = training_config::norm_kernel;
+  const elementwise_cost norm = m.norm != norm_kind::rmsnorm || tc.rmsnorm_kernel == nk::fused ? kFusedNorm
+                                : tc.rmsnorm_kernel == nk::eager ? layer_kernels_of(framework_kind::fsdp).rmsnorm
+                                                                 : lk.rmsnorm;
+  add_memory(gpu, e, blocks * (norm.e_accesses * eb + norm.fp32_bytes) * hidden_elems, kernels * norm.kernels, u);
   // The layernorm module redoes an MoE layer's pre-MLP norm (the others are fused into their linears).
   if (mk.moe && tc.recomputes(recompute_module::layernorm) && !re_moe) {
     u.module_recompute_s += (u.forward.memory_s - norms_before) / blocks;
@@ -643,7 +651,9 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   if (!mk.attention) return u;
   if (m.position_embedding == position_embedding_kind::rope) {
     const double before = u.forward.memory_s;
-    add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.q_width() + m.k_width()) / t, 2, u);
+    add_memory(gpu, e, (lk.rope.e_accesses * eb + lk.rope.fp32_bytes) * static_cast<double>(tokens) *
+                           static_cast<double>(m.q_width() + m.k_width()) / t,
+               lk.rope.kernels, u);
     if (re_up && m.is_mla()) u.module_recompute_s += u.forward.memory_s - before;
   }
   if (m.is_mla()) {
@@ -653,6 +663,19 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     add_memory(gpu, e, 2 * eb * static_cast<double>(tokens) * (m.q_width() + m.k_width()) / t, 2, u);
   }
   if (m.sandwich_norm) add_memory(gpu, e, 2 * 2 * eb * hidden_elems, 2, u);
+  if (lk.gqa_copies && !m.is_mla()) {
+    // torchtitan's attention (models/llama/model.py): repeat_kv copies grouped K and V out to every head
+    // (read the groups, write the heads), and the output is copied contiguous after its transpose.
+    const double rows = static_cast<double>(tokens) / static_cast<double>(t);
+    const double heads_width = static_cast<double>(m.attention_out_width());
+    double bytes = 2 * eb * rows * heads_width;  // the output's contiguous copy
+    int copies = 1;
+    if (m.num_query_groups < m.num_attention_heads) {
+      bytes += eb * rows * static_cast<double>(m.k_width() + m.q_width() + m.v_width()) + eb * rows * heads_width;
+      copies += 2;
+    }
+    add_memory(gpu, e, bytes, copies, u);
+  }
   return u;
 }
 

@@ -145,6 +145,31 @@ const cross_entropy_kernels& cross_entropy_of(framework_kind framework, bool fus
   return kCrossEntropy[0];
 }
 
+namespace {
+
+// §5.3: a layer's RMSNorm and RoPE kernels as each framework's model code runs them (16-bit accesses ×e,
+// fp32 bytes, kernels; the backward is priced at twice the forward's bytes, as every memory-bound kernel):
+// - Megatron-Core: Transformer Engine's fused RMSNorm (inside LayerNormLinear) and fused RoPE
+//   (apply_rope_fusion): read and write once; attention takes grouped K/V as they are.
+// - Megatron-DeepSpeed (BLOOM): Apex's fused LayerNorm; RoPE priced as fused (BLOOM runs ALiBi).
+// - PyTorch eager as torchtitan's Llama runs it (torchtitan/models/norms.py RMSNorm, models/llama/model.py
+//   apply_rotary_emb and repeat_kv, December 2024): RMSNorm is x.float() (e + 4), pow (4 + 4), mean (4),
+//   rsqrt, the multiply (4 + 4), type_as (4 + e) and the weight's multiply (e + e): 4e + 28 in 7 kernels;
+//   RoPE casts q and k to fp32 (e + 4), multiplies as complex numbers (4 + 4) and casts back (4 + e): 2e + 16
+//   per element in 3 kernels each; repeat_kv expands K and V to every head (reshape of an expanded view: a
+//   copy) and the output is made contiguous after its transpose.
+constexpr std::array<layer_kernels, 3> kLayerKernels = {{
+    {"Transformer Engine's fused RMSNorm and RoPE", kFusedNorm, {2, 0, 2}, false},
+    {"Apex's fused norms (Megatron-DeepSpeed)", kFusedNorm, {2, 0, 2}, false},
+    {"PyTorch eager (torchtitan's RMSNorm, complex RoPE, repeat_kv)", {4, 28, 7}, {2, 16, 6}, true},
+}};
+
+}  // namespace
+
+const layer_kernels& layer_kernels_of(framework_kind framework) {
+  return kLayerKernels[static_cast<std::size_t>(framework)];
+}
+
 const std::array<optimizer_row, 14>& optimizer_rows() { return kOptimizerRows; }
 
 namespace {

@@ -637,6 +637,7 @@ const unit_time& bound_layer(const job_spec& base, const enumeration& e, const p
     const search_candidate c = e.candidate(p, {});
     apply_candidate(j, base, c);
     j.parallel.dp = c.dp;
+    apply_framework_defaults(j.training);  // the kernels the framework runs (fused SwiGLU), as the layout will
     resolve_job(j);  // the tokens and precision roles the layer's kernels read
     unit_time u;
     bool first = true;

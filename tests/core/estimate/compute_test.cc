@@ -239,6 +239,47 @@ TEST(ComputeBackwardSplit, WeightGradientIsTheDwGemmsOfTheLayer) {
 namespace trainplan {
 namespace {
 
+// §5.3: a layer's RMSNorm, RoPE and GQA copies as torchtitan's eager Llama runs them (framework.cc
+// kLayerKernels), counted by hand from its code: RMSNorm 4e + 28 bytes per element in 7 kernels against one
+// fused kernel's 2e; RoPE 2e + 16 in 3 kernels per tensor; repeat_kv's K/V copies and the output's contiguous
+// copy. Llama-3-8B at 8,192 tokens on 8 GPUs (FSDP, bf16: e = 2), one dense layer's forward.
+TEST(ComputeEagerKernels, TorchtitansNormsRopeAndGqaCopiesByTheBytesTheyMove) {
+  const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                         "--seq-length", "8192", "--framework", "fsdp", "--zero-stage", "3"};
+  auto layer = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    const job_spec job = parse_job_args(a).job;
+    return layer_compute(job, effective_compute_efficiency(job.cluster.gpu), layer_kind::dense);
+  };
+  const job_spec job = parse_job_args(base).job;
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  const double per_byte = 1.0 / (job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const double hidden = 8192.0 * 4096;  // the norms' elements
+  const unit_time eager = layer({});
+  const unit_time fused = layer({"--norm-kernel", "fused"});
+  // Two norms a layer: (4·2 + 28) − 2·2 = 32 bytes an element more, 6 kernels more each.
+  EXPECT_NEAR(eager.forward.memory_s - fused.forward.memory_s, 2 * 32 * hidden * per_byte + 2 * 6 * e.kernel_overhead_s,
+              1e-12);
+  EXPECT_NEAR(eager.backward.memory_s - fused.backward.memory_s,
+              2 * (2 * 32 * hidden * per_byte) + 2 * 6 * e.kernel_overhead_s, 1e-12);
+  const layer_kernels& tt = layer_kernels_of(framework_kind::fsdp);
+  EXPECT_EQ(tt.rope.e_accesses, 2);
+  EXPECT_EQ(tt.rope.fp32_bytes, 16);
+  EXPECT_TRUE(tt.gqa_copies);
+  EXPECT_FALSE(layer_kernels_of(framework_kind::megatron).gqa_copies);
+  // Megatron-Core on the same layer: Transformer Engine's fused RMSNorm and RoPE, no copies. Its eager norm
+  // is what --norm-kernel eager prices.
+  const std::vector<std::string> mc = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--seq-length", "8192"};
+  const job_spec mjob = parse_job_args(mc).job;
+  std::vector<std::string> mc_eager = mc;
+  mc_eager.insert(mc_eager.end(), {"--norm-kernel", "eager"});
+  const job_spec mjob_eager = parse_job_args(mc_eager).job;
+  EXPECT_NEAR(layer_compute(mjob_eager, e, layer_kind::dense).forward.memory_s -
+                  layer_compute(mjob, e, layer_kind::dense).forward.memory_s,
+              2 * 32 * hidden * per_byte + 2 * 6 * e.kernel_overhead_s, 1e-12);
+}
+
 // §5.3: the loss's kernels as each framework runs them (framework.cc kCrossEntropy). Llama-3-8B at TP 1,
 // 8,192 tokens: 8,192 × 128,256 logits. Megatron's fused loss (--cross-entropy-loss-fusion) moves 16 fp32
 // bytes fewer per logit in the forward (3 kernels fewer) and 8 fewer in the backward (1 fewer); its

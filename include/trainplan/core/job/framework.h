@@ -55,6 +55,27 @@ struct cross_entropy_kernels {
 /// The row a job runs: Megatron's fused loss with --cross-entropy-loss-fusion, else the framework's own.
 const cross_entropy_kernels& cross_entropy_of(framework_kind framework, bool fused);
 
+// ---- a layer's memory-bound kernels (§5.3) -------------------------------------------------------
+
+/// One memory-bound operation per element: 16-bit accesses (×e bytes), fp32 bytes and kernels.
+struct elementwise_cost {
+  double e_accesses = 0;
+  double fp32_bytes = 0;
+  int kernels = 0;
+};
+/// A layer's RMSNorm and RoPE as a framework's model code runs them, and whether its attention copies
+/// grouped K/V out to every head (repeat_kv) and the output back to a contiguous layout. One row per
+/// framework; src/core/job/framework.cc gives each row's source.
+struct layer_kernels {
+  std::string_view runs;
+  elementwise_cost rmsnorm;  ///< per hidden element
+  elementwise_cost rope;     ///< per query and key element (both tensors' kernels)
+  bool gqa_copies;
+};
+const layer_kernels& layer_kernels_of(framework_kind framework);
+/// The fused RMSNorm (Transformer Engine's, torchtitan's fused_rmsnorm): read and write, one kernel.
+inline constexpr elementwise_cost kFusedNorm{2, 0, 1};
+
 // ---- the optimizer a job runs (§3.1-§3.3, §4.2.4) ------------------------------------------------
 
 /// What one parameter's state costs, in units the precision roles give (§3.1-§3.3).

@@ -177,6 +177,9 @@ struct training_config {
   bool swiglu_fusion_set = false;     ///< --bias-swiglu-fusion or --no-bias-swiglu-fusion given
   /// Megatron's --cross-entropy-loss-fusion: the loss's kernels fused by torch.compile (§5.3).
   bool cross_entropy_fusion = false;
+  /// --norm-kernel: an RMSNorm's kernels, the framework's (layer_kernels_of), one fused kernel
+  /// (torchtitan's fused_rmsnorm) or PyTorch eager ops (§5.3).
+  enum class norm_kernel { framework_default, fused, eager } rmsnorm_kernel = norm_kernel::framework_default;
   /// Megatron-LM's legacy models (--use-legacy-models, megatron/legacy/model/transformer.py): its flash
   /// path rearranges the kernel's output into a new tensor, the projection's input (§3.4).
   bool legacy_models = false;
