@@ -162,6 +162,30 @@ struct gemm_role {
   bool grad_cast_fused = false;
   bool shared_expert = false;  ///< an MoE layer's shared expert: --moe-shared-expert-overlap hides EP under it
 };
+/// How a scaling recipe's casts run (§5.1.3), one row per --fp8-recipe, from Transformer Engine's code:
+/// delayed scaling fuses the cast into the norm or activation that produces the input (the amax of the
+/// previous steps sets the scale); current (tensorwise) scaling needs this tensor's amax first, so the
+/// producer writes 16 bits with its amax (pytorch/csrc/extensions/normalization.cpp FUSED_NORM_AMAX_FP8) and
+/// an unfused cast reads its input once more for it (nvte_compute_amax, then the scale); MXFP8 and blockwise
+/// scales come from each block inside the cast, but the norm runs in 16 bits before it (Impl::UNFUSED).
+struct fp8_cast_row {
+  fp8_recipe recipe;
+  bool producer_fuses_cast;  ///< the norm or activation writes FP8 itself
+  double amax_reads;         ///< extra reads of an unfused cast's input, × e bytes
+  int amax_kernels;          ///< and its kernels (amax, scale)
+};
+constexpr std::array<fp8_cast_row, 4> kFp8Casts = {{
+    {fp8_recipe::delayed, true, 0, 0},
+    {fp8_recipe::tensorwise, false, 1, 2},
+    {fp8_recipe::mxfp8, false, 0, 0},
+    {fp8_recipe::blockwise, false, 0, 0},
+}};
+const fp8_cast_row& fp8_casts_of(fp8_recipe r) {
+  const fp8_cast_row& row = kFp8Casts[static_cast<std::size_t>(r)];
+  TRAINPLAN_CHECK(row.recipe == r);
+  return row;
+}
+
 constexpr gemm_role kPlain{};
 constexpr gemm_role kAttentionBmm{.attention_bmm = true, .fp8 = false};
 constexpr gemm_role kColumn{.side = userbuffer_side::column_parallel};
@@ -542,6 +566,7 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   // output gradient in the backward: memory-bound passes that read e and write 2 bytes per element.
   const dtype linear = job.resolved.roles.linear;
   const bool fp8 = linear == dtype::fp8;
+  const fp8_cast_row& casts = fp8_casts_of(job.training.fp8_scaling);
   // §5.5.1: with --tp-comm-overlap the pipelined and bulk userbuffers kernels take 16 SMs from the GEMMs
   // they run beside: the row-parallel GEMMs' forward, the column-parallel GEMMs' backward.
   const bool ub = job.training.tp_comm_overlap && p.sequence_parallel && p.tp > 1;
@@ -575,12 +600,15 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     } else if (fp8 && role.fp8) {
       add_gemm(gpu, e, linear, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale, splits);
       const double rows = static_cast<double>(g.shape.m) * static_cast<double>(g.shape.batch);
-      if (!role.input_cast_fused) {
-        u.forward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.k) * (eb + 2), 1);
-      }
-      if (!role.grad_cast_fused) {
-        u.backward.memory_s += memory_time_s(gpu, e, rows * static_cast<double>(g.shape.n) * (eb + 2), 1);
-      }
+      // A cast_transpose pass (read e, write the FP8 tensor and its transpose), unless its producer writes
+      // FP8; an unfused cast under current scaling reads its input once more for the amax.
+      auto cast_s = [&](bool fused_role, double elems) {
+        if (fused_role && casts.producer_fuses_cast) return 0.0;
+        if (fused_role) return memory_time_s(gpu, e, elems * (eb + 2), 1);  // the producer wrote its amax
+        return memory_time_s(gpu, e, elems * (eb + 2 + casts.amax_reads * eb), 1 + casts.amax_kernels);
+      };
+      u.forward.memory_s += cast_s(role.input_cast_fused, rows * static_cast<double>(g.shape.k));
+      u.backward.memory_s += cast_s(role.grad_cast_fused, rows * static_cast<double>(g.shape.n));
     } else {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale, splits);
     }
