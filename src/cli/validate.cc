@@ -508,6 +508,27 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
   return v;
 }
 
+/// §5.8: the model FLOPs per iteration a source adds by counting the whole s² square of causal attention,
+/// which every formula of the given tables' TFLOPs-only rows does (Narayanan et al. eq. 3, Megatron-Core
+/// r0.8.0's num_floating_point_operations "+ seq_length / hidden_size", NeMo's flops_formulas "12·s/hs",
+/// PaLM's MFU): trainplan counts the causal half a flash kernel executes (the unfused core's GEMMs count the
+/// square already). Per attention layer and sequence: b·heads·s²·(d_qk + d_v), three times (forward and
+/// backward). Windowed layers are left as counted (no TFLOPs-only row has them).
+double full_square_extra_model_flops(const job_spec& job) {
+  if (!job.training.flash_attention) return 0;
+  const model_spec& m = job.model;
+  const layer_counts kinds = m.count_layer_kinds(0, m.num_layers);
+  double layers = 0;
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    const layer_makeup& mk = makeup_of(static_cast<layer_kind>(k));
+    if (mk.attention && !mk.window) layers += static_cast<double>(kinds[k]);
+  }
+  const double s = static_cast<double>(m.seq_length);
+  const double dv = static_cast<double>(m.attention_out_width() / m.num_attention_heads);
+  return 3.0 * static_cast<double>(job.training.global_batch_size) * layers * static_cast<double>(m.num_attention_heads) *
+         s * s * (static_cast<double>(m.kv_channels) + dv);
+}
+
 /// Published-measurements columns (model, GPU, layout, precision per row) rather than BLOOM's.
 bool published_schema(const std::vector<std::string>& header) {
   auto has = [&](const char* c) { return std::find(header.begin(), header.end(), c) != header.end(); };
@@ -653,7 +674,12 @@ validation_report run_validation(std::vector<validation_row> rows) {
       v.generation = generation_of_job(pj.job);
       v.framework = std::string(to_string(pj.job.training.framework));
       if (v.by_tflops) {
-        v.predicted_tflops = (v.hardware_tflops ? t.tflops_per_gpu : t.model_tflops_per_gpu) / v.environment_factor;
+        // The prediction's TFLOPs by the source's count (§5.8): its FLOPs over the predicted time, the
+        // square's extra scaled like the rest where the source counts the recomputed forward too.
+        const double ours = v.hardware_tflops ? t.tflops_per_gpu : t.model_tflops_per_gpu;
+        const double extra = full_square_extra_model_flops(pj.job) * (v.hardware_tflops ? t.tflops_per_gpu / t.model_tflops_per_gpu : 1.0) /
+                             (t.iteration_s * static_cast<double>(pj.job.num_gpus) * 1e12);
+        v.predicted_tflops = (ours + extra) / v.environment_factor;
         v.error = v.measured_tflops / v.predicted_tflops - 1;
       } else {
         v.predicted_tflops = t.tflops_per_gpu / v.environment_factor;

@@ -200,14 +200,15 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   EXPECT_LE(gen["A100 FP16"].median_abs_error, 0.08);
   EXPECT_LE(gen["A100 FP16"].max_abs_error, 0.20);
   // Hopper's constants are measured on our own H100/H200 (§5.6), none fitted on these rows: every H100
-  // row of both tables is out of sample. Floors at today's values (2026-11-26, with §5.5.1's GEMM slices:
-  // BF16 8.7% / 38.3%, FP8 9.5% / 17.6% over 19 rows, GPT-3's four with GPT-2's vocabulary, NeMo's rows
-  // compared by their throughput, not by TFLOPs of NeMo's formula; the second table's BF16 4.8%, FP8 8.6%).
+  // row of both tables is out of sample. Floors at today's values (2026-11-26, with §5.5.1's GEMM slices,
+  // NeMo's rows compared by their throughput, and TFLOPs-only rows by their source's count of the whole s²
+  // square (§5.8): BF16 10.1% / 32.4%, FP8 16.7% / 42.9% over 19 rows, the long-sequence rows 46-54 −14% to
+  // −43%, too fast, growing with the sequence; the second table's BF16 4.8%, FP8 8.6%).
   EXPECT_EQ(gen["H100 BF16"].rows, 9);
-  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.09);  // row 14 (TP 8, 4 micro-batches) is the max
+  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.11);  // row 14 (TP 8, 4 micro-batches) is the max
   EXPECT_EQ(gen["H100 FP8"].rows, 19);
-  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.10);
-  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.25);
+  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.17);
+  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.44);
   EXPECT_LE(gen["H100 BF16, held out"].median_abs_error, 0.06);
   // Its worst: Megatron CI's VPP 8 run (−19%) and torchtitan's eager runs (−14%, −17% with their eager
   // RMSNorm, RoPE and K/V copies, §5.3; −31% and −33% before).
@@ -217,10 +218,14 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   EXPECT_THAT(by["16"]->assumed, ::testing::HasSubstr("1 layer per virtual stage"));
   EXPECT_NE(std::find(by["19"]->args.begin(), by["19"]->args.end(), "--num-layers-per-virtual-pipeline-stage"),
             by["19"]->args.end());
-  // Today (measured Hopper constants): −3% to −15%, all too fast.
+  // Today (measured Hopper constants): −4% to −12%, all too fast.
   for (const char* row : {"15", "16", "17", "18", "19"}) EXPECT_LE(std::fabs(by[row]->error), 0.17) << row;
   EXPECT_EQ(gen["B200 FP8"].rows, 2);  // not fitted on: Blackwell keeps the constants Hopper had before its measurement
-  EXPECT_LE(gen["B200 FP8"].max_abs_error, 0.20);
+  EXPECT_LE(gen["B200 FP8"].max_abs_error, 0.30);
+  // §5.8: a TFLOPs figure counts the whole s² square of causal attention (NeMo's llama2 formula before its
+  // August 2025 "Discount FLOPs in dot-product att"): at 1M tokens the attention is nearly all the FLOPs,
+  // so its TFLOPs are twice trainplan's count, and the row is compared by the source's count.
+  EXPECT_LT(by["54"]->error, -0.30);
 }
 
 TEST(ValidatePublishedTable, TheSecondTableIsHeldOutEachRowPredictedOrSkippedWithItsReason) {
@@ -347,9 +352,15 @@ TEST(ValidatePublishedSchema, ThroughputBesideTflopsIsComparedAsATime) {
   EXPECT_FALSE(both.by_tflops);
   EXPECT_DOUBLE_EQ(both.measured_s, 128.0 * 8192 / (12036.0 * 8));
   EXPECT_DOUBLE_EQ(both.error, both.predicted_s / both.measured_s - 1);
-  // Without a throughput, or without the batch that turns it into a time, the TFLOPs are compared.
-  EXPECT_TRUE(r.rows[1].by_tflops);
+  // Without a throughput, or without the batch that turns it into a time, the TFLOPs are compared, by the
+  // source's count (§5.8): trainplan's FLOPs over the predicted time plus the causal square's other half,
+  // 3 × GBS × 32 layers × 32 heads × 8192² × (128 + 128), which flash does not execute.
+  const trainplan::validation_row& alone = r.rows[1];
+  EXPECT_TRUE(alone.by_tflops);
   EXPECT_TRUE(r.rows[2].by_tflops);
+  const trainplan::time_report t = trainplan::estimate_time(trainplan::parse_job_args(alone.args).job);
+  const double extra = 3.0 * 128 * 32 * 32 * 8192.0 * 8192.0 * (128 + 128);
+  EXPECT_NEAR(alone.predicted_tflops, t.model_tflops_per_gpu + extra / (t.iteration_s * 8 * 1e12), 1e-9 * alone.predicted_tflops);
 }
 
 TEST(ValidatePublishedSchema, ACatalogModelStandsForTheShapeColumnsWhenTheyAgree) {
