@@ -643,6 +643,15 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     // Permute and un-permute the routed tokens.
     const double before = u.forward.memory_s;
     add_memory(gpu, e, 4 * eb * static_cast<double>(tokens) * x.router_topk * h, 2, u);
+    // The alltoall dispatcher with several local experts sorts the received rows by local expert after the
+    // dispatch and back before the combine (moe/token_dispatcher.py MoEAlltoAllTokenDispatcher
+    // dispatch_postprocess, combine_preprocess: sort_chunks_by_idxs, or a transposed copy with capacity):
+    // a read and a write of every received row each, as many in the backward (the inverse sorts).
+    if (p.moe_dispatcher == moe_dispatcher_kind::alltoall && local_experts > 1) {
+      const double sorted = 2 * 2 * eb * static_cast<double>(expert_rows(job)) * local_experts * h;
+      u.forward.memory_s += memory_time_s(gpu, e, sorted, 2);
+      u.backward.memory_s += memory_time_s(gpu, e, sorted, 2);
+    }
     if (re_moe) u.module_recompute_s += u.forward.memory_s - before;
     if (x.shared_expert_ffn_hidden_size > 0) dense_mlp_elems(x.shared_expert_ffn_hidden_size, re_shared);
   } else if (mk.dense_mlp) {

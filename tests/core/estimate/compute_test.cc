@@ -239,6 +239,26 @@ TEST(ComputeBackwardSplit, WeightGradientIsTheDwGemmsOfTheLayer) {
 namespace trainplan {
 namespace {
 
+// §5.3: the alltoall dispatcher sorts the rows it receives by local expert after the dispatch and back
+// before the combine (Megatron-Core's MoEAlltoAllTokenDispatcher, sort_chunks_by_idxs); flex does not. Mixtral
+// 8x7B at EP 2 (4 local experts), 4,096 tokens, top-2, balanced: 2·4096·2/8 = 2,048 rows per local expert,
+// 8,192 rows of 4,096 bf16 elements read and written twice.
+TEST(ComputeMoe, TheAllToAllDispatcherSortsTheReceivedRowsByLocalExpert) {
+  auto layer = [](const char* dispatcher) {
+    const job_spec job = parse_job_args({"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "8", "--ep", "2",
+                                         "--seq-length", "4096", "--moe-token-dispatcher-type", dispatcher})
+                             .job;
+    return layer_compute(job, effective_compute_efficiency(job.cluster.gpu), layer_kind::moe);
+  };
+  const job_spec job = parse_job_args({"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "8"}).job;
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  const double per_byte = 1.0 / (job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const double sorted = 2.0 * 2 * 2 * 8192 * 4096;
+  const unit_time a2a = layer("alltoall"), flex = layer("flex");
+  EXPECT_NEAR(a2a.forward.memory_s - flex.forward.memory_s, sorted * per_byte + 2 * e.kernel_overhead_s, 1e-12);
+  EXPECT_NEAR(a2a.backward.memory_s - flex.backward.memory_s, sorted * per_byte + 2 * e.kernel_overhead_s, 1e-12);
+}
+
 // §5.3: a layer's RMSNorm, RoPE and GQA copies as torchtitan's eager Llama runs them (framework.cc
 // kLayerKernels), counted by hand from its code: RMSNorm 4e + 28 bytes per element in 7 kernels against one
 // fused kernel's 2e; RoPE 2e + 16 in 3 kernels per tensor; repeat_kv's K/V copies and the output's contiguous
