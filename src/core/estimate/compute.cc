@@ -676,7 +676,7 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   const layer_kernels& lk = layer_kernels_of(tc.framework);
   using nk = training_config::norm_kernel;
   const elementwise_cost norm = m.norm != norm_kind::rmsnorm || tc.rmsnorm_kernel == nk::fused ? kFusedNorm
-                                : tc.rmsnorm_kernel == nk::eager ? layer_kernels_of(framework_kind::fsdp).rmsnorm
+                                : tc.rmsnorm_kernel == nk::eager ? kEagerRmsNorm
                                                                  : lk.rmsnorm;
   add_memory(gpu, e, blocks * (norm.e_accesses * eb + norm.fp32_bytes) * hidden_elems, kernels * norm.kernels, u);
   // The layernorm module redoes an MoE layer's pre-MLP norm (the others are fused into their linears).

@@ -75,6 +75,8 @@ struct layer_kernels {
 const layer_kernels& layer_kernels_of(framework_kind framework);
 /// The fused RMSNorm (Transformer Engine's, torchtitan's fused_rmsnorm): read and write, one kernel.
 inline constexpr elementwise_cost kFusedNorm{2, 0, 1};
+/// The eager RMSNorm (torchtitan's RMSNorm module as PyTorch ops in fp32, src/core/job/framework.cc).
+inline constexpr elementwise_cost kEagerRmsNorm{4, 28, 7};
 
 // ---- the optimizer a job runs (§3.1-§3.3, §4.2.4) ------------------------------------------------
 
