@@ -230,10 +230,11 @@ TEST(BridgeConfig, FieldsNotModelledAreRefusedByNameAndLine) {
                                                                    "  store_param_remainders: false\n"))),
               HasSubstr("optimizer.store_param_remainders: false keeps a whole fp32 master copy"));
   // A rule of the job that a field breaks names the field with its file:line.
-  std::string mlp = kSmallModel;
-  mlp.insert(mlp.find("train:"), "  recompute_granularity: selective\n  recompute_modules:\n  - mlp\n");
-  EXPECT_THAT(error_of(bridge(container("bridge_mlp.yaml", mlp))),
-              AllOf(HasSubstr("model.recompute_modules ("), HasSubstr("args_test_bridge_mlp.yaml:19) mlp is modelled at TP 1")));
+  std::string mla = kSmallModel;
+  mla.insert(mla.find("train:"), "  recompute_granularity: selective\n  recompute_modules:\n  - mla_up_proj\n");
+  EXPECT_THAT(error_of(bridge(container("bridge_mla.yaml", mla))),
+              AllOf(HasSubstr("model.recompute_modules ("),
+                    HasSubstr("args_test_bridge_mla.yaml:19) mla_up_proj is only supported with multi-latent attention")));
 }
 
 // Bad input: not a ConfigContainer, a section unknown here, a missing file; each names the file.

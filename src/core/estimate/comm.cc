@@ -120,8 +120,13 @@ void tp_table(const comm_context& x, row_sink& out) {
   const double ce = x.tokens * 4.0;  // fp32 [s, b] of the vocab-parallel cross-entropy
   // One collective (or SP pair) per residual block: 2 per transformer layer, 1 per hybrid layer (§1.10).
   const bool hybrid = x.job.model.is_hybrid();
+  // The recomputed dense MLP module (--recompute-modules mlp) redoes one block of its layer: named per block.
+  const bool mlp_recompute = x.job.training.recomputes(recompute_module::mlp);
   const auto rows = [&](const auto& table) {
-    for (const tp_block_row& r : table) out.row(r.kind, r.phase, hybrid ? r.hybrid : r.transformer, g_tp, a, r.times, r.per_);
+    for (const tp_block_row& r : table) {
+      const bool by_block = hybrid || (mlp_recompute && r.per_ == per::recomputed_block);
+      out.row(r.kind, r.phase, by_block ? r.hybrid : r.transformer, g_tp, a, r.times, r.per_);
+    }
   };
   if (!x.sp) {
     rows(kTpBlockRows);

@@ -28,23 +28,28 @@ struct class_maker {
   bool full_recompute;
   bool uniform_recompute;
   std::int64_t block_layers;  ///< block recomputation: layers recomputed per rank
+  bool mlp_recompute;         ///< selective recomputation of the dense MLP module (--recompute-modules mlp)
 
   void operator()(stage_class& c, std::int64_t stage, std::int64_t count, const layer_counts& kinds, bool first,
                   bool last) const {
-    std::int64_t layers = 0, moe_layers = 0, blocks = 0;
+    std::int64_t layers = 0, moe_layers = 0, blocks = 0, mlp_blocks = 0;
     for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
       const layer_makeup& mk = kLayerMakeup[k];
       layers += kinds[k];
       moe_layers += mk.moe ? kinds[k] : 0;
       blocks += mk.blocks() * kinds[k];
+      mlp_blocks += mk.dense_mlp ? kinds[k] : 0;
     }
     // §4.2.1: uniform recomputes every layer; block the first N layers of each model chunk (MoE layers
     // and blocks among them in proportion).
     const std::int64_t rec = !full_recompute ? 0 : uniform_recompute ? layers : std::min(layers, block_layers);
     const std::int64_t rec_moe = rec == layers ? moe_layers : size_div(moe_layers * rec, layers);
-    const double rec_blocks = rec == layers ? static_cast<double>(blocks)
-                                            : static_cast<double>(blocks) * static_cast<double>(rec) /
-                                                  static_cast<double>(std::max<std::int64_t>(1, layers));
+    // §4.2.1: the recomputed dense MLP module (tensor_parallel.checkpoint of the MLP, or te_checkpoint
+    // under FP8; transformer_layer.py _forward_mlp) redoes its block's collectives, one block per layer.
+    const double rec_blocks = mlp_recompute          ? static_cast<double>(mlp_blocks)
+                              : rec == layers        ? static_cast<double>(blocks)
+                                                     : static_cast<double>(blocks) * static_cast<double>(rec) /
+                                                           static_cast<double>(std::max<std::int64_t>(1, layers));
     const layer_shard held = holds.stage(kinds, first, last);
     c.first_stage = stage;
     c.num_stages = count;
@@ -78,7 +83,8 @@ void stage_classes(const job_spec& job, const parameter_breakdown& params, std::
                          holdings_of(job, params),
                          t.recompute == recompute_granularity::full,
                          t.recompute_method_ == recompute_method::uniform,
-                         t.recompute_num_layers * p.vpp};
+                         t.recompute_num_layers * p.vpp,
+                         t.recomputes(recompute_module::mlp)};
   auto add = [&](std::int64_t stage, std::int64_t count, const layer_counts& kinds, bool first, bool last)
                  __attribute__((always_inline)) {
     // Everything follows from (layers by kind, first, last): a stage like the one before joins its class.

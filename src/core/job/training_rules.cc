@@ -166,7 +166,8 @@ std::string training_violation(job_spec& job) {
   }
   if (t.recompute == recompute_granularity::selective && t.recompute_modules != 0) {
     // transformer_config.py __post_init__'s checks, then what trainplan does not model: a recomputed
-    // module whose forward runs collectives (TP's gathers, the EP all-to-alls) would redo them.
+    // module whose forward runs collectives it does not price again (the EP all-to-alls, the shared
+    // experts' TP pair). The dense MLP's TP collectives are priced again (§4.2.1).
     using rm = recompute_module;
     const parallel_config& p = job.parallel;
     const char* why =
@@ -176,7 +177,6 @@ std::string training_violation(job_spec& job) {
             ? "moe_act and layernorm with FP8 need a recipe other than delayed scaling (Megatron-Core's check)"
         : t.recomputes(rm::shared_experts) && t.moe_shared_expert_overlap
             ? "shared_experts cannot be recomputed with ${training.moe_shared_expert_overlap} (Megatron-Core's check)"
-        : t.recomputes(rm::mlp) && p.tp > 1 ? "mlp is modelled at TP 1: its recomputed forward would redo TP's collectives"
         : t.recomputes(rm::moe) && m.is_moe() && (p.tp > 1 || p.ep > 1 || (p.etp > 0 ? p.etp : p.tp) > 1)
             ? "moe is modelled at TP, EP and expert-TP 1: its recomputed forward would redo the dispatch and combine"
         : t.recomputes(rm::shared_experts) && m.moe.shared_expert_ffn_hidden_size > 0 && p.tp > 1

@@ -9,6 +9,7 @@
 
 #include "args_test_support.h"
 #include "trainplan/cli/args.h"
+#include "trainplan/core/estimate/comm.h"
 #include "trainplan/core/estimate/compute.h"
 #include "trainplan/core/estimate/memory.h"
 
@@ -63,14 +64,42 @@ TEST(RecomputeModules, TheBackwardRedoesTheirForward) {
   EXPECT_NEAR(both.stages[0].recompute_s, 32 * (layer.module_recompute_s + layer.forward.attention_s), 1e-12);
 }
 
+// At TP > 1 the recomputed MLP module (tensor_parallel.checkpoint of the MLP) redoes its block's
+// collectives: with SP one all-gather before fc1 and one reduce-scatter after fc2 per dense layer and
+// micro-batch, without SP one all-reduce (§4.2.1). Llama-3-8B, 32 layers, 8 GPUs at TP 2: DP 4, GBS 32
+// at MBS 1 gives 8 micro-batches.
+TEST(RecomputeModules, TheRecomputedMlpRedoesItsTensorParallelCollectives) {
+  const args_t base = {"--model", "llama3-8b", "--num-gpus", "8", "--tp", "2", "--gbs", "32", "--mbs", "1"};
+  auto tp_calls = [](const args_t& a, std::string_view what) -> std::int64_t {
+    const comm_report r = analyze_comm(parse(a).job);
+    for (const comm_collective& c : r[parallel_dim::tp].collectives) {
+      if (c.what == what) return c.calls_per_iteration;
+    }
+    return 0;
+  };
+  const args_t sp = concat(base, {"--sequence-parallel", "--recompute-granularity", "selective", "--recompute-modules", "mlp"});
+  EXPECT_EQ(tp_calls(sp, "recomputed forward all-gather (1 per recomputed block)"), 32 * 8);
+  EXPECT_EQ(tp_calls(sp, "recomputed forward reduce-scatter (1 per recomputed block)"), 32 * 8);
+  const args_t no_sp = concat(base, {"--recompute-granularity", "selective", "--recompute-modules", "mlp"});
+  EXPECT_EQ(tp_calls(no_sp, "recomputed forward all-reduce (1 per recomputed block)"), 32 * 8);
+  // The attention core alone (the default module) runs no collective again.
+  const args_t core = concat(base, {"--sequence-parallel", "--recompute-granularity", "selective"});
+  EXPECT_EQ(tp_calls(core, "recomputed forward all-gather (2 per recomputed layer)"), 0);
+  EXPECT_EQ(tp_calls(core, "recomputed forward all-gather (1 per recomputed block)"), 0);
+  // Full recomputation of every layer: both blocks of each layer, twice the MLP's.
+  const args_t full = concat(base, {"--sequence-parallel", "--recompute-granularity", "full", "--recompute-method",
+                                    "uniform", "--recompute-num-layers", "1"});
+  EXPECT_EQ(tp_calls(full, "recomputed forward all-gather (2 per recomputed layer)"), 2 * 32 * 8);
+}
+
 TEST(RecomputeModules, MegatronsChecksAndWhatIsNotModelled) {
   const args_t llama = {"--model", "llama3-8b", "--num-gpus", "8", "--recompute-granularity", "selective"};
   EXPECT_THAT(error_of(concat(llama, {"--recompute-modules", "mla_up_proj"})),
               HasSubstr("--recompute-modules mla_up_proj is only supported with multi-latent attention"));
   EXPECT_THAT(error_of(concat(llama, {"--recompute-modules", "core_atn"})),
               HasSubstr("unknown module 'core_atn' (did you mean 'core_attn'?)"));
-  EXPECT_THAT(error_of(concat(llama, {"--recompute-modules", "mlp", "--tp", "2"})),
-              HasSubstr("mlp is modelled at TP 1"));
+  EXPECT_THAT(error_of(concat(kDeepSeek, {"--recompute-modules", "shared_experts", "--tp", "2", "--ep", "4"})),
+              HasSubstr("shared_experts is modelled at TP 1"));
   EXPECT_THAT(error_of(concat(kDeepSeek, {"--recompute-modules", "moe"})), HasSubstr("moe is modelled at TP, EP and expert-TP 1"));
   EXPECT_THAT(error_of(concat(kDeepSeek, {"--recompute-modules", "moe_act", "--fp8-format", "hybrid", "--cluster", "dgx-h100"})),
               HasSubstr("moe_act and layernorm with FP8 need a recipe other than delayed scaling"));
