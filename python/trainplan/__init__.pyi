@@ -155,6 +155,7 @@ class Job:
         overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
         overlap_moe_expert_parallel_comm: Optional[bool] = ...,
         delay_wgrad_compute: Optional[bool] = ...,
+        keep_pipeline_outputs: Optional[bool] = ...,
         moe_shared_expert_overlap: Optional[bool] = ...,
         no_overlap_p2p_communication: Optional[bool] = ...,
         tp_comm_overlap: Optional[bool] = ...,
@@ -331,6 +332,7 @@ class Job:
         overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
         overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
         delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
+        keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
         moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
         no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
         tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
@@ -547,6 +549,7 @@ def search(*,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     delay_wgrad_compute: Optional[bool] = ...,
+    keep_pipeline_outputs: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
@@ -731,6 +734,7 @@ def search(*,
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
+    keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
@@ -937,6 +941,7 @@ def shapes(*,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     delay_wgrad_compute: Optional[bool] = ...,
+    keep_pipeline_outputs: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
@@ -1128,6 +1133,7 @@ def shapes(*,
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
+    keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
@@ -1329,6 +1335,7 @@ def plan(job: Optional[Job] = ..., *,
     overlap_param_gather_with_optimizer_step: Optional[bool] = ...,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     delay_wgrad_compute: Optional[bool] = ...,
+    keep_pipeline_outputs: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
@@ -1521,6 +1528,7 @@ def plan(job: Optional[Job] = ..., *,
     overlap_param_gather_with_optimizer_step: the parameter all-gather starts under the optimizer step too (Megatron, interleaved; §5.4)
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
+    keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)

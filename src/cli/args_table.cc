@@ -559,6 +559,10 @@ const std::vector<flag_def>& flag_table() {
                       "combined 1F1B's weight gradients run as cover for the EP dispatch (with "
                       "--overlap-moe-expert-parallel-comm; §5.5.3)",
                       SWITCH(b.job.training.delay_wgrad_compute = true)));
+    t.push_back(swtch("--keep-pipeline-outputs", "", "training",
+                      "each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs "
+                      "false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)",
+                      SWITCH(b.job.training.keep_pipeline_outputs = true)));
     t.push_back(swtch("--moe-shared-expert-overlap", "", "training",
                       "shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)",
                       SWITCH(b.job.training.moe_shared_expert_overlap = true)));

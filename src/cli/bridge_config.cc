@@ -594,11 +594,10 @@ void reader::model_shape() {
   }
   done("model.virtual_pipeline_model_parallel_size");
   // Megatron-LM always frees a stage's output after sending it (deallocate_output_tensor; §3.5); kept,
-  // it stays until the micro-batch's backward, held once per micro-batch in flight.
-  if (!boolean("model.deallocate_pipeline_outputs", true) && integer("model.pipeline_model_parallel_size", 1) > 1) {
-    fail(*find("model.deallocate_pipeline_outputs"),
-         "false keeps each stage's sent output until its backward, which trainplan does not model (Megatron-LM "
-         "frees it after the send: deallocate_pipeline_outputs true)");
+  // it stays until the micro-batch's backward, held once per chunk-micro-batch in flight.
+  if (const br_value* d = find("model.deallocate_pipeline_outputs");
+      d != nullptr && !boolean("model.deallocate_pipeline_outputs", true)) {
+    add(*d, {"--keep-pipeline-outputs"});
   }
   done("model.deallocate_pipeline_outputs");
   done("model._target_");

@@ -253,6 +253,16 @@ double held_chunk_layers(const std::vector<chunk_layout>& chunks, std::int64_t r
   return layers;
 }
 
+/// §3.5: of the `held` chunk-micro-batches of rank `rank`, those whose output was sent on: every one but
+/// the last rank's last chunk's (which ends in the loss). Chunk c is held ⌊held/(p·v)⌋·p +
+/// clamp(held mod p·v − c·p, 0, p) times, as in held_chunk_layers.
+double held_sent_outputs(std::int64_t rank, std::int64_t p, std::int64_t v, std::int64_t held) {
+  if (rank != p - 1) return static_cast<double>(held);
+  const std::int64_t cycle = p * v;
+  const std::int64_t last_chunk = held / cycle * p + std::clamp<std::int64_t>(held % cycle - (v - 1) * p, 0, p);
+  return static_cast<double>(held - last_chunk);
+}
+
 }  // namespace
 
 memory_report estimate_memory(const job_spec& job) {
@@ -326,6 +336,13 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
 
   const std::int64_t m_micro = job.num_microbatches();
   const bool deepspeed = tr.framework == framework_kind::deepspeed;
+  // §3.5: a sent stage output held until its backward (the framework's rule, or Megatron-Core's
+  // deallocate_pipeline_outputs false), per chunk-micro-batch held: DeepSpeed's TP partition, else the
+  // tensor as sent (a sequence shard with SP).
+  const sent_output_hold hold = tr.keep_pipeline_outputs ? sent_output_hold::kept : traits_of(tr.framework).sent_output;
+  const double sent_output_bytes = hold == sent_output_hold::freed ? 0.0
+                                   : hold == sent_output_hold::kept_tp_partitioned ? e * h * tokens / act.t
+                                                                                   : e * h * tokens / rep;
   const bool fp8_copies = tr.fp8 != fp8_format::none && !tr.fp8_param_gather;
 
   double peak_reserved = -1;
@@ -431,9 +448,6 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         per_microbatch_extra += (m.hidden_dropout > 0 ? h * tokens / rep : 0.0);   // embedding dropout mask
         per_microbatch_extra += m.embedding_norm ? e * h * tokens : 0.0;           // embedding norm input
       }
-      // DeepSpeed's pipeline engine keeps each sent stage output for backward, partitioned over the TP
-      // group when TP > 1 (runtime/pipe/engine.py, is_pipe_partitioned).
-      if (deepspeed && !st.has_output) per_microbatch_extra += e * h * tokens / act.t;
       double& output_stored = cls.output_stored;
       output_stored = 0;
       double loss_transient = 0;
@@ -487,7 +501,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     s.offloaded_layer_bytes = offloaded > 0 ? cls.stored_per_layer : 0.0;
     s.microbatches_in_flight = in_flight;
     s.activations_bytes = cls.stored_per_layer * layers_in_flight +
-                          cls.per_microbatch_extra * static_cast<double>(in_flight) + cls.output_stored;
+                          cls.per_microbatch_extra * static_cast<double>(in_flight) + cls.output_stored +
+                          sent_output_bytes * held_sent_outputs(st.stage, pp, par.vpp, peak.chunk_microbatches);
     const double train_peak = cls.static_bytes + s.activations_bytes + s.transient_bytes;
     const double step_peak = cls.static_bytes + cls.step_transient;
     s.allocated_bytes = std::max(train_peak, step_peak);

@@ -12,11 +12,18 @@ namespace {
 // allgather_bucket_size = 5e8), activation_checkpointing (RNG state save/restore per layer: 2.5 ms
 // fitted on seeds/000, §5.9). Attention: Megatron-Core's default --transformer-impl transformer_engine
 // runs TE's fused attention (--attention-backend auto); PyTorch's scaled_dot_product_attention picks
-// its flash kernel; Megatron-DeepSpeed (BLOOM) ran the unfused core.
+// its flash kernel; Megatron-DeepSpeed (BLOOM) ran the unfused core. A sent stage output (§3.5):
+// Megatron-Core schedules.py deallocate_output_tensor (Megatron-LM's arguments.py sets
+// deallocate_pipeline_outputs; Megatron-Core's own default is False); DeepSpeed runtime/pipe/engine.py
+// _exec_forward_pass frees the whole output and keeps the TP partition it sends (PartitionedTensor,
+// is_pipe_partitioned) in pipe_buffers['outputs']; PyTorch
+// torch/distributed/pipelining/stage.py forward_one_chunk keeps output_tuple in fwd_cache until
+// backward_one_chunk.
 constexpr std::array<framework_traits, 3> kFrameworks = {{
-    {framework_kind::megatron, "megatron", true, true, false, false, 0, 0.0, true, false, false},
-    {framework_kind::deepspeed, "deepspeed", false, false, true, true, 500'000'000, 2.5e-3, false, true, true},
-    {framework_kind::fsdp, "fsdp", false, false, false, false, 0, 0.0, true, false, true},
+    {framework_kind::megatron, "megatron", true, true, false, false, 0, 0.0, true, false, false, sent_output_hold::freed},
+    {framework_kind::deepspeed, "deepspeed", false, false, true, true, 500'000'000, 2.5e-3, false, true, true,
+     sent_output_hold::kept_tp_partitioned},
+    {framework_kind::fsdp, "fsdp", false, false, false, false, 0, 0.0, true, false, true, sent_output_hold::kept},
 }};
 
 using su = state_unit;

@@ -265,6 +265,11 @@ std::string overlap_violation(job_spec& job) {
                                                      : nullptr;
     if (why != nullptr) return std::string("${training.overlap_moe_ep_comm} ") + why + " (Megatron-Core's check)";
   }
+  if (t.keep_pipeline_outputs && t.framework != framework_kind::megatron) {
+    // DeepSpeed and torch.distributed.pipelining keep them already (§3.5): the switch is Megatron-Core's.
+    return std::string("${training.keep_pipeline_outputs} is Megatron-Core's deallocate_pipeline_outputs false; ") +
+           std::string(to_string(t.framework)) + " keeps each sent stage output until its backward already";
+  }
   if (t.delay_wgrad_compute && !t.overlap_moe_ep_comm) {
     // megatron/core/transformer/transformer_config.py __post_init__ ("Check delay_wgrad_compute compatibility").
     return std::string("${training.delay_wgrad_compute} needs ${training.overlap_moe_ep_comm} (Megatron-Core's check: "

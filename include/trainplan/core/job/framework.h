@@ -14,6 +14,12 @@ namespace trainplan {
 enum class framework_kind { megatron, deepspeed, fsdp };
 std::string_view to_string(framework_kind k);
 
+/// What a pipeline stage does with the output it sent to the next stage, until that micro-batch's
+/// backward (§3.5): Megatron frees its storage after the send (deallocate_output_tensor), DeepSpeed's
+/// pipeline engine keeps it partitioned over the TP group, torch.distributed.pipelining keeps it as it was
+/// sent (a sequence shard with SP).
+enum class sent_output_hold : std::uint8_t { freed, kept_tp_partitioned, kept };
+
 /// What a training framework allows and does beside its optimizer: one row per framework
 /// (src/core/job/framework.cc), read by the layout rules, the search, the pipeline split, the traffic
 /// tables and the compute model instead of switches on framework_kind.
@@ -34,6 +40,7 @@ struct framework_traits {
   /// Its fused attention is FlashAttention-2 (PyTorch SDPA's flash backend, the flash_attn package), not
   /// Transformer Engine's cuDNN kernel (§5.6).
   bool fa2_attention;
+  sent_output_hold sent_output;  ///< its default; Megatron-Core's deallocate_pipeline_outputs false keeps it
 };
 const framework_traits& traits_of(framework_kind k);
 

@@ -241,6 +241,9 @@ struct training_config {
   /// GEMMs after the backward dispatch is launched (model_chunk_schedule_plan.py, backward_dw), as cover
   /// for it; needs overlap_moe_ep_comm. §5.5.3's bound already counts the pass's wgrad GEMMs as cover.
   bool delay_wgrad_compute = false;
+  /// Megatron-Core's deallocate_pipeline_outputs false (Megatron-Bridge's DeepSeek providers): each sent
+  /// stage output stays allocated until its micro-batch's backward (§3.5). Megatron-LM always frees it.
+  bool keep_pipeline_outputs = false;
   /// Megatron-Core --moe-shared-expert-overlap: the shared experts' fc1 and fc2 on their own stream
   /// under the EP dispatch and combine all-to-alls of the same layer (§5.5.3).
   bool moe_shared_expert_overlap = false;
