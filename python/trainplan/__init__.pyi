@@ -96,6 +96,10 @@ class Job:
         etp: Optional[int] = ...,
         moe_token_dispatcher_type: Union[str, os.PathLike[str], None] = ...,
         moe_enable_deepep: Optional[bool] = ...,
+        moe_flex_dispatcher_backend: Union[str, os.PathLike[str], None] = ...,
+        moe_flex_dispatcher_num_sms: Optional[int] = ...,
+        moe_deepep_num_sms: Optional[int] = ...,
+        moe_hybridep_num_sms: Optional[int] = ...,
         dp: Optional[int] = ...,
         data_parallel_size: Optional[int] = ...,
         num_layers_per_virtual_pipeline_stage: Optional[int] = ...,
@@ -279,6 +283,10 @@ class Job:
         expert_tensor_parallel_size / etp [N]: tensor parallel size of the experts (1 with TP > 1: parallel folding) (default TP)
         moe_token_dispatcher_type [KIND]: MoE token dispatch: allgather, alltoall or flex (DeepEP) (default allgather (Megatron), alltoall (DeepSpeed, FSDP))
         moe_enable_deepep: DeepEP dispatch (= --moe-token-dispatcher-type flex)
+        moe_flex_dispatcher_backend [KIND]: the flex dispatcher's kernels: deepep or hybridep (same traffic; HybridEP's preallocated buffers; §4.2.5, §3.7) (default deepep)
+        moe_flex_dispatcher_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
+        moe_deepep_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
+        moe_hybridep_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
         dp / data_parallel_size [N]: data parallel size (sets the world size when no GPU count is given) (default world/(TP·PP·CP))
         num_layers_per_virtual_pipeline_stage / vpp_layers [N]: layers per model chunk: interleaved 1F1B (default 0 (no interleaving))
         virtual_pipeline_model_parallel_size / vpp [N]: model chunks per pipeline rank (sets the layers per virtual stage) (default 1)
@@ -498,6 +506,10 @@ def search(*,
     mamba_num_heads: Optional[int] = ...,
     moe_token_dispatcher_type: Union[str, os.PathLike[str], None] = ...,
     moe_enable_deepep: Optional[bool] = ...,
+    moe_flex_dispatcher_backend: Union[str, os.PathLike[str], None] = ...,
+    moe_flex_dispatcher_num_sms: Optional[int] = ...,
+    moe_deepep_num_sms: Optional[int] = ...,
+    moe_hybridep_num_sms: Optional[int] = ...,
     dp: Optional[int] = ...,
     data_parallel_size: Optional[int] = ...,
     num_layers_per_virtual_pipeline_stage: Optional[int] = ...,
@@ -686,6 +698,10 @@ def search(*,
     mamba_num_heads [N]: Mamba-2 heads (default 2h / head dim)
     moe_token_dispatcher_type [KIND]: MoE token dispatch: allgather, alltoall or flex (DeepEP) (default allgather (Megatron), alltoall (DeepSpeed, FSDP))
     moe_enable_deepep: DeepEP dispatch (= --moe-token-dispatcher-type flex)
+    moe_flex_dispatcher_backend [KIND]: the flex dispatcher's kernels: deepep or hybridep (same traffic; HybridEP's preallocated buffers; §4.2.5, §3.7) (default deepep)
+    moe_flex_dispatcher_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
+    moe_deepep_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
+    moe_hybridep_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
     dp / data_parallel_size [N]: data parallel size (sets the world size when no GPU count is given) (default world/(TP·PP·CP))
     num_layers_per_virtual_pipeline_stage / vpp_layers [N]: layers per model chunk: interleaved 1F1B (default 0 (no interleaving))
     decoder_first_pipeline_num_layers [N]: layers on the first pipeline stage (default even split)
@@ -890,6 +906,10 @@ def shapes(*,
     mamba_num_heads: Optional[int] = ...,
     moe_token_dispatcher_type: Union[str, os.PathLike[str], None] = ...,
     moe_enable_deepep: Optional[bool] = ...,
+    moe_flex_dispatcher_backend: Union[str, os.PathLike[str], None] = ...,
+    moe_flex_dispatcher_num_sms: Optional[int] = ...,
+    moe_deepep_num_sms: Optional[int] = ...,
+    moe_hybridep_num_sms: Optional[int] = ...,
     dp: Optional[int] = ...,
     data_parallel_size: Optional[int] = ...,
     num_layers_per_virtual_pipeline_stage: Optional[int] = ...,
@@ -1085,6 +1105,10 @@ def shapes(*,
     mamba_num_heads [N]: Mamba-2 heads (default 2h / head dim)
     moe_token_dispatcher_type [KIND]: MoE token dispatch: allgather, alltoall or flex (DeepEP) (default allgather (Megatron), alltoall (DeepSpeed, FSDP))
     moe_enable_deepep: DeepEP dispatch (= --moe-token-dispatcher-type flex)
+    moe_flex_dispatcher_backend [KIND]: the flex dispatcher's kernels: deepep or hybridep (same traffic; HybridEP's preallocated buffers; §4.2.5, §3.7) (default deepep)
+    moe_flex_dispatcher_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
+    moe_deepep_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
+    moe_hybridep_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
     dp / data_parallel_size [N]: data parallel size (sets the world size when no GPU count is given) (default world/(TP·PP·CP))
     num_layers_per_virtual_pipeline_stage / vpp_layers [N]: layers per model chunk: interleaved 1F1B (default 0 (no interleaving))
     decoder_first_pipeline_num_layers [N]: layers on the first pipeline stage (default even split)
@@ -1278,6 +1302,10 @@ def plan(job: Optional[Job] = ..., *,
     etp: Optional[int] = ...,
     moe_token_dispatcher_type: Union[str, os.PathLike[str], None] = ...,
     moe_enable_deepep: Optional[bool] = ...,
+    moe_flex_dispatcher_backend: Union[str, os.PathLike[str], None] = ...,
+    moe_flex_dispatcher_num_sms: Optional[int] = ...,
+    moe_deepep_num_sms: Optional[int] = ...,
+    moe_hybridep_num_sms: Optional[int] = ...,
     dp: Optional[int] = ...,
     data_parallel_size: Optional[int] = ...,
     num_layers_per_virtual_pipeline_stage: Optional[int] = ...,
@@ -1476,6 +1504,10 @@ def plan(job: Optional[Job] = ..., *,
     expert_tensor_parallel_size / etp [N]: tensor parallel size of the experts (1 with TP > 1: parallel folding) (default TP)
     moe_token_dispatcher_type [KIND]: MoE token dispatch: allgather, alltoall or flex (DeepEP) (default allgather (Megatron), alltoall (DeepSpeed, FSDP))
     moe_enable_deepep: DeepEP dispatch (= --moe-token-dispatcher-type flex)
+    moe_flex_dispatcher_backend [KIND]: the flex dispatcher's kernels: deepep or hybridep (same traffic; HybridEP's preallocated buffers; §4.2.5, §3.7) (default deepep)
+    moe_flex_dispatcher_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
+    moe_deepep_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
+    moe_hybridep_num_sms [N]: SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5) (default the backend's (DeepEP 20))
     dp / data_parallel_size [N]: data parallel size (sets the world size when no GPU count is given) (default world/(TP·PP·CP))
     num_layers_per_virtual_pipeline_stage / vpp_layers [N]: layers per model chunk: interleaved 1F1B (default 0 (no interleaving))
     virtual_pipeline_model_parallel_size / vpp [N]: model chunks per pipeline rank (sets the layers per virtual stage) (default 1)

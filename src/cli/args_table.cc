@@ -332,6 +332,21 @@ const std::vector<flag_def>& flag_table() {
                       }, "parallel.moe_dispatcher")));
     t.push_back(swtch("--moe-enable-deepep", "", "parallel", "DeepEP dispatch (= --moe-token-dispatcher-type flex)",
                       SWITCH(b.job.parallel.moe_dispatcher = moe_dispatcher_kind::flex)));
+    t.push_back(value("--moe-flex-dispatcher-backend", "", "KIND", "deepep", "parallel",
+                      "the flex dispatcher's kernels: deepep or hybridep (same traffic; HybridEP's preallocated "
+                      "buffers; §4.2.5, §3.7)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        if (v == "ncclep") {
+                          throw input_error(f + " ncclep (NCCL EP through Transformer Engine) would change the "
+                                                "estimate, which trainplan does not model; deepep or hybridep");
+                        }
+                        b.job.parallel.flex_backend = parse_enum(v, f, kMoeFlexBackendNames);
+                      }, "parallel.flex_backend")));
+    for (const char* name : {"--moe-flex-dispatcher-num-sms", "--moe-deepep-num-sms", "--moe-hybridep-num-sms"}) {
+      t.push_back(value(name, "", "N", "the backend's (DeepEP 20)", "parallel",
+                        "SMs of the flex dispatcher's kernels (HybridEP: at least 8; DeepEP: its 20; §4.2.5)",
+                        INT_FIELD_MIN(b.job.parallel.flex_dispatch_sms, 1)));
+    }
     t.push_back(value("--dp", "--data-parallel-size", "N", "world/(TP·PP·CP)", "parallel",
                       "data parallel size (sets the world size when no GPU count is given)",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {

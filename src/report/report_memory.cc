@@ -41,6 +41,7 @@ std::string json_reporter::memory(const run_context& ctx, const parameter_breakd
                       {"buffers_bytes", whole_bytes(s.buffers_bytes)},
                       {"transient_bytes", whole_bytes(s.transient_bytes)},
                       {"offloaded_bytes", whole_bytes(s.offloaded_bytes)},
+                      {"dispatch_buffer_bytes", whole_bytes(s.dispatch_buffer_bytes)},
                       {"microbatches_in_flight", s.microbatches_in_flight},
                       {"allocated_bytes", whole_bytes(s.allocated_bytes)},
                       {"reserved_bytes", whole_bytes(s.reserved_bytes)},

@@ -109,16 +109,30 @@ TEST(BridgeConfig, MegatronFsdpFromTheDistOrDdpSection) {
 
 // The other dry-run configs of the corpus are refused naming the field trainplan does not model.
 TEST(BridgeConfig, DryRunConfigsRefuseWhatIsNotModelledByName) {
-  EXPECT_THAT(error_of({"--cluster", "dgx-h100", "--num-gpus", "1024", "--bridge-config",
-                        bridge_file("deepseek_v3_pretrain_h100_fp8_sc_v1.yaml")}),
-              AllOf(HasSubstr("deepseek_v3_pretrain_h100_fp8_sc_v1.yaml:403: model.moe_flex_dispatcher_backend: hybridep"),
-                    HasSubstr("would change the estimate, which trainplan does not model")));
   EXPECT_THAT(error_of({"--cluster", "dgx-b200", "--num-gpus", "64", "--bridge-config",
                         bridge_file("qwen3_235b_a22b_pretrain_b200_nvfp4_v1.yaml")}),
               AllOf(HasSubstr("mixed_precision.fp4 (as --fp4-format e2m1)"), HasSubstr("not modelled")));
   EXPECT_THAT(error_of({"--cluster", "dgx-b200", "--num-gpus", "8", "--bridge-config",
                         bridge_file("llama3_8b_sft_gb200_fp8_mx_v1.yaml")}),
               HasSubstr("mixed_precision.reuse_grad_buf_for_mxfp8_param_ag: true"));
+}
+
+// DeepSeek-V3's H100 dry-run config plans unchanged: HybridEP dispatch at 32 SMs, the stage outputs kept,
+// the MLP recomputed at TP 2. HybridEP's buffers (formulas §3.8): 4,096 tokens / TP 2 with SP a rank, EP 64
+// over 8 nodes of 8, 4 local experts: 2,048 × 64 + 2,048 × 7 tokens of 2·7,168 + 4·4·8 bytes.
+TEST(BridgeConfig, DeepSeekV3H100DryRunConfigPlansWithHybridEp) {
+  const parsed_job pj = parse({"--cluster", "dgx-h100", "--num-gpus", "1024", "--bridge-config",
+                               bridge_file("deepseek_v3_pretrain_h100_fp8_sc_v1.yaml")});
+  EXPECT_EQ(pj.job.parallel.moe_dispatcher, moe_dispatcher_kind::flex);
+  EXPECT_EQ(pj.job.parallel.flex_backend, moe_flex_backend::hybridep);
+  EXPECT_EQ(pj.job.parallel.flex_dispatch_sms, 32);
+  EXPECT_TRUE(pj.job.training.keep_pipeline_outputs);
+  EXPECT_TRUE(pj.job.training.recomputes(recompute_module::mlp));
+  const memory_report mem = estimate_memory(pj.job);
+  const double per_token = 2 * 7168 + 4 * 4 * 8;
+  for (const stage_memory& s : mem.stages) {
+    EXPECT_DOUBLE_EQ(s.dispatch_buffer_bytes, (2048.0 * 64 + 2048.0 * 7) * per_token) << "stage " << s.stage;
+  }
 }
 
 // DeepSeek-V3's dry-run config with the all-to-all dispatcher: the HybridEP fields fall inert; MLA,

@@ -225,8 +225,11 @@ void ep_table(const comm_context& x, row_sink& out) {
               per::moe_layer);
     }
     const bool flex = p.moe_dispatcher == moe_dispatcher_kind::flex;
+    const bool hybrid = flex && p.flex_backend == moe_flex_backend::hybridep;
     both(ck::all_to_all, ck::all_to_all,
-         flex ? "token dispatch, one copy per destination node (flex/DeepEP)" : "token dispatch (one copy per expert)",
+         hybrid ? "token dispatch, one copy per destination node (flex/HybridEP)"
+         : flex ? "token dispatch, one copy per destination node (flex/DeepEP)"
+                : "token dispatch (one copy per expert)",
          flex ? "token combine, one copy per source node" : "token combine", g_ep, v.all_to_all_bytes);
   }
   both(ck::all_gather, ck::reduce_scatter, "received tokens all-gathered over expert-TP",

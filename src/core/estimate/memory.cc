@@ -1,11 +1,14 @@
 // Per-GPU memory of every pipeline stage (docs/formulas.md §3).
 #include "trainplan/core/estimate/memory.h"
 
+#include "trainplan/core/estimate/comm.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 
 #include "trainplan/core/base/checked.h"
+#include "trainplan/core/estimate/comm.h"
 #include "trainplan/core/estimate/compute.h"
 #include "trainplan/core/estimate/schedule.h"
 
@@ -253,6 +256,26 @@ double held_chunk_layers(const std::vector<chunk_layout>& chunks, std::int64_t r
   return layers;
 }
 
+/// §3.8: HybridEP's registered buffers (DeepEP docs/Hybrid-EP_Implementation.md §4.2, "worst-case
+/// preallocation"), one set per rank shared by dispatch and combine, sized for every token of the EP
+/// group landing on one rank: T tokens a rank (the dispatcher's input), R ranks per NVLink domain over N
+/// domains, E local experts, BF16 tokens (Megatron-Core dispatches HybridEP in BF16) and fp32
+/// probabilities: T·R·N·(2h + 4·E·R), and with N > 1 the RDMA buffers T·(N − 1)·(2h + 4·E·R).
+double hybrid_ep_buffer_bytes(const job_spec& job) {
+  const parallel_config& p = job.parallel;
+  if (!job.model.is_moe() || p.moe_dispatcher != moe_dispatcher_kind::flex || p.flex_backend != moe_flex_backend::hybridep) {
+    return 0.0;
+  }
+  const group_placement ep = placement_of(job, parallel_dim::ep);
+  const double tokens = moe_dispatch_of(job, ep.num_nodes, 2.0).tokens;
+  const double h = static_cast<double>(job.model.hidden_size);
+  const double domains = static_cast<double>(ep.num_nodes);
+  const double per_domain = static_cast<double>(ep.gpus_per_node);
+  const double local_experts = static_cast<double>(job.model.moe.num_experts / p.ep);
+  const double per_token = 2 * h + 4 * local_experts * per_domain;
+  return tokens * per_domain * domains * per_token + tokens * (domains - 1) * per_token;
+}
+
 /// §3.5: of the `held` chunk-micro-batches of rank `rank`, those whose output was sent on: every one but
 /// the last rank's last chunk's (which ends in the loss). Chunk c is held ⌊held/(p·v)⌋·p +
 /// clamp(held mod p·v − c·p, 0, p) times, as in held_chunk_layers.
@@ -345,6 +368,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
                                                                                    : e * h * tokens / rep;
   const bool fp8_copies = tr.fp8 != fp8_format::none && !tr.fp8_param_gather;
 
+  const double dispatch_buffer = hybrid_ep_buffer_bytes(job);
   double peak_reserved = -1;
   r.stages.reserve(layout.size());
   // §3.5: with interleaving the layers held count chunk by chunk (a rank's chunks need not be alike).
@@ -508,8 +532,13 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     s.allocated_bytes = std::max(train_peak, step_peak);
     s.other_bytes = s.allocated_bytes - (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes);
     s.torch_reserved_bytes = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction);
+    // A rank whose stage has no MoE layer never dispatches: no buffer.
+    bool dispatches = false;
+    for (std::size_t k = 0; k < kNumLayerKinds; ++k) dispatches = dispatches || (kLayerMakeup[k].moe && st.kinds[k] > 0);
+    s.dispatch_buffer_bytes = dispatches ? dispatch_buffer : 0.0;
     s.reserved_bytes = s.torch_reserved_bytes + static_cast<double>(gpu.cuda_context_bytes) +
-                       cls.communicators * static_cast<double>(tr.nccl_buffer_bytes_per_communicator);
+                       cls.communicators * static_cast<double>(tr.nccl_buffer_bytes_per_communicator) +
+                       s.dispatch_buffer_bytes;
     s.headroom_bytes = r.capacity_bytes - s.reserved_bytes;
     s.fits = s.headroom_bytes >= 0;
     if (s.reserved_bytes > peak_reserved) {

@@ -275,6 +275,30 @@ std::string overlap_violation(job_spec& job) {
     return std::string("${training.delay_wgrad_compute} needs ${training.overlap_moe_ep_comm} (Megatron-Core's check: "
                        "\"overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute\")");
   }
+  {
+    // The flex dispatcher's kernels (§4.2.5): read with flex alone; an SM count only where the dispatch
+    // still runs at the links' rate: HybridEP's own H100 measurements (DeepEP docs/README_Hybrid-EP.md:
+    // 8 and 16 SMs within 1-9% at 16-64 ranks, 4 SMs up to 30% slower), DeepEP at its default 20 (its
+    // B200 NVLink rate grows from 348 GB/s at 16 SMs to 646 at 48).
+    const parallel_config& p = job.parallel;
+    const bool flex = p.moe_dispatcher == moe_dispatcher_kind::flex;
+    if (!flex && (p.flex_backend != moe_flex_backend::deepep || p.flex_dispatch_sms != 0)) {
+      return std::string(p.flex_backend != moe_flex_backend::deepep ? "${parallel.flex_backend}" : "${parallel.flex_dispatch_sms}") +
+             " is read with the flex token dispatcher alone (${parallel.moe_dispatcher} flex)";
+    }
+    if (flex && p.flex_dispatch_sms != 0) {
+      const bool hybrid = p.flex_backend == moe_flex_backend::hybridep;
+      if (hybrid && p.flex_dispatch_sms < 8) {
+        return std::string("${parallel.flex_dispatch_sms} (Megatron-Core's moe_flex_dispatcher_num_sms, moe_hybridep_num_sms) below 8 "
+                           "slows HybridEP's dispatch below the links' rate (its own H100 measurements), which "
+                           "trainplan does not model");
+      }
+      if (!hybrid && p.flex_dispatch_sms != 20) {
+        return std::string("${parallel.flex_dispatch_sms} (Megatron-Core's moe_flex_dispatcher_num_sms, moe_deepep_num_sms): DeepEP's "
+                           "rate depends on its SMs, modelled at its default 20 alone");
+      }
+    }
+  }
   if (t.moe_shared_expert_overlap) {
     // megatron/core/transformer/transformer_config.py: a ValueError for other dispatchers, an assert
     // beside --overlap-moe-expert-parallel-comm.

@@ -46,6 +46,9 @@ struct stage_memory {
   double buffers_bytes = 0;             ///< communication buckets, ZeRO-3 gathered parameters
   double transient_bytes = 0;           ///< logits/loss or recompute working set at the peak
   double offloaded_bytes = 0;           ///< optimizer state kept in CPU memory
+  /// HybridEP's registered dispatch/combine buffers, preallocated for the worst case outside PyTorch's
+  /// caching allocator (in reserved_bytes, not in allocated_bytes; §3.8); 0 for other dispatchers.
+  double dispatch_buffer_bytes = 0;
 };
 
 struct memory_report {

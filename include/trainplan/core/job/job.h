@@ -59,6 +59,13 @@ inline constexpr std::array<std::pair<const char*, moe_dispatcher_kind>, 3> kMoe
      {"alltoall", moe_dispatcher_kind::alltoall},
      {"flex", moe_dispatcher_kind::flex}}};
 std::string_view to_string(moe_dispatcher_kind k);
+/// The flex dispatcher's kernels (Megatron-Core --moe-flex-dispatcher-backend; §4.2.5, §3.7): DeepEP, or
+/// NVIDIA's HybridEP (DeepEP's hybrid-ep branch). Both send a token once per destination node over the
+/// network and forward it over NVLink; HybridEP permutes while it copies out of its registered buffers,
+/// which it preallocates for the worst case.
+enum class moe_flex_backend { deepep, hybridep };
+inline constexpr std::array<std::pair<const char*, moe_flex_backend>, 2> kMoeFlexBackendNames{
+    {{"deepep", moe_flex_backend::deepep}, {"hybridep", moe_flex_backend::hybridep}}};
 /// FP8 GEMMs through Transformer Engine (Megatron --fp8-format: e4m3 everywhere, or hybrid with e5m2
 /// gradients) and how tensors are scaled (--fp8-recipe; mxfp8 needs Blackwell's block-scaled tensor
 /// cores). docs/formulas.md §5.1.3.
@@ -122,6 +129,11 @@ struct parallel_config {
   /// --moe-token-dispatcher-type; finalize_job resolves the framework default (Megatron: allgather;
   /// DeepSpeed and FSDP/torchtitan: alltoall).
   moe_dispatcher_kind moe_dispatcher = moe_dispatcher_kind::framework_default;
+  moe_flex_backend flex_backend = moe_flex_backend::deepep;  ///< with the flex dispatcher
+  /// SMs the flex dispatcher's kernels run on (--moe-flex-dispatcher-num-sms and its deprecated
+  /// per-backend spellings); 0: the backend's default. §4.2.5 prices the dispatch at the links' rate,
+  /// which the SM counts it accepts reach.
+  std::int64_t flex_dispatch_sms = 0;
   /// Legacy Megatron's --scatter-gather-tensors-in-pipeline: each TP rank sends 1/t of the activation
   /// and the receiver all-gathers it (docs/formulas.md §4.2.3). Off: the full tensor (Megatron core).
   bool pp_scatter_gather = false;
