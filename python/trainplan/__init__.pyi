@@ -117,6 +117,7 @@ class Job:
         rank_order: Union[str, os.PathLike[str], None] = ...,
         use_tp_pp_dp_mapping: Optional[bool] = ...,
         cp_comm_type: Union[str, os.PathLike[str], None] = ...,
+        ds_sequence_parallel_size: Optional[int] = ...,
         scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
         pp_partition_method: Union[str, os.PathLike[str], None] = ...,
         micro_batch_size: Optional[int] = ...,
@@ -300,6 +301,7 @@ class Job:
         rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
         use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
         cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
+        ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
         scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
         pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
         micro_batch_size / mbs [N]: micro-batch size b (default 1)
@@ -522,6 +524,7 @@ def search(*,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
+    ds_sequence_parallel_size: Optional[int] = ...,
     scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
     pp_partition_method: Union[str, os.PathLike[str], None] = ...,
     global_batch_size: Optional[int] = ...,
@@ -712,6 +715,7 @@ def search(*,
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
+    ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
     global_batch_size / gbs [N]: global batch size (samples) (default MBS×DP)
@@ -922,6 +926,7 @@ def shapes(*,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
+    ds_sequence_parallel_size: Optional[int] = ...,
     scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
     pp_partition_method: Union[str, os.PathLike[str], None] = ...,
     global_batch_size: Optional[int] = ...,
@@ -1119,6 +1124,7 @@ def shapes(*,
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
+    ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
     global_batch_size / gbs [N]: global batch size (samples) (default MBS×DP)
@@ -1323,6 +1329,7 @@ def plan(job: Optional[Job] = ..., *,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
+    ds_sequence_parallel_size: Optional[int] = ...,
     scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
     pp_partition_method: Union[str, os.PathLike[str], None] = ...,
     micro_batch_size: Optional[int] = ...,
@@ -1521,6 +1528,7 @@ def plan(job: Optional[Job] = ..., *,
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
+    ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
     micro_batch_size / mbs [N]: micro-batch size b (default 1)

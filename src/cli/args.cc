@@ -136,7 +136,6 @@ struct conditional_flag {
   const char* would_change;
 };
 constexpr conditional_flag kConditionalFlags[] = {
-    {"--ds-sequence-parallel-size", "1", "DeepSpeed-Ulysses sequence parallelism (all-to-alls over the sequence)"},
     {"--moe-expert-parallel-size", "1", "Megatron-DeepSpeed's expert parallelism (DeepSpeed-MoE)"},
     {"--checkpoint-num-layers", "1", "how many layers Megatron-DeepSpeed checkpoints as one chunk"},
     {"--cross-entropy-fusion-impl", "native", "the loss's kernels (Transformer Engine's, not the native fused ones)"},
@@ -860,10 +859,12 @@ namespace {
 std::vector<std::string> overridden_flags(const std::vector<pending>& flags) {
   static constexpr const char* kSource[] = {"preset", "your flags", "launch line", "DeepSpeed config",
                                             "torchtitan config", "launch line", "NeMo config", "launch line"};
-  // The precisions are one setting given by three switches.
+  // The precisions are one setting given by three switches; DeepSpeed-Ulysses's degree is the CP size.
   auto setting_of = [](const flag_def* d) {
     const std::string& n = d->info.name;
-    return n == "--fp16" || n == "--fp32" ? find_flag("--bf16") : d;
+    return n == "--fp16" || n == "--fp32"         ? find_flag("--bf16")
+           : n == "--ds-sequence-parallel-size" ? find_flag("--context-parallel-size")
+                                                : d;
   };
   std::vector<std::string> out;
   std::map<const flag_def*, const pending*> last;
@@ -880,6 +881,16 @@ std::vector<std::string> overridden_flags(const std::vector<pending>& flags) {
   }
   return out;
 }
+
+/// flag_of_field, remembered per field: the flag a message names for a field when the one given is that
+/// flag (a field several flags set is named by the flag the user gave).
+const std::string& canonical_flag_of_field(const std::string& field) {
+  thread_local std::unordered_map<std::string, std::string> known;
+  auto it = known.find(field);
+  if (it == known.end()) it = known.emplace(field, flag_of_field(field)).first;
+  return it->second;
+}
+
 
 /// parse_job_args with the core's messages as it throws them (fields as ${paths}).
 /// `config_keys`: each job field a config file's key set last (DeepSpeed's, torchtitan's), named by that
@@ -949,8 +960,13 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
     for (std::string_view fields = p.def->info.fields; !fields.empty();) {
       const std::size_t end = std::min(fields.find(' '), fields.size());
       const std::string field(fields.substr(0, end));
-      if (p.source >= 3) config_keys[field] = p.where.empty() ? p.flag : fmt::format("{} ({})", p.flag, p.where);
-      else config_keys.erase(field);
+      if (p.source >= 3) {
+        config_keys[field] = p.where.empty() ? p.flag : fmt::format("{} ({})", p.flag, p.where);
+      } else if (const std::string& canonical = canonical_flag_of_field(field); canonical != p.def->info.name) {
+        config_keys[field] = std::string(p.def->info.name);  // a field several flags set: the one given
+      } else {
+        config_keys.erase(field);
+      }
       fields.remove_prefix(std::min(end + 1, fields.size()));
     }
   }

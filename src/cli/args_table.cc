@@ -405,6 +405,17 @@ const std::vector<flag_def>& flag_table() {
                             v, f, {{"p2p", cp_comm_kind::p2p}, {"all_gather", cp_comm_kind::all_gather},
                                    {"a2a", cp_comm_kind::a2a}});
                       }, "parallel.cp_comm")));
+    // Megatron-DeepSpeed's DeepSpeed-Ulysses (megatron/arguments.py --ds-sequence-parallel-size;
+    // deepspeed/sequence/layer.py DistributedAttention): the sequence split over N ranks, Q, K and V
+    // all-to-all'd to whole sequences of heads/N before the attention and the output back after, gradients
+    // reduced and ZeRO partitioned over data × sequence parallel: Megatron-Core's CP with --cp-comm-type a2a
+    // (docs/formulas.md §4.2.2).
+    t.push_back(value("--ds-sequence-parallel-size", "", "N", "1", "parallel",
+                      "DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.parallel.cp = to_int_min(v, f, 1);
+                        if (b.job.parallel.cp > 1) b.job.parallel.cp_comm = cp_comm_kind::a2a;
+                      }, "parallel.cp parallel.cp_comm")));
     t.push_back(swtch("--scatter-gather-tensors-in-pipeline", "", "parallel",
                       "legacy Megatron: send 1/t of each activation between stages, all-gather over TP",
                       SWITCH(b.job.parallel.pp_scatter_gather = true)));

@@ -12,6 +12,7 @@
 
 #include "trainplan/cli/cli.h"
 #include "trainplan/cli/args.h"
+#include "trainplan/core/estimate/comm.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/core/estimate/memory.h"
 #include "trainplan/core/estimate/time.h"
@@ -494,17 +495,27 @@ TEST(ArgsLaunchLine, MegatronDeepSpeedAndBloomFlagsAreRead) {
             training_config::attention_backend::fused);
   EXPECT_TRUE(parse(concat(base, {"--cpu-optimizer", "--zero-stage", "1"})).job.training.offload_optimizer);
   // Defaults that change nothing are listed; other values are refused by what they would change.
-  const parsed_job defaults = parse(concat(base, {"--ds-sequence-parallel-size", "1", "--moe-expert-parallel-size", "1",
+  const parsed_job defaults = parse(concat(base, {"--moe-expert-parallel-size", "1",
                                                   "--checkpoint-num-layers", "1", "--no-pipeline-parallel",
                                                   "--lr-decay-tokens", "300e9", "--no-query-key-layer-scaling",
                                                   "--train-weighted-split-paths-path", "/data/train.txt",
                                                   "--valid-num-workers", "2", "--mtp-loss-scaling-factor", "0.1",
                                                   "--fp8-amax-history-len", "1024", "--moe-token-drop-policy", "probs"}));
-  EXPECT_THAT(defaults.ignored_flags, ::testing::IsSupersetOf({"--ds-sequence-parallel-size", "--valid-num-workers",
+  EXPECT_THAT(defaults.ignored_flags, ::testing::IsSupersetOf({"--moe-expert-parallel-size", "--valid-num-workers",
                                                                "--mtp-loss-scaling-factor", "--moe-token-drop-policy"}));
-  EXPECT_EQ(error_of(concat(base, {"--ds-sequence-parallel-size", "4"})),
-            "--ds-sequence-parallel-size 4 would change DeepSpeed-Ulysses sequence parallelism (all-to-alls over the "
-            "sequence), which trainplan does not model; --ds-sequence-parallel-size 1 (the default) changes no estimate");
+  // DeepSpeed-Ulysses is context parallelism by all-to-all: the same job as --cp N --cp-comm-type a2a, and
+  // an error about its size names it.
+  const parsed_job ulysses = parse(concat(base, {"--ds-sequence-parallel-size", "4"}));
+  EXPECT_EQ(ulysses.job.parallel.cp, 4);
+  EXPECT_EQ(ulysses.job.parallel.cp_comm, cp_comm_kind::a2a);
+  const comm_report by_cp = summarize_comm(parse(concat(base, {"--cp", "4", "--cp-comm-type", "a2a"})).job);
+  EXPECT_DOUBLE_EQ(summarize_comm(ulysses.job)[parallel_dim::cp].bytes_per_iteration_per_gpu,
+                   by_cp[parallel_dim::cp].bytes_per_iteration_per_gpu);
+  EXPECT_GT(by_cp[parallel_dim::cp].bytes_per_iteration_per_gpu, 0);
+  EXPECT_EQ(parse(concat(base, {"--ds-sequence-parallel-size", "1"})).job.parallel.cp_comm, cp_comm_kind::p2p);
+  EXPECT_THAT(error_of(concat(base, {"--ds-sequence-parallel-size", "3"})),
+              HasSubstr("TP×PP×CP = 1×1×3 = 3 (--tensor-model-parallel-size, --pipeline-model-parallel-size, "
+                        "--ds-sequence-parallel-size)"));
   EXPECT_THAT(error_of(concat(base, {"--no-pipeline-parallel", "--pp", "2"})),
               HasSubstr("Megatron-DeepSpeed's pipeline without the DeepSpeed engine is not modelled"));
   // Megatron-DeepSpeed's --num-experts defaults to [1], a dense model; DeepSpeed-MoE is refused by name.

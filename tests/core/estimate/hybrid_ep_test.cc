@@ -49,7 +49,7 @@ TEST(HybridEp, ItsSmCountsAndOtherBackendsAreCheckedByName) {
   const args_t hybrid = concat(kDeepSeek, {"--moe-flex-dispatcher-backend", "hybridep"});
   EXPECT_NO_THROW(parse(concat(hybrid, {"--moe-hybridep-num-sms", "32"})));
   EXPECT_THAT(error_of(concat(hybrid, {"--moe-hybridep-num-sms", "4"})),
-              HasSubstr("--moe-flex-dispatcher-num-sms (Megatron-Core's moe_flex_dispatcher_num_sms, moe_hybridep_num_sms) "
+              HasSubstr("--moe-hybridep-num-sms (Megatron-Core's moe_flex_dispatcher_num_sms, moe_hybridep_num_sms) "
                         "below 8 slows HybridEP's dispatch below the links' rate"));
   EXPECT_NO_THROW(parse(concat(kDeepSeek, {"--moe-deepep-num-sms", "20"})));
   EXPECT_THAT(error_of(concat(kDeepSeek, {"--moe-flex-dispatcher-num-sms", "24"})),
