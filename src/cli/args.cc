@@ -1072,6 +1072,12 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
     return out;
   }
 
+  // Megatron derives expert TP for every model (arguments.py validate_args) and builds its groups, but a
+  // dense model has no expert layer for it to split: a given size changes nothing.
+  if (!job.model.is_moe() && job.parallel.etp > 0 && job.parallel.etp != job.parallel.tp) {
+    b.ignored.push_back(fmt::format("--expert-tensor-parallel-size {} (a dense model: no expert layers)", job.parallel.etp));
+    job.parallel.etp = 0;
+  }
   derive_world_size(b);
   finalize_job(job);
   out.job = std::move(job);

@@ -711,6 +711,14 @@ const std::vector<flag_def>& flag_table() {
                       }, "training.recompute_num_layers")));
     t.push_back(value("--optimizer", "", "NAME", "adam", "training", "adam or sgd",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        // Megatron-LM's other choices (arguments.py --optimizer) keep other states and run other
+                        // step math: refused by name, not as unknown values.
+                        for (const char* other : {"muon", "dist_muon", "adaptive_muon", "lion", "soap"}) {
+                          if (v == other) {
+                            throw input_error(f + " " + v + " would change the optimizer's states and step (" +
+                                              "Megatron-LM's choice), which trainplan does not model; adam or sgd");
+                          }
+                        }
                         b.job.training.optimizer =
                             parse_enum<optimizer_kind>(v, f, {{"adam", optimizer_kind::adam}, {"sgd", optimizer_kind::sgd}});
                       }, "training.optimizer")));

@@ -486,6 +486,32 @@ TEST(ArgsDeepSpeedConfig, WhatItDoesNotModelIsRefusedByKey) {
                     HasSubstr("give the file, or its settings as flags")));
 }
 
+// Issue 29: what Megatron-LM's own CI model configs (tests/functional_tests/test_cases/*/model_config.yaml at
+// d98e8a6) run, read as Megatron reads it.
+TEST(ArgsLaunchLine, MegatronCiConfigsAreReadAsMegatronReadsThem) {
+  const args_t gpt = {"--num-layers", "12", "--hidden-size", "512", "--num-attention-heads", "8", "--seq-length", "1024",
+                      "--max-position-embeddings", "1024", "--vocab-size", "32000", "--num-gpus", "8"};
+  // gpt3_mcore_te_tp2_pp2_cp2_etp4_*: expert TP on a dense model builds no expert layer (listed, not refused).
+  const parsed_job etp = parse(concat(gpt, {"--tp", "2", "--pp", "2", "--cp", "2", "--expert-tensor-parallel-size", "4",
+                                            "--gbs", "8"}));
+  EXPECT_THAT(etp.ignored_flags, ::testing::Contains("--expert-tensor-parallel-size 4 (a dense model: no expert layers)"));
+  EXPECT_EQ(etp.job.parallel.etp, 0);
+  // gpt3_mcore_te_tp1_pp4_vp1_*_overlap_optimizer: --num-layers-per-virtual-pipeline-stage 1 over 12 layers and
+  // PP 4 is VPP 3, which Megatron derives before its check on the optimizer-step overlap.
+  const parsed_job vpp = parse(concat(gpt, {"--pp", "4", "--num-layers-per-virtual-pipeline-stage", "1", "--gbs", "32",
+                                            "--mbs", "4", "--use-distributed-optimizer", "--overlap-grad-reduce",
+                                            "--overlap-param-gather", "--overlap-param-gather-with-optimizer-step"}));
+  EXPECT_EQ(vpp.job.parallel.vpp, 3);
+  EXPECT_TRUE(vpp.job.training.overlap_param_gather_with_step);
+  EXPECT_THAT(error_of(concat(gpt, {"--pp", "4", "--gbs", "32", "--mbs", "4", "--use-distributed-optimizer",
+                                    "--overlap-param-gather", "--overlap-param-gather-with-optimizer-step"})),
+              HasSubstr("only supported with interleaved pipeline parallelism"));
+  // Megatron's other optimizers are refused by name.
+  EXPECT_EQ(error_of(concat(gpt, {"--optimizer", "muon"})),
+            "--optimizer muon would change the optimizer's states and step (Megatron-LM's choice), which trainplan "
+            "does not model; adam or sgd");
+}
+
 // Issue 29: common real inputs that were refused or unknown, as their frameworks read them.
 TEST(ArgsLaunchLine, MegatronDeepSpeedAndBloomFlagsAreRead) {
   const args_t base = {"--model", "llama2-7b", "--num-gpus", "8", "--gbs", "64", "--deepspeed"};
@@ -581,8 +607,9 @@ TEST(ArgsLaunchLine, UnmodelledFlagIsAnErrorNamingIt) {
               AllOf(StartsWith("--distribute-saved-activations "), HasSubstr("not modelled")));
   EXPECT_THAT(error_of(concat(line, {"--moe-latent-size", "128"})),
               StartsWith("--moe-latent-size would change the estimate but is not modelled"));
-  EXPECT_THAT(error_of(concat(line, {"--expert-tensor-parallel-size", "2"})),
-              StartsWith("--expert-tensor-parallel-size 2 needs an MoE model (--num-experts)"));
+  // Expert TP on a dense model builds nothing (Megatron accepts it): listed, not refused.
+  EXPECT_THAT(parse(concat(line, {"--expert-tensor-parallel-size", "2"})).ignored_flags,
+              ::testing::Contains("--expert-tensor-parallel-size 2 (a dense model: no expert layers)"));
   // The same outside a launch line.
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--distribute-saved-activations"}),
               StartsWith("--distribute-saved-activations "));

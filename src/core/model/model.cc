@@ -265,15 +265,16 @@ struct pattern_parser {
   }
 };
 
-/// MLA's fields (Megatron's defaults for the head dims) and rules: no GQA, ranks below the hidden size.
+/// MLA's fields (Megatron's defaults for the head dims) and rules: no GQA; the ranks may exceed the hidden
+/// size (Megatron checks none; its CI runs q_lora_rank 1536 at hidden 1024).
 void finalize_mla(model_spec& m) {
   mla_spec& a = m.mla;
   if (!m.is_mla()) {
     if (a.q_lora_rank != 0) throw input_error("${model.mla.q_lora_rank} needs ${model.multi_latent_attention} (${model.mla.kv_lora_rank})");
     return;
   }
-  require_range(a.kv_lora_rank, 1, m.hidden_size - 1, "mla.kv_lora_rank");
-  require_range(a.q_lora_rank, 0, m.hidden_size - 1, "mla.q_lora_rank");
+  require_range(a.kv_lora_rank, 1, kMaxWidth, "mla.kv_lora_rank");
+  require_range(a.q_lora_rank, 0, kMaxWidth, "mla.q_lora_rank");
   require_range(a.qk_head_dim, 1, kMaxWidth, "mla.qk_head_dim");
   require_range(a.qk_pos_emb_head_dim, 1, kMaxWidth, "mla.qk_pos_emb_head_dim");
   require_range(a.v_head_dim, 1, kMaxWidth, "mla.v_head_dim");

@@ -174,11 +174,13 @@ TEST(Hsdp, BadInputNamesTheFlagAndTheRule) {
                         "deepspeed", "--zero-stage", "3", "--mbs", "1", "--gbs", "64",
                         "--data-parallel-replicate-degree", "4"}),
               HasSubstr("not modelled"));
-  // Mixtral at TP 2, EP 8 on 64 GPUs: expert-DP 4, so 4 instances leave one expert rank per replica.
-  EXPECT_THAT(error_of({"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-nodes", "8", "--mbs", "1", "--gbs",
-                        "128", "--tp", "2", "--ep", "8", "--use-distributed-optimizer",
-                        "--num-distributed-optimizer-instances", "4"}),
-              HasSubstr("must divide the expert data-parallel size (4) and leave at least 2 ranks per replica"));
+  // Mixtral at TP 2, EP 8 on 64 GPUs: expert-DP 4, which 8 instances do not divide (DP 32 they do); 4
+  // instances leave one expert rank per replica, its experts' state unsharded, as Megatron's CI runs it.
+  const args_t mixtral = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-nodes", "8", "--mbs", "1", "--gbs",
+                          "128", "--tp", "2", "--ep", "8", "--use-distributed-optimizer",
+                          "--num-distributed-optimizer-instances"};
+  EXPECT_THAT(error_of(concat(mixtral, {"8"})), HasSubstr("must divide the expert data-parallel size (4)"));
+  EXPECT_NO_THROW(parse(concat(mixtral, {"4"})));
   EXPECT_THAT(error_of({"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-nodes", "8", "--framework", "fsdp",
                         "--zero-stage", "3", "--mbs", "1", "--gbs", "128", "--data-parallel-replicate-degree", "2"}),
               HasSubstr("MoE model is not modelled for FSDP"));

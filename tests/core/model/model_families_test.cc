@@ -94,8 +94,8 @@ TEST(ModelFamilyFlags, BadPatternsAndSizesNameTheFlag) {
               HasSubstr("a number is too large"));
   EXPECT_THAT(error_of({"--model", "llama3-8b", "--kv-lora-rank", "512", "--num-gpus", "8"}),
               HasSubstr("need --multi-latent-attention"));
-  EXPECT_THAT(error_of({"--model", "llama3-8b", "--multi-latent-attention", "--kv-lora-rank", "4096", "--num-gpus", "8"}),
-              HasSubstr("must be a positive integer no larger than 4095"));
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--multi-latent-attention", "--kv-lora-rank", "8388608", "--num-gpus", "8"}),
+              HasSubstr("must be a positive integer no larger than 4194304"));
   EXPECT_THAT(error_of({"--model", "llama3-8b", "--window-size", "(4096,16)", "--num-gpus", "8"}),
               HasSubstr("only causal windows (left, 0) are modelled"));
   EXPECT_THAT(error_of({"--model", "mixtral-8x7b", "--moe-router-num-groups", "3", "--moe-router-group-topk", "1",
