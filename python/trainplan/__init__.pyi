@@ -163,6 +163,7 @@ class Job:
         keep_pipeline_outputs: Optional[bool] = ...,
         moe_shared_expert_overlap: Optional[bool] = ...,
         no_overlap_p2p_communication: Optional[bool] = ...,
+        overlap_p2p_communication_warmup_flush: Optional[bool] = ...,
         tp_comm_overlap: Optional[bool] = ...,
         use_flash_attn: Optional[bool] = ...,
         flash_attention: Optional[bool] = ...,
@@ -345,6 +346,7 @@ class Job:
         keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
         moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
         no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
+        overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)
         tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
         use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
         attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -567,6 +569,7 @@ def search(*,
     keep_pipeline_outputs: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
+    overlap_p2p_communication_warmup_flush: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -757,6 +760,7 @@ def search(*,
     keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
+    overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -969,6 +973,7 @@ def shapes(*,
     keep_pipeline_outputs: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
+    overlap_p2p_communication_warmup_flush: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -1166,6 +1171,7 @@ def shapes(*,
     keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
+    overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
@@ -1373,6 +1379,7 @@ def plan(job: Optional[Job] = ..., *,
     keep_pipeline_outputs: Optional[bool] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
+    overlap_p2p_communication_warmup_flush: Optional[bool] = ...,
     tp_comm_overlap: Optional[bool] = ...,
     use_flash_attn: Optional[bool] = ...,
     flash_attention: Optional[bool] = ...,
@@ -1571,6 +1578,7 @@ def plan(job: Optional[Job] = ..., *,
     keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
+    overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
     attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))

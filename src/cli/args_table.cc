@@ -595,6 +595,10 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--no-overlap-p2p-communication", "", "training",
                       "interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)",
                       SWITCH(b.job.training.overlap_p2p_comm = false)));
+    t.push_back(swtch("--overlap-p2p-communication-warmup-flush", "", "training",
+                      "interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; "
+                      "§5.4)",
+                      SWITCH(b.job.training.overlap_p2p_warmup_flush = true)));
     t.push_back(swtch("--tp-comm-overlap", "", "training",
                       "SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)",
                       SWITCH(b.job.training.tp_comm_overlap = true)));

@@ -506,6 +506,14 @@ TEST(ArgsLaunchLine, MegatronCiConfigsAreReadAsMegatronReadsThem) {
   EXPECT_THAT(error_of(concat(gpt, {"--pp", "4", "--gbs", "32", "--mbs", "4", "--use-distributed-optimizer",
                                     "--overlap-param-gather", "--overlap-param-gather-with-optimizer-step"})),
               HasSubstr("only supported with interleaved pipeline parallelism"));
+  // The interleaved schedule's warm-up and cool-down transfers overlap only when asked, and only with
+  // the steady phase's overlap (Megatron-Core's check).
+  const args_t interleaved = concat(gpt, {"--pp", "4", "--vpp", "3", "--gbs", "32", "--mbs", "4"});
+  EXPECT_FALSE(parse(interleaved).job.training.overlap_p2p_warmup_flush);
+  EXPECT_TRUE(parse(concat(interleaved, {"--overlap-p2p-communication-warmup-flush"})).job.training.overlap_p2p_warmup_flush);
+  EXPECT_THAT(error_of(concat(interleaved, {"--overlap-p2p-communication-warmup-flush", "--no-overlap-p2p-communication"})),
+              HasSubstr("--overlap-p2p-communication-warmup-flush needs the steady phase's overlap, which "
+                        "--no-overlap-p2p-communication turns off"));
   // Megatron's other optimizers are refused by name.
   EXPECT_EQ(error_of(concat(gpt, {"--optimizer", "muon"})),
             "--optimizer muon would change the optimizer's states and step (Megatron-LM's choice), which trainplan "

@@ -358,7 +358,6 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   }
 
   const std::int64_t m_micro = job.num_microbatches();
-  const bool deepspeed = tr.framework == framework_kind::deepspeed;
   // §3.5: a sent stage output held until its backward (the framework's rule, or Megatron-Core's
   // deallocate_pipeline_outputs false), per chunk-micro-batch held: DeepSpeed's TP partition, else the
   // tensor as sent (a sequence shard with SP).

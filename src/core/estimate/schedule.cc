@@ -254,10 +254,12 @@ schedule_result simulate_schedule(const schedule_input& in) {
         const double start = std::max(free_at[ri], ready);
         const double end = start + work + send;
         at(rank, o.chunk, o.microbatch, o.backward) = end;  // when the input reaches its consumer
-        free_at[ri] = rank_free_s(in, start + work, send);
+        const bool steady =
+            steady_operation(next[ri], ops[ri].size(), warmup_operations(in.kind, rank, p, m, v));
+        free_at[ri] = rank_free_s(in, start + work, send, steady);
         stage_usage& u = r.stages[ri];
         u.busy_s += work;
-        u.send_s += blocked_send_s(in, send);
+        u.send_s += blocked_send_s(in, send, steady);
         if (in.record_events) r.events.push_back({rank, o.chunk, o.microbatch, o.backward, start, free_at[ri]});
         ++next[ri];
         ++progress;

@@ -2,6 +2,7 @@
 // the fast paths (src/core/estimate/schedule_fast.cc), docs/formulas.md §5.4.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -39,14 +40,35 @@ inline double send_bwd(const schedule_input& in, std::int64_t r, std::int64_t c)
   return (r == 0 && c == 0) ? 0.0 : in.p2p_s;
 }
 
-/// When a rank whose operation's work ended at `work_end_s` is free again (§5.4): after its send when
-/// sends block, at once when they overlap the next chunk (Megatron's overlap_p2p_comm). The input
-/// reaches its consumer at work_end_s + send_s either way.
-inline double rank_free_s(const schedule_input& in, double work_end_s, double send_s) {
-  return in.overlap_p2p ? work_end_s : work_end_s + send_s;
+/// Whether the send after an operation overlaps the rank's next work (§5.4): Megatron's overlap_p2p_comm
+/// in the steady 1F1B phase, and in the warm-up and cool-down only with overlap_p2p_comm_warmup_flush.
+inline bool send_overlaps(const schedule_input& in, bool steady) {
+  return in.overlap_p2p && (steady || in.overlap_p2p_warmup_flush);
 }
-/// Seconds a rank is blocked by a send: all of it, or none when transfers overlap.
-inline double blocked_send_s(const schedule_input& in, double send_s) { return in.overlap_p2p ? 0.0 : send_s; }
+/// When a rank whose operation's work ended at `work_end_s` is free again (§5.4): after its send when
+/// sends block, at once when they overlap the next chunk. The input reaches its consumer at
+/// work_end_s + send_s either way.
+inline double rank_free_s(const schedule_input& in, double work_end_s, double send_s, bool steady) {
+  return send_overlaps(in, steady) ? work_end_s : work_end_s + send_s;
+}
+/// Seconds a rank is blocked by a send: all of it, or none when the transfer overlaps.
+inline double blocked_send_s(const schedule_input& in, double send_s, bool steady) {
+  return send_overlaps(in, steady) ? 0.0 : send_s;
+}
+/// Megatron's warm-up count of rank `rank` (schedules.py get_num_warmup_microbatches): its first W
+/// operations are forwards, its last W backwards; the rest alternate (steady). 1F1B: p − r − 1;
+/// interleaved: 2(p − r − 1) + (v − 1)·p; at most every operation of the direction (m·v).
+inline std::int64_t warmup_operations(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64_t m,
+                                      std::int64_t v) {
+  const std::int64_t w = kind == schedule_kind::interleaved ? 2 * (p - rank - 1) + (v - 1) * p : p - rank - 1;
+  return std::min(w, m * v);
+}
+/// Whether operation `index` of a rank's list (`size` operations, `warmup` of them warm-up forwards and
+/// as many cool-down backwards) runs in the steady phase.
+inline bool steady_operation(std::size_t index, std::size_t size, std::int64_t warmup) {
+  const auto w = static_cast<std::size_t>(warmup);
+  return index >= w && index + w < size;
+}
 
 // The fast paths (src/core/estimate/schedule_fast.cc, §5.4 "Fast path"): each fills the stages' usage and pipeline
 // ends; the DP reduction and optimizer are added by the caller.

@@ -17,8 +17,9 @@ namespace {
 
 /// Usage totals the simulation accumulates op by op, in closed form: m·v forwards and backwards per
 /// rank, a send after every one but the last rank's last-chunk forwards and the first rank's
-/// first-chunk backwards.
-void fill_usage(const schedule_input& in, const double* end, schedule_result& r) {
+/// first-chunk backwards, all blocking or all overlapped; or, where only the steady phase overlaps its
+/// sends, each rank's blocked send seconds as its evaluation counted them (`blocked`).
+void fill_usage(const schedule_input& in, const double* end, schedule_result& r, const double* blocked = nullptr) {
   const auto p = static_cast<std::int64_t>(in.stages.size());
   const double m = static_cast<double>(in.num_microbatches);
   const double mv = m * static_cast<double>(in.num_chunks);
@@ -30,7 +31,7 @@ void fill_usage(const schedule_input& in, const double* end, schedule_result& r)
     u.busy_s = mv * (st.forward_s + st.backward_s);
     const double fwd_sends = p > 1 ? mv - (rank == p - 1 ? m : 0.0) : 0.0;
     const double bwd_sends = p > 1 ? mv - (rank == 0 ? m : 0.0) : 0.0;
-    u.send_s = blocked_send_s(in, (fwd_sends + bwd_sends) * in.p2p_s);
+    u.send_s = blocked != nullptr ? blocked[rank] : blocked_send_s(in, (fwd_sends + bwd_sends) * in.p2p_s, true);
     u.pipeline_end_s = end[rank];
     r.pipeline_s = std::max(r.pipeline_s, u.pipeline_end_s);
   }
@@ -49,6 +50,7 @@ struct fast_scratch {
   std::vector<double> lower;     ///< and the run's own lowest row (p)
   std::vector<double> chunk_fwd;  ///< interleaved: each chunk's forward, rank-major (rank·v + chunk)
   std::vector<double> chunk_bwd;  ///< and its backward
+  std::vector<double> blocked;    ///< each rank's blocked send seconds (warm-up and cool-down sends, §5.4)
 };
 
 fast_scratch& scratch() {
@@ -298,6 +300,8 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
   double* be_prev = s.saved.data();
   double* be_cur = be_prev + p;
   double* snap = be_prev + 2 * p;  // per rank: forward end, backward end
+  s.blocked.assign(pz, 0.0);
+  double* blocked = s.blocked.data();  // steady steps block nothing: the skipped periods add none
   std::int64_t* ctr = s.counters.data();  // per rank: forward (k mod p, (k / p) mod v), backward likewise
   // Each chunk's own work (§5.4), looked up rank-major in the loop below.
   s.chunk_fwd.resize(pz * static_cast<std::size_t>(v));
@@ -333,7 +337,9 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
         const double send = (rank == p - 1 && chunk == v - 1) ? 0.0 : c;
         const double done = std::max(free_at[rank], ready) + cf[rank * v + chunk];
         fe = done + send;
-        free_at[rank] = rank_free_s(in, done, send);
+        const bool steady = kf >= wr;  // the first W_r forwards are the warm-up
+        free_at[rank] = rank_free_s(in, done, send, steady);
+        blocked[rank] += blocked_send_s(in, send, steady);
         if (++cr[0] == p) {
           cr[0] = 0;
           if (++cr[1] == v) cr[1] = 0;
@@ -351,7 +357,9 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
         const double send = (rank == 0 && chunk == 0) ? 0.0 : c;
         const double done = std::max(free_at[rank], ready) + cb[rank * v + chunk];
         be = done + send;
-        free_at[rank] = rank_free_s(in, done, send);
+        const bool steady = kb < mv - wr;  // the last W_r backwards are the cool-down
+        free_at[rank] = rank_free_s(in, done, send, steady);
+        blocked[rank] += blocked_send_s(in, send, steady);
         if (++cr[2] == p) {
           cr[2] = 0;
           if (++cr[3] == v) cr[3] = 0;
@@ -365,7 +373,7 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
     if (jumped || step < 0 || (step + 1) % period != 0 || step >= steady_end) continue;
     step += skip_periods(p, step, period, steady_end, fe_prev, be_prev, free_at, snap, have_snap, jumped);
   }
-  fill_usage(in, free_at, r);
+  fill_usage(in, free_at, r, in.overlap_p2p ? blocked : nullptr);
   return true;
 }
 
@@ -419,6 +427,7 @@ void chase_schedule(const schedule_input& in, schedule_result& r) {
   for (std::int64_t rank = 0; rank < p; ++rank) build_ops(in.kind, rank, p, m, v, ops[static_cast<std::size_t>(rank)]);
   next.assign(static_cast<std::size_t>(p), 0);
   s.free_at.assign(static_cast<std::size_t>(p), 0.0);
+  s.blocked.assign(static_cast<std::size_t>(p), 0.0);
   waiting.clear();
   auto index = [&](std::int64_t rank, std::int64_t c, std::int64_t j, bool bwd) {
     return static_cast<std::size_t>(((rank * v + c) * m + j) * 2 + (bwd ? 1 : 0));
@@ -455,7 +464,9 @@ void chase_schedule(const schedule_input& in, schedule_result& r) {
         const double send = o.backward ? send_bwd(in, rank, o.chunk) : send_fwd(in, rank, o.chunk, p);
         const double finished = std::max(s.free_at[ri], ready) + work;
         done[index(rank, o.chunk, o.microbatch, o.backward)] = finished + send;
-        s.free_at[ri] = rank_free_s(in, finished, send);
+        const bool steady = steady_operation(next[ri], list.size(), warmup_operations(in.kind, rank, p, m, v));
+        s.free_at[ri] = rank_free_s(in, finished, send, steady);
+        s.blocked[ri] += blocked_send_s(in, send, steady);
         ++next[ri];
         if (!waiting.empty() && done[waiting.back().second] >= 0) {
           resume = true;
@@ -478,7 +489,7 @@ void chase_schedule(const schedule_input& in, schedule_result& r) {
       break;  // this rank is through and nobody waits
     }
   }
-  fill_usage(in, s.free_at.data(), r);
+  fill_usage(in, s.free_at.data(), r, s.blocked.data());
 }
 
 }  // namespace

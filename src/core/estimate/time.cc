@@ -131,6 +131,7 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   // Megatron overlaps the interleaved schedule's transfers with the next chunk (overlap_p2p_comm);
   // arguments.py turns it off without interleaving, and DeepSpeed does not interleave (§5.4).
   in.overlap_p2p = kind == schedule_kind::interleaved && tc.framework == framework_kind::megatron && tc.overlap_p2p_comm;
+  in.overlap_p2p_warmup_flush = tc.overlap_p2p_warmup_flush;
   // DeepSpeed's overlap_comm at stage 0/1 reduces the buckets under the last backward as Megatron's
   // --overlap-grad-reduce does (§5.5.2).
   in.overlap_grad_reduce = tc.overlap_grad_reduce || (overlap_comm_on(tc) && tc.zero_stage <= 1);

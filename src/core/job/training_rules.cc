@@ -353,6 +353,17 @@ std::string overlap_violation(job_spec& job) {
              " (Megatron-Core's check)";
     }
   }
+  if (t.overlap_p2p_warmup_flush) {
+    // megatron/core/model_parallel_config.py __post_init__: "only compatible with overlap_p2p_comm".
+    if (t.framework != framework_kind::megatron) {
+      return "${training.overlap_p2p_warmup_flush} is Megatron's interleaved schedule's, not " +
+             std::string(to_string(t.framework)) + "'s";
+    }
+    if (!t.overlap_p2p_comm) {
+      return std::string("${training.overlap_p2p_warmup_flush} needs the steady phase's overlap, which "
+                         "${training.overlap_p2p_comm} turns off (Megatron-Core's check)");
+    }
+  }
   if (t.overlap_param_gather_with_step) {
     // megatron/training/arguments.py validate_args.
     const char* why = !t.overlap_param_gather ? "must be used with ${training.overlap_param_gather}"

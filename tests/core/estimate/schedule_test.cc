@@ -283,6 +283,7 @@ TEST(ScheduleFastPath, InterleavedWithTransfersAgreesWithTheEventSimulation) {
             in.p2p_s = c;
             in.overlap_grad_reduce = pattern % 2 == 1;
             in.overlap_p2p = pattern >= 4;  // Megatron's overlap_p2p_comm (§5.4)
+            in.overlap_p2p_warmup_flush = pattern >= 6;  // and in the warm-up and cool-down too
             SCOPED_TRACE("v=" + std::to_string(v) + " p=" + std::to_string(p) + " m=" + std::to_string(m) +
                          " c=" + std::to_string(c) + " pattern=" + std::to_string(pattern));
             const schedule_result sim = simulate_schedule(in);
@@ -379,26 +380,39 @@ TEST(Schedule, AHeavyChunkCostsWhereTheScheduleWaitsForIt) {
 }
 
 TEST(Schedule, OverlappedTransfersCostNoMoreThanBlockingOnesAndNoLessThanNone) {
-  // Megatron's overlap_p2p_comm (§5.4): the sender goes on with its next chunk while the transfer runs;
-  // the receiver still waits for it. The pipeline then lies between no transfers and blocking ones,
-  // and no rank is ever blocked sending.
+  // Megatron's overlap_p2p_comm (§5.4): in the steady 1F1B phase the sender goes on with its next chunk
+  // while the transfer runs; the receiver still waits for it. The warm-up and cool-down block
+  // (schedules.py: send_forward_recv_forward, send_backward_recv_backward) unless
+  // overlap_p2p_comm_warmup_flush, where no rank is ever blocked sending. The pipeline lies between no
+  // transfers and blocking ones, and overlapping the ends too is no slower.
   for (std::int64_t p : {2, 4, 8}) {
     for (double c : {0.01, 0.05, 0.3}) {
       auto in = uniform(schedule_kind::interleaved, p, 4 * p, 4, 0.2, 0.45, c);
       const double blocking = simulate_schedule(in).pipeline_s;
       in.overlap_p2p = true;
+      const schedule_result steady = simulate_schedule(in);
+      in.overlap_p2p_warmup_flush = true;
       const schedule_result over = simulate_schedule(in);
       in.p2p_s = 0;
       const double none = simulate_schedule(in).pipeline_s;
       SCOPED_TRACE("p=" + std::to_string(p) + " c=" + std::to_string(c));
-      EXPECT_LT(over.pipeline_s, blocking);
+      EXPECT_LT(steady.pipeline_s, blocking);
+      EXPECT_LE(over.pipeline_s, steady.pipeline_s + 1e-12);
       EXPECT_GE(over.pipeline_s, none);
       for (const stage_usage& u : over.stages) EXPECT_EQ(u.send_s, 0.0);
+      if (p == 2) {
+        // By hand, m = 8, v = 4: rank 0 warms up with 2 + 3·2 = 8 forwards, all sending, and cools down
+        // with 8 backwards of which the last two (chunk 0) send nothing; rank 1 with 6 and 6, all sending.
+        EXPECT_NEAR(steady.stages[0].send_s, 14 * c, 1e-12);
+        EXPECT_NEAR(steady.stages[1].send_s, 12 * c, 1e-12);
+      }
     }
   }
-  // Two ranks, one chunk each way: rank 1's first forward starts one transfer after rank 0's ends.
+  // Two ranks, one chunk each way, the ends overlapped: rank 1's first forward starts one transfer after
+  // rank 0's ends.
   auto two = uniform(schedule_kind::interleaved, 2, 2, 2, 1.0, 2.0, 0.25);
   two.overlap_p2p = true;
+  two.overlap_p2p_warmup_flush = true;
   const schedule_result r = simulate_schedule([&] {
     auto x = two;
     x.record_events = true;

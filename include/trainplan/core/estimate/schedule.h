@@ -60,6 +60,11 @@ struct schedule_input {
   /// default with interleaving): the sender is free when its work ends, the receiver waits for the
   /// transfer's arrival (§5.4).
   bool overlap_p2p = false;
+  /// With overlap_p2p: the warm-up forwards and cool-down backwards overlap their transfers too
+  /// (Megatron's --overlap-p2p-communication-warmup-flush); off, they block as Megatron's default runs
+  /// them (schedules.py: send_forward_recv_forward and send_backward_recv_backward outside the steady
+  /// 1F1B loop; §5.4).
+  bool overlap_p2p_warmup_flush = false;
   bool overlap_grad_reduce = false;  ///< the DP reduction runs under the last micro-batch's backward
   bool record_events = false;        ///< fill schedule_result::events (the simulation then always runs)
 };

@@ -263,6 +263,9 @@ struct training_config {
   /// pipeline transfers run beside the next chunk's work; arguments.py turns it off without
   /// interleaving (§5.4).
   bool overlap_p2p_comm = true;
+  /// Megatron's --overlap-p2p-communication-warmup-flush: the warm-up and cool-down transfers overlap
+  /// too; by default they block (schedules.py, §5.4). Needs overlap_p2p_comm.
+  bool overlap_p2p_warmup_flush = false;
   /// Replicas of the sharded state over the data-parallel domain (HSDP, docs/formulas.md §2.5): the
   /// DP×CP ranks split into this many groups of consecutive ranks, each sharding the optimizer state
   /// (and with FSDP the gradients and parameters) among itself, with the gradient shards all-reduced
