@@ -511,7 +511,14 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     // §3.5: micro-batches whose activations are held at once, as Megatron's schedule runs them
     // (interleaved with model chunks, else 1F1B; the schedule's own `held`).
     const schedule_kind kind = par.vpp > 1 ? schedule_kind::interleaved : schedule_kind::one_f_one_b;
-    const in_flight peak = traits_of(kind).held(st.stage, pp, m_micro, par.vpp);
+    in_flight peak = traits_of(kind).held(st.stage, pp, m_micro, par.vpp);
+    // With the EP all-to-all overlap the interleaved warm-up runs one more forward so that every combined
+    // 1F1B step pairs independent micro-batches (schedules.py get_pp_rank_microbatches: "we schedule one
+    // extra micro-batch forward step before the 1f1b stages"): one more chunk-micro-batch held. The
+    // time model prices the combined steps by §5.5.3's cover bound, not by this order.
+    if (kind == schedule_kind::interleaved && tr.overlap_moe_ep_comm) {
+      peak.chunk_microbatches = std::min(peak.chunk_microbatches + 1, m_micro * par.vpp);
+    }
     const std::int64_t in_flight = peak.microbatches;
     // layer-micro-batches stored. §3.4.8: with CPU offloading (PP 1) the first N layers' activations leave
     // the GPU after their forward, one of them at most still on it while its copy runs.

@@ -7,6 +7,7 @@
 #include "trainplan/cli/args.h"
 #include "trainplan/core/estimate/comm.h"
 #include "trainplan/core/estimate/compute.h"
+#include "trainplan/core/estimate/memory.h"
 #include "trainplan/core/estimate/time.h"
 
 namespace trainplan {
@@ -175,6 +176,22 @@ TEST(Overlap, DelayedWeightGradientsAreTheCoverTheBoundAlreadyCounts) {
                       "--delay-wgrad-compute"}),
             "--delay-wgrad-compute needs --overlap-moe-expert-parallel-comm (Megatron-Core's check: "
             "\"overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute\")");
+}
+
+TEST(Overlap, ExpertAllToAllOverlapWarmsUpOneMoreChunk) {
+  // §3.5: with --overlap-moe-expert-parallel-comm the interleaved warm-up runs one more forward
+  // (schedules.py get_pp_rank_microbatches): rank 1 of PP 4 × VPP 2 holds (4 − 1 − 1)·2 + 4 + 1 = 9
+  // chunk-micro-batches, then 10, one more chunk of 4 Mixtral layers.
+  const args_t mixtral = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "32", "--ep", "8", "--pp", "4",
+                          "--vpp", "2", "--moe-token-dispatcher-type", "alltoall", "--use-distributed-optimizer",
+                          "--gbs", "256", "--seq-length", "4096"};
+  const memory_report plain = estimate_memory(parse(mixtral).job);
+  const memory_report overlapped = estimate_memory(parse(concat(mixtral, {"--overlap-moe-expert-parallel-comm"})).job);
+  const stage_memory& a = plain.stages[1];
+  const stage_memory& b = overlapped.stages[1];
+  ASSERT_EQ(a.num_layers, 8);
+  const double per_layer = a.activations_per_microbatch_bytes / 8;
+  EXPECT_NEAR(b.activations_bytes - a.activations_bytes, 4 * per_layer, 1e-6 * a.activations_bytes);
 }
 
 TEST(Overlap, SharedExpertsHideTheirLayersAllToAlls) {
