@@ -298,6 +298,11 @@ std::string overlap_violation(job_spec& job) {
       return std::string(p.flex_backend != moe_flex_backend::deepep ? "${parallel.flex_backend}" : "${parallel.flex_dispatch_sms}") +
              " is read with the flex token dispatcher alone (${parallel.moe_dispatcher} flex)";
     }
+    if (flex && p.flex_backend == moe_flex_backend::hybridep && job.model.is_moe() && expert_tensor_parallel(p) > 1) {
+      // Its group is then expert TP × EP (tp_ep_group) and its buffers grow with it: not counted here.
+      return std::string("${parallel.flex_backend} hybridep with expert TP > 1 (${parallel.etp}) is not modelled: "
+                         "its buffers and dispatch span expert TP × EP");
+    }
     if (flex && p.flex_dispatch_sms != 0) {
       const bool hybrid = p.flex_backend == moe_flex_backend::hybridep;
       if (hybrid && p.flex_dispatch_sms < 8) {

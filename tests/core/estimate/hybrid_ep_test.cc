@@ -56,6 +56,10 @@ TEST(HybridEp, ItsSmCountsAndOtherBackendsAreCheckedByName) {
               HasSubstr("DeepEP's rate depends on its SMs, modelled at its default 20 alone"));
   EXPECT_THAT(error_of(concat(kDeepSeek, {"--moe-flex-dispatcher-backend", "ncclep"})),
               HasSubstr("--moe-flex-dispatcher-backend ncclep (NCCL EP through Transformer Engine) would change the estimate"));
+  EXPECT_THAT(error_of(concat(hybrid, {"--tp", "2", "--num-gpus", "128"})),
+              HasSubstr("--moe-flex-dispatcher-backend hybridep with expert TP > 1 (--expert-tensor-parallel-size) is "
+                        "not modelled"));
+  EXPECT_NO_THROW(parse(concat(hybrid, {"--tp", "2", "--etp", "1", "--num-gpus", "128"})));
   EXPECT_THAT(error_of({"--model", "deepseek-v3", "--num-gpus", "64", "--ep", "64", "--moe-token-dispatcher-type", "alltoall",
                         "--moe-flex-dispatcher-backend", "hybridep"}),
               HasSubstr("--moe-flex-dispatcher-backend is read with the flex token dispatcher alone"));
