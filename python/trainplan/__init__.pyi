@@ -116,6 +116,7 @@ class Job:
         pipeline_model_parallel_layout: Union[str, os.PathLike[str], None] = ...,
         rank_order: Union[str, os.PathLike[str], None] = ...,
         use_tp_pp_dp_mapping: Optional[bool] = ...,
+        microbatch_group_size_per_virtual_pipeline_stage: Optional[int] = ...,
         cp_comm_type: Union[str, os.PathLike[str], None] = ...,
         ds_sequence_parallel_size: Optional[int] = ...,
         scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
@@ -301,6 +302,7 @@ class Job:
         pipeline_model_parallel_layout [PATTERN]: Megatron-Core: every layer's pipeline stage, e.g. "Et*3|(tt|)*29,m|L": stages split by |, E embedding, t transformer layer, m MTP layer, L loss; PP × VPP stages give VPP (§2.2.1) (default the split the flags above give)
         rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
         use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
+        microbatch_group_size_per_virtual_pipeline_stage [N]: interleaved schedule: micro-batches run back to back in a chunk before the next (§5.4) (default PP)
         cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
         ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
         scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
@@ -525,6 +527,7 @@ def search(*,
     pipeline_model_parallel_layout: Union[str, os.PathLike[str], None] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
+    microbatch_group_size_per_virtual_pipeline_stage: Optional[int] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
     ds_sequence_parallel_size: Optional[int] = ...,
     scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
@@ -717,6 +720,7 @@ def search(*,
     pipeline_model_parallel_layout [PATTERN]: Megatron-Core: every layer's pipeline stage, e.g. "Et*3|(tt|)*29,m|L": stages split by |, E embedding, t transformer layer, m MTP layer, L loss; PP × VPP stages give VPP (§2.2.1) (default the split the flags above give)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
+    microbatch_group_size_per_virtual_pipeline_stage [N]: interleaved schedule: micro-batches run back to back in a chunk before the next (§5.4) (default PP)
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
     ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
@@ -929,6 +933,7 @@ def shapes(*,
     pipeline_model_parallel_layout: Union[str, os.PathLike[str], None] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
+    microbatch_group_size_per_virtual_pipeline_stage: Optional[int] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
     ds_sequence_parallel_size: Optional[int] = ...,
     scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
@@ -1128,6 +1133,7 @@ def shapes(*,
     pipeline_model_parallel_layout [PATTERN]: Megatron-Core: every layer's pipeline stage, e.g. "Et*3|(tt|)*29,m|L": stages split by |, E embedding, t transformer layer, m MTP layer, L loss; PP × VPP stages give VPP (§2.2.1) (default the split the flags above give)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
+    microbatch_group_size_per_virtual_pipeline_stage [N]: interleaved schedule: micro-batches run back to back in a chunk before the next (§5.4) (default PP)
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
     ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
@@ -1334,6 +1340,7 @@ def plan(job: Optional[Job] = ..., *,
     pipeline_model_parallel_layout: Union[str, os.PathLike[str], None] = ...,
     rank_order: Union[str, os.PathLike[str], None] = ...,
     use_tp_pp_dp_mapping: Optional[bool] = ...,
+    microbatch_group_size_per_virtual_pipeline_stage: Optional[int] = ...,
     cp_comm_type: Union[str, os.PathLike[str], None] = ...,
     ds_sequence_parallel_size: Optional[int] = ...,
     scatter_gather_tensors_in_pipeline: Optional[bool] = ...,
@@ -1534,6 +1541,7 @@ def plan(job: Optional[Job] = ..., *,
     pipeline_model_parallel_layout [PATTERN]: Megatron-Core: every layer's pipeline stage, e.g. "Et*3|(tt|)*29,m|L": stages split by |, E embedding, t transformer layer, m MTP layer, L loss; PP × VPP stages give VPP (§2.2.1) (default the split the flags above give)
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
+    microbatch_group_size_per_virtual_pipeline_stage [N]: interleaved schedule: micro-batches run back to back in a chunk before the next (§5.4) (default PP)
     cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
     ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP

@@ -393,6 +393,9 @@ const std::vector<flag_def>& flag_table() {
                       setter([](job_builder& b, const std::string&, const std::string&) {
                         b.job.parallel.rank_order = parse_rank_order("tp-cp-ep-pp-dp");
                       }, "parallel.rank_order")));
+    t.push_back(value("--microbatch-group-size-per-virtual-pipeline-stage", "", "N", "PP", "parallel",
+                      "interleaved schedule: micro-batches run back to back in a chunk before the next (§5.4)",
+                      INT_FIELD_MIN(b.job.parallel.microbatch_group_size, 1)));
     t.push_back(value("--cp-comm-type", "", "KIND", "p2p", "parallel",
                       "context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output)",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {

@@ -103,6 +103,8 @@ constexpr std::array kKeys = {
     br_key{"model.num_moe_experts", br_role::renamed, "--num-experts", "", ""},
     br_key{"model.apply_rope_fusion", br_role::renamed, "", "--no-rope-fusion", ""},
     br_key{"model.overlap_p2p_comm", br_role::renamed, "", "--no-overlap-p2p-communication", ""},
+    br_key{"model.microbatch_group_size_per_vp_stage", br_role::renamed,
+           "--microbatch-group-size-per-virtual-pipeline-stage", "", ""},
     br_key{"model.layernorm_epsilon", br_role::ignored, "", "", ""},
     br_key{"model.rotary_base", br_role::ignored, "", "", ""},
     br_key{"model.hf_model_id", br_role::ignored, "", "", ""},

@@ -514,6 +514,17 @@ TEST(ArgsLaunchLine, MegatronCiConfigsAreReadAsMegatronReadsThem) {
   EXPECT_THAT(error_of(concat(interleaved, {"--overlap-p2p-communication-warmup-flush", "--no-overlap-p2p-communication"})),
               HasSubstr("--overlap-p2p-communication-warmup-flush needs the steady phase's overlap, which "
                         "--no-overlap-p2p-communication turns off"));
+  // --microbatch-group-size-per-virtual-pipeline-stage: larger groups warm up longer, (v − 1)·G more
+  // chunk-micro-batches held on every rank (§3.5): rank 3 of PP 4, VPP 3 holds 2·4 + 1 at G = 4 and 2·8 + 1
+  // at G = 8, 8 more chunks of one layer each.
+  const args_t grouped = concat(gpt, {"--pp", "4", "--vpp", "3", "--gbs", "64", "--mbs", "4"});
+  const memory_report by_p = estimate_memory(parse(grouped).job);
+  const memory_report by_8 =
+      estimate_memory(parse(concat(grouped, {"--microbatch-group-size-per-virtual-pipeline-stage", "8"})).job);
+  const stage_memory& a = by_p.stages[3];
+  EXPECT_NEAR(by_8.stages[3].activations_bytes - a.activations_bytes,
+              8 * (a.activations_per_microbatch_bytes / static_cast<double>(a.num_layers)), 1e-6 * a.activations_bytes);
+  EXPECT_GT(estimate_time(parse(concat(grouped, {"--microbatch-group-size-per-virtual-pipeline-stage", "8"})).job).iteration_s, 0);
   // Megatron's other optimizers are refused by name.
   EXPECT_EQ(error_of(concat(gpt, {"--optimizer", "muon"})),
             "--optimizer muon would change the optimizer's states and step (Megatron-LM's choice), which trainplan "

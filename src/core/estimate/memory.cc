@@ -242,15 +242,14 @@ layer_activation_bytes layer_activations(const job_spec& job, layer_kind kind) {
 namespace {
 
 /// Layer-micro-batches rank `rank` holds at its interleaved peak (§3.5): its first `held` virtual
-/// micro-batches, k = 0 … held − 1, before any backward frees one; k runs model chunk (k mod p·v) div p
-/// (Megatron's get_model_chunk_id, micro-batch groups of p), whose layers it holds. Even chunks give
-/// held × layers / v.
-double held_chunk_layers(const std::vector<chunk_layout>& chunks, std::int64_t rank, std::int64_t p, std::int64_t v,
-                         std::int64_t held) {
-  const std::int64_t cycle = p * v, full = held / cycle, rest = held % cycle;
+/// micro-batches, k = 0 … held − 1, before any backward frees one; k runs the model chunk of Megatron's
+/// schedule table (get_model_chunk_id: micro-batch groups of p, or of the group size given), whose
+/// layers it holds. Even chunks give held × layers / v.
+double held_chunk_layers(const std::vector<chunk_layout>& chunks, std::int64_t rank, std::int64_t p, std::int64_t m,
+                         std::int64_t v, std::int64_t group, std::int64_t held) {
   double layers = 0;
   for (std::int64_t c = 0; c < v; ++c) {
-    const std::int64_t n = full * p + std::clamp<std::int64_t>(rest - c * p, 0, p);
+    const std::int64_t n = chunk_microbatches_held(c, held, p, m, v, group);
     layers += static_cast<double>(n) * static_cast<double>(chunks[static_cast<std::size_t>(c * p + rank)].num_layers);
   }
   return layers;
@@ -277,13 +276,11 @@ double hybrid_ep_buffer_bytes(const job_spec& job) {
 }
 
 /// §3.5: of the `held` chunk-micro-batches of rank `rank`, those whose output was sent on: every one but
-/// the last rank's last chunk's (which ends in the loss). Chunk c is held ⌊held/(p·v)⌋·p +
-/// clamp(held mod p·v − c·p, 0, p) times, as in held_chunk_layers.
-double held_sent_outputs(std::int64_t rank, std::int64_t p, std::int64_t v, std::int64_t held) {
+/// the last rank's last chunk's (which ends in the loss), counted as held_chunk_layers counts chunks.
+double held_sent_outputs(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t group,
+                         std::int64_t held) {
   if (rank != p - 1) return static_cast<double>(held);
-  const std::int64_t cycle = p * v;
-  const std::int64_t last_chunk = held / cycle * p + std::clamp<std::int64_t>(held % cycle - (v - 1) * p, 0, p);
-  return static_cast<double>(held - last_chunk);
+  return static_cast<double>(held - chunk_microbatches_held(v - 1, held, p, m, v, group));
 }
 
 }  // namespace
@@ -511,7 +508,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     // §3.5: micro-batches whose activations are held at once, as Megatron's schedule runs them
     // (interleaved with model chunks, else 1F1B; the schedule's own `held`).
     const schedule_kind kind = par.vpp > 1 ? schedule_kind::interleaved : schedule_kind::one_f_one_b;
-    in_flight peak = traits_of(kind).held(st.stage, pp, m_micro, par.vpp);
+    in_flight peak = traits_of(kind).held(st.stage, pp, m_micro, par.vpp, par.microbatch_group_size);
     // With the EP all-to-all overlap the interleaved warm-up runs one more forward so that every combined
     // 1F1B step pairs independent micro-batches (schedules.py get_pp_rank_microbatches: "we schedule one
     // extra micro-batch forward step before the 1f1b stages"): one more chunk-micro-batch held. The
@@ -526,13 +523,15 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     const double resident_layers =
         static_cast<double>(st.num_layers - offloaded + std::min<std::int64_t>(offloaded, 1));
     const double layers_in_flight =
-        par.vpp > 1 ? held_chunk_layers(chunks, st.stage, pp, par.vpp, peak.chunk_microbatches)
+        par.vpp > 1 ? held_chunk_layers(chunks, st.stage, pp, m_micro, par.vpp, par.microbatch_group_size,
+                                        peak.chunk_microbatches)
                     : static_cast<double>(peak.chunk_microbatches) * resident_layers;
     s.offloaded_layer_bytes = offloaded > 0 ? cls.stored_per_layer : 0.0;
     s.microbatches_in_flight = in_flight;
     s.activations_bytes = cls.stored_per_layer * layers_in_flight +
                           cls.per_microbatch_extra * static_cast<double>(in_flight) + cls.output_stored +
-                          sent_output_bytes * held_sent_outputs(st.stage, pp, par.vpp, peak.chunk_microbatches);
+                          sent_output_bytes * held_sent_outputs(st.stage, pp, m_micro, par.vpp, par.microbatch_group_size,
+                                                                peak.chunk_microbatches);
     const double train_peak = cls.static_bytes + s.activations_bytes + s.transient_bytes;
     const double step_peak = cls.static_bytes + cls.step_transient;
     s.allocated_bytes = std::max(train_peak, step_peak);

@@ -41,12 +41,13 @@ struct interleaved_counter {
 
 // Each schedule's operation order on one rank, as Megatron's schedules.py builds it.
 
-void gpipe_order(std::int64_t, std::int64_t, std::int64_t m, std::int64_t, std::vector<op>& out) {
+void gpipe_order(std::int64_t, std::int64_t, std::int64_t m, std::int64_t, std::int64_t, std::vector<op>& out) {
   for (std::int64_t j = 0; j < m; ++j) out.push_back({false, 0, j});  // all forwards, then all backwards
   for (std::int64_t j = 0; j < m; ++j) out.push_back({true, 0, j});
 }
 
-void one_f_one_b_order(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t, std::vector<op>& out) {
+void one_f_one_b_order(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t, std::int64_t,
+                       std::vector<op>& out) {
   const std::int64_t warm = std::min(p - rank - 1, m);  // warm-up p − r − 1 forwards, steady 1F1B, cool-down
   for (std::int64_t j = 0; j < warm; ++j) out.push_back({false, 0, j});
   for (std::int64_t j = 0; j < m - warm; ++j) {
@@ -56,30 +57,46 @@ void one_f_one_b_order(std::int64_t rank, std::int64_t p, std::int64_t m, std::i
   for (std::int64_t j = m - warm; j < m; ++j) out.push_back({true, 0, j});
 }
 
-void interleaved_order(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v, std::vector<op>& out) {
+void interleaved_order(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t group,
+                       std::vector<op>& out) {
   const std::int64_t total = m * v;
-  const std::int64_t warm = std::min((p - rank - 1) * 2 + (v - 1) * p, total);  // virtual forwards
-  interleaved_counter fwd{p, v}, bwd{p, v};  // virtual micro-batch k of each direction, in order
+  const std::int64_t warm = warmup_operations(schedule_kind::interleaved, rank, p, m, v, group);  // virtual forwards
   out.reserve(static_cast<std::size_t>(2 * total));
-  for (std::int64_t k = 0; k < warm; ++k) out.push_back(fwd.next(false));
-  for (std::int64_t k = 0; k < total - warm; ++k) {
-    out.push_back(fwd.next(false));
-    out.push_back(bwd.next(true));
+  if (group == p && m % p == 0) {
+    interleaved_counter fwd{p, v}, bwd{p, v};  // virtual micro-batch k of each direction, in order
+    for (std::int64_t k = 0; k < warm; ++k) out.push_back(fwd.next(false));
+    for (std::int64_t k = 0; k < total - warm; ++k) {
+      out.push_back(fwd.next(false));
+      out.push_back(bwd.next(true));
+    }
+    for (std::int64_t k = total - warm; k < total; ++k) out.push_back(bwd.next(true));
+    return;
   }
-  for (std::int64_t k = total - warm; k < total; ++k) out.push_back(bwd.next(true));
+  // Another group size: the schedule table, the backward running chunk v − 1 − the table's.
+  auto at = [&](std::int64_t k, bool backward) {
+    const table_entry t = schedule_table_entry(k, m, v, group);
+    return op{backward, backward ? v - 1 - t.chunk : t.chunk, t.microbatch};
+  };
+  for (std::int64_t k = 0; k < warm; ++k) out.push_back(at(k, false));
+  for (std::int64_t k = 0; k < total - warm; ++k) {
+    out.push_back(at(k + warm, false));
+    out.push_back(at(k, true));
+  }
+  for (std::int64_t k = total - warm; k < total; ++k) out.push_back(at(k, true));
 }
 
 // Activations held at the peak (§3.5): the forwards a rank has run before its first backward.
 
-in_flight gpipe_held(std::int64_t, std::int64_t, std::int64_t m, std::int64_t) { return {m, m}; }
+in_flight gpipe_held(std::int64_t, std::int64_t, std::int64_t m, std::int64_t, std::int64_t) { return {m, m}; }
 
-in_flight one_f_one_b_held(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t) {
+in_flight one_f_one_b_held(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t, std::int64_t) {
   const std::int64_t n = std::min(p - rank, m);
   return {n, n};
 }
 
-in_flight interleaved_held(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v) {
-  return {std::min(p - rank, m), std::min((p - rank - 1) * 2 + (v - 1) * p + 1, m * v)};
+in_flight interleaved_held(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t group) {
+  const std::int64_t g = group > 0 ? group : p;
+  return {std::min(p - rank, m), std::min((p - rank - 1) * 2 + (v - 1) * g + 1, m * v)};
 }
 
 // Transfers on the critical path of the closed form for uniform stages (§5.4):
@@ -101,7 +118,7 @@ double interleaved_sends(double m, double p, double v) { return m * (2 * v - 1) 
 /// and its fast path. The event simulation is every schedule's fallback and reference.
 struct schedule_row {
   schedule_traits traits;
-  void (*order)(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v, std::vector<op>& out);
+  void (*order)(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t group, std::vector<op>& out);
   double (*closed_form_sends)(double m, double p, double v);
   void (*fast)(const schedule_input& in, schedule_result& r);
 };
@@ -174,9 +191,9 @@ void finish(const schedule_input& in, schedule_result& r) {
 }  // namespace
 
 void detail::build_ops(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v,
-                       std::vector<op>& out) {
+                       std::int64_t group, std::vector<op>& out) {
   out.clear();
-  row_of(kind).order(rank, p, m, v, out);
+  row_of(kind).order(rank, p, m, v, group, out);
 }
 
 void check_schedule(const schedule_input& in) {
@@ -187,10 +204,22 @@ void check_schedule(const schedule_input& in) {
       throw input_error("the interleaved schedule (${parallel.num_layers_per_virtual_stage}) needs "
                         "${parallel.pp} > 1");
     }
-    if (in.num_microbatches % p != 0) {
-      throw input_error("the interleaved schedule needs the number of micro-batches (${training.global_batch_size} / "
-                        "(${training.micro_batch_size} × DP) = " + std::to_string(in.num_microbatches) +
-                        ") to be a multiple of ${parallel.pp} (" + std::to_string(p) + ")");
+    // schedules.py forward_backward_pipelining_with_interleaving: a group of G in [p, m] micro-batches,
+    // and a last group of 0 or at least p (G = p: m a multiple of p).
+    const std::int64_t g = group_of(in), m = in.num_microbatches;
+    if (in.group_size > 0 && (g < p || g > m)) {
+      throw input_error("${parallel.microbatch_group_size} (" + std::to_string(g) + ") must lie between ${parallel.pp} (" +
+                        std::to_string(p) + ") and the micro-batches (" + std::to_string(m) + ") (Megatron's check)");
+    }
+    if (const std::int64_t rest = m % g; rest != 0 && rest < p) {
+      if (in.group_size <= 0) {
+        throw input_error("the interleaved schedule needs the number of micro-batches (${training.global_batch_size} / "
+                          "(${training.micro_batch_size} × DP) = " + std::to_string(m) +
+                          ") to be a multiple of ${parallel.pp} (" + std::to_string(p) + ")");
+      }
+      throw input_error("the micro-batches (" + std::to_string(m) + ") over ${parallel.microbatch_group_size} (" +
+                        std::to_string(g) + ") leave " + std::to_string(rest) + ", fewer than ${parallel.pp} (" +
+                        std::to_string(p) + "): Megatron refuses the dependency bubbles");
     }
   } else if (in.num_chunks != 1) {
     throw input_error("model chunks (${parallel.num_layers_per_virtual_stage}) need the interleaved schedule");
@@ -224,7 +253,8 @@ schedule_result simulate_schedule(const schedule_input& in) {
     return done[static_cast<std::size_t>(((rank * v + c) * m + j) * 2 + (bwd ? 1 : 0))];
   };
   if (ops.size() < static_cast<std::size_t>(p)) ops.resize(static_cast<std::size_t>(p));
-  for (std::int64_t rank = 0; rank < p; ++rank) build_ops(in.kind, rank, p, m, v, ops[static_cast<std::size_t>(rank)]);
+  const std::int64_t group = group_of(in);
+  for (std::int64_t rank = 0; rank < p; ++rank) build_ops(in.kind, rank, p, m, v, group, ops[static_cast<std::size_t>(rank)]);
   next.assign(static_cast<std::size_t>(p), 0);
   free_at.assign(static_cast<std::size_t>(p), 0.0);
   const std::size_t total_ops = static_cast<std::size_t>(2 * p * v * m);
@@ -255,7 +285,7 @@ schedule_result simulate_schedule(const schedule_input& in) {
         const double end = start + work + send;
         at(rank, o.chunk, o.microbatch, o.backward) = end;  // when the input reaches its consumer
         const bool steady =
-            steady_operation(next[ri], ops[ri].size(), warmup_operations(in.kind, rank, p, m, v));
+            steady_operation(next[ri], ops[ri].size(), warmup_operations(in.kind, rank, p, m, v, group));
         free_at[ri] = rank_free_s(in, start + work, send, steady);
         stage_usage& u = r.stages[ri];
         u.busy_s += work;
@@ -281,6 +311,19 @@ schedule_result simulate_schedule(const schedule_input& in) {
 std::string_view to_string(schedule_kind k) { return row_of(k).traits.name; }
 
 const schedule_traits& traits_of(schedule_kind k) { return row_of(k).traits; }
+
+std::int64_t chunk_microbatches_held(std::int64_t chunk, std::int64_t held, std::int64_t p, std::int64_t m,
+                                     std::int64_t v, std::int64_t group) {
+  const std::int64_t g = group > 0 ? group : p;
+  if (g == p && m % p == 0) {
+    // Whole groups of p: chunk c is held ⌊held/(p·v)⌋·p + clamp(held mod p·v − c·p, 0, p) times.
+    const std::int64_t cycle = p * v;
+    return held / cycle * p + std::clamp<std::int64_t>(held % cycle - chunk * p, 0, p);
+  }
+  std::int64_t n = 0;
+  for (std::int64_t k = 0; k < held; ++k) n += schedule_table_entry(k, m, v, g).chunk == chunk ? 1 : 0;
+  return n;
+}
 
 schedule_result closed_form_schedule(const schedule_input& in) {
   check_schedule(in);
@@ -331,7 +374,8 @@ schedule_result run_schedule(const schedule_input& in) {
   // The interleaved count of sends holds while a transfer is short against a chunk's work; with
   // transfers the simulation decides.
   const bool closed = stages_uniform(in) && in.chunk_forward_scale.empty() && in.chunk_backward_scale.empty() &&
-                      (in.kind != schedule_kind::interleaved || in.p2p_s == 0);
+                      (in.kind != schedule_kind::interleaved ||
+                       (in.p2p_s == 0 && group_of(in) == static_cast<std::int64_t>(in.stages.size())));
   if (closed) return closed_form_schedule(in);
   return fast_schedule(in);
 }

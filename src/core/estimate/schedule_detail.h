@@ -17,9 +17,34 @@ struct op {
   std::int64_t microbatch = 0;
 };
 
-/// Rank `rank`'s operations in its schedule's order (Megatron's), into `out` (cleared).
-void build_ops(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v,
+/// Rank `rank`'s operations in its schedule's order (Megatron's), into `out` (cleared); `group` is the
+/// interleaved schedule's micro-batch group (p by default).
+void build_ops(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t group,
                std::vector<op>& out);
+
+/// The interleaved schedule's group of micro-batches per chunk: the input's, or p.
+inline std::int64_t group_of(const schedule_input& in) {
+  return in.group_size > 0 ? in.group_size : static_cast<std::int64_t>(in.stages.size());
+}
+
+/// Megatron's schedule table (schedules.py get_schedule_table): virtual micro-batch k runs forward chunk
+/// `chunk` of micro-batch `microbatch`. Micro-batches go in groups of `group`, each group through every
+/// chunk before the next; the last group holds what is left (m − its start).
+struct table_entry {
+  std::int64_t chunk;
+  std::int64_t microbatch;
+};
+inline table_entry schedule_table_entry(std::int64_t k, std::int64_t m, std::int64_t v, std::int64_t group) {
+  const std::int64_t groups = (m + group - 1) / group;
+  const std::int64_t full = (groups - 1) * group * v;  // virtual micro-batches before the last group
+  if (k < full) {
+    const std::int64_t in_group = k % (group * v);
+    return {in_group / group, k / (group * v) * group + in_group % group};
+  }
+  const std::int64_t last = m - (groups - 1) * group;
+  const std::int64_t r = k - full;
+  return {r / last, (groups - 1) * group + r % last};
+}
 
 /// The work of chunk `c` of rank `r` (§5.4): its rank's mean chunk, scaled where the chunks differ.
 inline double chunk_forward_s(const schedule_input& in, const stage_times& st, std::int64_t r, std::int64_t c) {
@@ -57,10 +82,11 @@ inline double blocked_send_s(const schedule_input& in, double send_s, bool stead
 }
 /// Megatron's warm-up count of rank `rank` (schedules.py get_num_warmup_microbatches): its first W
 /// operations are forwards, its last W backwards; the rest alternate (steady). 1F1B: p − r − 1;
-/// interleaved: 2(p − r − 1) + (v − 1)·p; at most every operation of the direction (m·v).
+/// interleaved: 2(p − r − 1) + (v − 1)·G with G micro-batches a group (p by default); at most every
+/// operation of the direction (m·v).
 inline std::int64_t warmup_operations(schedule_kind kind, std::int64_t rank, std::int64_t p, std::int64_t m,
-                                      std::int64_t v) {
-  const std::int64_t w = kind == schedule_kind::interleaved ? 2 * (p - rank - 1) + (v - 1) * p : p - rank - 1;
+                                      std::int64_t v, std::int64_t group) {
+  const std::int64_t w = kind == schedule_kind::interleaved ? 2 * (p - rank - 1) + (v - 1) * group : p - rank - 1;
   return std::min(w, m * v);
 }
 /// Whether operation `index` of a rank's list (`size` operations, `warmup` of them warm-up forwards and

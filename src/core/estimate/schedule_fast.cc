@@ -278,14 +278,15 @@ std::int64_t skip_periods(std::int64_t p, std::int64_t step, std::int64_t period
 /// each such period the state (each rank's last forward and backward end) is compared with the state a
 /// period earlier; once every component moved by the same λ (to 64 ulp), every later period does (the
 /// period's max-plus map commutes with adding a constant), and whole periods are added as n·λ, as for
-/// 1F1B. Returns false when a warm-up is capped (m = p with p > 2): the caller chases dependencies.
+/// 1F1B. Returns false when a warm-up is capped (m = p with p > 2) or the micro-batch group is not p:
+/// the caller chases dependencies.
 bool interleaved_fast(const schedule_input& in, schedule_result& r) {
   const auto p = static_cast<std::int64_t>(in.stages.size());
   const std::int64_t m = in.num_microbatches;
   const std::int64_t v = in.num_chunks;
   const std::int64_t mv = m * v;
   const std::int64_t w0 = 2 * (p - 1) + (v - 1) * p;
-  if (w0 > mv) return false;
+  if (w0 > mv || group_of(in) != p) return false;  // another group size: the dependency chase
   const double c = in.p2p_s;
   fast_scratch& s = scratch();
   const auto pz = static_cast<std::size_t>(p);
@@ -424,7 +425,8 @@ void chase_schedule(const schedule_input& in, schedule_result& r) {
   fast_scratch& s = scratch();
   done.assign(static_cast<std::size_t>(p * v * m * 2), -1.0);
   if (ops.size() < static_cast<std::size_t>(p)) ops.resize(static_cast<std::size_t>(p));
-  for (std::int64_t rank = 0; rank < p; ++rank) build_ops(in.kind, rank, p, m, v, ops[static_cast<std::size_t>(rank)]);
+  const std::int64_t group = group_of(in);
+  for (std::int64_t rank = 0; rank < p; ++rank) build_ops(in.kind, rank, p, m, v, group, ops[static_cast<std::size_t>(rank)]);
   next.assign(static_cast<std::size_t>(p), 0);
   s.free_at.assign(static_cast<std::size_t>(p), 0.0);
   s.blocked.assign(static_cast<std::size_t>(p), 0.0);
@@ -464,7 +466,7 @@ void chase_schedule(const schedule_input& in, schedule_result& r) {
         const double send = o.backward ? send_bwd(in, rank, o.chunk) : send_fwd(in, rank, o.chunk, p);
         const double finished = std::max(s.free_at[ri], ready) + work;
         done[index(rank, o.chunk, o.microbatch, o.backward)] = finished + send;
-        const bool steady = steady_operation(next[ri], list.size(), warmup_operations(in.kind, rank, p, m, v));
+        const bool steady = steady_operation(next[ri], list.size(), warmup_operations(in.kind, rank, p, m, v, group));
         s.free_at[ri] = rank_free_s(in, finished, send, steady);
         s.blocked[ri] += blocked_send_s(in, send, steady);
         ++next[ri];

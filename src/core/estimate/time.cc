@@ -127,6 +127,7 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   in.kind = kind;
   in.num_microbatches = job.num_microbatches();
   in.num_chunks = kind == schedule_kind::interleaved ? p.vpp : 1;
+  in.group_size = kind == schedule_kind::interleaved ? p.microbatch_group_size : 0;
   in.p2p_s = r.p2p_s;
   // Megatron overlaps the interleaved schedule's transfers with the next chunk (overlap_p2p_comm);
   // arguments.py turns it off without interleaving, and DeepSpeed does not interleave (§5.4).

@@ -386,10 +386,26 @@ void resolve_attention(training_config& t) {
 
 namespace {
 
+/// Megatron's checks on the interleaved schedule's micro-batch groups (schedules.py
+/// forward_backward_pipelining_with_interleaving, §5.4): a group G in [PP, m] (PP unless
+/// --microbatch-group-size-per-virtual-pipeline-stage), and a last group of 0 or at least PP; with G = PP,
+/// m a multiple of PP. Empty when they hold.
 std::string interleaving_microbatch_violation(const job_spec& job) {
-  return std::string("the interleaved schedule needs the number of micro-batches (${training.global_batch_size} / "
-                     "(${training.micro_batch_size} × DP) = " + to_string(job.num_microbatches()) +
-                     ") to be a multiple of ${parallel.pp} (" + to_string(job.parallel.pp) + ")");
+  const std::int64_t m = job.num_microbatches(), pp = job.parallel.pp, given = job.parallel.microbatch_group_size;
+  const std::int64_t g = given > 0 ? given : pp;
+  if (given > 0 && (g < pp || g > m)) {
+    return "${parallel.microbatch_group_size} (" + to_string(g) + ") must lie between ${parallel.pp} (" + to_string(pp) +
+           ") and the micro-batches (" + to_string(m) + ") (Megatron's check)";
+  }
+  const std::int64_t rest = m % g;
+  if (rest == 0 || rest >= pp) return {};
+  if (given <= 0) {
+    return std::string("the interleaved schedule needs the number of micro-batches (${training.global_batch_size} / "
+                       "(${training.micro_batch_size} × DP) = " + to_string(m) +
+                       ") to be a multiple of ${parallel.pp} (" + to_string(pp) + ")");
+  }
+  return "the micro-batches (" + to_string(m) + ") over ${parallel.microbatch_group_size} (" + to_string(g) + ") leave " +
+         to_string(rest) + ", fewer than ${parallel.pp} (" + to_string(pp) + "): Megatron refuses the dependency bubbles";
 }
 
 /// The message of a split that fails (§2.2), from the reason split_layers gives.
@@ -511,7 +527,7 @@ std::string custom_layout_violation(job_spec& job) {
   }
   p.vpp = v;
   p.num_layers_per_virtual_stage = 0;  // not one number: each chunk's own (pipeline_layout)
-  if (p.vpp > 1 && job.num_microbatches() % p.pp != 0) return interleaving_microbatch_violation(job);
+  if (p.vpp > 1) TRAINPLAN_RETURN_VIOLATION(interleaving_microbatch_violation(job));
   return {};
 }
 
@@ -549,7 +565,7 @@ std::string pipeline_violation(job_spec& job) {
                (p.account_loss_in_split ? " + 1 loss" : "") + ") must be divisible by ${parallel.pp} × ${parallel.vpp} (" +
                to_string(p.pp) + " × " + to_string(p.vpp) + ") with " + which + " (Megatron-Core's check)";
       }
-      if (job.num_microbatches() % p.pp != 0) return interleaving_microbatch_violation(job);
+      TRAINPLAN_RETURN_VIOLATION(interleaving_microbatch_violation(job));
       return {};
     }
   }
@@ -566,7 +582,7 @@ std::string pipeline_violation(job_spec& job) {
     p.num_layers_per_virtual_stage = 0;  // not one number: each rank's layers / vpp (pipeline_layout)
     const stage_split split = split_layers(m.num_layers, p, t.framework);
     if (!split.valid) return split_message(job, split);
-    if (p.vpp > 1 && job.num_microbatches() % p.pp != 0) return interleaving_microbatch_violation(job);
+    if (p.vpp > 1) TRAINPLAN_RETURN_VIOLATION(interleaving_microbatch_violation(job));
     return {};
   }
   // Model chunks given as a count (Megatron's --virtual-pipeline-model-parallel-size) become layers per
@@ -583,7 +599,7 @@ std::string pipeline_violation(job_spec& job) {
     TRAINPLAN_RETURN_VIOLATION(divisible(m.num_layers / p.pp, "${model.num_layers} / ${parallel.pp}",
                                          p.num_layers_per_virtual_stage, "${parallel.num_layers_per_virtual_stage}"));
     p.vpp = m.num_layers / p.pp / p.num_layers_per_virtual_stage;
-    if (p.vpp > 1 && job.num_microbatches() % p.pp != 0) return interleaving_microbatch_violation(job);
+    if (p.vpp > 1) TRAINPLAN_RETURN_VIOLATION(interleaving_microbatch_violation(job));
   } else {
     p.vpp = 1;
   }

@@ -499,13 +499,106 @@ TEST(ScheduleTraits, HeldActivationsAreTheForwardsBeforeTheFirstBackward) {
           for (const schedule_event& e : r.events) {
             if (e.stage == rank && !e.backward && e.start_s < first_backward) ++forwards;
           }
-          const in_flight held = traits_of(kind).held(rank, p, m, v);
+          const in_flight held = traits_of(kind).held(rank, p, m, v, 0);
           EXPECT_EQ(held.chunk_microbatches, forwards)
               << to_string(kind) << " p " << p << " m " << m << " rank " << rank;
         }
       }
     }
   }
+}
+
+// Megatron's --microbatch-group-size-per-virtual-pipeline-stage (§5.4, §3.5): the schedule table of
+// schedules.py get_schedule_table, its docstring's own example (PP 2, N 3, M 5, VP 2: chunks
+// 0 0 0 1 1 1 0 0 1 1 for virtual micro-batches 0-9).
+TEST(ScheduleGroups, TheTableIsMegatronsAndHeldActivationsFollowIt) {
+  constexpr std::int64_t kChunks[] = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1};
+  for (std::int64_t held = 0; held <= 10; ++held) {
+    std::int64_t zeros = 0;
+    for (std::int64_t k = 0; k < held; ++k) zeros += kChunks[k] == 0 ? 1 : 0;
+    EXPECT_EQ(chunk_microbatches_held(0, held, 2, 5, 2, 3), zeros) << held;
+    EXPECT_EQ(chunk_microbatches_held(1, held, 2, 5, 2, 3), held - zeros) << held;
+  }
+  // What a rank holds is what it ran forward before its first backward, for groups other than p.
+  for (std::int64_t p : {2, 3, 4}) {
+    for (std::int64_t group : {p, p + 1, 2 * p}) {
+      for (std::int64_t m : {2 * p, 3 * p, 4 * p + 1, 5 * p}) {
+        if (group > m || (m % group != 0 && m % group < p)) continue;
+        schedule_input in;
+        in.kind = schedule_kind::interleaved;
+        in.num_microbatches = m;
+        in.num_chunks = 3;
+        in.group_size = group;
+        in.stages.assign(static_cast<std::size_t>(p), stage_times{1.0, 2.0, 0, 0});
+        in.record_events = true;
+        const schedule_result r = simulate_schedule(in);
+        for (std::int64_t rank = 0; rank < p; ++rank) {
+          double first_backward = 1e300;
+          for (const schedule_event& e : r.events) {
+            if (e.stage == rank && e.backward) first_backward = std::min(first_backward, e.start_s);
+          }
+          std::int64_t forwards = 0;
+          for (const schedule_event& e : r.events) {
+            if (e.stage == rank && !e.backward && e.start_s < first_backward) ++forwards;
+          }
+          EXPECT_EQ(traits_of(schedule_kind::interleaved).held(rank, p, m, 3, group).chunk_microbatches, forwards)
+              << "p " << p << " group " << group << " m " << m << " rank " << rank;
+        }
+      }
+    }
+  }
+}
+
+TEST(ScheduleGroups, TheDependencyChaseAgreesWithTheSimulation) {
+  int cases = 0;
+  for (std::int64_t p : {2, 4}) {
+    for (std::int64_t group : {p + 1, 2 * p}) {
+      for (std::int64_t m : {2 * p, 4 * p, 4 * p + 2}) {
+        if (group > m || (m % group != 0 && m % group < p)) continue;
+        for (int pattern = 0; pattern < 4; ++pattern) {
+          schedule_input in;
+          in.kind = schedule_kind::interleaved;
+          in.num_microbatches = m;
+          in.num_chunks = 2;
+          in.group_size = group;
+          in.stages = stage_pattern(pattern, p, 0.17, 0.51);
+          in.p2p_s = pattern % 2 == 0 ? 0.0 : 0.027;
+          in.overlap_p2p = pattern >= 2;
+          SCOPED_TRACE("p=" + std::to_string(p) + " group=" + std::to_string(group) + " m=" + std::to_string(m) +
+                       " pattern=" + std::to_string(pattern));
+          const schedule_result sim = simulate_schedule(in);
+          expect_same(fast_schedule(in), sim);
+          expect_same(run_schedule(in), sim);
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 20);
+}
+
+TEST(ScheduleGroups, MegatronsChecksNameTheFlag) {
+  auto message = [](schedule_input in) {
+    try {
+      simulate_schedule(in);
+    } catch (const input_error& e) {
+      return cli_message(e);
+    }
+    return std::string("no error");
+  };
+  schedule_input in = uniform(schedule_kind::interleaved, 4, 8, 2, 1.0, 2.0, 0.0);
+  in.group_size = 3;
+  EXPECT_NE(message(in).find("--microbatch-group-size-per-virtual-pipeline-stage (3) must lie between "
+                             "--pipeline-model-parallel-size (4)"),
+            std::string::npos)
+      << message(in);
+  in.group_size = 6;
+  EXPECT_NE(message(in).find("the micro-batches (8) over --microbatch-group-size-per-virtual-pipeline-stage (6) leave 2, "
+                             "fewer than --pipeline-model-parallel-size (4)"),
+            std::string::npos)
+      << message(in);
+  in.group_size = 8;
+  EXPECT_EQ(message(in), "no error");
 }
 
 }  // namespace

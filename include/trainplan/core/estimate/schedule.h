@@ -25,10 +25,15 @@ struct schedule_traits {
   schedule_kind kind;
   std::string_view name;
   bool chunks;  ///< runs v > 1 model chunks per rank
-  /// Activations rank `rank` of `p` holds at its peak with `m` micro-batches of `v` chunks.
-  in_flight (*held)(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v);
+  /// Activations rank `rank` of `p` holds at its peak with `m` micro-batches of `v` chunks, run in
+  /// groups of `group` micro-batches per chunk (interleaved; 0 is p, Megatron's default).
+  in_flight (*held)(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t group);
 };
 const schedule_traits& traits_of(schedule_kind k);
+/// Interleaved (§3.5): of a rank's first `held` virtual micro-batches (forwards), those that run model chunk
+/// `chunk`, in Megatron's schedule table with micro-batch groups of `group` (0: p).
+std::int64_t chunk_microbatches_held(std::int64_t chunk, std::int64_t held, std::int64_t p, std::int64_t m,
+                                     std::int64_t v, std::int64_t group);
 
 /// One pipeline rank's work per micro-batch and model chunk. Seconds.
 struct stage_times {
@@ -49,6 +54,10 @@ struct schedule_input {
   schedule_kind kind = schedule_kind::one_f_one_b;
   std::int64_t num_microbatches = 1;
   std::int64_t num_chunks = 1;       ///< model chunks per rank (interleaved); 1 otherwise
+  /// Interleaved: micro-batches run back to back in one chunk before the next (Megatron's
+  /// --microbatch-group-size-per-virtual-pipeline-stage, schedules.py get_schedule_table); 0 is the
+  /// pipeline size, Megatron's default.
+  std::int64_t group_size = 0;
   std::vector<stage_times> stages;   ///< one per pipeline rank
   /// Interleaved only: chunk c of rank r runs forward_s × chunk_forward_scale[c·p + r] (backward_s ×
   /// chunk_backward_scale[…]); a rank's scales sum to num_chunks, so stages[r] stays its mean chunk.

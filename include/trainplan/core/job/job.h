@@ -129,6 +129,9 @@ struct parallel_config {
   /// --moe-token-dispatcher-type; finalize_job resolves the framework default (Megatron: allgather;
   /// DeepSpeed and FSDP/torchtitan: alltoall).
   moe_dispatcher_kind moe_dispatcher = moe_dispatcher_kind::framework_default;
+  /// Interleaved schedule: micro-batches run back to back in a chunk before the next (Megatron's
+  /// --microbatch-group-size-per-virtual-pipeline-stage); 0 is PP, Megatron's default (§5.4, §3.5).
+  std::int64_t microbatch_group_size = 0;
   moe_flex_backend flex_backend = moe_flex_backend::deepep;  ///< with the flex dispatcher
   /// SMs the flex dispatcher's kernels run on (--moe-flex-dispatcher-num-sms and its deprecated
   /// per-backend spellings); 0: the backend's default. §4.2.5 prices the dispatch at the links' rate,
