@@ -1,8 +1,6 @@
 // Per-GPU memory of every pipeline stage (docs/formulas.md §3).
 #include "trainplan/core/estimate/memory.h"
 
-#include "trainplan/core/estimate/comm.h"
-
 #include <algorithm>
 #include <array>
 #include <cmath>

@@ -473,6 +473,20 @@ namespace {
 
 // ---- the schedule traits table (issue 17) ------------------------------------------------------------
 
+/// The chunk-micro-batches rank `rank` ran forward before its first backward started, in a simulation's
+/// recorded events: what it holds at its peak (§3.5).
+std::int64_t forwards_before_first_backward(const schedule_result& r, std::int64_t rank) {
+  double first_backward = 1e300;
+  for (const schedule_event& e : r.events) {
+    if (e.stage == rank && e.backward) first_backward = std::min(first_backward, e.start_s);
+  }
+  std::int64_t forwards = 0;
+  for (const schedule_event& e : r.events) {
+    if (e.stage == rank && !e.backward && e.start_s < first_backward) ++forwards;
+  }
+  return forwards;
+}
+
 TEST(ScheduleTraits, HeldActivationsAreTheForwardsBeforeTheFirstBackward) {
   // Memory reads `held` (§3.5); the order is the simulation's. For each schedule, rank and size, the
   // chunk-micro-batches a rank has run forward when its first backward starts are what it holds.
@@ -491,14 +505,7 @@ TEST(ScheduleTraits, HeldActivationsAreTheForwardsBeforeTheFirstBackward) {
         in.record_events = true;
         const schedule_result r = simulate_schedule(in);
         for (std::int64_t rank = 0; rank < p; ++rank) {
-          double first_backward = 1e300;
-          for (const schedule_event& e : r.events) {
-            if (e.stage == rank && e.backward) first_backward = std::min(first_backward, e.start_s);
-          }
-          std::int64_t forwards = 0;
-          for (const schedule_event& e : r.events) {
-            if (e.stage == rank && !e.backward && e.start_s < first_backward) ++forwards;
-          }
+          const std::int64_t forwards = forwards_before_first_backward(r, rank);
           const in_flight held = traits_of(kind).held(rank, p, m, v, 0);
           EXPECT_EQ(held.chunk_microbatches, forwards)
               << to_string(kind) << " p " << p << " m " << m << " rank " << rank;
@@ -533,14 +540,7 @@ TEST(ScheduleGroups, TheTableIsMegatronsAndHeldActivationsFollowIt) {
         in.record_events = true;
         const schedule_result r = simulate_schedule(in);
         for (std::int64_t rank = 0; rank < p; ++rank) {
-          double first_backward = 1e300;
-          for (const schedule_event& e : r.events) {
-            if (e.stage == rank && e.backward) first_backward = std::min(first_backward, e.start_s);
-          }
-          std::int64_t forwards = 0;
-          for (const schedule_event& e : r.events) {
-            if (e.stage == rank && !e.backward && e.start_s < first_backward) ++forwards;
-          }
+          const std::int64_t forwards = forwards_before_first_backward(r, rank);
           EXPECT_EQ(traits_of(schedule_kind::interleaved).held(rank, p, m, 3, group).chunk_microbatches, forwards)
               << "p " << p << " group " << group << " m " << m << " rank " << rank;
         }
