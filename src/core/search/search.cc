@@ -3,12 +3,14 @@
 #include "trainplan/core/search/search.h"
 
 #include "search/search_splits.h"
+#include "search/search_arena.h"
 #include "search/search_workers.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <bitset>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -112,6 +114,15 @@ std::vector<int> zero_stages_for(const training_config& base, std::int64_t pp) {
   return out;
 }
 
+/// A group of layouts: the sizes that place the ranks (nodes, TP, CP, PP, EP, ETP, DP), the dispatcher and
+/// the ZeRO stages its layouts try, packed (36 bytes; each size ≤ limits::kMaxGpus = 2^20).
+struct layout_group {
+  std::int32_t num_gpus = 0, num_nodes = 0, tp = 1, cp = 1, pp = 1, ep = 1, etp = 1, dp = 1;
+  moe_dispatcher_kind dispatcher = moe_dispatcher_kind::framework_default;
+  std::uint8_t zero_stages = 0;  ///< bit z set: ZeRO stage z is tried
+  bool tries_zero(int z) const { return (zero_stages >> z & 1) != 0; }
+};
+
 /// A block of layouts before memory and time, packed (16 bytes: a 530B search enumerates 217 thousand
 /// blocks of 1.7 million layouts): its group (nodes, TP, CP, PP, EP, ETP, DP), pipeline split, micro-batch
 /// and SP; its layouts are every recomputation searched × every ZeRO stage of the group. They share the
@@ -146,6 +157,8 @@ struct bound_key {
   std::uint32_t index = 0;
   bool operator<(const bound_key& o) const { return score != o.score ? score < o.score : index < o.index; }
 };
+
+using bound_keys = std::vector<bound_key, detail::huge_page_allocator<bound_key>>;
 
 /// Per-(TP, CP, EP, MBS, SP) dense-layer compute, shared by every layout that differs only in PP, DP,
 /// recomputation or ZeRO (§7.2).
@@ -348,14 +361,23 @@ search_axes axes_of(const job_spec& base, const search_space& s) {
 
 /// The layouts to evaluate, and what the enumeration rejected on the way (for the empty-space message).
 struct enumeration {
-  std::vector<search_candidate> groups;  ///< (nodes, TP, CP, PP, EP, ETP, DP, dispatcher), the rest unset
-  std::vector<std::vector<int>> group_zeros;  ///< the ZeRO stages each group's layouts try
+  std::vector<layout_group> groups;
   std::vector<split_entry> splits;
   std::map<std::tuple<std::int64_t, bool, std::int64_t>, std::pair<std::uint32_t, std::uint32_t>> split_ranges;
-  std::vector<packed_block> blocks;
+  std::vector<packed_block, detail::huge_page_allocator<packed_block>> blocks;
   std::int64_t layouts = 0;  ///< in all the blocks
   search_candidate candidate(const packed_block& p, block_member member) const {
-    search_candidate c = groups[p.group];
+    const layout_group& g = groups[p.group];
+    search_candidate c;
+    c.num_gpus = g.num_gpus;
+    c.num_nodes = g.num_nodes;
+    c.tp = g.tp;
+    c.cp = g.cp;
+    c.pp = g.pp;
+    c.ep = g.ep;
+    c.etp = g.etp;
+    c.dp = g.dp;
+    c.dispatcher = g.dispatcher;
     const split_entry& s = splits[p.split];
     c.first_stage_layers = s.first;
     c.last_stage_layers = s.last;
@@ -383,7 +405,7 @@ std::vector<T> kept_of(const std::vector<T>& all, const std::vector<T>& given, b
 }
 
 /// Micro-batch, chunk, SP, recomputation and ZeRO combinations of one (nodes, TP, CP, PP, EP, DP).
-void enumerate_inner(const job_spec& base, const search_space& s, const search_axes& x, search_candidate c,
+void enumerate_inner(const job_spec& base, const search_space& s, const search_axes& x, layout_group c,
                      enumeration& e, search_result& res) {
   const model_spec& m = base.model;
   const framework_kind fw = base.training.framework;
@@ -437,9 +459,9 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
     }
   }
   const auto group = static_cast<std::uint32_t>(e.groups.size());
+  for (int z : zeros) c.zero_stages = static_cast<std::uint8_t>(c.zero_stages | 1u << z);
   e.groups.push_back(c);
-  e.group_zeros.push_back(zeros);
-  const auto members = static_cast<std::int64_t>(zeros.size() * x.recomputes.size());
+  const auto members = static_cast<std::int64_t>(std::bitset<4>(c.zero_stages).count() * x.recomputes.size());
   const auto per_mbs = static_cast<std::int64_t>(split_count * x.sps.size()) * members;
   for (std::int64_t mbs : mbss) {
     if (gbs % (mbs * c.dp) != 0) {
@@ -479,6 +501,7 @@ enumeration enumerate_layouts(const job_spec& base, const search_space& s, const
   const std::int64_t gpn = base.cluster.gpus_per_node;
   const auto inner = static_cast<std::int64_t>(x.recomputes.size() * x.sps.size() * x.embs.size());
   enumeration e;
+  e.blocks.reserve(detail::huge_page_allocator<packed_block>::kHuge / sizeof(packed_block));  // grows on huge pages
   auto reject = [&](std::int64_t& counter) {
     res.enumerated += inner;
     counter += inner;
@@ -512,19 +535,19 @@ enumeration enumerate_layouts(const job_spec& base, const search_space& s, const
               continue;
             }
             ++e.had_dp_multiple;
-            search_candidate c;
-            c.num_gpus = gpus;
-            c.num_nodes = n;
-            c.tp = tp;
-            c.pp = pp;
-            c.cp = cp;
-            c.ep = ep;
-            c.etp = m.is_moe() ? etp : tp;
+            layout_group c;  // each size ≤ gpus ≤ kMaxGpus (nodes_of)
+            c.num_gpus = static_cast<std::int32_t>(gpus);
+            c.num_nodes = static_cast<std::int32_t>(n);
+            c.tp = static_cast<std::int32_t>(tp);
+            c.pp = static_cast<std::int32_t>(pp);
+            c.cp = static_cast<std::int32_t>(cp);
+            c.ep = static_cast<std::int32_t>(ep);
+            c.etp = static_cast<std::int32_t>(m.is_moe() ? etp : tp);
             c.dispatcher = m.is_moe() && ep > 1 && base.training.framework == framework_kind::megatron &&
                                    base.parallel.moe_dispatcher == moe_dispatcher_kind::framework_default
                                ? moe_dispatcher_kind::alltoall
                                : moe_dispatcher_kind::framework_default;
-            c.dp = dp;
+            c.dp = static_cast<std::int32_t>(dp);
             enumerate_inner(base, s, x, c, e, res);
            }
           }
@@ -626,7 +649,7 @@ double pipeline_lower_bound_s(const unit_time& u, const split_entry& split, std:
 /// forward.attention_s (what selective recomputation redoes).
 const unit_time& bound_layer(const job_spec& base, const enumeration& e, const packed_block& p, job_spec& j,
                              layer_cache& cache) {
-  const search_candidate& g = e.groups[p.group];
+  const layout_group& g = e.groups[p.group];
   const layer_key key{g.tp, g.cp, g.ep, g.etp, p.mbs, p.sp};
   const auto* last = cache.last[p.sp];
   if (last != nullptr && last->first == key) return last->second;
@@ -659,15 +682,15 @@ const unit_time& bound_layer(const job_spec& base, const enumeration& e, const p
 /// The score's lower bound of one layout of a block (§7.2).
 double layout_bound(const job_spec& base, const search_space& s, const enumeration& e, const packed_block& p,
                     const unit_time& u, recompute_choice rc) {
-  const search_candidate& g = e.groups[p.group];
+  const layout_group& g = e.groups[p.group];
   const double micro = static_cast<double>(base.training.global_batch_size / (p.mbs * g.dp));
   return score_of(s, pipeline_lower_bound_s(u, e.splits[p.split], g.pp, rc, micro), g.num_gpus);
 }
 
 /// Each block's key: the least lower bound of its layouts (§7.2), over the recomputations searched.
-std::vector<bound_key> bound_blocks(const job_spec& base, const search_space& s, const search_axes& x,
+bound_keys bound_blocks(const job_spec& base, const search_space& s, const search_axes& x,
                                     const enumeration& e, worker_pool& pool) {
-  std::vector<bound_key> keys(e.blocks.size());
+  bound_keys keys(e.blocks.size());
   pool.run(e.blocks.size(), [&](std::size_t i, job_spec& j, layer_cache& cache) {
     const packed_block& p = e.blocks[i];
     const unit_time& u = bound_layer(base, e, p, j, cache);
@@ -780,7 +803,7 @@ fate evaluate_one(const job_spec& base, const search_space& s, search_candidate&
 /// layout (each layout's own bound, with its recomputation); the round after the bound passed the
 /// threshold is never started (the threshold only falls, the keys only rise).
 void evaluate_bounded(const job_spec& base, const search_space& s, const search_axes& x, const enumeration& e,
-                      std::vector<bound_key>& keys, worker_pool& pool, search_result& res) {
+                      bound_keys& keys, worker_pool& pool, search_result& res) {
   const double capacity = static_cast<double>(base.cluster.gpu.usable_memory_bytes);
   const double need_headroom = std::max(s.min_headroom_bytes, s.min_headroom_fraction * capacity);
   top_k_threshold best(static_cast<std::size_t>(std::max<std::int64_t>(1, s.top_k)));
@@ -804,7 +827,8 @@ void evaluate_bounded(const job_spec& base, const search_space& s, const search_
       for (recompute_choice rc : x.recomputes) {
         const double bound = layout_bound(base, s, e, p, u, rc);
         if (!s.exhaustive && bound > best.threshold()) continue;
-        for (int z : e.group_zeros[p.group]) {
+        for (int z = 0; z < 4; ++z) {
+          if (!e.groups[p.group].tries_zero(z)) continue;
           search_candidate c = e.candidate(p, {rc, z});
           c.lower_bound_s = s.rank == rank_kind::cost ? bound / static_cast<double>(c.num_gpus) : bound;
           const fate f = evaluate_one(base, s, c, p, e.splits[p.split].stage_layers, placements, cache, j, capacity,
@@ -875,7 +899,7 @@ search_result run_search(const job_spec& base_in, const search_space& s, const s
   const auto total_work = static_cast<std::int64_t>(e.blocks.size()) * 2;  // the pool's items: blocks, twice
   worker_pool pool(base, threads, total_work, progress);
   // Best bound first: once a layout's bound exceeds the K-th best score, it cannot enter the top K.
-  std::vector<bound_key> keys = bound_blocks(base, s, axes, e, pool);
+  bound_keys keys = bound_blocks(base, s, axes, e, pool);
   evaluate_bounded(base, s, axes, e, keys, pool, res);
   rank_results(base, s, e.layouts, res);
   res.elapsed_s = std::chrono::duration<double>(clock_type::now() - t0).count();
