@@ -1080,6 +1080,14 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
   }
   derive_world_size(b);
   finalize_job(job);
+  // Megatron-Core reads the micro-batch group only in the interleaved schedule (schedules.py,
+  // forward_backward_pipelining_with_interleaving; get_pp_rank_microbatches): without VPP it changes nothing.
+  if (job.parallel.vpp <= 1 && job.parallel.microbatch_group_size > 0) {
+    b.ignored.push_back(fmt::format("--microbatch-group-size-per-virtual-pipeline-stage {} (no interleaving: "
+                                    "only the interleaved schedule groups micro-batches)",
+                                    job.parallel.microbatch_group_size));
+    job.parallel.microbatch_group_size = 0;
+  }
   out.job = std::move(job);
   out.ignored_flags = std::move(b.ignored);
   return out;

@@ -525,6 +525,11 @@ TEST(ArgsLaunchLine, MegatronCiConfigsAreReadAsMegatronReadsThem) {
   EXPECT_NEAR(by_8.stages[3].activations_bytes - a.activations_bytes,
               8 * (a.activations_per_microbatch_bytes / static_cast<double>(a.num_layers)), 1e-6 * a.activations_bytes);
   EXPECT_GT(estimate_time(parse(concat(grouped, {"--microbatch-group-size-per-virtual-pipeline-stage", "8"})).job).iteration_s, 0);
+  // Without interleaving the group changes nothing, and the answer says so.
+  const parsed_job ungrouped =
+      parse(concat(gpt, {"--pp", "4", "--gbs", "64", "--mbs", "4", "--microbatch-group-size-per-virtual-pipeline-stage", "8"}));
+  EXPECT_EQ(ungrouped.job.parallel.microbatch_group_size, 0);
+  EXPECT_THAT(ungrouped.ignored_flags, ::testing::Contains(HasSubstr("--microbatch-group-size-per-virtual-pipeline-stage 8 (no interleaving")));
   // Megatron's other optimizers are refused by name.
   EXPECT_EQ(error_of(concat(gpt, {"--optimizer", "muon"})),
             "--optimizer muon would change the optimizer's states and step (Megatron-LM's choice), which trainplan "
