@@ -176,6 +176,8 @@ class Job:
         use_mcore_models: Optional[bool] = ...,
         norm_kernel: Union[str, os.PathLike[str], None] = ...,
         cross_entropy_loss_fusion: Optional[bool] = ...,
+        cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
+        te_cross_entropy_fp32_gradient: Optional[bool] = ...,
         bias_swiglu_fusion: Optional[bool] = ...,
         no_bias_swiglu_fusion: Optional[bool] = ...,
         recompute_granularity: Union[str, os.PathLike[str], None] = ...,
@@ -358,6 +360,8 @@ class Job:
         use_mcore_models: Megatron-Core models (the default; §3.4)
         norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
         cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
+        cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
+        te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
         bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
         no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
         recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
@@ -584,6 +588,8 @@ def search(*,
     use_mcore_models: Optional[bool] = ...,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
+    cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
+    te_cross_entropy_fp32_gradient: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
@@ -774,6 +780,8 @@ def search(*,
     use_mcore_models: Megatron-Core models (the default; §3.4)
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
+    cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
+    te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
@@ -990,6 +998,8 @@ def shapes(*,
     use_mcore_models: Optional[bool] = ...,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
+    cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
+    te_cross_entropy_fp32_gradient: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
@@ -1187,6 +1197,8 @@ def shapes(*,
     use_mcore_models: Megatron-Core models (the default; §3.4)
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
+    cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
+    te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
@@ -1398,6 +1410,8 @@ def plan(job: Optional[Job] = ..., *,
     use_mcore_models: Optional[bool] = ...,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
+    cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
+    te_cross_entropy_fp32_gradient: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     recompute_granularity: Union[str, os.PathLike[str], None] = ...,
@@ -1596,6 +1610,8 @@ def plan(job: Optional[Job] = ..., *,
     use_mcore_models: Megatron-Core models (the default; §3.4)
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
+    cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
+    te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)

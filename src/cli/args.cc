@@ -138,7 +138,6 @@ struct conditional_flag {
 constexpr conditional_flag kConditionalFlags[] = {
     {"--moe-expert-parallel-size", "1", "Megatron-DeepSpeed's expert parallelism (DeepSpeed-MoE)"},
     {"--checkpoint-num-layers", "1", "how many layers Megatron-DeepSpeed checkpoints as one chunk"},
-    {"--cross-entropy-fusion-impl", "native", "the loss's kernels (Transformer Engine's, not the native fused ones)"},
 };
 
 /// Transformer Engine userbuffer tuning (Megatron-Core model_parallel_config.py: "Don't care if
@@ -1080,6 +1079,17 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
   }
   derive_world_size(b);
   finalize_job(job);
+  // Megatron-Core reads the loss's implementation only for its fused loss (language_module.py
+  // compute_language_model_loss), and the Transformer Engine version only matters with TE's.
+  using ce_impl = training_config::cross_entropy_impl;
+  if (job.training.cross_entropy_fusion_impl == ce_impl::te && !job.training.cross_entropy_fusion) {
+    b.ignored.push_back("--cross-entropy-fusion-impl te (read with --cross-entropy-loss-fusion alone)");
+    job.training.cross_entropy_fusion_impl = ce_impl::native;
+  }
+  if (job.training.te_cross_entropy_fp32_gradient && job.training.cross_entropy_fusion_impl != ce_impl::te) {
+    b.ignored.push_back("--te-cross-entropy-fp32-gradient (read with --cross-entropy-fusion-impl te alone)");
+    job.training.te_cross_entropy_fp32_gradient = false;
+  }
   // Megatron-Core reads the micro-batch group only in the interleaved schedule (schedules.py,
   // forward_backward_pipelining_with_interleaving; get_pp_rank_microbatches): without VPP it changes nothing.
   if (job.parallel.vpp <= 1 && job.parallel.microbatch_group_size > 0) {

@@ -647,6 +647,17 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--cross-entropy-loss-fusion", "", "training",
                       "Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)",
                       SWITCH(b.job.training.cross_entropy_fusion = true)));
+    t.push_back(value("--cross-entropy-fusion-impl", "", "KIND", "native", "training",
+                      "the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te "
+                      "(Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        using ce = training_config::cross_entropy_impl;
+                        b.job.training.cross_entropy_fusion_impl = parse_enum<ce>(v, f, {{"native", ce::native}, {"te", ce::te}});
+                      }, "training.cross_entropy_fusion_impl")));
+    t.push_back(swtch("--te-cross-entropy-fp32-gradient", "", "training",
+                      "with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose "
+                      "loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)",
+                      SWITCH(b.job.training.te_cross_entropy_fp32_gradient = true)));
     // Megatron-LM's --no-bias-swiglu-fusion is store_false into bias_swiglu_fusion: fused unless turned off,
     // in Megatron-Core's MLP (bias_activation_fusion); legacy models and the other frameworks run it unfused.
     auto swiglu_fusion = [](bool fused) {

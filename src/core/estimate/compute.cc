@@ -758,10 +758,12 @@ unit_time output_compute(const job_spec& job, const compute_efficiency& e) {
   if (m.final_norm) add_memory(gpu, e, 2 * 2 * eb * static_cast<double>(tokens) * m.hidden_size, 1, u);
   add_gemm(gpu, e, d, {tokens, vocab, m.hidden_size}, u, &pass_time::gemm_s);
   // Cross-entropy (§5.3): the framework's kernels over the logits, by the bytes each moves.
-  const cross_entropy_kernels& ce = cross_entropy_of(job.training.framework, job.training.cross_entropy_fusion);
+  const cross_entropy_kernels& ce = cross_entropy_of(job.training);
   const double elems = static_cast<double>(tokens) * static_cast<double>(vocab);
-  u.forward.memory_s += memory_time_s(gpu, e, elems * (eb + ce.forward_fp32_bytes), ce.forward_kernels);
-  u.backward.memory_s += memory_time_s(gpu, e, elems * (eb + ce.backward_fp32_bytes), ce.backward_kernels);
+  u.forward.memory_s +=
+      memory_time_s(gpu, e, elems * (eb * (1 + ce.forward_extra_16bit) + ce.forward_fp32_bytes), ce.forward_kernels);
+  u.backward.memory_s +=
+      memory_time_s(gpu, e, elems * (eb * (1 + ce.backward_extra_16bit) + ce.backward_fp32_bytes), ce.backward_kernels);
   return u;
 }
 

@@ -483,8 +483,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
                                 (kind_act[last_kind] + (2 + 2 + 2) * e * h * tokens / rep);
         // §3.6: the logits (e·V/t) and the loss's fp32 buffers, as the framework runs it: the forward's
         // peak, the backward's, or the cast of the fp32 gradient back to the logits' dtype (4 + e).
-        const cross_entropy_kernels& ce = cross_entropy_of(tr.framework, tr.cross_entropy_fusion);
-        loss_transient = std::max({e + ce.buffer_fp32_bytes, ce.backward_peak_fp32_bytes, 4 + e}) * vocab_shard * tokens;
+        const cross_entropy_kernels& ce = cross_entropy_of(tr);
+        loss_transient = std::max({e + ce.buffer_fp32_bytes, ce.backward_peak_fp32_bytes, ce.fp32_gradient ? 4 + e : 0.0}) *
+                         vocab_shard * tokens;
       }
       // Backward working tensors: the activation gradient in and out of a layer, and the largest
       // intermediate gradient (the gated fc1 output).

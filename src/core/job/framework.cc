@@ -1,6 +1,8 @@
 // The frameworks' tables (include/trainplan/core/job/framework.h; docs/formulas.md §3.1-§3.3, §4.2.4).
 #include "trainplan/core/job/framework.h"
 
+#include "trainplan/core/job/job.h"
+
 #include "trainplan/core/base/checked.h"
 
 namespace trainplan {
@@ -134,18 +136,37 @@ namespace {
 //   first, "need to free to before bwd to avoid peaking memory") log_softmax's backward holds its saved
 //   output, the gradient nll_loss hands it and its own: 12 fp32 bytes. Megatron's backward works in place
 //   on the saved softmax: 4.
-constexpr std::array<cross_entropy_kernels, 4> kCrossEntropy = {{
+// - Transformer Engine's parallel_cross_entropy (--cross-entropy-fusion-impl te; Megatron-Core
+//   extensions/transformer_engine.py te_parallel_cross_entropy; transformer_engine/pytorch/cross_entropy.py
+//   CrossEntropyFunction and triton/cross_entropy.py): online_softmax_kernel reads the logits (e) for each
+//   row's max, sum and target logit, cross_entropy_kernel reads them again and writes the gradient. Until
+//   TE's #3193 (2026-07-09, "Fix the numerical issue with the Fused CE loss") it writes it into the logits
+//   in place (e): 3e in 2 kernels, nothing beside the logits, and the logits are the gradient autograd
+//   gets (no cast); the backward's element_mul_kernel scales it in place (e + e, 1 kernel; skipped only
+//   for a scalar 1.0, and Megatron hands it a per-token tensor). From #3193 the gradient is a new fp32
+//   tensor: 2e + 4 in 2, 4 beside the logits; element_mul on it (4 + 4) and autograd's cast back (4 + e):
+//   e + 12 in 2, as Megatron's own.
+constexpr std::array<cross_entropy_kernels, 6> kCrossEntropy = {{
     {"Megatron vocab_parallel_cross_entropy", 36, 6, 12, 2, 4, 4},
     {"Megatron fused_vocab_parallel_cross_entropy", 20, 3, 4, 1, 4, 4},
     {"Megatron-DeepSpeed vocab_parallel_cross_entropy", 36, 6, 12, 2, 4, 4},
     {"PyTorch F.cross_entropy (fp32)", 20, 2, 20, 4, 8, 12},
+    {"Transformer Engine parallel_cross_entropy (gradient in place)", 0, 2, 0, 1, 0, 0, 2, 1, false},
+    {"Transformer Engine parallel_cross_entropy (fp32 gradient)", 4, 2, 12, 2, 4, 4, 1, 0, true},
 }};
 
 }  // namespace
 
-const cross_entropy_kernels& cross_entropy_of(framework_kind framework, bool fused) {
-  switch (framework) {
-    case framework_kind::megatron: return kCrossEntropy[fused ? 1 : 0];
+const cross_entropy_kernels& cross_entropy_of(const training_config& t) {
+  using impl = training_config::cross_entropy_impl;
+  switch (t.framework) {
+    case framework_kind::megatron:
+      if (!t.cross_entropy_fusion) return kCrossEntropy[0];
+      switch (t.cross_entropy_fusion_impl) {
+        case impl::native: return kCrossEntropy[1];
+        case impl::te: return kCrossEntropy[t.te_cross_entropy_fp32_gradient ? 5 : 4];
+      }
+      return kCrossEntropy[1];
     case framework_kind::deepspeed: return kCrossEntropy[2];
     case framework_kind::fsdp: return kCrossEntropy[3];
   }

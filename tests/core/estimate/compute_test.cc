@@ -2,6 +2,7 @@
 #include "trainplan/cli/cli.h"
 #include "trainplan/core/estimate/compute.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdint>
 
 #include "trainplan/cli/args.h"
+#include "trainplan/core/estimate/memory.h"
 #include "trainplan/core/estimate/time.h"
 
 namespace trainplan {
@@ -319,19 +321,64 @@ TEST(ComputeLoss, TheFrameworksKernelsByTheBytesTheyMove) {
               16 * elems * per_byte + 3 * e.kernel_overhead_s, 1e-12);
   EXPECT_NEAR(unfused.output.backward.memory_s - fused.output.backward.memory_s,
               8 * elems * per_byte + 1 * e.kernel_overhead_s, 1e-12);
-  EXPECT_EQ(cross_entropy_of(framework_kind::megatron, false).buffer_fp32_bytes, 4);
-  EXPECT_EQ(cross_entropy_of(framework_kind::fsdp, false).buffer_fp32_bytes, 8);
+  training_config megatron, fsdp;
+  fsdp.framework = framework_kind::fsdp;
+  EXPECT_EQ(cross_entropy_of(megatron).buffer_fp32_bytes, 4);
+  EXPECT_EQ(cross_entropy_of(fsdp).buffer_fp32_bytes, 8);
   // The backward's peak (§3.6): log_softmax's saved output, nll_loss's gradient and its own (torchtitan),
   // Megatron's in-place gradient.
-  EXPECT_EQ(cross_entropy_of(framework_kind::fsdp, false).backward_peak_fp32_bytes, 12);
-  EXPECT_EQ(cross_entropy_of(framework_kind::megatron, false).backward_peak_fp32_bytes, 4);
-  // Megatron's fused loss is Megatron's; Transformer Engine's implementation is refused by name.
+  EXPECT_EQ(cross_entropy_of(fsdp).backward_peak_fp32_bytes, 12);
+  EXPECT_EQ(cross_entropy_of(megatron).backward_peak_fp32_bytes, 4);
+  // Megatron's fused loss is Megatron's.
   EXPECT_THROW(parse_job_args({"--model", "llama3-8b", "--num-gpus", "8", "--framework", "fsdp", "--zero-stage", "3",
                                "--cross-entropy-loss-fusion"}),
                input_error);
+  // Transformer Engine's parallel_cross_entropy (--cross-entropy-fusion-impl te): two passes over the bf16
+  // logits and the gradient written into them, 3e = 6 bytes in 2 kernels against the native fused loss's
+  // e + 20 = 22 in 3; its backward scales that gradient in place, 2e = 4 against e + 4 = 6, one kernel each.
   std::vector<std::string> te = fused_args;
   te.insert(te.end(), {"--cross-entropy-fusion-impl", "te"});
-  EXPECT_THROW(parse_job_args(te), input_error);
+  const compute_report by_te = estimate_compute(parse_job_args(te).job);
+  EXPECT_NEAR(fused.output.forward.memory_s - by_te.output.forward.memory_s,
+              16 * elems * per_byte + 1 * e.kernel_overhead_s, 1e-12);
+  EXPECT_NEAR(fused.output.backward.memory_s - by_te.output.backward.memory_s, 2 * elems * per_byte, 1e-12);
+  // From Transformer Engine's #3193 the gradient is an fp32 tensor: 2e + 4 = 8 bytes forward, e + 12 = 14
+  // backward in 2 kernels (element_mul on it, autograd's cast back).
+  te.push_back("--te-cross-entropy-fp32-gradient");
+  const compute_report by_te_fp32 = estimate_compute(parse_job_args(te).job);
+  EXPECT_NEAR(by_te_fp32.output.forward.memory_s - by_te.output.forward.memory_s, 2 * elems * per_byte, 1e-12);
+  EXPECT_NEAR(by_te_fp32.output.backward.memory_s - by_te.output.backward.memory_s,
+              10 * elems * per_byte + 1 * e.kernel_overhead_s, 1e-12);
+}
+
+// §3.6: the loss's transient at the last stage. GPT-OSS 120B as Megatron-Bridge's B200 recipe runs it
+// (TP 1, MBS 4 × 4,096 tokens, 201,088 logits each): Megatron's fused loss holds an fp32 buffer beside the
+// bf16 logits, e + 4 = 6 bytes per logit (18.4 GiB); Transformer Engine's writes the gradient into the
+// logits, e = 2 (6.1 GiB); from TE's #3193 the fp32 gradient is back (e + 4). Here the loss is the stage's
+// largest transient, so it is the transient.
+TEST(MemoryLoss, TransformerEnginesCrossEntropyKeepsOnlyTheLogits) {
+  const std::vector<std::string> oss = {"--model", "gpt-oss-120b", "--cluster", "dgx-b200", "--num-gpus", "64",
+                                        "--ep", "8", "--mbs", "4", "--gbs", "1280", "--seq-length", "4096", "--bf16",
+                                        "--use-distributed-optimizer", "--cross-entropy-loss-fusion"};
+  auto transient = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = oss;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return estimate_memory(parse_job_args(args).job).stages.back().transient_bytes;
+  };
+  const double logits = 4.0 * 4096 * 201088;
+  EXPECT_DOUBLE_EQ(transient({}), 6 * logits);
+  EXPECT_DOUBLE_EQ(transient({"--cross-entropy-fusion-impl", "te"}), 2 * logits);
+  EXPECT_DOUBLE_EQ(transient({"--cross-entropy-fusion-impl", "te", "--te-cross-entropy-fp32-gradient"}), 6 * logits);
+  // Megatron reads the implementation only for its fused loss, and the TE version only for TE's: else listed.
+  const parsed_job unfused = parse_job_args({"--model", "llama3-8b", "--num-gpus", "8", "--cross-entropy-fusion-impl", "te"});
+  EXPECT_EQ(unfused.job.training.cross_entropy_fusion_impl, training_config::cross_entropy_impl::native);
+  EXPECT_THAT(unfused.ignored_flags,
+              ::testing::Contains("--cross-entropy-fusion-impl te (read with --cross-entropy-loss-fusion alone)"));
+  EXPECT_THAT(parse_job_args({"--model", "llama3-8b", "--num-gpus", "8", "--te-cross-entropy-fp32-gradient"}).ignored_flags,
+              ::testing::Contains("--te-cross-entropy-fp32-gradient (read with --cross-entropy-fusion-impl te alone)"));
+  EXPECT_THROW(parse_job_args({"--model", "llama3-8b", "--num-gpus", "8", "--cross-entropy-loss-fusion",
+                               "--cross-entropy-fusion-impl", "triton"}),
+               input_error);
 }
 
 }  // namespace

@@ -14,6 +14,8 @@ namespace trainplan {
 enum class framework_kind { megatron, deepspeed, fsdp };
 std::string_view to_string(framework_kind k);
 
+struct training_config;  // job.h
+
 /// What a pipeline stage does with the output it sent to the next stage, until that micro-batch's
 /// backward (§3.5): Megatron frees its storage after the send (deallocate_output_tensor), DeepSpeed's
 /// pipeline engine keeps it partitioned over the TP group, torch.distributed.pipelining keeps it as it was
@@ -58,9 +60,15 @@ struct cross_entropy_kernels {
   double buffer_fp32_bytes;     ///< per element at the forward's peak, beside the 16-bit logits
   /// Per element at the backward's peak, the 16-bit logits freed by then (fp32 tensors alive together).
   double backward_peak_fp32_bytes;
+  /// 16-bit accesses per element beyond the forward's one read and the backward's one write (a kernel that
+  /// reads the logits twice, or writes the gradient into them).
+  double forward_extra_16bit = 0, backward_extra_16bit = 0;
+  /// The loss hands autograd an fp32 gradient, cast back to the logits' dtype (4 + e at once).
+  bool fp32_gradient = true;
 };
-/// The row a job runs: Megatron's fused loss with --cross-entropy-loss-fusion, else the framework's own.
-const cross_entropy_kernels& cross_entropy_of(framework_kind framework, bool fused);
+/// The row a job runs: Megatron's fused loss with --cross-entropy-loss-fusion (native or Transformer
+/// Engine's, --cross-entropy-fusion-impl), else the framework's own.
+const cross_entropy_kernels& cross_entropy_of(const training_config& t);
 
 // ---- a layer's memory-bound kernels (§5.3) -------------------------------------------------------
 

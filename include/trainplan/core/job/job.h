@@ -192,6 +192,12 @@ struct training_config {
   bool swiglu_fusion_set = false;     ///< --bias-swiglu-fusion or --no-bias-swiglu-fusion given
   /// Megatron's --cross-entropy-loss-fusion: the loss's kernels fused by torch.compile (§5.3).
   bool cross_entropy_fusion = false;
+  /// Megatron-Core's --cross-entropy-fusion-impl, read with the fused loss only: its own kernels (native) or
+  /// Transformer Engine's parallel_cross_entropy (te) (§3.6, §5.3).
+  enum class cross_entropy_impl { native, te } cross_entropy_fusion_impl = cross_entropy_impl::native;
+  /// --te-cross-entropy-fp32-gradient: Transformer Engine from its #3193 (2026-07-09) on, whose loss writes
+  /// the gradient into a new fp32 tensor; before it, into the logits in place (trainplan's default).
+  bool te_cross_entropy_fp32_gradient = false;
   /// --norm-kernel: an RMSNorm's kernels, the framework's (layer_kernels_of), one fused kernel
   /// (torchtitan's fused_rmsnorm) or PyTorch eager ops (§5.3).
   enum class norm_kernel { framework_default, fused, eager } rmsnorm_kernel = norm_kernel::framework_default;
