@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "config_keys.h"
+#include "megatron_core_defaults.h"
 #include "trainplan/cli/args.h"
 #include "trainplan/core/base/document.h"
 #include "trainplan/core/base/error.h"
@@ -192,31 +193,6 @@ constexpr std::array kKeys = {
 
 const br_key* find_key(std::string_view path) { return find_row<kKeys>(path); }
 
-/// Megatron-Core's literal defaults (tools/megatron_core_defaults.py).
-struct core_default {
-  std::string_view section, field, json_text;
-};
-constexpr core_default kCoreDefaults[] = {
-#include "megatron_core_defaults.inc"
-};
-
-/// Megatron-Core's default of the field `key` ("model.fp8"), or null when it has no literal one.
-const json* core_default_of(std::string_view key) {
-  struct table {
-    std::vector<std::string> keys;  ///< "section.field", owned here: the index's views point into it
-    std::unordered_map<std::string_view, json> index;
-  };
-  static const table t = [] {
-    table r;
-    r.keys.reserve(std::size(kCoreDefaults));
-    for (const core_default& d : kCoreDefaults) r.keys.push_back(fmt::format("{}.{}", d.section, d.field));
-    for (std::size_t i = 0; i < r.keys.size(); ++i) r.index.emplace(r.keys[i], json::parse(kCoreDefaults[i].json_text));
-    return r;
-  }();
-  const auto it = t.index.find(key);
-  return it == t.index.end() ? nullptr : &it->second;
-}
-
 /// Field prefixes that change no estimate: RoPE scaling, initialisation, µP's multipliers, inference.
 constexpr std::array<std::string_view, 10> kIgnoredPrefixes = {
     "model.yarn_", "model.rope_", "model.mscale", "model.beta_fast", "model.beta_slow",
@@ -268,15 +244,10 @@ bool falsy(const json& v) {
          (v.is_string() && v.get<std::string>().empty()) || (v.is_array() && v.empty());
 }
 
-bool same_value(const json& a, const json& b) {
-  if (a.is_number() && b.is_number()) return a.get<double>() == b.get<double>();
-  return a == b;
-}
-
 /// Whether `section.field` holds Megatron-Core's default (off, for a field without a literal one).
 bool at_default(const std::string& key, const br_value& v) {
-  const json* def = core_default_of(key);
-  return def != nullptr ? same_value(*def, v.v) || (falsy(*def) && falsy(v.v)) : falsy(v.v);
+  const json* def = megatron_core_default_of(key);
+  return def != nullptr ? same_config_value(*def, v.v) || (falsy(*def) && falsy(v.v)) : falsy(v.v);
 }
 
 class reader {
@@ -454,7 +425,7 @@ void reader::apply_mixed_precision() {
     for (const std::string_view target : kFieldSections) {
       // hasattr(config, field): a field the dump writes, or one of the dataclass's.
       const std::string key = fmt::format("{}.{}", target, field);
-      if (values_.contains(key) || core_default_of(key) != nullptr) put(key) = v;
+      if (values_.contains(key) || megatron_core_default_of(key) != nullptr) put(key) = v;
     }
   }
   for (const auto& [field, v] : fields) done("mixed_precision." + field);
@@ -708,7 +679,7 @@ void reader::parallel_and_batch() {
   if (boolean("dist.use_torch_fsdp2", false)) fail(*find("dist.use_torch_fsdp2"), "PyTorch FSDP2 under Megatron-Bridge is not modelled");
   done("dist.use_torch_fsdp2");
   if (const br_value* s = find("dataset.sequence_length"); s != nullptr && !s->v.is_null()) {
-    if (const br_value* m = find("model.seq_length"); m != nullptr && !same_value(m->v, s->v)) {
+    if (const br_value* m = find("model.seq_length"); m != nullptr && !same_config_value(m->v, s->v)) {
       fail(*s, fmt::format("samples of {} tokens for a model of seq_length {}: trainplan plans one sequence length",
                            s->text, m->text));
     }
@@ -861,8 +832,8 @@ void reader::one_field(const std::string& key, const br_value& v) {
     if (v.v.is_object()) fail(v, fmt::format("expected a value for {}, got a mapping", on));
     return add(v, {on, v.text});
   }
-  const json* def = core_default_of(key);
-  if (def != nullptr ? same_value(*def, v.v) : (v.v.is_null() || falsy(v.v))) return;  // at Megatron-Core's default, or off
+  const json* def = megatron_core_default_of(key);
+  if (def != nullptr ? same_config_value(*def, v.v) : (v.v.is_null() || falsy(v.v))) return;  // at Megatron-Core's default, or off
   if (v.v.is_null()) return;  // unset: the dataclass's own default applies
   const auto [c_no, c_disable] = off();
   if (c_on == flag_class::ignored || c_no == flag_class::ignored || c_disable == flag_class::ignored) {

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "config_keys.h"
+#include "megatron_core_defaults.h"
 #include "trainplan/cli/args.h"
 #include "trainplan/core/base/document.h"
 #include "trainplan/core/base/error.h"
@@ -299,6 +300,13 @@ constexpr std::array kKeys = {
     nm_key{"model.optim.check_for_nan_in_grad", nm_role::ignored, "", "", ""},
     nm_key{"model.optim.average_in_collective", nm_role::ignored, "", "", ""},
     nm_key{"model.optim.align_param_gather", nm_role::ignored, "", "", ""},
+    // Apex DistributedFusedAdam's options as NeMo passes them (nemo/core/optim/distributed_adam.py): the
+    // optimizer's NCCL user buffers change its collectives; a lock's timeout changes nothing.
+    nm_key{"model.optim.nccl_ub", nm_role::refused_if_on, "", "", "the optimizer's collectives (NCCL user buffers)"},
+    nm_key{"model.optim.lock_timeout", nm_role::ignored, "", "", ""},
+    // NeMo-Framework-Launcher's environment of the job (NVTE_*, NCCL_*, CUDA_* variables): kernels,
+    // algorithms and SM margins.
+    nm_key{"env_vars", nm_role::refused_if_on, "", "", "the job's environment (Transformer Engine, NCCL and CUDA settings)"},
 };
 
 const nm_key* find_key(std::string_view path) { return find_row<kKeys>(path); }
@@ -379,6 +387,10 @@ class reader {
       ignored_.push_back(o.key + "=" + o.value);
       return;
     }
+    if (const nm_key* refused = refused_section(o.key); k == nullptr && refused != nullptr) {
+      throw input_error(literal_text(fmt::format("launch line: {}={}: {} would change {}, which trainplan does not model",
+                                                 o.key, o.value, refused->path, refused->what)));
+    }
     if (k == nullptr && !passes_through(o.key)) {
       throw input_error(literal_text(fmt::format("launch line: {}={}: not a NeMo setting trainplan knows; if it changes "
                                                  "no estimate, tell us and we will list it",
@@ -408,6 +420,14 @@ class reader {
   static bool open_section(const std::string& path) {
     const nm_key* p = find_key(parent_of(path));
     return p != nullptr && p->role == nm_role::section_open;
+  }
+  /// The mapping above `path` that is refused when set (env_vars), or null.
+  static const nm_key* refused_section(const std::string& path) {
+    for (std::size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1)) {
+      const nm_key* k = find_key(path.substr(0, dot));
+      if (k != nullptr && k->role == nm_role::refused_if_on) return k;
+    }
+    return nullptr;
   }
   static bool under_ignored_section(const std::string& path) {
     for (std::size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1)) {
@@ -670,6 +690,10 @@ void reader::passthrough() {
     const nm_value* r = find(key);
     if (r->v.is_null() || (r->v.is_boolean() && !r->v.get<bool>())) {
       ignore(key, "off");
+      continue;
+    }
+    if (const json* def = megatron_core_default_of(key); def != nullptr && same_config_value(*def, r->v)) {
+      ignore(key, "Megatron-Core's default");
       continue;
     }
     if (classify_flag(flag) == flag_class::unknown) {

@@ -31,6 +31,14 @@ constexpr std::array kKnownTokenizers = {
     known_tokenizer{"llama3", 128256, "Llama 3's tiktoken tokenizer (128,000 + 256 special)"},
     known_tokenizer{"mistral-7b-v0.1", 32000, "Mistral 7B v0.1's SentencePiece tokenizer"},
     known_tokenizer{"mixtral-8x7b", 32000, "Mixtral 8x7B's SentencePiece tokenizer"},
+    // mistral-community/Mixtral-8x22B-v0.1 (config.json vocab_size 32000; the Instruct model's v3 tokenizer
+    // has 32,768 and does not match).
+    known_tokenizer{"mixtral-8x22b-v0.1", 32000, "Mixtral 8x22B v0.1's SentencePiece tokenizer"},
+    // bigcode/starcoder2-tokenizer, the StarCoder2 models' (config.json vocab_size 49152).
+    known_tokenizer{"starcoder2", 49152, "StarCoder2's BPE tokenizer"},
+    // NeMo-Framework-Launcher's name for Llama 1 and 2's SentencePiece model (conf/training/llama/llama*.yaml:
+    // ${data_dir}/llama/llama_tokenizer.model): 32,000 tokens, as Llama 2's.
+    known_tokenizer{"llama_tokenizer.model", 32000, "Llama 1/2's SentencePiece tokenizer"},
     known_tokenizer{"gpt2", 50257, "GPT-2's BPE"},
     // Nemotron-4's SentencePiece model as NeMo-Framework-Launcher's configs name it (nemotron_2_256k.model):
     // 256,000 tokens (Nemotron-4 15B technical report §2; nvidia/Nemotron-4-340B-Base config.json vocab_size).

@@ -119,6 +119,19 @@ TEST(LaunchCorpus, ATokenizerNotKnownHereNamesVocabSize) {
   std::vector<std::string> llama = line;
   llama.back() = "meta-llama/Meta-Llama-3-8B";
   EXPECT_EQ(parse_job_args(llama).job.model.vocab_size, 128256);
+  // Named as NeMo-Framework-Launcher's configs name them: StarCoder2's BPE, Mixtral 8x22B v0.1's and Llama 1/2's
+  // SentencePiece models (the Instruct 8x22B's v3 tokenizer has 32,768 and is not taken for v0.1's).
+  for (const auto& [name, vocab] : std::vector<std::pair<std::string, std::int64_t>>{
+           {"bigcode/starcoder2-tokenizer", 49152}, {"mistral-community/Mixtral-8x22B-v0.1", 32000}}) {
+    llama.back() = name;
+    EXPECT_EQ(parse_job_args(llama).job.model.vocab_size, vocab) << name;
+  }
+  llama.back() = "mistralai/Mixtral-8x22B-Instruct-v0.1";
+  EXPECT_THROW(parse_job_args(llama), input_error);
+  std::vector<std::string> spm = line;
+  spm[spm.size() - 3] = "SentencePieceTokenizer";
+  spm.back() = "${data_dir}/llama/llama_tokenizer.model";
+  EXPECT_EQ(parse_job_args(spm).job.model.vocab_size, 32000);
 }
 
 }  // namespace

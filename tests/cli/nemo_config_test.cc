@@ -265,6 +265,22 @@ TEST(NemoConfig, KeysNothingReadsAreListedAndUnknownFieldsRefused) {
   const parsed_job glu = parse({"--nemo-config", llama_with("nemo_glu.yaml", "  gated_linear_unit: false\n")});
   EXPECT_THAT(glu.ignored_flags, Contains("args_test_nemo_glu.yaml:model.gated_linear_unit (NeMo sets it from activation)"));
   EXPECT_EQ(glu.job.model.activation, parse(pretrain("llama3_8b.yaml")).job.model.activation);
+  // A Megatron-Core field at Megatron-Core's default changes nothing whatever trainplan reads of it
+  // (NeMo-Framework-Launcher's GPT-3 MLPerf config writes tp_comm_overlap_ag: true).
+  const parsed_job at_default = parse({"--nemo-config", llama_with("nemo_default.yaml", "  tp_comm_overlap_ag: true\n")});
+  EXPECT_THAT(at_default.ignored_flags,
+              Contains("args_test_nemo_default.yaml:model.tp_comm_overlap_ag (Megatron-Core's default)"));
+}
+
+// The distributed optimizer's Apex options and the launcher's environment: NCCL user buffers and the job's
+// environment variables would change the time, refused by key; a lock's timeout changes nothing.
+TEST(NemoConfig, OptimizerBuffersAndTheEnvironmentAreRefusedByKey) {
+  EXPECT_NO_THROW(parse(pretrain("llama3_8b.yaml", {"+model.optim.nccl_ub=false", "+model.optim.lock_timeout=null"})));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+model.optim.nccl_ub=true"})),
+              HasSubstr("model.optim.nccl_ub=true: would change the optimizer's collectives (NCCL user buffers)"));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+env_vars.NVTE_FUSED_ATTN=1"})),
+              HasSubstr("launch line: env_vars.NVTE_FUSED_ATTN=1: env_vars would change the job's environment "
+                        "(Transformer Engine, NCCL and CUDA settings), which trainplan does not model"));
 }
 
 // OmegaConf interpolations: references (relative and absolute) are followed; a cycle, a reference to
