@@ -697,6 +697,42 @@ void apply_mla_switch(job_builder& b, const model_spec& base) {
 
 /// The hardware flags on top of the chosen cluster (§6), then --calibration, which is checked against
 /// the job's GPU (§6.4).
+/// --hybrid-layer-pattern's '|' segments are the job's pipeline layout (§2.2.1); Megatron's validate_args
+/// refuses the flags that would place layers beside them, and interleaving a hybrid pattern without them
+/// (hybrid_layer_allocation.py select_pipeline_segment: "add '|' separators").
+/// A model-only parse (search, plan) keeps the segments for its caller to judge.
+void apply_hybrid_segments(job_builder& b, model_need need) {
+  parallel_config& p = b.job.parallel;
+  if (!b.job.model.is_hybrid()) return;
+  const bool segments = !b.hybrid_segments.empty();
+  // Refused with any hybrid pattern (validate_args), the first and last stage's layers with segments.
+  const char* with = !p.layout_stages.empty()                  ? "--pipeline-model-parallel-layout"
+                     : p.account_embedding_in_split             ? "--account-for-embedding-in-pipeline-split"
+                     : p.account_loss_in_split                  ? "--account-for-loss-in-pipeline-split"
+                     : p.num_layers_per_virtual_stage > 0       ? "--num-layers-per-virtual-pipeline-stage"
+                     : segments && p.first_stage_layers >= 0    ? "--decoder-first-pipeline-num-layers"
+                     : segments && p.last_stage_layers >= 0     ? "--decoder-last-pipeline-num-layers"
+                                                                : nullptr;
+  if (with != nullptr) {
+    throw input_error(fmt::format("{} with --hybrid-layer-pattern: {} (Megatron's check in validate_args)", with,
+                                  segments ? "its | segments place every layer"
+                                           : "the pattern's | segments place the layers; end each stage's with |"));
+  }
+  if (!segments) {
+    if (p.vpp > 1) {
+      throw input_error("--virtual-pipeline-model-parallel-size with --hybrid-layer-pattern needs the pattern's pipeline "
+                        "segments: end each with | (Megatron-Core derives the model chunks from them)");
+    }
+    return;
+  }
+  if (p.pp == 1 && need != model_need::model_only) {
+    throw input_error(fmt::format("--hybrid-layer-pattern's {} pipeline segments need --pipeline-model-parallel-size > 1: "
+                                  "a segment per pipeline stage, or several per rank (the interleaved schedule)",
+                                  b.hybrid_segments.size()));
+  }
+  p.layout_stages = std::move(b.hybrid_segments);
+}
+
 void apply_hardware_flags(job_builder& b) {
   cluster_spec& c = b.job.cluster;
   if (!b.gpu_name.empty()) {
@@ -1062,6 +1098,7 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
   apply_layer_checkpointing(b, out.derived_flags);
 
   apply_hardware_flags(b);
+  apply_hybrid_segments(b, need);
 
   job_spec& job = b.job;
   if (need == model_need::model_only) {

@@ -28,6 +28,9 @@ struct job_builder {
   bool recompute_modules_given = false, recompute_modules_empty = false;  // --recompute-modules
   bool moe_layer_recompute = false;    // Megatron-Core's deprecated --moe-layer-recompute
   bool moe_pad_to_capacity = false;    // --moe-pad-expert-input-to-capacity
+  /// --hybrid-layer-pattern's pipeline segments ('|'), as Megatron-Core's pipeline layout stages
+  /// (hybrid_layer_allocation.py select_pipeline_segment); empty: the pattern has none.
+  std::vector<layout_stage> hybrid_segments;
   std::vector<std::string> tp_comm_tuning;  // userbuffer tuning flags: ignored unless --tp-comm-overlap
   tokenizer_flags tokenizer;           // Megatron's tokenizer flags (ignored, but they imply the vocabulary)
   // A torchtitan job (torchtitan_config.h): its config file (the user's --torchtitan-config, else the

@@ -300,12 +300,16 @@ const std::vector<flag_def>& flag_table() {
                         b.model_fields = true;
                       }, "model.window")));
     t.push_back(value("--hybrid-layer-pattern", "--hybrid-override-pattern", "PATTERN", "none (a transformer)", "model",
-                      "hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE",
+                      "hybrid model, one character per layer: M Mamba-2, * attention, - MLP, E MoE; | ends a "
+                      "pipeline segment (PP × VPP segments, in model order; §2.2.1)",
                       setter([](job_builder& b, const std::string& v, const std::string&) {
-                        b.job.model.hybrid_pattern = v;
+                        b.hybrid_segments = hybrid_pipeline_segments(v);
+                        std::string layers = v;
+                        std::erase(layers, '|');
+                        b.job.model.hybrid_pattern = layers;
                         b.model_fields = true;
                         b.explicit_fields.push_back("hybrid_pattern");
-                      }, "model.hybrid_pattern")));
+                      }, "model.hybrid_pattern parallel.pipeline_layout")));
     t.push_back(value("--mamba-state-dim", "", "N", "128", "model", "Mamba-2 state size per group",
                       MODEL_INT(mamba.state_dim)));
     t.push_back(value("--mamba-head-dim", "", "N", "64", "model", "Mamba-2 head dim", MODEL_INT(mamba.head_dim)));

@@ -148,8 +148,9 @@ search_request parse_search_request(const std::vector<std::string>& args_in) {
                       "included): give it to `time` or `memory` for one layout");
   }
   if (!r.base.job.parallel.layout_stages.empty()) {
-    throw input_error("--pipeline-model-parallel-layout fixes PP, VPP and every stage's layers; a search tries the "
-                      "splits itself (uneven ends included): give it to `time` or `memory` for one layout");
+    throw input_error("--pipeline-model-parallel-layout (or --hybrid-layer-pattern's | segments) fixes PP, VPP and every "
+                      "stage's layers; a search tries the splits itself (uneven ends included): give it to `time` or "
+                      "`memory` for one layout, or the pattern without |");
   }
   if (r.base.job.training.gradient_accumulation_steps > 0) {
     throw input_error("--gradient-accumulation-steps ties the global batch to DP, which a search varies: give the global "

@@ -2,6 +2,7 @@
 // megatron/core/transformer/pipeline_parallel_layer_layout.py parse_str_to_list reads it.
 #include "trainplan/core/job/layout_string.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <string>
@@ -90,6 +91,24 @@ std::string shown(char c) {
 }
 
 }  // namespace
+
+std::vector<layout_stage> hybrid_pipeline_segments(std::string_view pattern) {
+  const std::string_view main = pattern.substr(0, pattern.find('/'));
+  std::vector<layout_stage> stages;
+  if (main.find('|') == std::string_view::npos) return stages;
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t end = std::min(main.find('|', begin), main.size());
+    layout_stage s;
+    s.decoder = static_cast<std::int64_t>(end - begin);
+    stages.push_back(s);
+    if (end == main.size()) break;
+    begin = end + 1;
+  }
+  stages.front().embedding = true;
+  stages.back().loss = true;
+  return stages;
+}
 
 std::vector<layout_stage> parse_pipeline_layout(std::string_view text) {
   std::string without_commas;

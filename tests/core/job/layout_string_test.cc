@@ -195,5 +195,55 @@ TEST(LayoutString, ActivationsHeldCountChunkByChunk) {
   EXPECT_GT(even.layer_activations.total(), 0);
 }
 
+// A hybrid pattern's '|' segments (Megatron-Core hybrid_layer_allocation.py select_pipeline_segment): one
+// stage per segment, the embedding first and the loss last, VPP = segments / PP (validate_args); an
+// MTP part after '/' is not a segment.
+TEST(HybridSegments, ASegmentPerStage) {
+  EXPECT_TRUE(hybrid_pipeline_segments("M-M*M-").empty());
+  EXPECT_THAT(shown(hybrid_pipeline_segments("M-M*|M-|*/MM")), ::testing::ElementsAre("E4t", "2t", "1tL"));
+  EXPECT_THAT(shown(hybrid_pipeline_segments("M|")), ::testing::ElementsAre("E1t", "0tL"));
+}
+
+TEST(HybridSegments, PlanAsTheSplitTheyDescribe) {
+  using args_t = std::vector<std::string>;
+  const args_t model = {"--hidden-size", "1024", "--num-attention-heads", "16", "--seq-length", "2048",
+                        "--vocab-size", "32000", "--gbs", "64", "--mbs", "1", "--num-gpus", "8"};
+  auto job = [&](const std::string& pattern, const args_t& extra) {
+    args_t a = model;
+    a.insert(a.end(), {"--hybrid-layer-pattern", pattern});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return parse_job_args(a).job;
+  };
+  // Even segments are the even split; four over PP 2 are two model chunks per rank.
+  const job_spec piped = job("MMMM|****", {"--pp", "2"}), plain = job("MMMM****", {"--pp", "2"});
+  EXPECT_EQ(piped.model.hybrid_pattern, "MMMM****");
+  EXPECT_DOUBLE_EQ(estimate_memory(piped).peak_reserved_bytes, estimate_memory(plain).peak_reserved_bytes);
+  EXPECT_DOUBLE_EQ(estimate_time(piped).iteration_s, estimate_time(plain).iteration_s);
+  EXPECT_EQ(job("MM|**|MM|**", {"--pp", "2"}).parallel.vpp, 2);
+  // Uneven segments: five Mamba layers on the first rank, three attention layers on the last.
+  const std::vector<stage_layout> uneven = pipeline_layout(job("MMMMM|***", {"--pp", "2"}));
+  ASSERT_EQ(uneven.size(), 2u);
+  EXPECT_EQ(uneven[0].num_layers, 5);
+  EXPECT_EQ(uneven[1].num_layers, 3);
+  // Megatron's checks, naming the pattern.
+  auto error = [&](const std::string& pattern, const args_t& extra) {
+    try {
+      job(pattern, extra);
+    } catch (const input_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("MM|**|MM|**", {"--pp", "8"}),
+            "the 4 stages of --hybrid-layer-pattern must be divisible by --pipeline-model-parallel-size (8)");
+  EXPECT_THAT(error("MM|**", {}), HasSubstr("--hybrid-layer-pattern's 2 pipeline segments need --pipeline-model-parallel-size > 1"));
+  EXPECT_THAT(error("MM|**", {"--pp", "2", "--decoder-first-pipeline-num-layers", "1"}),
+              HasSubstr("--decoder-first-pipeline-num-layers with --hybrid-layer-pattern: its | segments place every layer"));
+  EXPECT_THAT(error("MM**", {"--pp", "2", "--pipeline-model-parallel-layout", "Et|tttL"}),
+              HasSubstr("--pipeline-model-parallel-layout with --hybrid-layer-pattern"));
+  EXPECT_THAT(error("MM**", {"--pp", "2", "--vpp", "2"}),
+              HasSubstr("--virtual-pipeline-model-parallel-size with --hybrid-layer-pattern needs the pattern's pipeline segments"));
+}
+
 }  // namespace
 }  // namespace trainplan

@@ -128,8 +128,9 @@ TEST(HybridModel, BadPatternsAndLayoutsAreRefusedByName) {
               HasSubstr("character 4 'X' is not a layer: use M (Mamba), * (attention), - (MLP) or E (MoE)"));
   EXPECT_THAT(error_of(concat(base, {"--hybrid-layer-pattern", "M*G-"})),
               HasSubstr("character 3 'G' is a gated DeltaNet layer, which is not modelled"));
+  // '|' ends a pipeline segment (tests/core/job/layout_string_test.cc, HybridSegments): one per stage.
   EXPECT_THAT(error_of(concat(base, {"--hybrid-layer-pattern", "M-|M-"})),
-              HasSubstr("is a pipeline segment boundary, which is not modelled"));
+              HasSubstr("--hybrid-layer-pattern's 2 pipeline segments need --pipeline-model-parallel-size > 1"));
   EXPECT_THAT(error_of(concat(base, {"--num-layers", "50"})),
               HasSubstr("--num-layers (50) must equal the length of --hybrid-layer-pattern (52 layers)"));
   EXPECT_THAT(error_of(concat(base, {"--hybrid-layer-pattern", "MEME"})),

@@ -21,4 +21,11 @@ inline constexpr std::size_t kMaxLayoutChars = 1 << 20;
 /// rank i mod PP, model chunk i div PP. Throws input_error naming ${parallel.pipeline_layout}.
 std::vector<layout_stage> parse_pipeline_layout(std::string_view text);
 
+/// A hybrid pattern's pipeline segments (Megatron-Core's --hybrid-layer-pattern "M-M*|M-M-", split at '|'
+/// by hybrid_layer_allocation.py select_pipeline_segment): one stage per segment with its layers, the
+/// embedding on the first and the loss on the last, as a layout string would give them; segment i is
+/// pipeline rank i mod PP, model chunk i div PP. Empty when the pattern has no '|'. The part after a '/'
+/// (MTP patterns) is left out.
+std::vector<layout_stage> hybrid_pipeline_segments(std::string_view pattern);
+
 }  // namespace trainplan
