@@ -278,9 +278,11 @@ void finalize_mla(model_spec& m) {
   require_range(a.qk_head_dim, 1, kMaxWidth, "mla.qk_head_dim");
   require_range(a.qk_pos_emb_head_dim, 1, kMaxWidth, "mla.qk_pos_emb_head_dim");
   require_range(a.v_head_dim, 1, kMaxWidth, "mla.v_head_dim");
-  if (m.add_bias_linear || m.add_qkv_bias) {
-    throw input_error("multi-latent attention with linear biases is not modelled: turn them off (${model.add_bias_linear}; "
-                      "DeepSeek's MLA has none)");
+  // §1.7: Megatron-Core's MLA builds its down and up projections without biases whatever add_bias_linear
+  // says (multi_latent_attention.py: bias=False); the output projection and the MLP take it as usual.
+  if (m.add_qkv_bias) {
+    throw input_error("${model.add_qkv_bias} with multi-latent attention: MLA has no QKV projection for it (Megatron-Core "
+                      "builds MLA's projections without biases); leave it out");
   }
   if (m.num_query_groups != m.num_attention_heads) {
     throw input_error("multi-latent attention has one key/value head per query head: ${model.num_query_groups} (" +

@@ -293,9 +293,21 @@ TEST(ModelFamilies, BadInputNamesTheField) {
   m = find_model("deepseek-v3").spec;
   m.moe.router_num_groups = 7;
   EXPECT_THAT(message(m), ::testing::HasSubstr("model.moe.num_experts (256) must be divisible by model.moe.router_num_groups (7)"));
+  // MLA's projections take no bias (Megatron-Core multi_latent_attention.py: bias=False): with
+  // add_bias_linear only the output projection (h) and the MLPs carry biases; add_qkv_bias has nothing to bias.
   m = find_model("deepseek-v3").spec;
+  m.add_qkv_bias = true;
+  EXPECT_THAT(message(m), ::testing::HasSubstr("model.add_qkv_bias with multi-latent attention: MLA has no QKV projection"));
+  m = find_model("deepseek-v3").spec;
+  const parameter_breakdown plain = count_parameters(m, 1);
   m.add_bias_linear = true;
-  EXPECT_THAT(message(m), ::testing::HasSubstr("multi-latent attention with linear biases is not modelled"));
+  EXPECT_EQ(message(m), "no error");
+  const parameter_breakdown biased = count_parameters(m, 1);
+  EXPECT_EQ(biased.dense_layer.qkv_bias, 0);
+  EXPECT_EQ(biased.dense_layer.proj_bias, 7168);
+  EXPECT_EQ(biased.dense_layer.fc1_bias, 2 * 18432);
+  EXPECT_EQ(biased.dense_layer.fc2_bias, 7168);
+  EXPECT_EQ(biased.moe_layer.expert_each - plain.moe_layer.expert_each, 2 * 2048 + 7168);
   m = find_model("gemma2-9b").spec;
   m.window_pattern = {1, 0};
   EXPECT_THAT(message(m), ::testing::HasSubstr("model.window_pattern has 2 entries"));
