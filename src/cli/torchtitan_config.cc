@@ -197,18 +197,24 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kRenamed
 }};
 
 /// torchtitan's flavours of the catalog's models (torchtitan/models/llama3/__init__.py llama3_configs,
-/// models/llama2 llama2_configs: the same layers, widths, heads, FFN rounding and tokenizer as the
-/// published checkpoints; tested equal in parameter count).
+/// models/llama2 llama2_configs, models/qwen3/__init__.py qwen3_args at 4a950ea: the same layers, widths,
+/// heads, FFN rounding, experts and tokenizer as the published checkpoints; tested equal in parameter
+/// count). torchtitan's Qwen3 0.6B and 1.7B (tied embeddings) and its debug models are not in the catalog.
 struct tt_model {
   std::string_view name, flavor, catalog;
+  bool pipelines = true;  ///< its TrainSpec has a pipelining_fn (qwen3's is None at 4a950ea)
 };
-constexpr std::array<tt_model, 6> kModels = {{
+constexpr std::array<tt_model, 10> kModels = {{
     {"llama3", "8B", "llama3-8b"},
     {"llama3", "70B", "llama3-70b"},
     {"llama3", "405B", "llama3.1-405b"},
     {"llama2", "7B", "llama2-7b"},
     {"llama2", "13B", "llama2-13b"},
     {"llama2", "70B", "llama2-70b"},
+    {"qwen3", "8B", "qwen3-8b", false},
+    {"qwen3", "32B", "qwen3-32b", false},
+    {"qwen3", "30B-A3B", "qwen3-30b-a3b", false},
+    {"qwen3", "235B-A22B", "qwen3-235b-a22b", false},
 }};
 
 std::string canonical(std::string key) {
@@ -426,11 +432,16 @@ void reader::model() {
   const auto m = std::find_if(kModels.begin(), kModels.end(),
                               [&](const tt_model& x) { return x.name == name && x.flavor == flavor; });
   if (m != kModels.end()) {
+    if (const tt_value* pp = find("parallelism.pipeline_parallel_degree"); !m->pipelines && pp != nullptr && pp->text != "1") {
+      fail(*pp, fmt::format("torchtitan's {} has no pipeline split (its TrainSpec's pipelining_fn is None): it runs at "
+                            "a pipeline degree of 1", name));
+    }
     add("--model", std::string(m->catalog), "model.flavor");
   } else {
     out_.unknown_model = fmt::format(
         "torchtitan's model.name \"{}\" with model.flavor \"{}\" is not one trainplan knows (llama3 8B, 70B and "
-        "405B, llama2 7B, 13B and 70B are): give the model with --model NAME|FILE before '--'",
+        "405B, llama2 7B, 13B and 70B, qwen3 8B, 32B, 30B-A3B and 235B-A22B are): give the model with --model "
+        "NAME|FILE before '--'",
         name, flavor);
   }
   // The December 2024 schema's norm choice: the flavours are RMSNorm models, run as PyTorch ops (rmsnorm,

@@ -65,6 +65,27 @@ TEST(TorchtitanConfig, ItsLlama3_8bConfigIsTheJob) {
   EXPECT_TRUE(big.job.parallel.sequence_parallel);
   EXPECT_EQ(big.job.parallel.dp, 8);
   EXPECT_EQ(big.job.training.recompute, recompute_granularity::full);
+  // Its Qwen3 32B config (torchtitan/models/qwen3/__init__.py qwen3_args "32B": Qwen/Qwen3-32B's shapes):
+  // FSDP over all 8 GPUs, full checkpointing, local batch 2 at 4,096 tokens.
+  const parsed_job qwen = parse(run_train(testing::data_path("launch/torchtitan/qwen3_32b.toml")));
+  EXPECT_EQ(count_parameters(qwen.job.model, 1).total, 32762123264);
+  EXPECT_EQ(qwen.job.training.framework, framework_kind::fsdp);
+  EXPECT_EQ(qwen.job.training.recompute, recompute_granularity::full);
+  EXPECT_EQ(qwen.job.training.micro_batch_size, 2);
+  EXPECT_EQ(qwen.job.model.seq_length, 4096);
+  // Its MoE flavours are the catalog's too; its 0.6B and 1.7B (tied embeddings) are not.
+  EXPECT_EQ(count_parameters(parse(run_train(toml("tt_qwen3_moe.toml", ""), {"--model.name", "qwen3", "--model.flavor",
+                                                                                  "30B-A3B"}))
+                                 .job.model,
+                             1)
+                .total,
+            30532122624);
+  EXPECT_THAT(error_of(run_train(toml("tt_qwen3_small.toml", ""), {"--model.name", "qwen3", "--model.flavor", "0.6B"})),
+              HasSubstr("model.flavor \"0.6B\" is not one trainplan knows"));
+  // torchtitan's Qwen3 has no pipeline split (get_train_spec: pipelining_fn=None).
+  EXPECT_THAT(error_of(run_train(testing::data_path("launch/torchtitan/qwen3_32b.toml"),
+                                 {"--parallelism.pipeline_parallel_degree", "2"})),
+              HasSubstr("torchtitan's qwen3 has no pipeline split"));
 }
 
 // With a pipeline (torchtitan's 3-D layouts): fully_shard under torch.distributed.pipelining, the
