@@ -266,8 +266,10 @@ TEST(ValidatePublishedTable, TheSecondTableIsHeldOutEachRowPredictedOrSkippedWit
   EXPECT_GE(predicted, 46);
   EXPECT_LE(not_fit, 11);
   EXPECT_EQ(by_source_not_fit, r.overall.not_fit);
-  // and 5 of the first table's 19 NeMo FP8 rows (GPT-3 20B and 175B at MBS 2 among them; 5 of 15 before)
-  EXPECT_EQ(r.overall.not_fit, not_fit + 5);
+  // and 1 of the first table's NeMo FP8 rows (the long-sequence doc's LLAMA2-7B at 4K, row 46); 5 before
+  // 2026-11-27, when its NeMo 24.07 rows kept 16-bit weights beside FP8 copies (NVIDIA's FP8 recipes of the
+  // period gather FP8 parameters) and Nemotron-4 340B had fp32 optimizer states (its recipe's are bf16).
+  EXPECT_EQ(r.overall.not_fit, not_fit + 1);
 }
 
 TEST(ValidatePublishedTable, MeasuredPeakMemoryIsComparedAsTheSourceMeasuredIt) {
