@@ -124,7 +124,16 @@ constexpr const char* kIgnoredFlags[] = {
     // microsoft/Megatron-DeepSpeed megatron/arguments.py).
     "--train-weighted-split-paths-path", "--valid-weighted-split-paths-path", "--test-weighted-split-paths-path",
     "--valid-num-workers", "--no-query-key-layer-scaling", "--lr-decay-tokens", "--lr-warmup-tokens",
-    "--expert-interval",  // only with Megatron-DeepSpeed's MoE, which is refused (--num-experts > 1)
+    // Only with Megatron-DeepSpeed's MoE (DeepSpeed-MoE), which is refused (--num-experts > 1): its interval,
+    // capacities, token dropping, top-k, residual MoE and parameter groups.
+    "--expert-interval", "--moe-train-capacity-factor", "--moe-eval-capacity-factor", "--moe-min-capacity",
+    "--disable-moe-token-dropping", "--disable-moe-top2-2nd-expert-sampling", "--create-moe-param-group", "--topk",
+    "--mlp-type",
+    // Megatron-DeepSpeed's MoE loss weight and checkpoint loading; its knowledge-distillation teacher and
+    // loss settings, read only with --kd or --mos (refused below) (megatron/arguments.py at 4efb479).
+    "--moe-loss-coeff", "--no-load-lr-state", "--reset-iteration", "--num-layers-teacher", "--hidden-size-teacher",
+    "--num-attention-heads-teacher", "--num-experts-teacher", "--load-teacher", "--kd-alpha-ce", "--kd-beta-ce",
+    "--kd-temp",
 #include "megatron_core_ignored.inc"
 };
 
@@ -163,6 +172,10 @@ constexpr const char* kUnmodelledFlags[] = {
     "--encoder-pipeline-model-parallel-size",
     "--distribute-saved-activations", "--use-cpu-initialization-*", "--num-layers-per-virtual-pipeline-stage-*",
     "--decoder-num-layers", "--first-k-dense-replace",
+    // Megatron-DeepSpeed's knowledge distillation and mixture of students: a teacher model's forward each step.
+    "--kd", "--mos",
+    // Megatron-DeepSpeed's FPDT (Ulysses over sequence chunks, optionally offloaded to the host).
+    "--ds-sequence-parallel-fpdt", "--ds-sequence-parallel-fpdt-chunk-size", "--ds-sequence-parallel-fpdt-offloading",
 #include "megatron_core_refused.inc"
 };
 

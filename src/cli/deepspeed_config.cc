@@ -82,6 +82,10 @@ constexpr std::array kKeys = {
     ds_key{"zero_optimization.offload_optimizer.buffer_count", ds_role::ignored, "", ""},
     ds_key{"zero_optimization.offload_optimizer.fast_init", ds_role::ignored, "", ""},
     ds_key{"zero_optimization.offload_optimizer.nvme_path", ds_role::ignored, "", ""},
+    // NVMe reads and writes overlapped with the step (DeepSpeedZeroOffloadOptimizerConfig): NVMe offload is
+    // refused by its device, and to the CPU they do nothing.
+    ds_key{"zero_optimization.offload_optimizer.pipeline_read", ds_role::ignored, "", ""},
+    ds_key{"zero_optimization.offload_optimizer.pipeline_write", ds_role::ignored, "", ""},
     ds_key{"zero_optimization.offload_optimizer.ratio", ds_role::refused_unless_one, "",
            "the share of the optimizer step on the CPU (Twin-Flow)"},
     ds_key{"zero_optimization.offload_param", ds_role::section, "", ""},

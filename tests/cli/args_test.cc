@@ -478,6 +478,11 @@ TEST(ArgsDeepSpeedConfig, WhatItDoesNotModelIsRefusedByKey) {
       "reduce_bucket_size": 2e8, "allgather_bucket_size": 2e8}})")})));
   EXPECT_THAT(error_with("ds_nvme.json", R"({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}})"),
               HasSubstr("NVMe offload is not modelled"));
+  // NVMe's read and write pipelining does nothing for an offload to the CPU (Megatron-DeepSpeed's
+  // examples_deepspeed/azure configs set it beside device cpu).
+  EXPECT_TRUE(parse(concat(model, {write_temp("ds_pipeline_read.json", R"({"zero_optimization": {"stage": 1,
+      "offload_optimizer": {"device": "cpu", "pipeline_read": false, "pipeline_write": false}}})")}))
+                  .job.training.offload_optimizer);
   EXPECT_THAT(error_with("ds_auto.json", R"({"train_batch_size": "auto"})"),
               HasSubstr("train_batch_size: expected a whole number, got \"auto\""));
   EXPECT_THAT(error_with("ds_bad.json", "{\n  \"train_batch_size\": 64,\n}"), HasSubstr("ds_bad.json:3: not valid JSON"));
@@ -553,6 +558,17 @@ TEST(ArgsLaunchLine, MegatronDeepSpeedAndBloomFlagsAreRead) {
                                                   "--fp8-amax-history-len", "1024", "--moe-token-drop-policy", "probs"}));
   EXPECT_THAT(defaults.ignored_flags, ::testing::IsSupersetOf({"--moe-expert-parallel-size", "--valid-num-workers",
                                                                "--mtp-loss-scaling-factor", "--moe-token-drop-policy"}));
+  // Megatron-DeepSpeed's dense examples (examples_deepspeed/MoE/ds_pretrain_gpt_*_dense.sh at 4efb479) pass
+  // DeepSpeed-MoE's settings with one expert, and its compression examples the teacher's sizes: read only by
+  // DeepSpeed-MoE and by --kd, both refused.
+  const parsed_job dense_moe = parse(concat(base, {"--moe-loss-coeff", "0.01", "--moe-train-capacity-factor", "1.0",
+                                                   "--moe-min-capacity", "4", "--create-moe-param-group",
+                                                   "--num-layers-teacher", "24", "--no-load-lr-state"}));
+  EXPECT_THAT(dense_moe.ignored_flags, ::testing::IsSupersetOf({"--moe-loss-coeff", "--moe-train-capacity-factor",
+                                                                "--num-layers-teacher", "--no-load-lr-state"}));
+  EXPECT_THAT(error_of(concat(base, {"--kd", "--num-layers-teacher", "24"})), HasSubstr("--kd would change the estimate"));
+  EXPECT_THAT(error_of(concat(base, {"--ds-sequence-parallel-fpdt"})),
+              HasSubstr("--ds-sequence-parallel-fpdt would change the estimate"));
   // DeepSpeed-Ulysses is context parallelism by all-to-all: the same job as --cp N --cp-comm-type a2a, and
   // an error about its size names it.
   const parsed_job ulysses = parse(concat(base, {"--ds-sequence-parallel-size", "4"}));
