@@ -421,10 +421,13 @@ void enumerate_inner(const job_spec& base, const search_space& s, const search_a
       if (z >= 0 && z < 4 && zero_stages_of(fw, c.pp, base.training.megatron_fsdp)[static_cast<std::size_t>(z)]) zeros.push_back(z);
   }
   std::vector<std::int64_t> vpps = {1};
-  if (traits_of(fw).interleaving && c.pp > 1 && m.num_layers % c.pp == 0) {
+  // A hybrid pattern interleaves only through its '|' segments, which fix the layout (Megatron-Core's
+  // select_pipeline_segment refuses VPP without them): the search gives hybrids VPP 1 (§7.1).
+  const bool interleaves = traits_of(fw).interleaving && !m.is_hybrid();
+  if (interleaves && c.pp > 1 && m.num_layers % c.pp == 0) {
     for (std::int64_t v = 2; v <= m.num_layers / c.pp; ++v)
       if ((m.num_layers / c.pp) % v == 0) vpps.push_back(v);
-  } else if (traits_of(fw).interleaving) {
+  } else if (interleaves) {
     // Interleaving with an uneven split, as Megatron-Core allows it: every rank's layers divisible by
     // the chunks (§7.1; Llama 3 405B's 8, 8 × 14, 6 takes VPP 2).
     const std::int64_t middle = detail::ceil_div(m.num_layers, c.pp);

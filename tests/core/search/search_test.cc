@@ -246,6 +246,15 @@ TEST(SearchCluster, InterleavingWithUnevenEndsAsMegatronCoreAllows) {
   EXPECT_EQ(default_schedule(j), schedule_kind::interleaved);
 }
 
+// A hybrid pattern interleaves only through its '|' segments (Megatron-Core's select_pipeline_segment
+// refuses VPP without them), so a hybrid search proposes no VPP, and its layouts plan as `time` reads them.
+TEST(SearchCluster, AHybridPatternIsNotInterleaved) {
+  const search_result r = search_of({"--model", "nemotron-h-8b", "--cluster", "dgx-h100", "--num-nodes", "2",
+                                     "--gbs", "64", "--pp", "2,4", "--exhaustive"});
+  ASSERT_FALSE(r.candidates.empty());
+  for (const search_candidate& c : r.candidates) EXPECT_EQ(c.vpp, 1) << "PP " << c.pp;
+}
+
 TEST(SearchCluster, NumGpusSetsTheClusterSize) {
   // Issue 16 (1): `--num-gpus 2048` was capped at the cluster's default of one node ("nothing fits").
   const search_request req = parse_search_request({"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "256",
