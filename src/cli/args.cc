@@ -708,8 +708,6 @@ void apply_mla_switch(job_builder& b, const model_spec& base) {
   if (b.mla_requested && m.mla.kv_lora_rank == 0) m.mla.kv_lora_rank = 32;  // megatron/training/arguments.py
 }
 
-/// The hardware flags on top of the chosen cluster (§6), then --calibration, which is checked against
-/// the job's GPU (§6.4).
 /// --hybrid-layer-pattern's '|' segments are the job's pipeline layout (§2.2.1); Megatron's validate_args
 /// refuses the flags that would place layers beside them, and interleaving a hybrid pattern without them
 /// (hybrid_layer_allocation.py select_pipeline_segment: "add '|' separators").
@@ -746,6 +744,8 @@ void apply_hybrid_segments(job_builder& b, model_need need) {
   p.layout_stages = std::move(b.hybrid_segments);
 }
 
+/// The hardware flags on top of the chosen cluster (§6), then --calibration, which is checked against
+/// the job's GPU (§6.4).
 void apply_hardware_flags(job_builder& b) {
   cluster_spec& c = b.job.cluster;
   if (!b.gpu_name.empty()) {

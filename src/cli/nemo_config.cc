@@ -421,20 +421,18 @@ class reader {
     const nm_key* p = find_key(parent_of(path));
     return p != nullptr && p->role == nm_role::section_open;
   }
-  /// The mapping above `path` that is refused when set (env_vars), or null.
-  static const nm_key* refused_section(const std::string& path) {
+  /// The outermost mapping above `path` whose row has `role`, or null.
+  static const nm_key* section_above(const std::string& path, nm_role role) {
     for (std::size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1)) {
       const nm_key* k = find_key(path.substr(0, dot));
-      if (k != nullptr && k->role == nm_role::refused_if_on) return k;
+      if (k != nullptr && k->role == role) return k;
     }
     return nullptr;
   }
+  /// The mapping above `path` that is refused when set (env_vars), or null.
+  static const nm_key* refused_section(const std::string& path) { return section_above(path, nm_role::refused_if_on); }
   static bool under_ignored_section(const std::string& path) {
-    for (std::size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1)) {
-      const nm_key* k = find_key(path.substr(0, dot));
-      if (k != nullptr && k->role == nm_role::section_ignored) return true;
-    }
-    return false;
+    return section_above(path, nm_role::section_ignored) != nullptr;
   }
 
   void walk(const detail::document& d, const json& node, const std::string& prefix) {

@@ -2,16 +2,16 @@
 // and memory, bound by compute, time the rest with the full model on every core, rank.
 #include "trainplan/core/search/search.h"
 
-#include "search/search_splits.h"
 #include "search/search_arena.h"
+#include "search/search_splits.h"
 #include "search/search_workers.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
-#include <bitset>
 #include <atomic>
+#include <bitset>
 #include <chrono>
 #include <cstdio>
 #include <cmath>
@@ -691,8 +691,8 @@ double layout_bound(const job_spec& base, const search_space& s, const enumerati
 }
 
 /// Each block's key: the least lower bound of its layouts (§7.2), over the recomputations searched.
-bound_keys bound_blocks(const job_spec& base, const search_space& s, const search_axes& x,
-                                    const enumeration& e, worker_pool& pool) {
+bound_keys bound_blocks(const job_spec& base, const search_space& s, const search_axes& x, const enumeration& e,
+                        worker_pool& pool) {
   bound_keys keys(e.blocks.size());
   pool.run(e.blocks.size(), [&](std::size_t i, job_spec& j, layer_cache& cache) {
     const packed_block& p = e.blocks[i];
