@@ -312,7 +312,8 @@ std::optional<int> handle_early(std::vector<std::string>& argv_s) {
     return 0;
   }
   if (argv_s.front() == "help" && argv_s.size() > 1 && argv_s[1] == "flags") {
-    std::cout << "Job flags (Megatron-LM names are accepted as they are):\n" << job_flags_help();
+    std::cout << "Job flags (Megatron-LM names are accepted as they are):\n" << job_flags_help()
+              << classified_flags_help();
     return 0;
   }
   auto known = [](const std::string& name) {

@@ -58,7 +58,8 @@ open('/tmp/ref.txt','w').write('\n'.join(res['refused']))
 
 moves_to_refused = {'cuda-graph','enable-cuda-graph','optimizer-cuda-graph','external-cuda-graph','cuda-graph-warmup','kitchen','use-kitchen',
   'sharp','use-sharp','fp16-lm-cross-entropy','quick-geglu','max-seqlen-per-dp-cp','microbatch-group-size','te-precision-config','pad-vocab-size'}
-extra_ignored = {'--allow-ambiguous-pad-tokens','--calc-ft-timeouts','--distrib-optim-fully-reshardable-mem-efficient','--empty-unused-memory-level'}
+extra_ignored = {'--fp8-interval','--fp8-margin','--cache-mla-latents','--mamba-inference-conv-states-dtype',
+  '--mamba-inference-ssm-states-dtype','--moe-pad-experts-for-cuda-graph-inference','--allow-ambiguous-pad-tokens','--calc-ft-timeouts','--distrib-optim-fully-reshardable-mem-efficient','--empty-unused-memory-level'}
 extra_refused = {'--batch-size','--create-all-gather-group','--delay-offload-until-cuda-graph','--delta-offload-bytes-across-pp-ranks',
   '--enable-mhc-connections','--fine-grained-offloading-max-inflight-offloads','--keep-fp8-transpose-cache','--mlp-chunks-for-training',
   '--model-parallel-size','--outer-dp-sharding-strategy','--output-logit-dtype','--reuse-grad-buf-for-mxfp8-param-ag',

@@ -170,7 +170,7 @@ constexpr const char* kUnmodelledFlags[] = {
     "--partition-activations",
     "--heterogeneous-layers-config-path", "--encoder-num-layers",
     "--encoder-pipeline-model-parallel-size",
-    "--distribute-saved-activations", "--use-cpu-initialization-*", "--num-layers-per-virtual-pipeline-stage-*",
+    "--distribute-saved-activations",
     "--decoder-num-layers", "--first-k-dense-replace",
     // Megatron-DeepSpeed's knowledge distillation and mixture of students: a teacher model's forward each step.
     "--kd", "--mos",
@@ -466,8 +466,9 @@ void read_flags(const std::vector<std::string>& tokens, bool launch, std::vector
         continue;
       }
       if (unmodelled_patterns().matches(flag)) {
-        throw input_error(flag + " would change the estimate but is not modelled by trainplan; remove it to get the "
-                          "estimate without it");
+        throw input_error(fmt::format("{} would change {}, which trainplan does not model; remove it to get the "
+                                      "estimate without it",
+                                      flag, refused_flag_effect(flag)));
       }
       throw input_error("unknown flag " + flag + did_you_mean(flag, all_flag_names()) +
                         (launch ? "; if it changes no estimate, tell us and we will list it as ignored" : "") +
@@ -854,6 +855,53 @@ std::string job_flags_help() {
   for (const auto& p : presets()) out += " " + p.name;
   out += "\n  -- LAUNCH LINE                             torchrun/deepspeed ... pretrain_gpt.py <Megatron flags>\n";
   out += "\n" + limits_help();
+  return out;
+}
+
+namespace {
+
+/// Names wrapped into lines of at most 100 characters, each line indented by `indent`.
+std::string wrapped(const std::vector<std::string_view>& names, std::string_view indent) {
+  std::string out, line(indent);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string item = std::string(names[i]) + (i + 1 < names.size() ? "," : "");
+    if (line.size() > indent.size() && line.size() + 1 + item.size() > 100) {
+      out += line + "\n";
+      line = std::string(indent);
+    }
+    if (line.size() > indent.size()) line += " ";
+    line += item;
+  }
+  return out + line + "\n";
+}
+
+}  // namespace
+
+std::string classified_flags_help() {
+  std::vector<std::string_view> ignored(std::begin(kIgnoredFlags), std::end(kIgnoredFlags));
+  std::sort(ignored.begin(), ignored.end());
+  std::string out = "\nMegatron-LM, Megatron-DeepSpeed and BLOOM flags read and ignored (they change no estimate; "
+                    "`time` and `memory` list them; NAME-* stands for every flag that starts so):\n";
+  out += wrapped(ignored, "  ");
+  out += "\nRead and ignored at one value, refused at any other:\n";
+  for (const conditional_flag& c : kConditionalFlags) {
+    out += fmt::format("  {} {} (another value would change {})\n", c.flag, c.harmless_value, c.would_change);
+  }
+  std::vector<std::string_view> tuning(std::begin(kTpCommTuningFlags), std::end(kTpCommTuningFlags));
+  out += "  Transformer Engine's userbuffer tuning, ignored without --tp-comm-overlap and refused with it:\n";
+  out += wrapped(tuning, "    ");
+  // Refused flags by what they would change, mechanisms in the order their first flag sorts.
+  std::vector<std::string_view> refused(std::begin(kUnmodelledFlags), std::end(kUnmodelledFlags));
+  std::sort(refused.begin(), refused.end());
+  std::vector<std::pair<std::string_view, std::vector<std::string_view>>> by_effect;
+  for (const std::string_view flag : refused) {
+    const std::string_view effect = refused_flag_effect(flag.ends_with('*') ? flag.substr(0, flag.size() - 1) : flag);
+    auto it = std::find_if(by_effect.begin(), by_effect.end(), [&](const auto& e) { return e.first == effect; });
+    if (it == by_effect.end()) it = by_effect.insert(by_effect.end(), {effect, {}});
+    it->second.push_back(flag);
+  }
+  out += "\nRefused, each naming what it would change (not modelled; remove it to get the estimate without it):\n";
+  for (const auto& [effect, flags] : by_effect) out += "  " + std::string(effect) + ":\n" + wrapped(flags, "    ");
   return out;
 }
 

@@ -839,8 +839,9 @@ void reader::one_field(const std::string& key, const br_value& v) {
   if (c_on == flag_class::ignored || c_no == flag_class::ignored || c_disable == flag_class::ignored) {
     return ignore(v, "");
   }
-  fail(v, fmt::format("{} (Megatron-Core's default {}) would change the estimate, which trainplan does not model{}",
-                      v.text, def != nullptr ? def->dump() : "off",
+  const std::string_view effect = c_on == flag_class::refused ? refused_flag_effect(on) : std::string_view();
+  fail(v, fmt::format("{} (Megatron-Core's default {}) would change {}, which trainplan does not model{}", v.text,
+                      def != nullptr ? def->dump() : "off", effect.empty() ? "the estimate" : effect,
                       c_on == flag_class::refused ? fmt::format(" (as Megatron's {})", on) : ""));
 }
 

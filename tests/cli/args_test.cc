@@ -566,9 +566,9 @@ TEST(ArgsLaunchLine, MegatronDeepSpeedAndBloomFlagsAreRead) {
                                                    "--num-layers-teacher", "24", "--no-load-lr-state"}));
   EXPECT_THAT(dense_moe.ignored_flags, ::testing::IsSupersetOf({"--moe-loss-coeff", "--moe-train-capacity-factor",
                                                                 "--num-layers-teacher", "--no-load-lr-state"}));
-  EXPECT_THAT(error_of(concat(base, {"--kd", "--num-layers-teacher", "24"})), HasSubstr("--kd would change the estimate"));
+  EXPECT_THAT(error_of(concat(base, {"--kd", "--num-layers-teacher", "24"})), HasSubstr("--kd would change a teacher model's memory and its forward pass each step"));
   EXPECT_THAT(error_of(concat(base, {"--ds-sequence-parallel-fpdt"})),
-              HasSubstr("--ds-sequence-parallel-fpdt would change the estimate"));
+              HasSubstr("--ds-sequence-parallel-fpdt would change the sequence split and host offload"));
   // DeepSpeed-Ulysses is context parallelism by all-to-all: the same job as --cp N --cp-comm-type a2a, and
   // an error about its size names it.
   const parsed_job ulysses = parse(concat(base, {"--ds-sequence-parallel-size", "4"}));
@@ -644,9 +644,9 @@ TEST(ArgsLaunchLine, HarmlessFlagsOutsideALaunchLineAreIgnoredToo) {
 TEST(ArgsLaunchLine, UnmodelledFlagIsAnErrorNamingIt) {
   const args_t line = {"--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", "--model", "llama2-7b"};
   EXPECT_THAT(error_of(concat(line, {"--distribute-saved-activations"})),
-              AllOf(StartsWith("--distribute-saved-activations "), HasSubstr("not modelled")));
+              AllOf(StartsWith("--distribute-saved-activations "), HasSubstr("which trainplan does not model")));
   EXPECT_THAT(error_of(concat(line, {"--moe-latent-size", "128"})),
-              StartsWith("--moe-latent-size would change the estimate but is not modelled"));
+              StartsWith("--moe-latent-size would change the experts' parameters and FLOPs (latent MoE"));
   // Expert TP on a dense model builds nothing (Megatron accepts it): listed, not refused.
   EXPECT_THAT(parse(concat(line, {"--expert-tensor-parallel-size", "2"})).ignored_flags,
               ::testing::Contains("--expert-tensor-parallel-size 2 (a dense model: no expert layers)"));

@@ -111,7 +111,7 @@ TEST(BridgeConfig, MegatronFsdpFromTheDistOrDdpSection) {
 TEST(BridgeConfig, DryRunConfigsRefuseWhatIsNotModelledByName) {
   EXPECT_THAT(error_of({"--cluster", "dgx-b200", "--num-gpus", "64", "--bridge-config",
                         bridge_file("qwen3_235b_a22b_pretrain_b200_nvfp4_v1.yaml")}),
-              AllOf(HasSubstr("mixed_precision.fp4 (as --fp4-format e2m1)"), HasSubstr("not modelled")));
+              AllOf(HasSubstr("mixed_precision.fp4 (as --fp4-format e2m1)"), HasSubstr("which trainplan does not model")));
   EXPECT_THAT(error_of({"--cluster", "dgx-b200", "--num-gpus", "8", "--bridge-config",
                         bridge_file("llama3_8b_sft_gb200_fp8_mx_v1.yaml")}),
               HasSubstr("mixed_precision.reuse_grad_buf_for_mxfp8_param_ag: true"));
@@ -231,7 +231,7 @@ TEST(BridgeConfig, FieldsNotModelledAreRefusedByNameAndLine) {
   graph.insert(graph.find("train:"), "  cuda_graph_impl: transformer_engine\n");
   EXPECT_THAT(error_of(bridge(container("bridge_graph2.yaml", graph))),
               AllOf(HasSubstr("bridge_graph2.yaml:18: model.cuda_graph_impl: transformer_engine (Megatron-Core's default "
-                              "\"none\") would change the estimate"),
+                              "\"none\") would change the time and the memory (kernel launches replayed from captured CUDA graphs"),
                     HasSubstr("as Megatron's --cuda-graph-impl")));
   std::string inert = kSmallModel;
   inert.insert(inert.find("train:"), "  cuda_graph_impl: none\n  cuda_graph_scope: full\n");

@@ -238,7 +238,8 @@ TEST(CliErrors, BadInputExitsTwoNamingTheFlag) {
                data_path("cluster/malformed.json") + ":3: ");
   expect_error({"memory", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", "--model", "llama2-7b",
                 "--distribute-saved-activations"},
-               "--distribute-saved-activations would change the estimate but is not modelled");
+               "--distribute-saved-activations would change the checkpointed activations' memory (split over TP), which "
+               "trainplan does not model");
   expect_error({"models", "--model", "llama2-7b"}, "--model");
 }
 

@@ -240,7 +240,7 @@ TEST(NemoConfig, UnmodelledSettingsAreRefusedByKey) {
             "model.delay_wgrad_compute (launch line) needs --overlap-moe-expert-parallel-comm (Megatron-Core's check: "
             "\"overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute\")");
   EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+model.cuda_graph_impl=transformer_engine"})),
-              AllOf(StartsWith("launch line: model.cuda_graph_impl"), HasSubstr("not modelled")));
+              AllOf(StartsWith("launch line: model.cuda_graph_impl"), HasSubstr("which trainplan does not model")));
   // CPU offloading: of the activations, as Megatron's --cpu-offloading-num-layers; of the weights, refused.
   EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+model.cpu_offloading=true", "+model.cpu_offloading_num_layers=8",
                                                    "+model.cpu_offloading_weights=true", "model.context_parallel_size=1"})),

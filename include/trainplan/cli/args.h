@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainplan/core/job/job.h"
@@ -52,6 +53,12 @@ enum class model_need { model_only, full_job };
 /// no estimate (ignored), is refused as changing one that is not modelled, or is unknown (an error).
 enum class flag_class { modelled, ignored, refused, unknown };
 flag_class classify_flag(const std::string& flag);
+/// What a refused flag would change, as its refusal and `trainplan help flags` say it ("the time and
+/// memory of CUDA graphs (…)"); empty for a flag that is not refused (src/cli/refused_effects.cc).
+std::string_view refused_flag_effect(std::string_view flag);
+/// Every Megatron flag read and ignored, and every refused one with what it would change, as
+/// `trainplan help flags` lists them after the modelled ones.
+std::string classified_flags_help();
 
 /// Parse job flags. Tokens after "--" are a launch line (torchrun / python -m torch.distributed.run /
 /// deepspeed ... script.py <Megatron args>): the launcher gives the world size, Megatron flags that
