@@ -842,8 +842,10 @@ void reader::kernels_and_fp8() {
     if (boolean("model.fp8_params", false)) add("model.fp8_params", {"--fp8-param-gather"});
     // TransformerConfig.fp8_wgrad false: the weight-gradient GEMMs stay in BF16 (Megatron's --no-fp8-wgrad).
     if (!boolean("model.fp8_wgrad", true)) add("model.fp8_wgrad", {"--no-fp8-wgrad"});
+    // A scaling margin moves the FP8 scale by a power of two: numerics, no time or byte (Megatron's
+    // --fp8-margin, ignored alike).
     if (const nm_value* v = find("model.fp8_margin"); v != nullptr && v->text != "0") {
-      fail(*v, "model.fp8_margin", "a scaling margin other than 0 is not modelled (0 is NeMo's default)");
+      ignore("model.fp8_margin", "a scaling margin changes the FP8 scales, not a time or a byte");
     }
     if (const nm_value* v = find("model.fp8_interval"); v != nullptr && v->text != "1") {
       fail(*v, "model.fp8_interval", "an amax update interval other than 1 is not modelled (1 is NeMo's default)");

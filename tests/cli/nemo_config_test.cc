@@ -173,6 +173,12 @@ TEST(NemoConfig, ApexDistributedAdamAsNemoSetsItUp) {
   EXPECT_FALSE(fp8.job.training.precision_aware_optimizer);
   EXPECT_TRUE(fp8.job.training.fp8_param_gather);
   EXPECT_NEAR(estimate_memory(fp8.job).stages[0].optimizer_bytes, 12.0 * params / 8, 1e-6 * m.optimizer_bytes);
+  // A scaling margin changes the FP8 scales only: listed, the job unchanged.
+  const parsed_job margin = parse(pretrain("dgxc_llama3.1_8b.yaml", {"trainer.num_nodes=1", "model.fp8=true",
+                                                                       "model.fp8_hybrid=true", "+model.fp8_params=true",
+                                                                       "+model.fp8_margin=1"}));
+  EXPECT_THAT(margin.ignored_flags, Contains(HasSubstr("model.fp8_margin")));
+  EXPECT_EQ(estimate_time(margin.job).iteration_s, estimate_time(fp8.job).iteration_s);
   // A 16-bit optimizer with fp8_params: 16-bit master and moments (store_params), 6 bytes.
   const parsed_job half = parse(pretrain("dgxc_llama3.1_8b.yaml", {"trainer.num_nodes=1", "model.fp8=true",
                                                                      "model.fp8_hybrid=true", "+model.fp8_params=true",
