@@ -137,10 +137,12 @@ std::string framework_violation(job_spec& job) {
 
 namespace {
 
-/// Model chunks per pipeline rank as Megatron's validate_args derives them before these checks: from
-/// the layers per virtual stage where those are given (pipeline_violation resolves the field later).
+/// Model chunks per pipeline rank as Megatron's validate_args derives them before these checks: from a
+/// custom pipeline layout's stages (PP × VPP of them, arguments.py: num_stages // PP), or from the layers
+/// per virtual stage where those are given (pipeline_violation resolves the field later).
 std::int64_t chunks_per_rank(const job_spec& job) {
   const parallel_config& p = job.parallel;
+  if (!p.layout_stages.empty() && p.pp > 0) return static_cast<std::int64_t>(p.layout_stages.size()) / p.pp;
   if (p.vpp > 1 || p.num_layers_per_virtual_stage <= 0 || p.pp < 2) return p.vpp;
   return job.model.num_layers / p.pp / p.num_layers_per_virtual_stage;
 }

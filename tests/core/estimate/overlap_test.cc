@@ -159,6 +159,15 @@ TEST(Overlap, ExpertAllToAllsHideUnderAnotherMicroBatchsCompute) {
               ::testing::HasSubstr("only supported with expert model parallelism"));
   EXPECT_THAT(error_of(concat(mixtral, {"--overlap-moe-expert-parallel-comm", "--recompute-granularity", "full"})),
               ::testing::HasSubstr("needs full recomputation disabled"));
+  // At PP > 1 it needs interleaving, which a custom pipeline layout gives (Megatron-LM's arguments.py
+  // derives VPP = stages / PP from it first): Mixtral's 32 layers in 8 stages over PP 2 is VPP 4, as
+  // Megatron-LM's CI case gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental runs it.
+  const args_t pp2 = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "32", "--ep", "8", "--pp", "2",
+                      "--moe-token-dispatcher-type", "alltoall", "--use-distributed-optimizer", "--gbs", "256",
+                      "--seq-length", "4096", "--overlap-moe-expert-parallel-comm"};
+  EXPECT_THAT(error_of(pp2), ::testing::HasSubstr("needs --virtual-pipeline-model-parallel-size when PP > 1"));
+  const parsed_job laid_out = parse(concat(pp2, {"--pipeline-model-parallel-layout", "Et*3|(tttt|)*6t*5L"}));
+  EXPECT_EQ(laid_out.job.parallel.vpp, 4);
 }
 
 TEST(Overlap, DelayedWeightGradientsAreTheCoverTheBoundAlreadyCounts) {
