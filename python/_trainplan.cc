@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "trainplan/cli/args.h"
 #include "trainplan/cli/cli.h"
 #include "trainplan/core/base/error.h"
 #include "trainplan/report/report.h"
@@ -105,6 +106,34 @@ PYBIND11_MODULE(_trainplan, m) {
         return std::string(kNames[static_cast<int>(classify_flag(flag))]);
       },
       py::arg("flag"), "how the CLI treats a job flag: 'modelled', 'ignored', 'refused' or 'unknown'");
+  m.def(
+      "flag_classes",
+      [] {
+        const flag_classes& c = megatron_flag_classes();
+        py::dict d;
+        d["ignored"] = c.ignored;
+        py::list at_value;
+        for (const auto& f : c.ignored_at_value) {
+          py::dict row;
+          row["flag"] = f.flag;
+          row["harmless_value"] = f.harmless_value;
+          row["would_change"] = f.would_change;
+          at_value.append(row);
+        }
+        d["ignored_at_value"] = at_value;
+        d["tp_comm_tuning"] = c.tp_comm_tuning;
+        py::list refused;
+        for (const auto& g : c.refused) {
+          py::dict row;
+          row["would_change"] = g.would_change;
+          row["flags"] = g.flags;
+          refused.append(row);
+        }
+        d["refused"] = refused;
+        return d;
+      },
+      "the Megatron flags that are not modelled: ignored, ignored at one value, TP-overlap tuning, refused by "
+      "what they would change");
   m.def("version", [] { return std::string(tool_version()); });
   m.attr("schema_version") = kSchemaVersion;
 }

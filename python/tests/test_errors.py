@@ -163,3 +163,17 @@ def test_the_module_exports_only_its_api():
     public = {name for name in vars(trainplan) if not name.startswith("_")}
     assert public == set(trainplan.__all__) - {"__version__"}
     assert set(dir(trainplan)) == set(trainplan.__all__)
+
+
+def test_flag_classes_say_what_each_refused_flag_would_change():
+    # Issue 29: every Megatron flag classified, and each refused one with what it would change.
+    classes = trainplan.flag_classes()
+    assert "--tensorboard-dir" in classes["ignored"]
+    graphs = next(g for g in classes["refused"] if "--cuda-graph-impl" in g["flags"])
+    assert "CUDA graphs" in graphs["would_change"]
+    assert all(g["would_change"] and g["flags"] for g in classes["refused"])
+    assert {"flag": "--checkpoint-num-layers", "harmless_value": "1",
+            "would_change": "how many layers Megatron-DeepSpeed checkpoints as one chunk"} in classes["ignored_at_value"]
+    # A keyword spelling a refused flag raises the CLI's message, which names what it would change.
+    e = error_of(trainplan.Job, model="llama3-8b", num_gpus=8, cuda_graph_impl="local")
+    assert e.argument == "cuda_graph_impl" and graphs["would_change"] in str(e)

@@ -30,7 +30,7 @@ if _typing.TYPE_CHECKING:
 from . import _trainplan as _core
 
 __all__ = ["Error", "Job", "search", "shapes", "plan", "validate", "models", "gpus", "clusters", "flags",
-           "schema_version", "__version__"]
+           "flag_classes", "schema_version", "__version__"]
 
 __version__: str = _core.version()
 #: The JSON schema version every result carries as ``schema_version``.
@@ -399,6 +399,15 @@ def validate(csv: Union[str, _os.PathLike, None] = None, loso: bool = False) -> 
     arguments = _Arguments("job", {})
     arguments.keyword_of["--csv"] = "csv"
     return _loads(arguments.call(_core.validate, "" if csv is None else _os.fspath(csv), loso))
+
+
+def flag_classes() -> Dict[str, Any]:
+    """The Megatron-LM, Megatron-DeepSpeed and BLOOM flags that are not modelled, as ``trainplan help flags``
+    ends: ``ignored`` (they change no estimate; a keyword of :class:`Job` listed in ``context.ignored_flags``),
+    ``ignored_at_value`` (flag, harmless_value, would_change), ``tp_comm_tuning`` (ignored without
+    ``tp_comm_overlap``) and ``refused``: groups of flags with what each would change (a keyword raises
+    :class:`Error` saying so)."""
+    return dict(_core.flag_classes())
 
 
 def models() -> Dict[str, Any]:

@@ -861,10 +861,10 @@ std::string job_flags_help() {
 namespace {
 
 /// Names wrapped into lines of at most 100 characters, each line indented by `indent`.
-std::string wrapped(const std::vector<std::string_view>& names, std::string_view indent) {
+std::string wrapped(const std::vector<std::string>& names, std::string_view indent) {
   std::string out, line(indent);
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::string item = std::string(names[i]) + (i + 1 < names.size() ? "," : "");
+    const std::string item = names[i] + (i + 1 < names.size() ? "," : "");
     if (line.size() > indent.size() && line.size() + 1 + item.size() > 100) {
       out += line + "\n";
       line = std::string(indent);
@@ -877,31 +877,41 @@ std::string wrapped(const std::vector<std::string_view>& names, std::string_view
 
 }  // namespace
 
+const flag_classes& megatron_flag_classes() {
+  static const flag_classes classes = [] {
+    flag_classes c;
+    c.ignored.assign(std::begin(kIgnoredFlags), std::end(kIgnoredFlags));
+    std::sort(c.ignored.begin(), c.ignored.end());
+    for (const conditional_flag& f : kConditionalFlags) c.ignored_at_value.push_back({f.flag, f.harmless_value, f.would_change});
+    c.tp_comm_tuning.assign(std::begin(kTpCommTuningFlags), std::end(kTpCommTuningFlags));
+    // Refused flags by what they would change, mechanisms in the order their first flag sorts.
+    std::vector<std::string> refused(std::begin(kUnmodelledFlags), std::end(kUnmodelledFlags));
+    std::sort(refused.begin(), refused.end());
+    for (const std::string& flag : refused) {
+      const std::string effect(refused_flag_effect(flag));
+      TRAINPLAN_CHECK_MSG(!effect.empty(), "a refused flag without a row in refused_effects.cc");
+      auto it = std::find_if(c.refused.begin(), c.refused.end(), [&](const auto& g) { return g.would_change == effect; });
+      if (it == c.refused.end()) it = c.refused.insert(c.refused.end(), {effect, {}});
+      it->flags.push_back(flag);
+    }
+    return c;
+  }();
+  return classes;
+}
+
 std::string classified_flags_help() {
-  std::vector<std::string_view> ignored(std::begin(kIgnoredFlags), std::end(kIgnoredFlags));
-  std::sort(ignored.begin(), ignored.end());
+  const flag_classes& c = megatron_flag_classes();
   std::string out = "\nMegatron-LM, Megatron-DeepSpeed and BLOOM flags read and ignored (they change no estimate; "
                     "`time` and `memory` list them; NAME-* stands for every flag that starts so):\n";
-  out += wrapped(ignored, "  ");
+  out += wrapped(c.ignored, "  ");
   out += "\nRead and ignored at one value, refused at any other:\n";
-  for (const conditional_flag& c : kConditionalFlags) {
-    out += fmt::format("  {} {} (another value would change {})\n", c.flag, c.harmless_value, c.would_change);
+  for (const auto& f : c.ignored_at_value) {
+    out += fmt::format("  {} {} (another value would change {})\n", f.flag, f.harmless_value, f.would_change);
   }
-  std::vector<std::string_view> tuning(std::begin(kTpCommTuningFlags), std::end(kTpCommTuningFlags));
   out += "  Transformer Engine's userbuffer tuning, ignored without --tp-comm-overlap and refused with it:\n";
-  out += wrapped(tuning, "    ");
-  // Refused flags by what they would change, mechanisms in the order their first flag sorts.
-  std::vector<std::string_view> refused(std::begin(kUnmodelledFlags), std::end(kUnmodelledFlags));
-  std::sort(refused.begin(), refused.end());
-  std::vector<std::pair<std::string_view, std::vector<std::string_view>>> by_effect;
-  for (const std::string_view flag : refused) {
-    const std::string_view effect = refused_flag_effect(flag.ends_with('*') ? flag.substr(0, flag.size() - 1) : flag);
-    auto it = std::find_if(by_effect.begin(), by_effect.end(), [&](const auto& e) { return e.first == effect; });
-    if (it == by_effect.end()) it = by_effect.insert(by_effect.end(), {effect, {}});
-    it->second.push_back(flag);
-  }
+  out += wrapped(c.tp_comm_tuning, "    ");
   out += "\nRefused, each naming what it would change (not modelled; remove it to get the estimate without it):\n";
-  for (const auto& [effect, flags] : by_effect) out += "  " + std::string(effect) + ":\n" + wrapped(flags, "    ");
+  for (const auto& g : c.refused) out += "  " + g.would_change + ":\n" + wrapped(g.flags, "    ");
   return out;
 }
 

@@ -56,8 +56,22 @@ flag_class classify_flag(const std::string& flag);
 /// What a refused flag would change, as its refusal and `trainplan help flags` say it ("the time and
 /// memory of CUDA graphs (…)"); empty for a flag that is not refused (src/cli/refused_effects.cc).
 std::string_view refused_flag_effect(std::string_view flag);
-/// Every Megatron flag read and ignored, and every refused one with what it would change, as
-/// `trainplan help flags` lists them after the modelled ones.
+/// The Megatron-LM, Megatron-DeepSpeed and BLOOM flags that are not modelled, by how they are treated.
+struct flag_classes {
+  std::vector<std::string> ignored;  ///< names, and NAME-* for every flag that starts so; sorted
+  struct at_value {
+    std::string flag, harmless_value, would_change;
+  };
+  std::vector<at_value> ignored_at_value;  ///< ignored at that value, refused at another
+  std::vector<std::string> tp_comm_tuning;  ///< ignored without --tp-comm-overlap, refused with it
+  struct refused_group {
+    std::string would_change;  ///< refused_flag_effect of each flag below
+    std::vector<std::string> flags;
+  };
+  std::vector<refused_group> refused;  ///< by mechanism, in the order their first flag sorts
+};
+const flag_classes& megatron_flag_classes();
+/// megatron_flag_classes as `trainplan help flags` lists them after the modelled ones.
 std::string classified_flags_help();
 
 /// Parse job flags. Tokens after "--" are a launch line (torchrun / python -m torch.distributed.run /
