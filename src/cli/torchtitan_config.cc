@@ -203,8 +203,13 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kRenamed
 struct tt_model {
   std::string_view name, flavor, catalog;
   bool pipelines = true;  ///< its TrainSpec has a pipelining_fn (qwen3's is None at 4a950ea)
+  /// Where the flavour differs from the catalog model: torchtitan's Llama 4 flavours without "_irope"
+  /// (models/llama4/__init__.py llama4_args, model/args.py: every_n_layers_nope None, attn_mask_type
+  /// "causal") attend causally over the whole sequence on every layer, Meta's checkpoints in chunks of
+  /// 8,192 on three of four.
+  bool full_attention = false;
 };
-constexpr std::array<tt_model, 10> kModels = {{
+constexpr std::array<tt_model, 12> kModels = {{
     {"llama3", "8B", "llama3-8b"},
     {"llama3", "70B", "llama3-70b"},
     {"llama3", "405B", "llama3.1-405b"},
@@ -215,6 +220,8 @@ constexpr std::array<tt_model, 10> kModels = {{
     {"qwen3", "32B", "qwen3-32b", false},
     {"qwen3", "30B-A3B", "qwen3-30b-a3b", false},
     {"qwen3", "235B-A22B", "qwen3-235b-a22b", false},
+    {"llama4", "17bx16e", "llama4-scout", true, true},
+    {"llama4", "17bx128e", "llama4-maverick", true, true},
 }};
 
 std::string canonical(std::string key) {
@@ -437,10 +444,12 @@ void reader::model() {
                             "a pipeline degree of 1", name));
     }
     add("--model", std::string(m->catalog), "model.flavor");
+    if (m->full_attention) add("--window-attn-skip-freq", "1", "model.flavor");  // every layer attends fully
   } else {
     out_.unknown_model = fmt::format(
         "torchtitan's model.name \"{}\" with model.flavor \"{}\" is not one trainplan knows (llama3 8B, 70B and "
-        "405B, llama2 7B, 13B and 70B, qwen3 8B, 32B, 30B-A3B and 235B-A22B are): give the model with --model "
+        "405B, llama2 7B, 13B and 70B, qwen3 8B, 32B, 30B-A3B and 235B-A22B, llama4 17bx16e and 17bx128e are): give the "
+        "model with --model "
         "NAME|FILE before '--'",
         name, flavor);
   }

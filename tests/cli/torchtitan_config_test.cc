@@ -82,6 +82,18 @@ TEST(TorchtitanConfig, ItsLlama3_8bConfigIsTheJob) {
             30532122624);
   EXPECT_THAT(error_of(run_train(toml("tt_qwen3_small.toml", ""), {"--model.name", "qwen3", "--model.flavor", "0.6B"})),
               HasSubstr("model.flavor \"0.6B\" is not one trainplan knows"));
+  // Llama 4 Scout as torchtitan builds "17bx16e": the catalog's parameters (16 routed experts and a shared
+  // one of 8,192, auto_scale_hidden_dim), but causal attention over the whole sequence on every layer (no
+  // "_irope": every_n_layers_nope None), where Meta's checkpoint attends in chunks on three of four.
+  const parsed_job scout = parse(run_train(testing::data_path("launch/torchtitan/llama4_17bx16e.toml"), {},
+                                           {"--num-nodes", "8"}));
+  EXPECT_EQ(count_parameters(scout.job.model, 1).total, 107769861120);
+  EXPECT_EQ(scout.job.model.window_skip_freq, 1);
+  EXPECT_EQ(scout.job.parallel.tp, 8);
+  EXPECT_EQ(scout.job.training.recompute, recompute_granularity::full);
+  EXPECT_THAT(error_of(run_train(toml("tt_llama4_irope.toml", ""), {"--model.name", "llama4", "--model.flavor",
+                                                                   "17bx16e_irope"})),
+              HasSubstr("model.flavor \"17bx16e_irope\" is not one trainplan knows"));
   // torchtitan's Qwen3 has no pipeline split (get_train_spec: pipelining_fn=None).
   EXPECT_THAT(error_of(run_train(testing::data_path("launch/torchtitan/qwen3_32b.toml"),
                                  {"--parallelism.pipeline_parallel_degree", "2"})),
