@@ -199,7 +199,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kRenamed
 /// torchtitan's flavours of the catalog's models (torchtitan/models/llama3/__init__.py llama3_configs,
 /// models/llama2 llama2_configs, models/qwen3/__init__.py qwen3_args at 4a950ea: the same layers, widths,
 /// heads, FFN rounding, experts and tokenizer as the published checkpoints; tested equal in parameter
-/// count). torchtitan's Qwen3 0.6B and 1.7B (tied embeddings) and its debug models are not in the catalog.
+/// count). torchtitan's debug models are not in the catalog.
 struct tt_model {
   std::string_view name, flavor, catalog;
   bool pipelines = true;  ///< its TrainSpec has a pipelining_fn (qwen3's is None at 4a950ea)
@@ -209,13 +209,16 @@ struct tt_model {
   /// 8,192 on three of four.
   bool full_attention = false;
 };
-constexpr std::array<tt_model, 12> kModels = {{
+constexpr std::array<tt_model, 15> kModels = {{
     {"llama3", "8B", "llama3-8b"},
     {"llama3", "70B", "llama3-70b"},
     {"llama3", "405B", "llama3.1-405b"},
     {"llama2", "7B", "llama2-7b"},
     {"llama2", "13B", "llama2-13b"},
     {"llama2", "70B", "llama2-70b"},
+    {"qwen3", "0.6B", "qwen3-0.6b", false},
+    {"qwen3", "1.7B", "qwen3-1.7b", false},
+    {"qwen3", "4B", "qwen3-4b", false},
     {"qwen3", "8B", "qwen3-8b", false},
     {"qwen3", "32B", "qwen3-32b", false},
     {"qwen3", "30B-A3B", "qwen3-30b-a3b", false},
@@ -448,7 +451,8 @@ void reader::model() {
   } else {
     out_.unknown_model = fmt::format(
         "torchtitan's model.name \"{}\" with model.flavor \"{}\" is not one trainplan knows (llama3 8B, 70B and "
-        "405B, llama2 7B, 13B and 70B, qwen3 8B, 32B, 30B-A3B and 235B-A22B, llama4 17bx16e and 17bx128e are): give the "
+        "405B, llama2 7B, 13B and 70B, qwen3 0.6B, 1.7B, 4B, 8B, 32B, 30B-A3B and 235B-A22B, llama4 17bx16e and 17bx128e "
+        "are): give the "
         "model with --model "
         "NAME|FILE before '--'",
         name, flavor);

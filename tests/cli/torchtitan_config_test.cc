@@ -73,15 +73,19 @@ TEST(TorchtitanConfig, ItsLlama3_8bConfigIsTheJob) {
   EXPECT_EQ(qwen.job.training.recompute, recompute_granularity::full);
   EXPECT_EQ(qwen.job.training.micro_batch_size, 2);
   EXPECT_EQ(qwen.job.model.seq_length, 4096);
-  // Its MoE flavours are the catalog's too; its 0.6B and 1.7B (tied embeddings) are not.
+  // Its MoE flavours and its small tied-embedding ones are the catalog's too; its debug models are not.
   EXPECT_EQ(count_parameters(parse(run_train(toml("tt_qwen3_moe.toml", ""), {"--model.name", "qwen3", "--model.flavor",
                                                                                   "30B-A3B"}))
                                  .job.model,
                              1)
                 .total,
             30532122624);
-  EXPECT_THAT(error_of(run_train(toml("tt_qwen3_small.toml", ""), {"--model.name", "qwen3", "--model.flavor", "0.6B"})),
-              HasSubstr("model.flavor \"0.6B\" is not one trainplan knows"));
+  const parsed_job small = parse(run_train(toml("tt_qwen3_small.toml", ""), {"--model.name", "qwen3", "--model.flavor", "0.6B"}));
+  EXPECT_EQ(count_parameters(small.job.model, 1).total, 596049920);
+  EXPECT_TRUE(small.job.model.tie_embeddings);
+  EXPECT_THAT(error_of(run_train(toml("tt_qwen3_debug.toml", ""), {"--model.name", "qwen3", "--model.flavor",
+                                                                  "debugmodel"})),
+              HasSubstr("model.flavor \"debugmodel\" is not one trainplan knows"));
   // Llama 4 Scout as torchtitan builds "17bx16e": the catalog's parameters (16 routed experts and a shared
   // one of 8,192, auto_scale_hidden_dim), but causal attention over the whole sequence on every layer (no
   // "_irope": every_n_layers_nope None), where Meta's checkpoint attends in chunks on three of four.

@@ -62,6 +62,12 @@ constexpr shape kShapes[] = {
      "deepseek-ai/DeepSeek-V3 config.json; DeepSeek-V3 report (arXiv 2412.19437) §2, §4.2: 671B total, 37B active, MTP depth 1, pre-trained at 4K"},
     {"qwen2-57b-a14b", "qwen", 28, 3584, 18944, 28, 4, 151936, 4096, 131072, P::rope, A::swiglu, N::rmsnorm, false, false, false, 64, 8,
      "Qwen/Qwen2-57B-A14B config.json; Qwen2 report (arXiv 2407.10671) Table 1: 57B total, 14B active"},
+    {"qwen3-0.6b", "qwen", 28, 1024, 3072, 16, 8, 151936, 4096, 40960, P::rope, A::swiglu, N::rmsnorm, false, true, false, 0, 0,
+     "Qwen/Qwen3-0.6B config.json and model card: 0.6B, 0.44B non-embedding, tied embeddings"},
+    {"qwen3-1.7b", "qwen", 28, 2048, 6144, 16, 8, 151936, 4096, 40960, P::rope, A::swiglu, N::rmsnorm, false, true, false, 0, 0,
+     "Qwen/Qwen3-1.7B config.json and model card: 1.7B, 1.4B non-embedding, tied embeddings"},
+    {"qwen3-4b", "qwen", 36, 2560, 9728, 32, 8, 151936, 4096, 40960, P::rope, A::swiglu, N::rmsnorm, false, true, false, 0, 0,
+     "Qwen/Qwen3-4B config.json and model card: 4.0B, 3.6B non-embedding, tied embeddings"},
     {"qwen3-8b", "qwen", 36, 4096, 12288, 32, 8, 151936, 4096, 40960, P::rope, A::swiglu, N::rmsnorm, false, false, false, 0, 0,
      "Qwen/Qwen3-8B config.json and model card: 8.2B, 6.95B non-embedding; Qwen3 report (arXiv 2505.09388) §3.2: pre-trained at 4096"},
     {"qwen3-32b", "qwen", 64, 5120, 25600, 64, 8, 151936, 4096, 40960, P::rope, A::swiglu, N::rmsnorm, false, false, false, 0, 0,
@@ -116,6 +122,9 @@ constexpr extension kExtensions[] = {
        m.moe.shared_expert_ffn_hidden_size = 20480;
        m.moe.shared_expert_gate = true;
      }},
+    {"qwen3-0.6b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true; }},
+    {"qwen3-1.7b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true; }},
+    {"qwen3-4b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true; }},
     {"qwen3-8b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true; }},
     {"qwen3-32b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true; }},
     {"qwen3-30b-a3b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true, m.moe.expert_ffn_hidden_size = 768; }},

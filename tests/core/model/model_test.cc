@@ -156,7 +156,7 @@ TEST(ModelCatalog, UnknownNameSuggestsNearest) {
   } catch (const input_error& e) {
     EXPECT_NE(std::string(e.what()).find("did you mean 'llama3-8b'"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(model_names().size(), 30u);
+  EXPECT_EQ(model_names().size(), 33u);
 }
 
 // ---- the models people train now (issue 11; docs/formulas.md §1.7-§1.9) ------------------------------
@@ -175,6 +175,9 @@ struct published_count {
 const published_count kPublished[] = {
     {"deepseek-v3", 671'026'419'200, 37'552'297'472, 0, "671B total, 37B active (arXiv 2412.19437)"},
     {"qwen2-57b-a14b", 57'408'658'944, 14'249'270'784, 0, "57B total, 14B active (arXiv 2407.10671)"},
+    {"qwen3-0.6b", 596'049'920, 0, 0, "0.6B, 0.44B non-embedding (model card; tied: one 155,582,464 table)"},
+    {"qwen3-1.7b", 1'720'574'976, 0, 0, "1.7B, 1.4B non-embedding (model card)"},
+    {"qwen3-4b", 4'022'468'096, 0, 0, "4.0B, 3.6B non-embedding (model card)"},
     {"qwen3-8b", 8'190'735'360, 0, 0, "8.2B (model card)"},
     {"qwen3-32b", 32'762'123'264, 0, 0, "32.8B (model card)"},
     {"qwen3-30b-a3b", 30'532'122'624, 3'353'032'704, 0, "30.5B total, 3.3B active (model card)"},
