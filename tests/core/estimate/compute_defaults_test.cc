@@ -116,6 +116,17 @@ std::vector<std::vector<std::string>> section(const std::string& file, const std
   return rows;
 }
 
+TEST(HopperDefaults, CardsNotMeasuredTakeHoppersMeasuredFp8Ratio) {
+  // §5.6: the one FP8/BF16 tile ratio measured (Hopper's 0.90, which LargeGemmsMatchBothMeasuredProfiles
+  // holds to the profiles) stands for the cards nothing was measured on, not the 1.20 fitted on H100 rows
+  // in issue 9.
+  const double hopper = default_compute_efficiency(find_gpu("h100-sxm5-80gb")).fp8_tile_factor;
+  EXPECT_DOUBLE_EQ(hopper, 0.90);
+  for (const char* gpu : {"b200-sxm-180gb", "gb200", "b300-sxm-288gb", "gb300", "mi300x", "mi355x"}) {
+    EXPECT_DOUBLE_EQ(default_compute_efficiency(find_gpu(gpu)).fp8_tile_factor, hopper) << gpu;
+  }
+}
+
 TEST(HopperDefaults, SustainedClockFactorIsTheHeldGemmOverTheProfile) {
   // 8192³ held for 20-40 s at the 700 W limit (two runs), over the profile's 8192³ point (short samples).
   std::vector<double> bf16, fp8;
