@@ -220,15 +220,15 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
             by["19"]->args.end());
   // Today (measured Hopper constants): −4% to −12%, all too fast.
   for (const char* row : {"15", "16", "17", "18", "19"}) EXPECT_LE(std::fabs(by[row]->error), 0.17) << row;
-  // Not fitted on: Blackwell keeps the constants Hopper had before its measurement, but its FP8 tiles take
-  // Hopper's measured FP8/BF16 ratio (§5.6, 2026-11-27): row 55 −9.4%, row 56 (128K tokens, CP 4) −26.2%;
-  // 26.1% / 29.4% with the 1.20 before.
+  // Not fitted on: Blackwell's FP8 tiles and attention take Hopper's measured FP8/BF16 ratio and
+  // attention curve (§5.6, 2026-11-27): row 55 −5.9%, row 56 (128K tokens, CP 4) −22.1%; 26.1% / 29.4%
+  // with issue 9's 1.20 and 0.60 before.
   EXPECT_EQ(gen["B200 FP8"].rows, 2);
-  EXPECT_LE(gen["B200 FP8"].median_abs_error, 0.19);
-  EXPECT_LE(gen["B200 FP8"].max_abs_error, 0.27);
-  // Megatron-Bridge's B200 Llama rows (116, 117): −3.6%, −4.0% (−17.6%, −22.2% before).
-  EXPECT_LE(gen["B200 FP8, held out"].median_abs_error, 0.05);
-  EXPECT_LE(gen["B200 FP8, held out"].max_abs_error, 0.05);
+  EXPECT_LE(gen["B200 FP8"].median_abs_error, 0.15);
+  EXPECT_LE(gen["B200 FP8"].max_abs_error, 0.23);
+  // Megatron-Bridge's B200 Llama rows (116, 117): +0.2%, −1.7% (−17.6%, −22.2% before).
+  EXPECT_LE(gen["B200 FP8, held out"].median_abs_error, 0.03);
+  EXPECT_LE(gen["B200 FP8, held out"].max_abs_error, 0.03);
   // §5.8: a TFLOPs figure counts the whole s² square of causal attention (NeMo's llama2 formula before its
   // August 2025 "Discount FLOPs in dot-product att"): at 1M tokens the attention is nearly all the FLOPs,
   // so its TFLOPs are twice trainplan's count, and the row is compared by the source's count.

@@ -83,10 +83,16 @@ const std::vector<default_entry>& table() {
     hopper.fa2_backward_half_seq = 1753;
 
     // Blackwell (B200, GB200, and Blackwell Ultra's B300, GB300): not measured here; large tiles at 0.58
-    // of peak (early published training MFUs).
+    // of peak (early published training MFUs). Its fused attention is cuDNN's through Transformer Engine,
+    // as on Hopper, and takes Hopper's measured curve (below) rather than the flat 0.60 fitted on H100
+    // rows in issue 9 (§5.6, 2026-11-27).
     compute_efficiency blackwell = unmeasured;
     blackwell.tiles = tiles_scaled(0.58);
     blackwell.ramp_flops = 1.2e9;
+    blackwell.flash_attention_fraction = 0.613;
+    blackwell.flash_half_seq = 1019;
+    blackwell.flash_backward_fraction = 0.575;
+    blackwell.flash_backward_half_seq = 1730;
 
     // MI300X: hipBLASLt reaches ≈ 50-60% of the 1307 TFLOPs dense bf16 peak on large GEMMs.
     compute_efficiency mi300x = unmeasured;

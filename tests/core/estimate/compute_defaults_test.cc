@@ -116,7 +116,7 @@ std::vector<std::vector<std::string>> section(const std::string& file, const std
   return rows;
 }
 
-TEST(HopperDefaults, CardsNotMeasuredTakeHoppersMeasuredFp8Ratio) {
+TEST(HopperDefaults, CardsNotMeasuredTakeHoppersMeasuredRatios) {
   // §5.6: the one FP8/BF16 tile ratio measured (Hopper's 0.90, which LargeGemmsMatchBothMeasuredProfiles
   // holds to the profiles) stands for the cards nothing was measured on, not the 1.20 fitted on H100 rows
   // in issue 9.
@@ -124,6 +124,16 @@ TEST(HopperDefaults, CardsNotMeasuredTakeHoppersMeasuredFp8Ratio) {
   EXPECT_DOUBLE_EQ(hopper, 0.90);
   for (const char* gpu : {"b200-sxm-180gb", "gb200", "b300-sxm-288gb", "gb300", "mi300x", "mi355x"}) {
     EXPECT_DOUBLE_EQ(default_compute_efficiency(find_gpu(gpu)).fp8_tile_factor, hopper) << gpu;
+  }
+  // Blackwell runs cuDNN's attention through Transformer Engine as Hopper does: Hopper's measured curve,
+  // not issue 9's flat 0.60.
+  const compute_efficiency h = default_compute_efficiency(find_gpu("h100-sxm5-80gb"));
+  for (const char* gpu : {"b200-sxm-180gb", "gb200", "b300-sxm-288gb", "gb300"}) {
+    const compute_efficiency b = default_compute_efficiency(find_gpu(gpu));
+    EXPECT_DOUBLE_EQ(b.flash_attention_fraction, h.flash_attention_fraction) << gpu;
+    EXPECT_DOUBLE_EQ(b.flash_half_seq, h.flash_half_seq) << gpu;
+    EXPECT_DOUBLE_EQ(b.flash_backward_fraction, h.flash_backward_fraction) << gpu;
+    EXPECT_DOUBLE_EQ(b.flash_backward_half_seq, h.flash_backward_half_seq) << gpu;
   }
 }
 
