@@ -322,6 +322,7 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
   std::fill(s.counters.begin(), s.counters.end(), 0);
   const std::int64_t steady_end = mv - w0;  // steps [0, steady_end) run a forward and a backward everywhere
   const std::int64_t period = p * v;
+  const std::int64_t phase = steady_end > 0 ? (steady_end - 1) % period : 0;
   bool have_snap = false;
   bool jumped = false;
   for (std::int64_t step = first; step < mv; ++step) {
@@ -370,8 +371,10 @@ bool interleaved_fast(const schedule_input& in, schedule_result& r) {
     }
     std::swap(fe_prev, fe_cur);
     std::swap(be_prev, be_cur);
-    // After step `step`, the previous-step arrays hold its ends. Period boundaries of the steady state.
-    if (jumped || step < 0 || (step + 1) % period != 0 || step >= steady_end) continue;
+    // After step `step`, the previous-step arrays hold its ends. Period boundaries of the steady state,
+    // in the phase of its last step (steady_end − 1): the first comes within a period of step 0, and whole
+    // periods from one land on the last steady step, with no steps left to run before the cool-down.
+    if (jumped || step < phase || step >= steady_end || (step - phase) % period != 0) continue;
     step += skip_periods(p, step, period, steady_end, fe_prev, be_prev, free_at, snap, have_snap, jumped);
   }
   fill_usage(in, free_at, r, in.overlap_p2p ? blocked : nullptr);
