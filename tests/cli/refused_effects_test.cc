@@ -6,8 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "args_test_support.h"
 #include "trainplan/cli/args.h"
-#include "trainplan/core/base/error.h"
 
 namespace trainplan {
 namespace {
@@ -47,22 +47,11 @@ TEST(RefusedEffects, LongestPrefixOrExactName) {
   EXPECT_THAT(std::string(refused_flag_effect("--ds-sequence-parallel-fpdt-chunk-size")), HasSubstr("FPDT"));
 }
 
-std::string error_of(const std::vector<std::string>& args) {
-  try {
-    parse_job_args(args);
-  } catch (const input_error& e) {
-    return e.what();
-  }
-  return "";
-}
+using namespace args_testing;  // NOLINT(google-build-using-namespace): the shared helpers
 
 TEST(RefusedEffects, TheRefusalNamesTheFlagAndWhatItWouldChange) {
-  const std::vector<std::string> base = {"--model", "llama3-8b", "--num-gpus", "8"};
-  auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> a = base;
-    a.insert(a.end(), extra.begin(), extra.end());
-    return a;
-  };
+  const args_t base = {"--model", "llama3-8b", "--num-gpus", "8"};
+  auto with = [&](const args_t& extra) { return concat(base, extra); };
   EXPECT_EQ(error_of(with({"--cuda-graph-impl", "local"})),
             "--cuda-graph-impl would change the time and the memory (kernel launches replayed from captured CUDA "
             "graphs, and the graphs' static memory pools), which trainplan does not model; remove it to get the "
