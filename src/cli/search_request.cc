@@ -144,13 +144,15 @@ search_request parse_search_request(const std::vector<std::string>& args_in) {
   if (r.base.job.parallel.account_embedding_in_split || r.base.job.parallel.account_loss_in_split) {
     throw input_error(std::string(r.base.job.parallel.account_embedding_in_split ? "--account-for-embedding-in-pipeline-split"
                                                                                   : "--account-for-loss-in-pipeline-split") +
-                      " fixes how one layout splits its layers; a search tries the splits itself (uneven ends "
-                      "included): give it to `time` or `memory` for one layout");
+                      " fixes how one layout splits its layers; a layout search (`search`, and `shapes` for each "
+                      "shape) tries the splits itself (uneven ends included): give it to `time` or `memory` for one "
+                      "layout");
   }
   if (!r.base.job.parallel.layout_stages.empty()) {
     throw input_error("--pipeline-model-parallel-layout (or --hybrid-layer-pattern's | segments) fixes PP, VPP and every "
-                      "stage's layers; a search tries the splits itself (uneven ends included): give it to `time` or "
-                      "`memory` for one layout, or the pattern without |");
+                      "stage's layers; a layout search (`search`, and `shapes` for each shape) tries the splits "
+                      "itself (uneven ends included): give it to `time` or `memory` for one layout, or the pattern "
+                      "without |");
   }
   if (r.base.job.training.gradient_accumulation_steps > 0) {
     throw input_error("--gradient-accumulation-steps ties the global batch to DP, which a search varies: give the global "

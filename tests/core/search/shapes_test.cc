@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "trainplan/cli/cli.h"
+#include "trainplan/core/base/error.h"
 #include "trainplan/core/estimate/compute.h"
 #include "trainplan/core/search/search.h"
 
@@ -54,6 +55,23 @@ TEST(ShapesGemm, EveryShapeKeepsAlignedHeadDims) {
   for (const shape_candidate& s : r.shapes) {
     const std::int64_t head_dim = s.hidden / s.heads;
     EXPECT_TRUE(head_dim == 64 || head_dim == 128) << s.hidden << "/" << s.heads;
+  }
+}
+
+// A fixed pipeline split (a custom layout, or a hybrid pattern's | segments) is refused by the layout
+// search, and shapes, which searches each shape's layouts, says so in the same words.
+TEST(ShapesRequest, AFixedPipelineSplitIsRefusedNamingTheSearchOfEachShape) {
+  const std::vector<std::string> args = {"--target-params", "8e9", "--cluster", "dgx-h100", "--num-nodes", "1",
+                                         "--gbs", "64", "--hidden-size", "4096", "--num-attention-heads", "32",
+                                         "--seq-length", "4096", "--vocab-size", "32000", "--hybrid-layer-pattern",
+                                         "M*M*|M*M*"};
+  try {
+    parse_shapes_request(args);
+    FAIL() << "a hybrid pattern with | segments was accepted";
+  } catch (const input_error& e) {
+    EXPECT_NE(std::string(e.what()).find("a layout search (`search`, and `shapes` for each shape) tries the splits"),
+              std::string::npos)
+        << e.what();
   }
 }
 
