@@ -85,6 +85,18 @@ def test_stubs_name_every_keyword_of_the_job():
             assert f"        {keyword}: " in stubs, keyword
 
 
+def test_stubs_list_the_megatron_flags_that_are_not_modelled():
+    # Issue 29: every Megatron flag classified, and the stubs list them: the ignored ones and the refused
+    # ones, with what each would change, in Job's docstring; **megatron_flags takes them.
+    stubs = (SOURCE_DIR / "python" / "trainplan" / "__init__.pyi").read_text()
+    classes = trainplan.flag_classes()
+    assert "        **megatron_flags: Any," in stubs
+    for flag in classes["ignored"] + [f for g in classes["refused"] for f in g["flags"]]:
+        assert flag[2:].replace("-", "_") in stubs, flag
+    for group in classes["refused"]:
+        assert f"        {group['would_change']}:" in stubs, group["would_change"]
+
+
 def test_flags_show_units_and_kinds():
     rows = {r["keywords"][0]: r for r in trainplan.flags("job")}
     assert rows["gpu_memory_gib"]["value_name"] == "GIB" and rows["gpu_memory_gib"]["kind"] == "number"

@@ -54,11 +54,46 @@ def _params(command):
     return lines, docs
 
 
-def _signature(name, command, returns, indent, first=""):
+def _wrapped(words, indent, width=100):
+    lines, line = [], indent
+    for i, word in enumerate(words):
+        item = word + ("," if i + 1 < len(words) else "")
+        if line.strip() and len(line) + 1 + len(item) > width:
+            lines.append(line)
+            line = indent
+        line += (" " if line.strip() else "") + item
+    return lines + [line]
+
+
+def _keyword(flag):
+    return flag[2:].replace("-", "_")
+
+
+def _job_docstring():
+    """The class docstring: the job flags, and the Megatron flags that are keywords without being modelled
+    (trainplan.flag_classes(), as `trainplan help flags` ends)."""
+    classes = trainplan.flag_classes()
+    out = ['    """A training job, validated as the CLI validates it (keywords: the job flags).',
+           "",
+           "    Megatron-LM, Megatron-DeepSpeed and BLOOM flags that trainplan does not model are keywords too",
+           "    (**megatron_flags, snake_case; NAME_* stands for every flag that starts so). Read and ignored (they",
+           "    change no estimate; listed in context.ignored_flags):"]
+    out += _wrapped([_keyword(f) for f in classes["ignored"]], "        ")
+    out.append("    Refused, each raising Error with what it would change:")
+    for group in classes["refused"]:
+        out.append(f"        {group['would_change']}:")
+        out += _wrapped([_keyword(f) for f in group["flags"]], "            ")
+    out.append('    """')
+    return [line.replace("\\", "\\\\") for line in out]
+
+
+def _signature(name, command, returns, indent, first="", rest=None):
     params, docs = _params(command)
     pad = " " * indent
     out = [f"{pad}def {name}({first}*,"]
     out += [f"{pad}    {p}" for p in params]
+    if rest:
+        out.append(f"{pad}    {rest}")
     out.append(f"{pad}) -> {returns}:")
     out.append(f'{pad}    """Keyword arguments (units in brackets):')
     out += [f"{pad}    {d}".replace('"""', "'''").replace("\\", "\\\\") for d in docs]
@@ -69,8 +104,8 @@ def _signature(name, command, returns, indent, first=""):
 def main():
     out = [_HEADER]
     out.append("class Job:")
-    out.append('    """A training job, validated as the CLI validates it (keywords: the job flags)."""')
-    out += _signature("__init__", "job", "None", 4, first="self, ")
+    out += _job_docstring()
+    out += _signature("__init__", "job", "None", 4, first="self, ", rest="**megatron_flags: Any,")
     out += [
         "    @classmethod",
         "    def from_megatron(cls, line: Union[str, Sequence[str]], **kwargs: Any) -> Job: ...",

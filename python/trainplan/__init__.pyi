@@ -21,7 +21,339 @@ def clusters() -> Dict[str, Any]: ...
 def validate(csv: Union[str, os.PathLike[str], None] = ..., loso: bool = ...) -> Dict[str, Any]: ...
 
 class Job:
-    """A training job, validated as the CLI validates it (keywords: the job flags)."""
+    """A training job, validated as the CLI validates it (keywords: the job flags).
+
+    Megatron-LM, Megatron-DeepSpeed and BLOOM flags that trainplan does not model are keywords too
+    (**megatron_flags, snake_case; NAME_* stands for every flag that starts so). Read and ignored (they
+    change no estimate; listed in context.ignored_flags):
+        abort_on_unmet_fused_kernel_constraints, activation_func_clamp_value, adam_beta1,
+        adam_beta2, adam_eps, adlr_autoresume, adlr_autoresume_interval, allow_ambiguous_pad_tokens,
+        app_tag_run_name, app_tag_run_version, apply_layernorm_1p, apply_query_key_layer_scaling,
+        apply_residual_connection_post_layernorm, apply_wd_to_qk_layernorm, async_ckpt_cpu_priority,
+        async_ckpt_io_priority, async_ckpt_use_cpu_shm, async_save, async_strategy,
+        attention_softmax_in_fp32, auto_detect_ckpt_format, batch_invariant_backend,
+        batch_invariant_mode, bert_embedder_type, bert_load, bert_no_binary_head, bf16_*,
+        biencoder_projection_dim, biencoder_shared_query_context_model, block_data_path,
+        cache_mla_latents, calc_ft_timeouts, calculate_per_token_loss, chat_template,
+        check_for_large_grads, check_for_spiky_loss, check_weight_hash_across_dp_replicas_interval,
+        ckpt_assume_constant_structure, ckpt_convert_format, ckpt_convert_save,
+        ckpt_convert_update_legacy_dist_opt_format, ckpt_drop_redundant_extra_state, ckpt_format,
+        ckpt_fully_parallel_load, ckpt_fully_parallel_load_exchange_algo,
+        ckpt_fully_parallel_load_per_rank_objects, ckpt_fully_parallel_load_process_group,
+        ckpt_fully_parallel_save, ckpt_fully_parallel_save_process_group,
+        ckpt_pg_tensors_cache_create, ckpt_pg_tensors_cache_path, ckpt_step, classes_fraction,
+        clip_grad, config_logger_dir, create_moe_param_group, curriculum_*, data_args_path,
+        data_cache_path, data_impl, data_parallel_random_init, data_path, data_per_class_fraction,
+        dataloader_defer_npy_index_mmap, dataloader_fast_cache_load,
+        dataloader_inter_document_masking, dataloader_type, ddp_average_in_collective,
+        ddp_bucket_size, ddp_num_buckets, ddp_pad_buckets_for_high_nccl_busbw,
+        ddp_param_name_patterns_for_fp32_local_accumulation, decode_only_cuda_graphs, decoupled_lr,
+        decoupled_min_lr, decrease_batch_size_if_needed, deepspeed_activation_checkpointing,
+        dino_bottleneck_size, dino_freeze_last_layer, dino_head_hidden_size,
+        dino_local_crops_number, dino_local_img_size, dino_norm_last_layer, dino_teacher_temp,
+        dino_warmup_teacher_temp, dino_warmup_teacher_temp_epochs, disable_align_grad_reduce,
+        disable_bf16_reduced_precision_matmul, disable_ckpt_load_validate_sharding_integrity,
+        disable_clone_scatter_output_in_embedding, disable_flight_recorder_dump_on_timeout,
+        disable_flight_recorder_extra_dump_on_exec, disable_flight_recorder_include_only_active,
+        disable_gloo_process_groups, disable_jit_fuser, disable_log_loss_scale_to_tensorboard,
+        disable_manual_gc_eval, disable_moe_token_dropping, disable_moe_top2_2nd_expert_sampling,
+        disable_msc, disable_save_tokenizer_assets, disable_straggler_on_startup,
+        disable_strict_fsdp_dtensor_load, disable_symmetric_registration,
+        disable_tokenizer_sentencepiece_ignore_extra_whitespaces,
+        disable_use_tokenizer_model_from_checkpoint_args, dist_ckpt_format,
+        dist_ckpt_optim_fully_reshardable, dist_ckpt_save_pre_mcore_014, dist_ckpt_strictness,
+        dist_ckpt_workers, distrib_optim_fully_reshardable_mem_efficient, distributed_backend,
+        distributed_timeout_minutes, distributed_timeout_seconds_after_init,
+        dump_param_to_param_group_map, embedding_init_method_std, embedding_path,
+        empty_unused_memory_level, enable_chunked_prefill, enable_experimental, enable_ft_package,
+        enable_msc, end_weight_decay, eod_mask_loss, error_injection_rate, error_injection_type,
+        eval_global_batch_size, eval_interval, eval_iters, eval_micro_batch_size,
+        evidence_data_path, exit_*, expert_interval, export_default_te_spec, export_kd_cfg,
+        export_kd_teacher_ckpt_format, export_kd_teacher_model_config, export_kv_cache_quant,
+        export_legacy_megatron, export_model_type, export_moe_apply_probs_on_input,
+        export_qk_l2_norm, export_te_mcore_model, fake_process_group, ffn_hidden_size_*, fim_data,
+        fim_eod_token, fim_fragment_rate, fim_middle_token, fim_no_prefix, fim_pad_token,
+        fim_prefix_token, fim_rate, fim_split_sample, fim_spm_rate, fim_suffix_token, finetune,
+        finetune_data_files, finetune_data_split, finetune_hf_dataset, flash_decode,
+        flight_recorder_dump_path, flight_recorder_include_stack_trace,
+        flight_recorder_trace_buffer_size, fp8_amax_compute_algo, fp8_amax_history_len,
+        fp8_interval, fp8_margin, ft_num_warmup_iters, full_validation, fused_residual_rmsnorm,
+        glu_linear_offset, gpu_sniff_test_interval, grpo_clamp_eps_lower, grpo_clamp_eps_upper,
+        grpo_entropy_term_weight, grpo_filter_groups_with_same_reward, grpo_group_size,
+        grpo_iterations, grpo_kl_beta, grpo_prompts_per_step, head_lr_mult, hidden_size_teacher,
+        high_priority_a2a_comm_stream, high_priority_stream_groups, hysteresis, ict_head_size,
+        ict_load, img_h, img_w, indexer_batch_size, indexer_log_interval,
+        inference_batch_times_seqlen_threshold, inference_coordinator_port,
+        inference_cuda_graph_all_prefills, inference_cuda_graph_max_tokens,
+        inference_cuda_graph_scope, inference_disable_ep_consensus,
+        inference_disable_triton_nvls_kernels, inference_dynamic_batching,
+        inference_dynamic_batching_async_sched_mode, inference_dynamic_batching_block_size,
+        inference_dynamic_batching_buffer_size_gb,
+        inference_dynamic_batching_cuda_graph_mixed_prefill_count,
+        inference_dynamic_batching_cuda_graph_sizing_distribution,
+        inference_dynamic_batching_logprobs_mode, inference_dynamic_batching_mamba_memory_ratio,
+        inference_dynamic_batching_max_requests, inference_dynamic_batching_max_tokens,
+        inference_dynamic_batching_num_cuda_graphs,
+        inference_dynamic_batching_paused_buffer_size_gb, inference_dynamic_batching_prefix_caching,
+        inference_dynamic_batching_prefix_caching_coordinator_policy,
+        inference_dynamic_batching_prefix_caching_eviction_policy,
+        inference_dynamic_batching_prefix_caching_mamba_gb,
+        inference_dynamic_batching_prefix_caching_routing_alpha,
+        inference_dynamic_batching_sampling_backend,
+        inference_dynamic_batching_track_generated_token_events,
+        inference_dynamic_batching_track_paused_request_events,
+        inference_dynamic_batching_unified_memory_level, inference_fuse_tp_communication,
+        inference_grouped_gemm_backend, inference_logging_step_interval, inference_max_requests,
+        inference_max_seq_length, inference_moe_disable_fused_quant_kernels,
+        inference_moe_token_dispatcher_type, inference_rng_tracker, inference_shards,
+        inference_text_gen_server_logging, inference_use_synchronous_zmq_collectives,
+        inference_wandb_logging, init_method_std, init_method_xavier_uniform,
+        init_model_with_meta_device, initial_loss_scale, inprocess_active_world_size,
+        inprocess_barrier_timeout, inprocess_completion_timeout, inprocess_empty_cuda_cache,
+        inprocess_granularity, inprocess_hard_timeout, inprocess_heartbeat_interval,
+        inprocess_heartbeat_timeout, inprocess_last_call_wait, inprocess_max_iterations,
+        inprocess_monitor_process_interval, inprocess_monitor_thread_interval,
+        inprocess_progress_watchdog_interval, inprocess_restart, inprocess_soft_timeout,
+        inprocess_termination_grace_time, is_hybrid_model, iter_per_epoch, iterations_to_skip,
+        kd_alpha_ce, kd_beta_ce, kd_temp, kill_switch_path, langrl_env_config, layernorm_epsilon,
+        lazy_mpu_init, lion_beta1, lion_beta2, load, load_main_params_from_ckpt, load_teacher,
+        load_universal_checkpoint, local_rank, log_*, log_interval, logging_level,
+        logits_load_decode_threads, logits_load_dir, logits_load_ignore_errors,
+        logits_load_kd_loss_alpha, logits_load_msc_prefetch_depth, logits_load_prefetch_factor,
+        logits_save_dir, logits_save_dtype, logits_save_top_k, logits_save_top_p,
+        logits_save_top_p_min_k, loss_scale, loss_scale_window, lr, lr_decay_iters,
+        lr_decay_samples, lr_decay_steps, lr_decay_style, lr_decay_tokens, lr_warmup_fraction,
+        lr_warmup_init, lr_warmup_iters, lr_warmup_samples, lr_warmup_steps, lr_warmup_tokens,
+        lr_wsd_decay_iters, lr_wsd_decay_samples, lr_wsd_decay_style,
+        mamba_inference_conv_states_dtype, mamba_inference_ssm_states_dtype, manual_gc,
+        manual_gc_interval, mask_factor, mask_prob, mask_type, max_tokens_to_oom,
+        memory_snapshot_path, merge_file, micro_batch_size_*, mid_level_dataset_surplus,
+        min_loss_scale, min_lr, mla_down_proj_fusion, mlp_chunks_for_prefill, mlp_type, mock_data,
+        modelopt_enabled, moe_aux_loss_coeff, moe_enable_routing_replay, moe_eval_capacity_factor,
+        moe_grouped_gemm, moe_input_jitter_eps, moe_loss_coeff, moe_min_capacity,
+        moe_pad_experts_for_cuda_graph_inference, moe_per_layer_logging, moe_permute_fusion,
+        moe_permute_fusion_into_hybridep, moe_router_bias_update_rate, moe_router_dtype,
+        moe_router_force_biased, moe_router_force_load_balancing, moe_router_fusion,
+        moe_router_load_balancing_type, moe_router_padding_for_fp8,
+        moe_router_padding_for_quantization, moe_router_pre_softmax,
+        moe_router_quantile_balancing_ema, moe_router_score_function,
+        moe_router_topk_scaling_factor, moe_routing_trace_capture_hidden_states,
+        moe_routing_trace_capture_logits, moe_routing_trace_dump_weights,
+        moe_routing_trace_max_training_iters, moe_routing_trace_path, moe_token_drop_policy,
+        moe_train_capacity_factor, moe_upcycling_granularity, moe_use_upcycling, moe_z_loss_coeff,
+        mrope_section, mscale, mscale_all_dim, mtp_loss_scaling_factor, multiple_validation_sets,
+        muon_coefficient_type, muon_extra_scale_factor, muon_fp32_matmul_prec, muon_momentum,
+        muon_nesterov, muon_no_split_qkv, muon_num_ns_steps, muon_scalar_optimizer, muon_scale_mode,
+        muon_tp_mode, muon_use_syrk, mup_attn_scale_power, mup_base_head_dim, mup_base_hidden_size,
+        mup_embedding_mult, mup_output_mult, mup_width_mult, nccl_all_reduce_for_prefill,
+        nccl_communicator_config_path, no_align_grad_reduce, no_align_param_gather,
+        no_async_tensor_model_parallel_allreduce, no_barrier_with_level_1_timing,
+        no_bias_dropout_fusion, no_bias_gelu_fusion, no_check_for_nan_in_loss_and_grad,
+        no_ckpt_fully_parallel_save, no_ckpt_load_validate_sharding_integrity,
+        no_clone_scatter_output_in_embedding, no_create_attention_mask_in_dataloader,
+        no_data_sharding, no_flight_recorder_dump_on_timeout, no_flight_recorder_extra_dump_on_exec,
+        no_flight_recorder_include_only_active, no_gradient_reduce_div_fusion, no_initialization,
+        no_load_lr_state, no_load_optim, no_load_rng, no_log_loss_scale_to_tensorboard,
+        no_manual_gc_eval, no_masked_softmax_fusion, no_mmap_bin_files, no_one_logger,
+        no_persist_layer_norm, no_pin_cpu_grads, no_pin_cpu_params, no_query_key_layer_scaling,
+        no_rope_freq, no_rope_fusion, no_save_optim, no_save_rng, no_save_tokenizer_assets,
+        no_strict_fsdp_dtensor_load, no_tokenizer_sentencepiece_ignore_extra_whitespaces,
+        no_use_layer_wise_param_layout, no_use_tokenizer_model_from_checkpoint_args,
+        no_weight_decay_cond_type, no_yarn_correction_range_round_to_int, non_persistent_ckpt_type,
+        non_persistent_global_ckpt_dir, non_persistent_local_ckpt_algo,
+        non_persistent_local_ckpt_dir, non_persistent_save_interval, norm_epsilon,
+        null_tokenizer_eod_id, null_tokenizer_pad_id, num_attention_heads_teacher, num_channels,
+        num_classes, num_dataset_builder_threads, num_experts_teacher, num_layers_teacher,
+        num_speculative_tokens, num_workers, nvtx_ranges, object_storage_cache_path,
+        one_logger_async, one_logger_project, one_logger_run_name, onnx_safe, openai_gelu,
+        otel_enabled, otel_service_name, otel_span_groups, output_bert_embeddings,
+        override_ckpt_iteration, override_opt_param_scheduler, override_opt_param_scheduler,
+        patch_dim, per_dataset_sequences_path, per_split_data_args_path, perform_rl_step,
+        persistent_save_interval, phase_transition_iterations, pipeline_model_parallel_comm_backend,
+        pretrained_checkpoint, profile, profile_ranks, profile_step_end, profile_step_start,
+        pytorch_profiler_collect_callstack, pytorch_profiler_collect_chakra,
+        pytorch_profiler_collect_shapes, qk_clip, qk_clip_alpha, qk_clip_threshold, qk_l2_norm,
+        query_in_block_prob, rampup_batch_size, record_memory_history, record_shapes, refit_method,
+        relative_attention_max_distance, relative_attention_num_buckets, replication,
+        replication_factor, replication_jump, rerun_mode, reset_attention_mask, reset_iteration,
+        reset_position_ids, result_rejected_tracker_filename, retriever_report_topk_accuracies,
+        retriever_score_scaling, rl_consumption_granularity, rl_default_temperature,
+        rl_default_top_k, rl_default_top_p, rl_durable_rollout_bank, rl_generation_lag,
+        rl_importance_sampling_truncation_coef, rl_inference_expert_model_parallel_size,
+        rl_inference_expert_tensor_model_parallel_size, rl_inference_logprobs_is_correction,
+        rl_inference_model_unified_memory_level, rl_inference_parsers,
+        rl_inference_pipeline_model_parallel_size, rl_inference_tensor_model_parallel_size,
+        rl_kv_cache_management_mode, rl_max_inflight_requests,
+        rl_offload_inference_model_weights_when_idle, rl_offload_optimizer_during_inference,
+        rl_partial_rollouts, rl_persist_cuda_graphs, rl_profile, rl_profile_dir,
+        rl_prompts_per_eval, rl_rollout_bank_dir, rl_rollout_bank_max_bytes,
+        rl_sequence_packing_algo, rl_sequence_packing_max_sequences_per_bin, rl_skip_bos_token,
+        rl_submission_granularity, rl_training_cuda_graphs, rl_use_sequence_packing,
+        rl_verify_model_weights_swap, rope_scaling_factor, rope_type, rotary_base,
+        rotary_interleaved, rotary_percent, rotary_scaling_factor,
+        rotary_seq_len_interpolation_factor, run_workload_inspector_server, sample_rate, save,
+        save_activations_interval, save_dgrads_interval, save_interval, save_params_interval,
+        save_retain_interval, save_tokens_per_expert_interval, save_wgrads_interval, seed, sft,
+        sft_tokenizer_prompt_format, sgd_momentum, short_seq_prob, skip_train, split,
+        start_eval_at_iter, start_weight_decay, step_batch_size_schedule, straggler_ctrlr_port,
+        straggler_minmax_count, swin_backbone_type, symmetric_ar_type,
+        sync_tp_duplicated_parameters, te_rng_tracker, tensorboard_dir, tensorboard_log_interval,
+        tensorboard_queue_size, test_data_path, test_mode, test_weighted_split_paths_path,
+        tiktoken_num_special_tokens, tiktoken_pattern, timing_log_level, timing_log_option,
+        titles_data_path, tokenizer_hf_no_include_special_tokens, tokenizer_hf_no_use_fast,
+        tokenizer_metadata, tokenizer_model, tokenizer_name_or_path, tokenizer_sentencepiece_legacy,
+        tokenizer_special_tokens, tokenizer_type, topk, tp_comm_bootstrap_backend, train_data_path,
+        train_iters, train_samples, train_sync_interval, train_tokens,
+        train_weighted_split_paths_path, trust_remote_code, universal_checkpoint,
+        untie_embeddings_and_output_weights_*, use_checkpoint_args,
+        use_checkpoint_opt_param_scheduler, use_checkpoint_opt_param_scheduler,
+        use_cpu_initialization, use_dist_ckpt, use_fused_rmsnorm, use_fused_weighted_squared_relu,
+        use_gigatoken, use_legacy_static_engine, use_mp_args_from_checkpoint_args,
+        use_one_sent_docs, use_persistent_ckpt_worker, use_pytorch_profiler, use_ring_exchange_p2p,
+        use_rope_scaling, use_same_sampling_seed_across_dp_ranks, use_te_activation_func,
+        use_transformer_engine_op_fuser, valid_data_path, valid_num_workers,
+        valid_weighted_split_paths_path, validation_set_names, verify_integrity,
+        vision_backbone_type, vision_pretraining, vision_pretraining_type, vocab_extra_ids,
+        vocab_file, wandb_*, warmup, wd_incr_steps, weight_decay, weight_decay_incr_style,
+        wsd_decay_steps, yaml_cfg, yarn_beta_fast, yarn_beta_slow,
+        yarn_correction_range_round_to_int, yarn_original_max_position_embeddings
+    Refused, each raising Error with what it would change:
+        the activation memory and the time of its copies to and from the host (activation offloading):
+            activation_offload_fraction, cpu_offloading, cpu_offloading_retain_pinned_cpu_buffers,
+            delay_offload_until_cuda_graph, delta_offload_bytes_across_pp_ranks,
+            fine_grained_activation_offloading, fine_grained_offloading_max_inflight_offloads,
+            min_offloaded_tensor_size, offload_modules
+        the attention's parameters, FLOPs and activations (the output gate's projection):
+            attention_output_gate
+        the micro-batch size (Megatron's old --batch-size; give --micro-batch-size):
+            batch_size
+        the distributed optimizer's communicators and their buffers (a separate all-gather group):
+            create_all_gather_group
+        the time and the memory (kernel launches replayed from captured CUDA graphs, and the graphs' static memory pools):
+            cuda_graph_impl, cuda_graph_modules, cuda_graph_scope, cuda_graph_warmup_steps,
+            enable_cuda_graph, external_cuda_graph, optimizer_cuda_graph
+        the gradient reduce-scatter's time and buffers (fp32 accumulation inside the collective):
+            ddp_reduce_scatter_with_fp32_accumulation
+        the layer stack and sequence lengths (an encoder-decoder model):
+            decoder_num_layers, decoder_seq_length, encoder_num_layers,
+            encoder_pipeline_model_parallel_size, encoder_seq_length
+        the time of deterministic kernels (the attention backward, NCCL's fixed algorithms):
+            deterministic_mode
+        the attention's parameters, FLOPs and memory (DeepSeek sparse attention's indexer and top-k selection):
+            disable_dsa_indexer_rotate_activation, disable_dsa_indexer_scoring_relu,
+            dsa_indexer_head_dim, dsa_indexer_k_norm_epsilon, dsa_indexer_k_norm_fp32,
+            dsa_indexer_loss_coeff, dsa_indexer_n_heads, dsa_indexer_rope_interleaved,
+            dsa_indexer_skip_topk_offset, dsa_indexer_topk, dsa_indexer_topk_freq,
+            dsa_indexer_use_sparse_loss, dsa_kernel_backend, no_dsa_indexer_rotate_activation,
+            no_dsa_indexer_scoring_relu
+        the weight-gradient GEMMs' precision and time (bf16 weight gradients under FP8):
+            disable_fp8_wgrad, no_fp8_wgrad
+        Mamba's activation memory and kernels (its unfused path):
+            disable_mamba_mem_eff_path
+        the vocabulary's padding, so the embedding's and output layer's size:
+            disable_pad_vocab_size, no_pad_vocab_size
+        the checkpointed activations' memory (split over TP):
+            distribute_saved_activations, partition_activations
+        the sequence split and host offload (FPDT over sequence chunks):
+            ds_sequence_parallel_fpdt, ds_sequence_parallel_fpdt_chunk_size,
+            ds_sequence_parallel_fpdt_offloading
+        the parameters' sharding over HSDP's replica groups (memory and communication):
+            enable_full_sharding_in_hsdp, outer_dp_sharding_strategy
+        the residual streams (manifold hyper-connections): parameters, FLOPs and activations:
+            enable_mhc_connections, mhc_init_gating_factor, mhc_num_residual_streams,
+            mhc_recompute_layer_num, mhc_sinkhorn_iterations
+        the activation memory of the EP-overlapped schedule (early release):
+            ep_overlap_early_attn_memory_release
+        the attention layers' parameters, FLOPs and activations (gated delta-net linear attention):
+            experimental_attention_variant, linear_attention_freq, linear_conv_kernel_dim,
+            linear_key_head_dim, linear_num_key_heads, linear_num_value_heads, linear_value_head_dim
+        how weights and gradients are sharded and communicated (generalized tensor/data parallelism):
+            expert_tensor_parallel_num_weight_shards, gdp_cutedsl_kernel,
+            gdp_num_chunk_states_to_recompute, gdp_num_householder, gtp_expert_remat_nccl_ub,
+            gtp_remat_nccl_ub, gtp_remat_opt_in_modules,
+            gtp_remat_reduce_scatter_with_fp32_accumulation, tensor_parallel_num_weight_shards
+        a teacher model's memory and its forward pass each step (knowledge distillation):
+            export_kd_teacher_load, kd, mos
+        the model ModelOpt trains (an offline export target):
+            export_offline_model
+        the GEMMs' precision and time and the weights' bytes (a quantization recipe):
+            export_quant_cfg, export_real_quant_cfg, fp8_quantizer_factory,
+            kitchen_attention_backend, kitchen_config_file, kitchen_recipe_number, qad_train_target,
+            te_precision_config_file, use_kitchen_attention
+        the layer stack (per-layer shapes or a dense/MoE layer mix):
+            first_k_dense_replace, heterogeneous_layers_config_encoded_json,
+            heterogeneous_layers_config_path
+        the precision of the first and last layers' GEMMs (bf16 under FP8): their time and FP8 weight copies:
+            first_last_layers_bf16, num_layers_at_end_in_bf16, num_layers_at_start_in_bf16
+        the attention kernel's rate (the FlashAttention version):
+            flash_attention_version
+        the output layer's logits and the loss's buffers (their precision):
+            fp16_lm_cross_entropy, output_logit_dtype
+        the residual stream's activations and adds (kept in fp32):
+            fp32_residual_connection
+        the GEMM rate and the weight copies of FP4 (NVFP4) training:
+            fp4_format, fp4_param_gather, fp4_quantizer_factory, fp4_recipe
+        FP8 GEMMs without a format (give --fp8-format):
+            fp8
+        the output layer's GEMM precision and time (MXFP8):
+            fp8_output_proj
+        the gradients, optimizer states and weight-gradient GEMMs of frozen parameters:
+            freeze_all_layers, freeze_base_for_mtp
+        the FSDP buffers, sharding and communication (Megatron-FSDP and torch FSDP2 under Megatron):
+            fsdp_db_use_persist_buf_on_alloc_fail, fsdp_double_buffer, fsdp_manual_registration,
+            megatron_fsdp_enable_fine_grained_param_gather, megatron_fsdp_grad_comm_dtype,
+            megatron_fsdp_main_grads_dtype, megatron_fsdp_main_params_dtype,
+            megatron_fsdp_max_pool_double_buffer, megatron_fsdp_version,
+            suggested_communication_unit_size, torch_fsdp2_no_reshard_after_forward, use_torch_fsdp2
+        the sequence split and the context-parallel communication:
+            hierarchical_context_parallel_sizes, hybrid_context_parallel, max_seqlen_per_dp_cp_rank
+        the FP8 transposes kept in memory (Megatron-FSDP):
+            keep_fp8_transpose_cache
+        Mamba's SSM state precision in training (activation memory):
+            mamba_training_ssm_states_dtype
+        the MLP's activation memory and kernels (the MLP run in chunks):
+            mlp_chunks_for_training
+        the TP degree (Megatron's old --model-parallel-size; give --tensor-model-parallel-size):
+            model_parallel_size
+        the expert activations (router probabilities applied before the experts):
+            moe_apply_probs_on_input
+        the all-to-all's bytes (the combine's backward precision):
+            moe_combine_bwd_dtype
+        the all-to-all's bytes (the dispatch's forward precision):
+            moe_dispatch_fwd_dtype
+        the tokens each expert rank processes (per-rank capacity and dropping):
+            moe_expert_rank_capacity_factor
+        HybridEP's dispatch kernels, SMs and buffers:
+            moe_hybridep_num_blocks_permute, moe_hybridep_num_blocks_unpermute,
+            moe_hybridep_num_sms_preprocessing, moe_hybridep_pad_uneven_dispatch_inputs
+        the experts' parameters and FLOPs (latent MoE: experts in a smaller dimension):
+            moe_latent_size
+        the GEMM kernels (grouped GEMMs over experts or layers):
+            moe_mlp_glu_interleave_size, moe_shared_expert_glu_interleave_size,
+            moe_single_grouped_bias, moe_single_grouped_weight, moe_use_grouped_tensor,
+            use_grouped_gemm_for_dense_mlp, use_grouped_gemm_for_shared_expert
+        the NCCL EP dispatcher's buffers and copies:
+            moe_ncclep_zero_copy
+        the expert activations' memory (paged stash):
+            moe_paged_stash, moe_paged_stash_buffer_size_factor_cpu,
+            moe_paged_stash_buffer_size_factor_cuda, moe_paged_stash_page_size
+        the multi-token-prediction heads' parameters, FLOPs and memory:
+            mtp_detach_heads, mtp_hsm, mtp_hybrid_override_pattern, mtp_standalone,
+            mtp_use_repeated_layer
+        the optimizer's GPU memory and its step time (optimizer state and step on the host):
+            optimizer_offload_fraction, overlap_cpu_optimizer_d2h_h2d,
+            use_torch_optimizer_for_cpu_offload
+        the exposed dispatch time (overlapped with the experts' weight gradients):
+            overlap_dispatch_backward_with_experts_wgrad
+        the memory of the MXFP8 parameter all-gather (its buffer):
+            reuse_grad_buf_for_mxfp8_param_ag
+        the collectives' time (SHARP in-network reduction):
+            sharp_enabled_group, use_sharp
+        the scaling kernels on the embeddings and logits (muP's multipliers):
+            use_mup
+        NCCL user buffers: the collectives' time and their registered memory:
+            use_nccl_ub
+    """
     def __init__(self, *,
         model: Union[str, os.PathLike[str], None] = ...,
         num_layers: Optional[int] = ...,
@@ -222,6 +554,7 @@ class Job:
         calibration: Union[str, os.PathLike[str], None] = ...,
         cuda_context_mib: Optional[float] = ...,
         preset: Union[str, os.PathLike[str], None] = ...,
+        **megatron_flags: Any,
     ) -> None:
         """Keyword arguments (units in brackets):
         model [NAME|FILE]: catalog model (`trainplan models`), our YAML/JSON file, or a Hugging Face config.json (default (none))
