@@ -882,7 +882,9 @@ const flag_classes& megatron_flag_classes() {
     flag_classes c;
     c.ignored.assign(std::begin(kIgnoredFlags), std::end(kIgnoredFlags));
     std::sort(c.ignored.begin(), c.ignored.end());
-    for (const conditional_flag& f : kConditionalFlags) c.ignored_at_value.push_back({f.flag, f.harmless_value, f.would_change});
+    for (const conditional_flag& f : kConditionalFlags) {
+      c.ignored_at_value.push_back({f.flag, f.harmless_value, f.would_change});
+    }
     c.tp_comm_tuning.assign(std::begin(kTpCommTuningFlags), std::end(kTpCommTuningFlags));
     // Refused flags by what they would change, mechanisms in the order their first flag sorts.
     std::vector<std::string> refused(std::begin(kUnmodelledFlags), std::end(kUnmodelledFlags));
@@ -890,7 +892,8 @@ const flag_classes& megatron_flag_classes() {
     for (const std::string& flag : refused) {
       const std::string effect(refused_flag_effect(flag));
       TRAINPLAN_CHECK_MSG(!effect.empty(), "a refused flag without a row in refused_effects.cc");
-      auto it = std::find_if(c.refused.begin(), c.refused.end(), [&](const auto& g) { return g.would_change == effect; });
+      auto it = std::find_if(c.refused.begin(), c.refused.end(),
+                             [&](const flag_classes::refused_group& g) { return g.would_change == effect; });
       if (it == c.refused.end()) it = c.refused.insert(c.refused.end(), {effect, {}});
       it->flags.push_back(flag);
     }

@@ -42,8 +42,7 @@ constexpr std::string_view kBf16EdgeLayers =
     "the precision of the first and last layers' GEMMs (bf16 under FP8): their time and FP8 weight copies";
 constexpr std::string_view kLogits = "the output layer's logits and the loss's buffers (their precision)";
 constexpr std::string_view kFp4 = "the GEMM rate and the weight copies of FP4 (NVFP4) training";
-constexpr std::string_view kFrozen =
-    "the gradients, optimizer states and weight-gradient GEMMs of frozen parameters";
+constexpr std::string_view kFrozen = "the gradients, optimizer states and weight-gradient GEMMs of frozen parameters";
 constexpr std::string_view kFsdpVariant =
     "the FSDP buffers, sharding and communication (Megatron-FSDP and torch FSDP2 under Megatron)";
 constexpr std::string_view kContextParallel = "the sequence split and the context-parallel communication";
@@ -64,7 +63,8 @@ constexpr refused_effect_row kRefusedEffects[] = {
     {"--batch-size", "the micro-batch size (Megatron's old --batch-size; give --micro-batch-size)"},
     {"--cpu-offloading", kActivationOffload},
     {"--cpu-offloading-retain-pinned-cpu-buffers", kActivationOffload},
-    {"--create-all-gather-group", "the distributed optimizer's communicators and their buffers (a separate all-gather group)"},
+    {"--create-all-gather-group",
+     "the distributed optimizer's communicators and their buffers (a separate all-gather group)"},
     {"--cuda-graph-", kCudaGraphs},
     {"--ddp-reduce-scatter-with-fp32-accumulation",
      "the gradient reduce-scatter's time and buffers (fp32 accumulation inside the collective)"},
@@ -82,7 +82,8 @@ constexpr refused_effect_row kRefusedEffects[] = {
     {"--ds-sequence-parallel-fpdt-", kFpdt},
     {"--dsa-", kSparseAttention},
     {"--enable-cuda-graph", kCudaGraphs},
-    {"--enable-full-sharding-in-hsdp", "the parameters' sharding over HSDP's replica groups (memory and communication)"},
+    {"--enable-full-sharding-in-hsdp",
+     "the parameters' sharding over HSDP's replica groups (memory and communication)"},
     {"--enable-mhc-connections", kHyperConnections},
     {"--encoder-num-layers", kEncoderDecoder},
     {"--encoder-pipeline-model-parallel-size", kEncoderDecoder},
@@ -91,7 +92,8 @@ constexpr refused_effect_row kRefusedEffects[] = {
     {"--experimental-attention-variant", kLinearAttention},
     {"--expert-tensor-parallel-num-weight-shards", kWeightSharding},
     {"--export-kd-teacher-load", kDistillation},
-    {"--export-offline-model", "the model ModelOpt trains (an offline export target)"},
+    {"--export-offline-model",
+     "the layer stack (ModelOpt's offline model: no decoder layers, the embedding and output alone)"},
     {"--export-quant-cfg", kQuantization},
     {"--export-real-quant-cfg", kQuantization},
     {"--external-cuda-graph", kCudaGraphs},
@@ -123,7 +125,8 @@ constexpr refused_effect_row kRefusedEffects[] = {
     {"--mhc-", kHyperConnections},
     {"--min-offloaded-tensor-size", kActivationOffload},
     {"--mlp-chunks-for-training", "the MLP's activation memory and kernels (the MLP run in chunks)"},
-    {"--model-parallel-size", "the TP degree (Megatron's old --model-parallel-size; give --tensor-model-parallel-size)"},
+    {"--model-parallel-size",
+     "the TP degree (Megatron's old --model-parallel-size; give --tensor-model-parallel-size)"},
     {"--moe-apply-probs-on-input", "the expert activations (router probabilities applied before the experts)"},
     {"--moe-combine-bwd-dtype", "the all-to-all's bytes (the combine's backward precision)"},
     {"--moe-dispatch-fwd-dtype", "the all-to-all's bytes (the dispatch's forward precision)"},
@@ -149,9 +152,10 @@ constexpr refused_effect_row kRefusedEffects[] = {
     {"--outer-dp-sharding-strategy", "the parameters' sharding over HSDP's replica groups (memory and communication)"},
     {"--output-logit-dtype", kLogits},
     {"--overlap-cpu-optimizer-d2h-h2d", kOptimizerOffload},
-    {"--overlap-dispatch-backward-with-experts-wgrad", "the exposed dispatch time (overlapped with the experts' weight gradients)"},
+    {"--overlap-dispatch-backward-with-experts-wgrad",
+     "the exposed dispatch time (overlapped with the experts' weight gradients)"},
     {"--partition-activations", kSavedActivationsSplit},
-    {"--qad-train-target", kQuantization},
+    {"--qad-train-target", kFrozen},  // which side of an MTP model trains; the other is frozen
     {"--reuse-grad-buf-for-mxfp8-param-ag", "the memory of the MXFP8 parameter all-gather (its buffer)"},
     {"--sharp-enabled-group", kSharp},
     {"--suggested-communication-unit-size", kFsdpVariant},
