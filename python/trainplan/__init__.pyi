@@ -274,11 +274,11 @@ class Job:
             gtp_remat_reduce_scatter_with_fp32_accumulation, tensor_parallel_num_weight_shards
         a teacher model's memory and its forward pass each step (knowledge distillation):
             export_kd_teacher_load, kd, mos
-        the model ModelOpt trains (an offline export target):
+        the layer stack (ModelOpt's offline model: no decoder layers, the embedding and output alone):
             export_offline_model
         the GEMMs' precision and time and the weights' bytes (a quantization recipe):
             export_quant_cfg, export_real_quant_cfg, fp8_quantizer_factory,
-            kitchen_attention_backend, kitchen_config_file, kitchen_recipe_number, qad_train_target,
+            kitchen_attention_backend, kitchen_config_file, kitchen_recipe_number,
             te_precision_config_file, use_kitchen_attention
         the layer stack (per-layer shapes or a dense/MoE layer mix):
             first_k_dense_replace, heterogeneous_layers_config_encoded_json,
@@ -298,7 +298,7 @@ class Job:
         the output layer's GEMM precision and time (MXFP8):
             fp8_output_proj
         the gradients, optimizer states and weight-gradient GEMMs of frozen parameters:
-            freeze_all_layers, freeze_base_for_mtp
+            freeze_all_layers, freeze_base_for_mtp, qad_train_target
         the FSDP buffers, sharding and communication (Megatron-FSDP and torch FSDP2 under Megatron):
             fsdp_db_use_persist_buf_on_alloc_fail, fsdp_double_buffer, fsdp_manual_registration,
             megatron_fsdp_enable_fine_grained_param_gather, megatron_fsdp_grad_comm_dtype,
