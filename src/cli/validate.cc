@@ -5,12 +5,16 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <system_error>
+
+#include <fmt/format.h>
 
 #include "csv.h"
 #include "parse.h"
@@ -433,6 +437,32 @@ double predicted_memory(const validation_row& v, const memory_report& m) {
   return 0;
 }
 
+/// A column that holds a whole number and nothing else, or -1.
+std::int64_t whole_number(const row_map& r, const char* column) {
+  const std::string v = field(r, column);
+  std::int64_t n = -1;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  return ec == std::errc() && end == v.data() + v.size() && n > 0 ? n : -1;
+}
+
+/// A row whose stated degrees, TP × PP × CP × DP, multiply to another GPU count than its num_gpus
+/// contradicts itself. The degrees are the layout the figure was measured on, so they give the GPUs, and
+/// `assumed` says so: NeMo's B200 long-sequence table (performance_long_sequence.md, NeMo 25.04) listed
+/// each sequence length in thousands as its GPU count (8 GPUs at 8K with TP 1, CP 1, DP 2), which its
+/// later revision corrects to the degrees' product (2).
+void reconcile_gpu_count(row_map& r, std::string& assumed) {
+  const std::int64_t tp = whole_number(r, "tp"), pp = whole_number(r, "pp"), dp = whole_number(r, "dp");
+  const std::int64_t cp = field(r, "cp").empty() ? 1 : whole_number(r, "cp");
+  const std::int64_t gpus = whole_number(r, "num_gpus");
+  if (tp < 0 || pp < 0 || dp < 0 || cp < 0 || gpus < 0 || tp * pp * cp * dp == gpus) return;
+  const std::int64_t product = tp * pp * cp * dp;
+  if (!assumed.empty()) assumed += "; ";
+  assumed += fmt::format("num_gpus {} contradicts the row's own TP {} × PP {} × CP {} × DP {} = {}: planned on {}, the "
+                         "layout the figure was measured on",
+                         gpus, tp, pp, cp, dp, product, product);
+  r["num_gpus"] = std::to_string(product);
+}
+
 /// A row of the published schema: Megatron-Core (the framework the tables measured) at the row's model,
 /// GPU, layout and precision; measured time, or model TFLOPs when the source gives no time.
 validation_row published_row(row_map r, const std::string& table, int line_no) {
@@ -452,6 +482,7 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
   }
   validation_row v;
   v.assumed = field(r, "assumed");
+  reconcile_gpu_count(r, v.assumed);
   v.table = table;
   v.label = field(r, "row").empty() ? "line " + std::to_string(line_no) : field(r, "row");
   v.source = field(r, "source");
