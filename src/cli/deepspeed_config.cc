@@ -34,6 +34,9 @@ enum class ds_role {
   refused_device,  ///< offload_param.device: anything but none is refused
   refused_unless_one,  ///< a fraction trainplan models only at 1 (offload_optimizer.ratio)
   same_as_reduce_bucket,  ///< allgather_bucket_size: accepted where it equals reduce_bucket_size (default 5e8)
+  /// data_efficiency: refused when one of its techniques runs (random-LTD, or a curriculum under data
+  /// sampling); enabled with both off it changes nothing (data_sampler order and seed).
+  refused_if_technique_on,
 };
 
 struct ds_key {
@@ -121,7 +124,7 @@ constexpr std::array kKeys = {
     ds_key{"activation_checkpointing.synchronize_checkpoint_boundary", ds_role::ignored, "", ""},
     ds_key{"activation_checkpointing.profile", ds_role::ignored, "", ""},
     ds_key{"curriculum_learning", ds_role::refused_if_true, "", "the sequence lengths trained"},
-    ds_key{"data_efficiency", ds_role::refused_if_true, "", "the sequence lengths and samples trained"},
+    ds_key{"data_efficiency", ds_role::refused_if_technique_on, "", "the sequence lengths and samples trained"},
     ds_key{"compression_training", ds_role::refused_if_true, "", "the model's size and kernels"},
     ds_key{"sparse_attention", ds_role::refused_if_true, "", "the attention kernel"},
     ds_key{"elasticity", ds_role::refused_if_true, "", "the batch and GPU count"},
@@ -146,6 +149,9 @@ constexpr std::array kKeys = {
     ds_key{"checkpoint", ds_role::ignored, "", ""},
     ds_key{"aio", ds_role::ignored, "", ""},
     ds_key{"seed", ds_role::ignored, "", ""},
+    // Whether DeepSpeed's own dataloader drops a last incomplete batch (runtime/config.py
+    // DATALOADER_DROP_LAST): which samples an epoch ends with, not a step's work.
+    ds_key{"dataloader_drop_last", ds_role::ignored, "", ""},
 };
 
 const ds_key* find_key(std::string_view path) {
@@ -169,6 +175,24 @@ bool is_on(const json& v) {
   if (v.is_string()) return !v.get<std::string>().empty() && v.get<std::string>() != "none";
   if (v.is_object()) return !v.empty() && !(v.contains("enabled") && v["enabled"].is_boolean() && !v["enabled"].get<bool>());
   return !v.is_null();
+}
+
+/// Whether DeepSpeed's data efficiency library changes what a step trains (deepspeed/runtime/data_pipeline/
+/// config.py: each technique needs the section's `enabled` and its own): random layer token dropping
+/// (data_routing.random_ltd) or curriculum learning (data_sampling.curriculum_learning). Sampling alone
+/// only orders the samples.
+bool data_efficiency_technique_on(const json& v) {
+  auto enabled = [](const json& o) {
+    return o.is_object() && o.contains("enabled") && o["enabled"].is_boolean() && o["enabled"].get<bool>();
+  };
+  if (!v.is_object()) return is_on(v);
+  if (!enabled(v)) return false;
+  const bool ltd = v.contains("data_routing") && enabled(v["data_routing"]) &&
+                   v["data_routing"].contains("random_ltd") && enabled(v["data_routing"]["random_ltd"]);
+  const bool curriculum = v.contains("data_sampling") && enabled(v["data_sampling"]) &&
+                          v["data_sampling"].contains("curriculum_learning") &&
+                          enabled(v["data_sampling"]["curriculum_learning"]);
+  return ltd || curriculum;
 }
 
 struct walker {
@@ -219,6 +243,12 @@ struct walker {
         case ds_role::ignored: out.ignored.push_back(name_ + ":" + key); break;
         case ds_role::refused_if_true:
           if (is_on(value)) fail(key, fmt::format("{} would change {}, which trainplan does not model", value.dump(), k->what));
+          out.ignored.push_back(name_ + ":" + key);
+          break;
+        case ds_role::refused_if_technique_on:
+          if (data_efficiency_technique_on(value)) {
+            fail(key, fmt::format("random-LTD or a curriculum would change {}, which trainplan does not model", k->what));
+          }
           out.ignored.push_back(name_ + ":" + key);
           break;
         case ds_role::offload_device: {

@@ -483,6 +483,20 @@ TEST(ArgsDeepSpeedConfig, WhatItDoesNotModelIsRefusedByKey) {
   EXPECT_TRUE(parse(concat(model, {write_temp("ds_pipeline_read.json", R"({"zero_optimization": {"stage": 1,
       "offload_optimizer": {"device": "cpu", "pipeline_read": false, "pipeline_write": false}}})")}))
                   .job.training.offload_optimizer);
+  // DeepSpeed's data efficiency library changes a step only through random-LTD or a curriculum
+  // (Megatron-DeepSpeed's data_efficiency examples enable the section with both off: sampling order only).
+  const parsed_job efficiency = parse(concat(model, {write_temp("ds_efficiency.json", R"({"dataloader_drop_last": true,
+      "data_efficiency": {
+      "enabled": true, "seed": 1234, "data_routing": {"enabled": false, "random_ltd": {"enabled": false}},
+      "data_sampling": {"enabled": true, "num_workers": 0, "curriculum_learning": {"enabled": false}}}})")}));
+  EXPECT_THAT(efficiency.ignored_flags, ::testing::Contains(HasSubstr("data_efficiency")));
+  EXPECT_THAT(efficiency.ignored_flags, ::testing::Contains(HasSubstr("dataloader_drop_last")));
+  EXPECT_THAT(error_with("ds_ltd.json", R"({"data_efficiency": {"enabled": true,
+      "data_routing": {"enabled": true, "random_ltd": {"enabled": true}}}})"),
+              HasSubstr("data_efficiency: random-LTD or a curriculum would change the sequence lengths and samples"));
+  EXPECT_THAT(error_with("ds_cl.json", R"({"data_efficiency": {"enabled": true,
+      "data_sampling": {"enabled": true, "curriculum_learning": {"enabled": true}}}})"),
+              HasSubstr("data_efficiency: random-LTD or a curriculum would change"));
   EXPECT_THAT(error_with("ds_auto.json", R"({"train_batch_size": "auto"})"),
               HasSubstr("train_batch_size: expected a whole number, got \"auto\""));
   EXPECT_THAT(error_with("ds_bad.json", "{\n  \"train_batch_size\": 64,\n}"), HasSubstr("ds_bad.json:3: not valid JSON"));
