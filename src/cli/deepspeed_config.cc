@@ -179,8 +179,8 @@ bool is_on(const json& v) {
 
 /// Whether DeepSpeed's data efficiency library changes what a step trains (deepspeed/runtime/data_pipeline/
 /// config.py: each technique needs the section's `enabled` and its own): random layer token dropping
-/// (data_routing.random_ltd) or curriculum learning (data_sampling.curriculum_learning). Sampling alone
-/// only orders the samples.
+/// (data_routing.random_ltd), curriculum learning or dynamic batching (data_sampling.curriculum_learning,
+/// data_sampling.dynamic_batching). Sampling alone only orders the samples.
 bool data_efficiency_technique_on(const json& v) {
   auto enabled = [](const json& o) {
     return o.is_object() && o.contains("enabled") && o["enabled"].is_boolean() && o["enabled"].get<bool>();
@@ -189,10 +189,11 @@ bool data_efficiency_technique_on(const json& v) {
   if (!enabled(v)) return false;
   const bool ltd = v.contains("data_routing") && enabled(v["data_routing"]) &&
                    v["data_routing"].contains("random_ltd") && enabled(v["data_routing"]["random_ltd"]);
-  const bool curriculum = v.contains("data_sampling") && enabled(v["data_sampling"]) &&
-                          v["data_sampling"].contains("curriculum_learning") &&
-                          enabled(v["data_sampling"]["curriculum_learning"]);
-  return ltd || curriculum;
+  const bool sampling = v.contains("data_sampling") && enabled(v["data_sampling"]);
+  auto sampling_technique = [&](const char* name) {
+    return sampling && v["data_sampling"].contains(name) && enabled(v["data_sampling"][name]);
+  };
+  return ltd || sampling_technique("curriculum_learning") || sampling_technique("dynamic_batching");
 }
 
 struct walker {
@@ -247,7 +248,9 @@ struct walker {
           break;
         case ds_role::refused_if_technique_on:
           if (data_efficiency_technique_on(value)) {
-            fail(key, fmt::format("random-LTD or a curriculum would change {}, which trainplan does not model", k->what));
+            fail(key, fmt::format("random-LTD, a curriculum or dynamic batching would change {}, which trainplan does "
+                                  "not model",
+                                  k->what));
           }
           out.ignored.push_back(name_ + ":" + key);
           break;

@@ -493,10 +493,13 @@ TEST(ArgsDeepSpeedConfig, WhatItDoesNotModelIsRefusedByKey) {
   EXPECT_THAT(efficiency.ignored_flags, ::testing::Contains(HasSubstr("dataloader_drop_last")));
   EXPECT_THAT(error_with("ds_ltd.json", R"({"data_efficiency": {"enabled": true,
       "data_routing": {"enabled": true, "random_ltd": {"enabled": true}}}})"),
-              HasSubstr("data_efficiency: random-LTD or a curriculum would change the sequence lengths and samples"));
+              HasSubstr("data_efficiency: random-LTD, a curriculum or dynamic batching would change the sequence lengths"));
   EXPECT_THAT(error_with("ds_cl.json", R"({"data_efficiency": {"enabled": true,
       "data_sampling": {"enabled": true, "curriculum_learning": {"enabled": true}}}})"),
-              HasSubstr("data_efficiency: random-LTD or a curriculum would change"));
+              HasSubstr("data_efficiency: random-LTD, a curriculum or dynamic batching would change"));
+  EXPECT_THAT(error_with("ds_dyn.json", R"({"data_efficiency": {"enabled": true,
+      "data_sampling": {"enabled": true, "dynamic_batching": {"enabled": true}}}})"),
+              HasSubstr("data_efficiency: random-LTD, a curriculum or dynamic batching would change"));
   EXPECT_THAT(error_with("ds_auto.json", R"({"train_batch_size": "auto"})"),
               HasSubstr("train_batch_size: expected a whole number, got \"auto\""));
   EXPECT_THAT(error_with("ds_bad.json", "{\n  \"train_batch_size\": 64,\n}"), HasSubstr("ds_bad.json:3: not valid JSON"));
