@@ -34,8 +34,8 @@ enum class ds_role {
   refused_device,  ///< offload_param.device: anything but none is refused
   refused_unless_one,  ///< a fraction trainplan models only at 1 (offload_optimizer.ratio)
   same_as_reduce_bucket,  ///< allgather_bucket_size: accepted where it equals reduce_bucket_size (default 5e8)
-  /// data_efficiency: refused when one of its techniques runs (random-LTD, or a curriculum under data
-  /// sampling); enabled with both off it changes nothing (data_sampler order and seed).
+  /// data_efficiency: refused when one of its techniques runs (random-LTD, a curriculum or dynamic
+  /// batching); enabled with them off it changes nothing (the sampler's order and seed).
   refused_if_technique_on,
 };
 

@@ -451,10 +451,8 @@ void reader::model() {
   } else {
     out_.unknown_model = fmt::format(
         "torchtitan's model.name \"{}\" with model.flavor \"{}\" is not one trainplan knows (llama3 8B, 70B and "
-        "405B, llama2 7B, 13B and 70B, qwen3 0.6B, 1.7B, 4B, 8B, 32B, 30B-A3B and 235B-A22B, llama4 17bx16e and 17bx128e "
-        "are): give the "
-        "model with --model "
-        "NAME|FILE before '--'",
+        "405B, llama2 7B, 13B and 70B, qwen3 0.6B, 1.7B, 4B, 8B, 32B, 30B-A3B and 235B-A22B, llama4 17bx16e and "
+        "17bx128e are): give the model with --model NAME|FILE before '--'",
         name, flavor);
   }
   // The December 2024 schema's norm choice: the flavours are RMSNorm models, run as PyTorch ops (rmsnorm,

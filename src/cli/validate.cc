@@ -22,6 +22,7 @@
 #include "trainplan/cli/args.h"
 #include "trainplan/core/base/input_text.h"
 #include "trainplan/core/base/error.h"
+#include "trainplan/core/base/limits.h"
 #include "trainplan/core/model/model.h"
 #include "trainplan/core/estimate/compute.h"
 #include "trainplan/core/estimate/memory.h"
@@ -454,7 +455,12 @@ void reconcile_gpu_count(row_map& r, std::string& assumed) {
   const std::int64_t tp = whole_number(r, "tp"), pp = whole_number(r, "pp"), dp = whole_number(r, "dp");
   const std::int64_t cp = field(r, "cp").empty() ? 1 : whole_number(r, "cp");
   const std::int64_t gpus = whole_number(r, "num_gpus");
-  if (tp < 0 || pp < 0 || dp < 0 || cp < 0 || gpus < 0 || tp * pp * cp * dp == gpus) return;
+  // A degree past the parallel limit is left to the job's own rule, which names it (and the product of
+  // four such could overflow).
+  for (const std::int64_t d : {tp, pp, dp, cp}) {
+    if (d < 0 || d > limits::kMaxParallel) return;
+  }
+  if (gpus < 0 || tp * pp * cp * dp == gpus) return;
   const std::int64_t product = tp * pp * cp * dp;
   if (!assumed.empty()) assumed += "; ";
   assumed += fmt::format("num_gpus {} contradicts the row's own TP {} × PP {} × CP {} × DP {} = {}: planned on {}, the "

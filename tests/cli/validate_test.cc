@@ -172,6 +172,29 @@ TEST(ValidatePublishedSchema, SuperchipsAreNotTakenForTheBoardsTheirNamesContain
   }
 }
 
+TEST(ValidatePublishedSchema, ARowWhoseDegreesContradictItsGpuCountIsPlannedOnItsDegrees) {
+  // reconcile_gpu_count: TP × PP × CP × DP is the layout the figure was measured on; degrees past the
+  // parallel limit are left to the job's rule (their product could overflow).
+  const std::string header =
+      "row,num_layers,hidden_size,ffn_hidden_size,num_attention_heads,vocab_size,seq_length,gpu_type,num_gpus,"
+      "tp,pp,dp,micro_batch_size,global_batch_size,precision,iteration_time_s\n";
+  const std::string job = ",32,4096,14336,32,128256,8192,H100-SXM 80GB,";
+  const std::string huge = "4611686018427387904";
+  const trainplan::validation_report r = trainplan::run_validation(trainplan::read_measurements(
+      header + "x" + job + "8,2,1,2,1,64,BF16,1.0\n" + "y" + job + "8," + huge + "," + huge + "," + huge +
+          ",1,64,BF16,1.0\n",
+      "g.csv"));
+  ASSERT_EQ(r.rows.size(), 2u);
+  const trainplan::validation_row& x = r.rows[0];
+  ASSERT_TRUE(x.skipped.empty()) << x.skipped;
+  const auto at = std::find(x.args.begin(), x.args.end(), "--num-gpus");
+  ASSERT_NE(at, x.args.end());
+  EXPECT_EQ(*(at + 1), "4");
+  EXPECT_THAT(x.assumed, ::testing::HasSubstr("num_gpus 8 contradicts the row's own TP 2 × PP 1 × CP 1 × DP 2 = 4"));
+  EXPECT_EQ(r.rows[1].assumed, "");
+  EXPECT_FALSE(r.rows[1].skipped.empty());
+}
+
 TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   // `trainplan validate` runs the published table (tests/data/published-measurements.csv) with the
   // conditions each source states in its text or that are assumed (published-conditions.csv).
