@@ -687,7 +687,7 @@ class Job:
         overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)
         tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
         use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
-        attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
+        attention_backend [KIND]: flash (FlashAttention-2), fused (cuDNN's), auto (the framework's fused kernel, like --use-flash-attn), unfused or local (default the framework's (megatron: cuDNN's fused; fsdp: FlashAttention-2; deepspeed: unfused))
         export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
         transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
         use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
@@ -1107,7 +1107,7 @@ def search(*,
     overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
-    attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
+    attention_backend [KIND]: flash (FlashAttention-2), fused (cuDNN's), auto (the framework's fused kernel, like --use-flash-attn), unfused or local (default the framework's (megatron: cuDNN's fused; fsdp: FlashAttention-2; deepspeed: unfused))
     export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
@@ -1524,7 +1524,7 @@ def shapes(*,
     overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
-    attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
+    attention_backend [KIND]: flash (FlashAttention-2), fused (cuDNN's), auto (the framework's fused kernel, like --use-flash-attn), unfused or local (default the framework's (megatron: cuDNN's fused; fsdp: FlashAttention-2; deepspeed: unfused))
     export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
@@ -1937,7 +1937,7 @@ def plan(job: Optional[Job] = ..., *,
     overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)
     tp_comm_overlap: SP all-gathers and reduce-scatters overlapped with the linear GEMMs (TE userbuffers; §5.5.1)
     use_flash_attn / flash_attention / use_flash_attn_triton: flash attention
-    attention_backend [KIND]: flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local (default the framework's (megatron, fsdp: fused; deepspeed: unfused))
+    attention_backend [KIND]: flash (FlashAttention-2), fused (cuDNN's), auto (the framework's fused kernel, like --use-flash-attn), unfused or local (default the framework's (megatron: cuDNN's fused; fsdp: FlashAttention-2; deepspeed: unfused))
     export_force_local_attention: ModelOpt: the unfused attention core (at CP 1)
     transformer_impl [IMPL]: transformer_engine (fused attention) or local (unfused unless --use-flash-attn) (default transformer_engine)
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)

@@ -611,14 +611,19 @@ const std::vector<flag_def>& flag_table() {
                       SWITCH(b.job.training.tp_comm_overlap = true)));
     t.push_back(swtch("--use-flash-attn", "--flash-attention --use-flash-attn-triton", "training", "flash attention",
                       SWITCH(b.job.training.attention = training_config::attention_backend::fused)));
-    // Megatron-Core's --attention-backend (transformer/enums.py AttnBackend): flash, fused (cuDNN) and
-    // auto run a fused attention kernel that keeps no s² score matrix; unfused and local do not.
+    // Megatron-Core's --attention-backend (transformer/enums.py AttnBackend; language_module.py
+    // _set_attention_backend sets NVTE_FLASH_ATTN / NVTE_FUSED_ATTN from it): flash runs TE's FlashAttention backend (the
+    // flash_attn package, FlashAttention-2), fused cuDNN's kernel, auto TE's own choice (cuDNN on Hopper
+    // and Blackwell); each keeps no s² score matrix; unfused and local do (§5.2, §5.6).
     using backend = training_config::attention_backend;
-    t.push_back(value("--attention-backend", "", "KIND", "the framework's (megatron, fsdp: fused; deepspeed: unfused)",
-                      "training", "flash, fused, auto (fused kernels: like --use-flash-attn), unfused or local",
+    t.push_back(value("--attention-backend", "", "KIND",
+                      "the framework's (megatron: cuDNN's fused; fsdp: FlashAttention-2; deepspeed: unfused)",
+                      "training",
+                      "flash (FlashAttention-2), fused (cuDNN's), auto (the framework's fused kernel, like "
+                      "--use-flash-attn), unfused or local",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.attention = parse_enum<backend>(
-                            v, f, {{"flash", backend::fused}, {"fused", backend::fused}, {"auto", backend::fused},
+                            v, f, {{"flash", backend::flash2}, {"fused", backend::cudnn}, {"auto", backend::fused},
                                    {"unfused", backend::unfused}, {"local", backend::unfused}});
                       }, "training.attention")));
     // ModelOpt's --export-force-local-attention (megatron/post_training/model_builder.py): Megatron's own

@@ -77,8 +77,11 @@ constexpr std::array kEnvVars = {
     env_var{"TORCH_DISTRIBUTED_DEBUG", env_role::conditional, "OFF|INFO", "every collective (checked and logged)"},
     env_var{"TORCH_NCCL_BLOCKING_WAIT", env_role::conditional, "0", "when the host waits for each collective"},
     // Transformer Engine.
-    env_var{"NVTE_FUSED_ATTN", env_role::conditional, "1", "the attention kernel; --attention-backend says it"},
-    env_var{"NVTE_FLASH_ATTN", env_role::conditional, "1", "the attention kernel; --attention-backend says it"},
+    env_var{"NVTE_FUSED_ATTN", env_role::conditional, "1",
+            "the attention kernel (0: Transformer Engine runs FlashAttention-2, not cuDNN's); "
+            "--attention-backend flash says it"},
+    env_var{"NVTE_FLASH_ATTN", env_role::conditional, "1",
+            "the attention kernel (0: Transformer Engine runs cuDNN's, or the unfused core); --attention-backend says it"},
     env_var{"NVTE_UNFUSED_ATTN", env_role::conditional, "0|1", "the attention kernel; --attention-backend says it"},
     env_var{"NVTE_ALLOW_NONDETERMINISTIC_ALGO", env_role::conditional, "1",
             "the kernels' speed (deterministic algorithms), which trainplan does not model"},

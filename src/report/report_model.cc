@@ -331,6 +331,7 @@ json parallel_json(const job_spec& job) {
           {"recompute_method", to_string(t.recompute_method_)},
           {"recompute_num_layers", t.recompute_num_layers},
           {"flash_attention", t.flash_attention},
+          {"attention_kernel", !t.flash_attention ? "unfused" : t.fa2_attention ? "flash-attention-2" : "cudnn"},
           {"optimizer", to_string(t.optimizer)},
           {"offload_optimizer", t.offload_optimizer}};
 }

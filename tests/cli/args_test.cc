@@ -361,7 +361,7 @@ TEST(ArgsLaunchLine, EnvironmentAssignmentsAreClassified) {
                               "allocator reserves"),
                     HasSubstr("--allocator-reserve-fraction")));
   EXPECT_THAT(refused("NCCL_ALGO=Tree"), HasSubstr("NCCL_ALGO=Tree would change the collectives' algorithms"));
-  EXPECT_THAT(refused("NVTE_FUSED_ATTN=0"), HasSubstr("--attention-backend says it"));
+  EXPECT_THAT(refused("NVTE_FUSED_ATTN=0"), HasSubstr("--attention-backend flash says it"));
   EXPECT_EQ(refused("NVTE_FUSED_ATTN=1"), "");
   EXPECT_THAT(refused("CUDA_LAUNCH_BLOCKING=1"), HasSubstr("every kernel launch"));
   EXPECT_THAT(refused("MY_SETTING=1"), HasSubstr("MY_SETTING=1: an environment variable trainplan does not know"));

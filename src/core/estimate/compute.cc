@@ -465,8 +465,9 @@ void add_fused_kernel(const job_spec& job, const compute_efficiency& e, double f
                       double pass_time::*bucket, bool attention = false) {
   const double peak = job.cluster.gpu.peak_flops(job.training.precision);
   auto ramp = [keys](double half) { return keys > 0 && half > 0 ? keys / (keys + half) : 1.0; };
-  // Attention in a framework without Transformer Engine runs FlashAttention-2 where the GPU has its rates.
-  const bool fa2 = attention && traits_of(job.training.framework).fa2_attention && e.fa2_fraction > 0;
+  // Attention run by FlashAttention-2 (a framework without Transformer Engine, or asked for) takes its
+  // rates where the GPU has them.
+  const bool fa2 = attention && job.training.fa2_attention && e.fa2_fraction > 0;
   const double fraction = fa2 ? e.fa2_fraction : e.flash_attention_fraction;
   const double half = fa2 ? e.fa2_half_seq : e.flash_half_seq;
   const double backward_fraction = fa2 ? e.fa2_backward_fraction

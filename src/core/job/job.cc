@@ -377,11 +377,12 @@ std::string batch_violation(job_spec& job) {
 }  // namespace
 
 void resolve_attention(training_config& t) {
-  switch (t.attention) {
-    case training_config::attention_backend::framework_default: t.flash_attention = traits_of(t.framework).fused_attention; break;
-    case training_config::attention_backend::fused: t.flash_attention = true; break;
-    case training_config::attention_backend::unfused: t.flash_attention = false; break;
-  }
+  using backend = training_config::attention_backend;
+  const framework_traits& f = traits_of(t.framework);
+  t.flash_attention = t.attention == backend::framework_default ? f.fused_attention : t.attention != backend::unfused;
+  t.fa2_attention = t.flash_attention && (t.attention == backend::flash2 ||
+                                          ((t.attention == backend::framework_default || t.attention == backend::fused) &&
+                                           f.fa2_attention));
 }
 
 namespace {

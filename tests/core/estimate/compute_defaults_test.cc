@@ -201,5 +201,28 @@ TEST(HopperDefaults, FlashAttention2RatesFollowTheMeasuredCurveAndFsdpRunsThem) 
   EXPECT_GT(fu.backward.attention_s, 1.5 * mu.backward.attention_s);
 }
 
+TEST(HopperDefaults, AttentionBackendPicksTheKernelWhoseRatesAreUsed) {
+  // Megatron's --attention-backend flash (NVTE_FUSED_ATTN=0: TE's FlashAttention over the flash_attn
+  // package) runs FlashAttention-2 under Megatron-Core; fused asks for cuDNN's, also under FSDP; auto and
+  // --use-flash-attn keep the framework's own fused kernel; memory does not depend on which (§5.6).
+  const compute_efficiency e = default_compute_efficiency(find_gpu("h100-sxm5-80gb"));
+  auto attention_s = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--seq-length", "8192"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const job_spec j = parse_job_args(a).job;
+    EXPECT_TRUE(j.training.flash_attention);
+    return layer_compute(j, e, false).forward.attention_s;
+  };
+  const double cudnn = attention_s({}), fa2 = attention_s({"--attention-backend", "flash"});
+  const double s = 8192;
+  const double want = (e.flash_attention_fraction * s / (s + e.flash_half_seq)) / (e.fa2_fraction * s / (s + e.fa2_half_seq));
+  EXPECT_NEAR((fa2 - e.kernel_overhead_s) / (cudnn - e.kernel_overhead_s), want, 1e-9);
+  EXPECT_EQ(attention_s({"--attention-backend", "fused"}), cudnn);
+  EXPECT_EQ(attention_s({"--attention-backend", "auto"}), cudnn);
+  EXPECT_EQ(attention_s({"--framework", "fsdp", "--zero-stage", "3", "--attention-backend", "fused"}), cudnn);
+  EXPECT_EQ(attention_s({"--framework", "fsdp", "--zero-stage", "3"}), fa2);
+  EXPECT_EQ(attention_s({"--framework", "fsdp", "--zero-stage", "3", "--attention-backend", "auto"}), fa2);
+}
+
 }  // namespace
 }  // namespace trainplan

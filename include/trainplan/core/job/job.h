@@ -182,10 +182,15 @@ struct training_config {
   dtype main_params_dtype = dtype::fp32;
   dtype exp_avg_dtype = dtype::fp32;
   dtype exp_avg_sq_dtype = dtype::fp32;
-  /// The attention kernel as asked: the framework's default (Megatron-Core: Transformer Engine's fused
-  /// attention; Megatron-DeepSpeed: the unfused BLOOM-era core), fused (flash) or unfused.
-  enum class attention_backend { framework_default, fused, unfused } attention = attention_backend::framework_default;
-  bool flash_attention = false;       ///< derived by finalize_job from `attention` and the framework
+  /// The attention kernel as asked (§5.2, §5.6): the framework's default (Megatron-Core: Transformer
+  /// Engine's cuDNN attention; FSDP: SDPA's FlashAttention-2; Megatron-DeepSpeed: the unfused BLOOM-era
+  /// core); `fused`, a fused kernel of the framework's choice (`--attention-backend auto`,
+  /// `--use-flash-attn`); `cudnn`, cuDNN's (Megatron's AttnBackend.fused); `flash2`, FlashAttention-2
+  /// (Megatron's AttnBackend.flash: TE's FlashAttention over the flash_attn package); or unfused.
+  enum class attention_backend { framework_default, fused, cudnn, flash2, unfused } attention =
+      attention_backend::framework_default;
+  bool flash_attention = false;       ///< derived by finalize_job: a fused kernel (no s² scores kept)
+  bool fa2_attention = false;         ///< derived by finalize_job: that kernel is FlashAttention-2's (§5.6)
   /// Fused bias+SwiGLU (Megatron-Core's bias_swiglu_impl) keeps its input alone, f bytes per token and
   /// layer fewer than the unfused silu·mul (§3.4). Unless set, the framework's default (apply_framework_defaults).
   bool bias_swiglu_fusion = false;
