@@ -297,16 +297,19 @@ TEST(ValidatePublishedTable, TheSecondTableIsHeldOutEachRowPredictedOrSkippedWit
     by_source_not_fit += s.not_fit;
   }
   EXPECT_EQ(by_source, 58 + 122);
-  // Today (2026-11-26): 46 of the 122 predicted, 11 of them predicted not to fit although they ran (issue
-  // 27; 14 before the FP8 and Megatron-Bridge recipes' bf16 gradient reduction was read). Floors at
-  // today's values, so that a regression fails and an improvement shows.
+  // Today (2026-11-27): 46 of the 122 predicted, 1 of them predicted not to fit although it ran (issue 27:
+  // row 62, MT-NLG 530B at 79.8 of 79.3 GiB; 11 on 2026-11-26, 14 before the FP8 and Megatron-Bridge
+  // recipes' bf16 gradient reduction was read). Floors at today's values, so that a regression fails and an
+  // improvement shows.
   EXPECT_GE(predicted, 46);
-  EXPECT_LE(not_fit, 11);
+  EXPECT_LE(not_fit, 1);
   EXPECT_EQ(by_source_not_fit, r.overall.not_fit);
-  // and 1 of the first table's NeMo FP8 rows (the long-sequence doc's LLAMA2-7B at 4K, row 46); 5 before
-  // 2026-11-27, when its NeMo 24.07 rows kept 16-bit weights beside FP8 copies (NVIDIA's FP8 recipes of the
-  // period gather FP8 parameters) and Nemotron-4 340B had fp32 optimizer states (its recipe's are bf16).
-  EXPECT_EQ(r.overall.not_fit, not_fit + 1);
+  // and none of the first table's: its last, the long-sequence doc's LLAMA2-7B at 4K (row 46, NeMo 24.03.01),
+  // fits since 2026-11-27 with that launcher's Apex optimizer read as NeMo 1 ran it (16-bit master
+  // remainders, 10 bytes a parameter per shard); 5 before that day, when its NeMo 24.07 rows kept 16-bit
+  // weights beside FP8 copies (NVIDIA's FP8 recipes of the period gather FP8 parameters) and Nemotron-4
+  // 340B had fp32 optimizer states (its recipe's are bf16).
+  EXPECT_EQ(r.overall.not_fit, not_fit);
 }
 
 TEST(ValidatePublishedTable, MeasuredPeakMemoryIsComparedAsTheSourceMeasuredIt) {
