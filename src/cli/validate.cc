@@ -710,6 +710,8 @@ validation_report run_validation(std::vector<validation_row> rows) {
       v.capacity_bytes = t.capacity_bytes;
       v.generation = generation_of_job(pj.job);
       v.framework = std::string(to_string(pj.job.training.framework));
+      // Throughput, what a layout table ranks (§5.8): model FLOPs per second per GPU.
+      v.predicted_model_flops_per_gpu_s = t.model_tflops_per_gpu * 1e12 / v.environment_factor;
       if (v.by_tflops) {
         // The prediction's TFLOPs by the source's count (§5.8): its FLOPs over the predicted time, the
         // square's extra scaled like the rest where the source counts the recomputed forward too.
@@ -718,9 +720,11 @@ validation_report run_validation(std::vector<validation_row> rows) {
                              (t.iteration_s * static_cast<double>(pj.job.num_gpus) * 1e12);
         v.predicted_tflops = (ours + extra) / v.environment_factor;
         v.error = v.measured_tflops / v.predicted_tflops - 1;
+        v.measured_model_flops_per_gpu_s = v.predicted_model_flops_per_gpu_s * v.measured_tflops / v.predicted_tflops;
       } else {
         v.predicted_tflops = t.tflops_per_gpu / v.environment_factor;
         v.error = v.predicted_s / v.measured_s - 1;
+        v.measured_model_flops_per_gpu_s = v.predicted_model_flops_per_gpu_s * v.predicted_s / v.measured_s;
       }
     } catch (const input_error& e) {
       if (v.skipped.empty()) v.skipped = e.what();

@@ -86,6 +86,24 @@ TEST(Validate, SpearmanOfRanks) {
   EXPECT_DOUBLE_EQ(spearman({1, 2}, {5, 5}), 1.0);  // fewer than 2 distinct values: defined as 1
 }
 
+TEST(Validate, RanksByThroughputAndSaysHowMuchThePredictedFastestGivesUp) {
+  // Issue 28's ranking target (§5.8): a layout table is ranked by throughput (model FLOPs/s per GPU),
+  // which stays comparable where rows vary the batch, the GPUs or the model, and the row predicted
+  // fastest is held against the measured fastest. Three layouts: the model prefers b, c ran fastest.
+  auto row = [](double predicted, double measured) {
+    validation_row v;
+    v.predicted_model_flops_per_gpu_s = predicted;
+    v.measured_model_flops_per_gpu_s = measured;
+    v.error = measured / predicted - 1;
+    return v;
+  };
+  const validation_row a = row(100e12, 100e12), b = row(130e12, 114e12), c = row(120e12, 120e12);
+  const validation_stats s = stats_of("t", {&a, &b, &c});
+  EXPECT_DOUBLE_EQ(s.spearman, 0.5);  // ranks (1, 3, 2) against (1, 2, 3)
+  EXPECT_NEAR(s.fastest_shortfall, 0.05, 1e-12);  // b measured 114 of c's 120
+  EXPECT_EQ(stats_of("t", {&a, &c}).fastest_shortfall, 0.0);
+}
+
 TEST(Validate, StatisticsCountRowsPredictedNotToFitAndRowsSkipped) {
   // Issue 27: a measured row ran, so "does not fit" contradicts it; it is counted, and its time is still
   // compared (the memory estimate does not remove the row).

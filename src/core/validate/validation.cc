@@ -21,19 +21,22 @@ double median_of(std::vector<double> v) {
 
 namespace {
 
-/// One comparison a row carries: its time (or TFLOPs) or its peak memory, read through these members.
+/// One comparison a row carries: its time (or TFLOPs) or its peak memory, read through these members;
+/// `predicted` and `measured` are what is ranked.
 struct comparison {
   const std::string validation_row::*skipped;
   double validation_row::*error;
   double validation_row::*predicted;
   double validation_row::*measured;
   bool measured_only;  ///< rows without a measurement (measured ≤ 0) are not counted at all
+  bool throughput;     ///< higher is faster: the predicted fastest row's shortfall is reported
 };
-constexpr comparison kTimeComparison{&validation_row::skipped, &validation_row::error, &validation_row::predicted_s,
-                                     &validation_row::measured_s, false};
+constexpr comparison kTimeComparison{&validation_row::skipped, &validation_row::error,
+                                     &validation_row::predicted_model_flops_per_gpu_s,
+                                     &validation_row::measured_model_flops_per_gpu_s, false, true};
 constexpr comparison kMemoryComparison{&validation_row::memory_skipped, &validation_row::memory_error,
                                        &validation_row::predicted_memory_bytes, &validation_row::measured_memory_bytes,
-                                       true};
+                                       true, false};
 
 validation_stats stats_over(const std::string& name, const std::vector<const validation_row*>& rows, const comparison& c) {
   validation_stats s;
@@ -54,6 +57,11 @@ validation_stats stats_over(const std::string& name, const std::vector<const val
   s.median_abs_error = median_of(errs);
   s.max_abs_error = errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end());
   s.spearman = spearman(pred, meas);
+  if (c.throughput && !pred.empty()) {
+    const auto best_predicted = std::max_element(pred.begin(), pred.end()) - pred.begin();
+    const double best_measured = *std::max_element(meas.begin(), meas.end());
+    if (best_measured > 0) s.fastest_shortfall = 1 - meas[static_cast<std::size_t>(best_predicted)] / best_measured;
+  }
   return s;
 }
 

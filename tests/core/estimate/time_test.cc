@@ -147,7 +147,12 @@ TEST(TimeValidation, SpearmanWithinSeedTables) {
        {0.6, "112 heads (head dim 128) +15% at TP 8; the same shape at TP 4 (row 754) runs at par"}},
       {"02-24 heads at 12288",
        {0.5, "96 heads (head dim 128) +12% at TP 8; the same shape at TP 4 (rows 709, 723, 725) at par"}},
-      {"02-25 GBS", {0.75, "row 613: GBS 1568 in the time of GBS 2048 (row 614), 23% fewer samples"}},
+      {"02-25 GBS", {0.45, "row 613: GBS 1568 in the time of GBS 2048 (row 614), 23% fewer samples"}},
+      // Ranked by throughput (model FLOPs/s per GPU, 2026-11-27; by iteration time before: 0.88 each).
+      {"02-20 PP sweep",
+       {-0.3, "nine models of 183-205B on 320-384 GPUs whose measured TFLOPs lie within 6% (88.8-94.4): the "
+              "model's fall 7% from PP 4 to PP 12, the measured do not"}},
+      {"02-23 final round", {0.75, "models of 177-182B; rows 555/560 (the same layout) ran 1.4% apart"}},
       {"02-25 TP",
        {0.6, "five of nine rows within 2.8%, the spread of the repeated layout 635/636 (110.48/113.54 s)"}},
       {"02-28 13312/82", {0.6, "104 heads (head dim 128) +18% over 64 and 128 heads at TP 4"}},
@@ -164,7 +169,7 @@ TEST(TimeValidation, SpearmanWithinSeedTables) {
       EXPECT_GE(g.spearman, ex->second.floor - 1e-9) << ex->second.why;
     }
   }
-  EXPECT_GE(passing, 20);
+  EXPECT_GE(passing, 18);  // of 26 (20 when ranked by iteration time, before 2026-11-27)
 }
 
 TEST(TimeValidation, ProductionLayoutWithinThreePercent) {

@@ -30,6 +30,12 @@ struct validation_row {
   double predicted_s = 0;          ///< model × environment factor
   double predicted_tflops = 0;     ///< as Megatron reports it at the predicted time
   double error = 0;                ///< predicted / measured − 1
+  /// Throughput, what a layout table ranks (§5.8): model FLOPs (trainplan's count, no recomputation) per
+  /// second per GPU, over the predicted and over the measured time; a TFLOPs row's measured one is its
+  /// predicted one scaled by measured / predicted TFLOPs. Comparable across model sizes, GPU counts and
+  /// batches, as a seed table's rows vary them.
+  double measured_model_flops_per_gpu_s = 0;
+  double predicted_model_flops_per_gpu_s = 0;
   /// Every row ran, so a prediction that it does not fit contradicts the measurement (issue 27). The
   /// time is still compared: the memory estimate is reported, it does not skip the row.
   bool fits = true;
@@ -54,7 +60,12 @@ struct validation_stats {
   std::int64_t rows = 0;
   double median_abs_error = 0;
   double max_abs_error = 0;
-  double spearman = 0;             ///< NaN-free: 1 for fewer than 2 distinct values
+  /// Spearman of predicted against measured throughput (model FLOPs/s per GPU; memory: bytes). NaN-free: 1
+  /// for fewer than 2 distinct values.
+  double spearman = 0;
+  /// How much less the row predicted fastest measured than the measured fastest row, as a fraction of
+  /// the latter's throughput (0: the model picks the fastest; time comparisons only).
+  double fastest_shortfall = 0;
   std::int64_t not_fit = 0;        ///< rows (that ran) predicted not to fit
   std::int64_t skipped = 0;        ///< rows without a prediction (a field the source leaves empty, …)
 };
@@ -124,7 +135,8 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b);
 double median_of(std::vector<double> v);
 
 /// The statistics of `rows` (skipped rows left out): rows, median and max |error|, Spearman of predicted
-/// against measured seconds, and how many were predicted not to fit.
+/// against measured throughput with the predicted fastest row's shortfall, and how many were predicted not
+/// to fit.
 validation_stats stats_of(const std::string& name, const std::vector<const validation_row*>& rows);
 /// The same over the rows' memory errors (rows with a measured and predicted peak memory).
 validation_stats memory_stats_of(const std::string& name, const std::vector<const validation_row*>& rows);
