@@ -374,12 +374,15 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     stage_memory s;  // the class's fields; the rank's are set below
     double step_transient = 0, stored_per_layer = 0, per_microbatch_extra = 0, output_stored = 0;
     double static_bytes = 0, communicators = 0;
+    /// Gathered bytes held while a layer runs backward but not at the loss (FSDP2's root stage, §3.7).
+    double layer_phase_buffers = 0;
   } cls;
   const stage_layout* previous = nullptr;
   for (const stage_layout& st : layout) {
     if (previous == nullptr || !same_stage_class(*previous, st)) {
       stage_memory& s = cls.s;
       s = stage_memory{};
+      cls.layer_phase_buffers = 0;
       s.num_layers = st.num_layers;
       // §2.4: parameters held by this GPU.
       const layer_shard held = holds.stage(st);
@@ -426,7 +429,22 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         const bool per_unit = tr.framework != framework_kind::deepspeed;
         const double ahead = !prefetch ? 0.0 : per_unit ? largest_layer : std::min(bucket, largest_layer);
         const double gradient = per_unit ? largest_layer : 0.0;
-        s.buffers_bytes += e * (largest_layer + ahead + gradient);
+        if (tr.framework == framework_kind::fsdp && (st.has_embedding || st.has_output)) {
+          // §3.7, FSDP2 as torchtitan applies it: the root unit (embeddings, final norm, output layer) is
+          // not resharded after forward (FSDPState._lazy_init: the root's post_forward_mesh_info = None),
+          // nor is the last block (torchtitan apply_fsdp: reshard_after_forward = layer_id < n − 1). At
+          // the loss both are gathered and nothing else; a block's backward adds the prefetched block,
+          // its unsharded gradient and the root's first gradient (the output layer's, or the tied
+          // matrix's), held until the root's post-backward at the end.
+          const double root = static_cast<double>((st.has_embedding ? holds.embedding : 0) +
+                                                  (st.has_output ? holds.output : 0));
+          const double root_gradient =
+              !st.has_output ? 0.0 : static_cast<double>(m.tie_embeddings ? holds.embedding : holds.output);
+          s.buffers_bytes += e * (root + largest_layer);
+          cls.layer_phase_buffers = e * (ahead + gradient + root_gradient);
+        } else {
+          s.buffers_bytes += e * (largest_layer + ahead + gradient);
+        }
         // FP8: the gathered layers' FP8 weight and its transpose (1 + 1 byte), while they are gathered.
         if (fp8_copies) s.buffers_bytes += 2.0 * (largest_layer + ahead);
       } else if (tr.zero_stage == 2 && tr.framework != framework_kind::deepspeed) {
@@ -495,7 +513,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       s.activations_per_microbatch_bytes = stored_per_layer * static_cast<double>(st.num_layers) + per_microbatch_extra;
       // Under full recomputation the rebuilt layer's activations are freed as its gradients appear, so
       // the gradient tensors do not add to the rebuilt working set.
-      s.transient_bytes = std::max(full || op_sac ? working : working + grad_working, loss_transient);
+      s.transient_bytes =
+          std::max((full || op_sac ? working : working + grad_working) + cls.layer_phase_buffers, loss_transient);
       cls.static_bytes = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.buffers_bytes;
       // §3.8: the caching allocator's reserve, then the CUDA context and NCCL's buffers, outside PyTorch.
       cls.communicators = static_cast<double>(

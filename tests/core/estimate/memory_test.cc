@@ -227,6 +227,34 @@ TEST(MemoryPipeline, EmbeddingAsStage) {
   EXPECT_EQ(layout.back().num_layers, 5);
 }
 
+// §3.7, issue 27: FSDP2 as torchtitan applies it keeps the root unit (embeddings, final norm, output
+// layer) gathered from the forward to the end of the backward (PyTorch's FSDPState._lazy_init: the root's
+// post_forward_mesh_info = None) and the last block too (torchtitan apply_fsdp); at the loss nothing else is
+// gathered. A block's backward adds the prefetched block, its unsharded gradient and the output layer's
+// unsharded gradient, held until the root's post-backward.
+TEST(MemoryBuffers, Fsdp2KeepsTheRootAndTheLastBlockGatheredAtTheLoss) {
+  const std::vector<std::string> a = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                      "--framework", "fsdp", "--zero-stage", "3", "--seq-length", "8192", "--mbs", "2",
+                                      "--gbs", "16", "--recompute-granularity", "op"};
+  const job_spec j = job_of(a);
+  const rank_holdings holds = holdings_of(j, count_parameters(j.model, 1));
+  const double embedding = 128256.0 * 4096, output = 128256.0 * 4096 + 4096, block = 218112000;
+  EXPECT_EQ(static_cast<double>(holds.embedding), embedding);
+  EXPECT_EQ(static_cast<double>(holds.output), output);
+  EXPECT_EQ(static_cast<double>(holds.dense_layer.total()), block);
+  const memory_report r = estimate_memory(j);
+  const stage_memory& s = r.stages.front();
+  EXPECT_DOUBLE_EQ(s.buffers_bytes, 2.0 * (embedding + output + block));
+  // The loss's buffers (12 bytes a logit: the fp32 log-probabilities, their gradient and the logits'
+  // gradient, §3.6) outweigh a block's backward and what it gathers beside the root.
+  const double logits = 128256.0 * 2 * 8192;
+  EXPECT_DOUBLE_EQ(s.transient_bytes, 12 * logits);
+  // Megatron-FSDP keeps its unit buffers as before: the gathered unit, the next and the unit's gradient.
+  const job_spec mj = job_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--seq-length", "8192",
+                              "--mbs", "2", "--gbs", "16", "--use-megatron-fsdp"});
+  EXPECT_DOUBLE_EQ(estimate_memory(mj).stages.front().buffers_bytes, 3 * 2.0 * block);
+}
+
 TEST(MemoryFit, ReservedAddsAllocatorReserveAndContext) {
   const job_spec j = job_of({"--model", "llama2-7b", "--num-gpus", "1", "--cluster", "dgx-a100"});
   const memory_report r = estimate_memory(j);
