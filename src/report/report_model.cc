@@ -331,7 +331,12 @@ json parallel_json(const job_spec& job) {
           {"recompute_method", to_string(t.recompute_method_)},
           {"recompute_num_layers", t.recompute_num_layers},
           {"flash_attention", t.flash_attention},
-          {"attention_kernel", !t.flash_attention ? "unfused" : t.fa2_attention ? "flash-attention-2" : "cudnn"},
+          // §5.2: "te-auto" is Transformer Engine's own choice (cuDNN's on Hopper and Blackwell, FlashAttention-2
+          // on Ampere), priced at the GPU's fused-attention rates.
+          {"attention_kernel", !t.flash_attention ? "unfused"
+                               : t.fa2_attention ? "flash-attention-2"
+                               : t.attention == training_config::attention_backend::cudnn ? "cudnn"
+                                                                                          : "te-auto"},
           {"optimizer", to_string(t.optimizer)},
           {"offload_optimizer", t.offload_optimizer}};
 }
