@@ -50,7 +50,8 @@ std::string json_reporter::validation(const validation_report& r) const {
   }
   auto stats = [](const validation_stats& s) {
     return json{{"name", s.name},     {"rows", s.rows},         {"median_abs_error", s.median_abs_error},
-                {"max_abs_error", s.max_abs_error}, {"spearman", s.spearman}, {"fastest_shortfall", s.fastest_shortfall}, {"not_fit", s.not_fit},
+                {"max_abs_error", s.max_abs_error}, {"spearman", s.spearman},
+                {"fastest_shortfall", s.fastest_shortfall}, {"not_fit", s.not_fit},
                 {"skipped", s.skipped}};
   };
   json tables = json::array(), groups = json::array(), generations = json::array(), sources = json::array();
@@ -112,7 +113,9 @@ std::string text_reporter::validation(const validation_report& r) const {
     o += fmt::format("  {:<32} {:4} rows  median |error| {}  max {}  Spearman {}  best {}  not fit {}\n", s.name,
                      s.rows, pct(s, s.median_abs_error), pct(s, s.max_abs_error),
                      s.rows > 1 ? fmt::format("{:+.2f}", s.spearman) : std::string("    —"),
-                     s.rows > 1 ? fmt::format("{:5.1f}%", -100 * s.fastest_shortfall) : std::string("    —"), s.not_fit);
+                     s.rows > 1 ? fmt::format("{:5.1f}%", s.fastest_shortfall > 0 ? -100 * s.fastest_shortfall : 0.0)
+                                : std::string("    —"),
+                     s.not_fit);
   };
   o += "\nSpearman: rank correlation of predicted and measured throughput (model FLOPs/s per GPU); best: how much "
        "less the row predicted fastest measured than the measured fastest (0.0%: the model picks it).\n";
