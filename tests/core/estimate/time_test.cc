@@ -172,6 +172,24 @@ TEST(TimeValidation, SpearmanWithinSeedTables) {
   EXPECT_GE(passing, 18);  // of 26 (20 when ranked by iteration time, before 2026-11-27)
 }
 
+TEST(TimeValidation, PredictedFastestLayoutWithinThreePercentOfTheMeasuredFastest) {
+  // Issue 28's target (§5.8): in every table of five or more layouts the layout ranked first by predicted
+  // throughput measured within 3% of the table's fastest (2026-11-27: at most 2.9%, 02-20 PP sweep); the
+  // smaller tables keep a floor at today's worst (3.1%, 02-23 heads at 14336: four rows).
+  int large = 0;
+  for (const validation_stats& g : shipped().groups) {
+    SCOPED_TRACE(g.name);
+    EXPECT_GE(g.fastest_shortfall, 0.0);
+    if (g.rows >= 5) {
+      EXPECT_LE(g.fastest_shortfall, 0.03);
+      ++large;
+    } else {
+      EXPECT_LE(g.fastest_shortfall, 0.032);
+    }
+  }
+  EXPECT_EQ(large, 10);
+}
+
 TEST(TimeValidation, ProductionLayoutWithinThreePercent) {
   const parsed_job pj = parse_job_args(testing::bloom_production_args());
   const time_report r = estimate_time(pj.job);
