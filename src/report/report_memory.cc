@@ -101,7 +101,7 @@ std::string text_reporter::memory(const run_context& ctx, const parameter_breakd
                          ? fmt::format("selective recomputation ({})",
                                        fmt::join(recompute_module_names(t.recompute_modules), ", "))
                          : fmt::format("{} recomputation", to_string(t.recompute)),
-                     t.flash_attention ? ", flash attention" : "",
+                     !t.flash_attention ? "" : t.fa2_attention ? ", flash attention (FlashAttention-2)" : ", flash attention",
                      par.embedding_as_stage ? ", embeddings as pipeline slots" : "");
   out += "Full model without parallelism (one micro-batch, no recomputation):\n";
   out += fmt::format("  weights {} GiB, gradients {} GiB, optimizer states {} GiB, activations {} GiB\n\n",
