@@ -646,6 +646,38 @@ void launch_world_flags(const launch_world& w, std::vector<pending>& out, job_bu
                       " GPUs, more than " + std::to_string(limits::kMaxGpus));
   }
   b.ignored.insert(b.ignored.end(), w.ignored.begin(), w.ignored.end());
+  b.env_attention = w.attention;
+}
+
+/// Transformer Engine's attention switches on a launch line (§5.2): under Megatron-Core they choose the
+/// kernel where --attention-backend leaves TE its choice (auto, the default); an explicit backend that
+/// disagrees is refused as Megatron-Core refuses it (language_module.py _set_attention_backend); another
+/// framework runs no TE attention and the variables change nothing.
+void apply_attention_env(job_builder& b, std::vector<std::string>& derived) {
+  const attention_env& env = b.env_attention;
+  if (env.typed.empty()) return;
+  const std::string typed = fmt::format("{}", fmt::join(env.typed, " "));
+  const std::string backend = env.backend();
+  if (b.job.training.framework != framework_kind::megatron || b.torchtitan) {
+    b.ignored.push_back(typed + " (Transformer Engine's attention switches; this job's attention is not Transformer Engine's)");
+    return;
+  }
+  if (backend.empty()) {
+    b.ignored.push_back(typed + " (Transformer Engine keeps its own choice of attention kernel)");
+    return;
+  }
+  using kind = training_config::attention_backend;
+  const kind wanted = backend == "flash" ? kind::flash2 : backend == "fused" ? kind::cudnn : kind::unfused;
+  kind& asked = b.job.training.attention;
+  if (asked == kind::framework_default || asked == kind::fused) {
+    asked = wanted;
+    derived.push_back(fmt::format("--attention-backend {} ({} on the launch line)", backend, typed));
+  } else if (asked != wanted) {
+    throw input_error(literal_text(fmt::format(
+        "launch line: {} selects the {} attention backend, which the --attention-backend given contradicts; "
+        "Megatron-Core refuses the pair (language_module.py _set_attention_backend): keep one of them",
+        typed, backend)));
+  }
 }
 
 /// A model given by Megatron's flags without --vocab-size takes its tokenizer's (tokenizer.h), said in
@@ -1161,6 +1193,7 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
     }
     b.ignored.insert(b.ignored.end(), b.tp_comm_tuning.begin(), b.tp_comm_tuning.end());
   }
+  apply_attention_env(b, out.derived_flags);
   if (b.force_local_attention && b.job.parallel.cp == 1) b.job.training.attention = training_config::attention_backend::unfused;
   out.seq_length_given = b.is_explicit("seq_length");
 

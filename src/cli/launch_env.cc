@@ -22,6 +22,7 @@ enum class env_role {
   ignored,      ///< changes no estimate
   conditional,  ///< changes no estimate at `harmless` (one of, '|'-separated); refused at any other value
   refused,      ///< changes an estimate trainplan does not model from the variable
+  attention,    ///< Transformer Engine's attention switch, read at the values `harmless` lists (attention_env)
 };
 
 struct env_var {
@@ -77,11 +78,9 @@ constexpr std::array kEnvVars = {
     env_var{"TORCH_DISTRIBUTED_DEBUG", env_role::conditional, "OFF|INFO", "every collective (checked and logged)"},
     env_var{"TORCH_NCCL_BLOCKING_WAIT", env_role::conditional, "0", "when the host waits for each collective"},
     // Transformer Engine.
-    env_var{"NVTE_FUSED_ATTN", env_role::conditional, "1",
-            "the attention kernel (0: Transformer Engine runs FlashAttention-2, not cuDNN's); "
-            "--attention-backend flash says it"},
-    env_var{"NVTE_FLASH_ATTN", env_role::conditional, "1",
-            "the attention kernel (0: Transformer Engine runs cuDNN's, or the unfused core); --attention-backend says it"},
+    // Read as the attention kernel they leave Transformer Engine (attention_env::backend).
+    env_var{"NVTE_FUSED_ATTN", env_role::attention, "0|1", "the attention kernel; --attention-backend says it"},
+    env_var{"NVTE_FLASH_ATTN", env_role::attention, "0|1", "the attention kernel; --attention-backend says it"},
     env_var{"NVTE_UNFUSED_ATTN", env_role::conditional, "0|1", "the attention kernel; --attention-backend says it"},
     env_var{"NVTE_ALLOW_NONDETERMINISTIC_ALGO", env_role::conditional, "1",
             "the kernels' speed (deterministic algorithms), which trainplan does not model"},
@@ -140,7 +139,14 @@ bool is_env_assignment(const std::string& token) {
                      [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
-void read_env_assignment(const std::string& token, std::vector<std::string>& ignored) {
+std::string attention_env::backend() const {
+  if (fused == "0" && flash == "0") return "unfused";
+  if (fused == "0") return "flash";
+  if (flash == "0") return "fused";
+  return "";
+}
+
+void read_env_assignment(const std::string& token, std::vector<std::string>& ignored, attention_env& attention) {
   const std::size_t eq = token.find('=');
   const std::string name = token.substr(0, eq);
   std::string value = token.substr(eq + 1);
@@ -153,6 +159,11 @@ void read_env_assignment(const std::string& token, std::vector<std::string>& ign
     throw input_error(literal_text(fmt::format("launch line: {}: an environment variable trainplan does not know; if it "
                                                "changes no estimate, tell us and we will list it",
                                                token)));
+  }
+  if (v->role == env_role::attention && one_of(v->harmless, value)) {
+    (name == "NVTE_FUSED_ATTN" ? attention.fused : attention.flash) = value;
+    attention.typed.push_back(name + "=" + value);
+    return;
   }
   const bool harmless = v->role == env_role::ignored || (v->role == env_role::conditional && one_of(v->harmless, value));
   if (!harmless) {

@@ -12,8 +12,20 @@ namespace trainplan::args_detail {
 /// Whether `token` is an assignment NAME=VALUE (NAME a shell variable name).
 bool is_env_assignment(const std::string& token);
 
-/// Reads one assignment: appends what it ignores to `ignored` ("NCCL_DEBUG=INFO"), or throws
-/// input_error naming the variable when it changes an estimate trainplan does not model from it.
-void read_env_assignment(const std::string& token, std::vector<std::string>& ignored);
+/// Transformer Engine's attention switches as a line sets them (NVTE_FUSED_ATTN, NVTE_FLASH_ATTN: "0" or
+/// "1"; empty: not set), and the assignments as typed.
+struct attention_env {
+  std::string fused, flash;
+  std::vector<std::string> typed;
+  /// The --attention-backend they select (§5.2; Transformer Engine's backend selection: a backend whose
+  /// variable is 0 is off): "flash" (cuDNN's off), "fused" (FlashAttention off), "unfused" (both off);
+  /// empty where TE keeps its own choice.
+  std::string backend() const;
+};
+
+/// Reads one assignment: appends what it ignores to `ignored` ("NCCL_DEBUG=INFO") and Transformer Engine's
+/// attention switches to `attention`, or throws input_error naming the variable when it changes an
+/// estimate trainplan does not model from it.
+void read_env_assignment(const std::string& token, std::vector<std::string>& ignored, attention_env& attention);
 
 }  // namespace trainplan::args_detail

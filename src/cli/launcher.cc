@@ -334,7 +334,7 @@ launch_world read_launcher(const std::vector<std::string>& tokens) {
     if (is_python(tok) || tok == "-u") continue;
     // The environment the line sets for what it runs: `NAME=VALUE …` and `env [-i] [-u NAME] NAME=VALUE …`.
     if (is_env_assignment(tok)) {
-      read_env_assignment(tok, w.ignored);
+      read_env_assignment(tok, w.ignored, w.attention);
       continue;
     }
     if (tok == "env") {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "launch_env.h"
+
 namespace trainplan::args_detail {
 
 /// What a launch line says of the world before the training script.
@@ -23,6 +25,7 @@ struct launch_world {
   std::vector<std::string> script_args;  ///< the tokens after the training script
   std::string module;  ///< `-m MODULE` in place of a script (torchtitan's `-m torchtitan.train`), else ""
   std::string script;  ///< the training script as given ("examples/…/megatron_gpt_pretraining.py"), else ""
+  attention_env attention;  ///< Transformer Engine's attention switches the line sets (NVTE_FUSED_ATTN=0)
 };
 
 /// Reads the launchers' part of a launch line (the tokens after `--`). Throws input_error naming the

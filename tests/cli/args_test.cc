@@ -361,10 +361,40 @@ TEST(ArgsLaunchLine, EnvironmentAssignmentsAreClassified) {
                               "allocator reserves"),
                     HasSubstr("--allocator-reserve-fraction")));
   EXPECT_THAT(refused("NCCL_ALGO=Tree"), HasSubstr("NCCL_ALGO=Tree would change the collectives' algorithms"));
-  EXPECT_THAT(refused("NVTE_FUSED_ATTN=0"), HasSubstr("--attention-backend flash says it"));
+  EXPECT_THAT(refused("NVTE_FUSED_ATTN=2"), HasSubstr("NVTE_FUSED_ATTN=2 would change the attention kernel; "
+                                                      "--attention-backend says it"));
   EXPECT_EQ(refused("NVTE_FUSED_ATTN=1"), "");
   EXPECT_THAT(refused("CUDA_LAUNCH_BLOCKING=1"), HasSubstr("every kernel launch"));
   EXPECT_THAT(refused("MY_SETTING=1"), HasSubstr("MY_SETTING=1: an environment variable trainplan does not know"));
+}
+
+// §5.2: Transformer Engine's attention switches choose the kernel Megatron-Core's default (auto) leaves to
+// TE, as NeMo-Framework-Launcher's NVTE_FUSED_ATTN=0 did for its 2024 runs; an explicit backend that
+// disagrees is refused as Megatron-Core refuses it; another framework runs no TE attention.
+TEST(ArgsLaunchLine, TransformerEnginesAttentionSwitchesChooseTheKernel) {
+  auto job = [&](std::vector<std::string> env, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {"--"};
+    a.insert(a.end(), env.begin(), env.end());
+    a.insert(a.end(), {"torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"});
+    a.insert(a.end(), kMegatronArgs.begin(), kMegatronArgs.end());
+    a.insert(a.end(), extra.begin(), extra.end());
+    return parse(a);
+  };
+  using kind = training_config::attention_backend;
+  const parsed_job flash = job({"NVTE_FUSED_ATTN=0"});
+  EXPECT_EQ(flash.job.training.attention, kind::flash2);
+  EXPECT_TRUE(flash.job.training.fa2_attention);
+  EXPECT_THAT(flash.derived_flags, ::testing::Contains("--attention-backend flash (NVTE_FUSED_ATTN=0 on the launch line)"));
+  EXPECT_EQ(job({"NVTE_FLASH_ATTN=0"}).job.training.attention, kind::cudnn);
+  const parsed_job unfused = job({"NVTE_FUSED_ATTN=0", "NVTE_FLASH_ATTN=0"});
+  EXPECT_EQ(unfused.job.training.attention, kind::unfused);
+  EXPECT_FALSE(unfused.job.training.flash_attention);
+  EXPECT_EQ(job({"NVTE_FUSED_ATTN=0"}, {"--attention-backend", "flash"}).job.training.attention, kind::flash2);
+  EXPECT_EQ(job({"NVTE_FUSED_ATTN=1"}).job.training.attention, job({}).job.training.attention);  // TE's own choice
+  EXPECT_EQ(error_of(concat({"--", "NVTE_FUSED_ATTN=0", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"},
+                            concat(kMegatronArgs, {"--attention-backend", "fused"}))),
+            "launch line: NVTE_FUSED_ATTN=0 selects the flash attention backend, which the --attention-backend given "
+            "contradicts; Megatron-Core refuses the pair (language_module.py _set_attention_backend): keep one of them");
 }
 
 TEST(ArgsLaunchLine, AWorldSizeTheLineDoesNotSayIsAskedFor) {
