@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "config_keys.h"
+#include "launch_env.h"
 #include "megatron_core_defaults.h"
 #include "trainplan/cli/args.h"
 #include "trainplan/core/base/document.h"
@@ -304,9 +305,9 @@ constexpr std::array kKeys = {
     // optimizer's NCCL user buffers change its collectives; a lock's timeout changes nothing.
     nm_key{"model.optim.nccl_ub", nm_role::refused_if_on, "", "", "the optimizer's collectives (NCCL user buffers)"},
     nm_key{"model.optim.lock_timeout", nm_role::ignored, "", "", ""},
-    // NeMo-Framework-Launcher's environment of the job (NVTE_*, NCCL_*, CUDA_* variables): kernels,
-    // algorithms and SM margins.
-    nm_key{"env_vars", nm_role::refused_if_on, "", "", "the job's environment (Transformer Engine, NCCL and CUDA settings)"},
+    // NeMo-Framework-Launcher's environment of the job (NVTE_*, NCCL_*, CUDA_* variables): read through
+    // the launch line's table of variables (src/cli/launch_env.cc; reader::environment).
+    nm_key{"env_vars", nm_role::custom, "", "", ""},
 };
 
 const nm_key* find_key(std::string_view path) { return find_row<kKeys>(path); }
@@ -385,6 +386,14 @@ class reader {
     }
     if (k == nullptr && open_section(o.key)) {
       ignored_.push_back(o.key + "=" + o.value);
+      return;
+    }
+    if (o.key.starts_with("env_vars.")) {  // one variable of the job's environment (reader::environment)
+      detail::document d = detail::parse_document("v: " + o.value, "launch line " + o.key + "=" + o.value, false,
+                                                  "override", "values");
+      nm_value& env = values_["env_vars"];
+      if (!env.v.is_object()) env = nm_value{json::object(), "", 0, true};
+      env.v[o.key.substr(9)] = d.root["v"];
       return;
     }
     if (const nm_key* refused = refused_section(o.key); k == nullptr && refused != nullptr) {
@@ -557,6 +566,11 @@ class reader {
     return ref;
   }
 
+  /// Where a value was set, as messages begin: "launch line" or "file:line".
+  std::string where_of(const nm_value& v) const {
+    return v.launch ? std::string("launch line") : fmt::format("{}:{}", path_, v.line);
+  }
+
   [[noreturn]] void fail(const nm_value& v, const std::string& key, const std::string& why) const {
     if (v.launch) throw input_error(literal_text(fmt::format("launch line: {}={}: {}", key, v.text, why)));
     throw input_error(literal_text(fmt::format("{}:{}: {}: {}", path_, v.line, key, why)));
@@ -612,6 +626,7 @@ class reader {
   void kernels_and_fp8();
   void checkpointing();
   void offloading();
+  void environment();
   void optimizer();
   void apex_distributed_adam();
   void tokenizer();
@@ -1030,6 +1045,50 @@ void reader::tokenizer() {
   }
 }
 
+/// env_vars, NeMo-Framework-Launcher's environment of the job: each variable as on a launch line
+/// (src/cli/launch_env.cc: listed when it changes no estimate, refused by name when it changes one not
+/// modelled), Transformer Engine's attention switches as the kernel they leave Megatron-Core (§5.2),
+/// refused beside a model.attention_backend they contradict.
+void reader::environment() {
+  const nm_value* v = find("env_vars");
+  if (v == nullptr || v->v.is_null()) return;
+  if (!v->v.is_object()) fail(*v, "env_vars", "expected a mapping of variables");
+  attention_env attention;
+  std::vector<std::string> listed;
+  for (auto it = v->v.begin(); it != v->v.end(); ++it) {
+    if (it.value().is_null()) continue;
+    if (it.value().is_object() || it.value().is_array()) fail(*v, "env_vars." + it.key(), "expected a single value");
+    const std::string value = it.value().is_string() ? it.value().get<std::string>()
+                              : it.value().is_boolean() ? (it.value().get<bool>() ? "1" : "0")
+                                                        : it.value().dump();
+    try {
+      read_env_assignment(it.key() + "=" + value, listed, attention);
+    } catch (const input_error& e) {
+      std::string why = e.what();  // "launch line: NAME=VALUE would change …"
+      if (why.starts_with("launch line: ")) why = why.substr(13);
+      throw input_error(literal_text(fmt::format("{}: env_vars.{}", where_of(*v), why)));
+    }
+  }
+  const std::string prefix = v->launch ? "env_vars." : name_ + ":env_vars.";
+  for (const std::string& l : listed) ignored_.push_back(prefix + l);
+  if (attention.typed.empty()) return;
+  const std::string typed = fmt::format("{}", fmt::join(attention.typed, " "));
+  const std::string backend = attention.backend();
+  if (backend.empty()) {
+    ignored_.push_back(prefix + typed + " (Transformer Engine keeps its own choice of attention kernel)");
+    return;
+  }
+  const std::string asked = scalar("model.attention_backend", "auto");
+  if (asked != "auto" && asked != backend) {
+    throw input_error(literal_text(fmt::format(
+        "{}: env_vars: {} selects the {} attention backend, which model.attention_backend {} contradicts; "
+        "Megatron-Core refuses the pair (language_module.py _set_attention_backend): keep one of them",
+        where_of(*v), typed, backend, asked)));
+  }
+  add("env_vars", {"--attention-backend", backend});
+  out_.derived.push_back(fmt::format("--attention-backend {} ({} in env_vars)", backend, typed));
+}
+
 nemo_config reader::resolve() {
   model_shape();
   by_table();
@@ -1039,6 +1098,7 @@ nemo_config reader::resolve() {
   kernels_and_fp8();
   checkpointing();
   offloading();
+  environment();
   optimizer();
   tokenizer();
   out_.ignored = std::move(ignored_);

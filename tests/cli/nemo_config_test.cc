@@ -278,15 +278,27 @@ TEST(NemoConfig, KeysNothingReadsAreListedAndUnknownFieldsRefused) {
               Contains("args_test_nemo_default.yaml:model.tp_comm_overlap_ag (Megatron-Core's default)"));
 }
 
-// The distributed optimizer's Apex options and the launcher's environment: NCCL user buffers and the job's
-// environment variables would change the time, refused by key; a lock's timeout changes nothing.
-TEST(NemoConfig, OptimizerBuffersAndTheEnvironmentAreRefusedByKey) {
+// The distributed optimizer's Apex options: NCCL user buffers would change the time, refused by key; a lock's
+// timeout changes nothing. The launcher's environment (env_vars) is read as a launch line's variables are:
+// Transformer Engine's attention switches choose the kernel (§5.2), NCCL's logging is listed, its tuning
+// refused by key.
+TEST(NemoConfig, OptimizerBuffersAreRefusedAndTheEnvironmentReadAsOnALaunchLine) {
   EXPECT_NO_THROW(parse(pretrain("llama3_8b.yaml", {"+model.optim.nccl_ub=false", "+model.optim.lock_timeout=null"})));
   EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+model.optim.nccl_ub=true"})),
               HasSubstr("model.optim.nccl_ub=true: would change the optimizer's collectives (NCCL user buffers)"));
-  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+env_vars.NVTE_FUSED_ATTN=1"})),
-              HasSubstr("launch line: env_vars.NVTE_FUSED_ATTN=1: env_vars would change the job's environment "
-                        "(Transformer Engine, NCCL and CUDA settings), which trainplan does not model"));
+  const parsed_job te_choice = parse(pretrain("llama3_8b.yaml", {"+env_vars.NVTE_FUSED_ATTN=1"}));
+  EXPECT_EQ(te_choice.job.training.attention, parse(pretrain("llama3_8b.yaml", {})).job.training.attention);
+  EXPECT_THAT(te_choice.ignored_flags,
+              Contains("env_vars.NVTE_FUSED_ATTN=1 (Transformer Engine keeps its own choice of attention kernel)"));
+  const parsed_job flash = parse(pretrain("llama3_8b.yaml", {"+env_vars.NVTE_FUSED_ATTN=0", "+env_vars.NCCL_DEBUG=INFO"}));
+  EXPECT_EQ(flash.job.training.attention, training_config::attention_backend::flash2);
+  EXPECT_TRUE(flash.job.training.fa2_attention);
+  EXPECT_THAT(flash.ignored_flags, Contains("env_vars.NCCL_DEBUG=INFO"));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+env_vars.NCCL_ALGO=Tree"})),
+              HasSubstr("launch line: env_vars.NCCL_ALGO=Tree would change the collectives' algorithms"));
+  EXPECT_THAT(error_of(pretrain("llama3_8b.yaml", {"+env_vars.NVTE_FUSED_ATTN=0", "+model.attention_backend=fused"})),
+              HasSubstr("launch line: env_vars: NVTE_FUSED_ATTN=0 selects the flash attention backend, which "
+                        "model.attention_backend fused contradicts"));
 }
 
 // OmegaConf interpolations: references (relative and absolute) are followed; a cycle, a reference to
