@@ -652,13 +652,15 @@ void launch_world_flags(const launch_world& w, std::vector<pending>& out, job_bu
 /// Transformer Engine's attention switches on a launch line (§5.2): under Megatron-Core they choose the
 /// kernel where --attention-backend leaves TE its choice (auto, the default); an explicit backend that
 /// disagrees is refused as Megatron-Core refuses it (language_module.py _set_attention_backend); another
-/// framework runs no TE attention and the variables change nothing.
+/// framework, Megatron's own modules (--transformer-impl local) and its legacy models run no TE attention
+/// and the variables change nothing.
 void apply_attention_env(job_builder& b, std::vector<std::string>& derived) {
   const attention_env& env = b.env_attention;
   if (env.typed.empty()) return;
   const std::string typed = fmt::format("{}", fmt::join(env.typed, " "));
   const std::string backend = env.backend();
-  if (b.job.training.framework != framework_kind::megatron || b.torchtitan) {
+  if (b.job.training.framework != framework_kind::megatron || b.torchtitan || b.local_transformer_impl ||
+      b.job.training.legacy_models) {
     b.ignored.push_back(typed + " (Transformer Engine's attention switches; this job's attention is not Transformer Engine's)");
     return;
   }

@@ -25,6 +25,7 @@ struct job_builder {
   bool mla_requested = false;  // --multi-latent-attention
   bool force_local_attention = false;  // ModelOpt's --export-force-local-attention
   attention_env env_attention;         // NVTE_FUSED_ATTN / NVTE_FLASH_ATTN on a launch line (launch_env.h)
+  bool local_transformer_impl = false;  // --transformer-impl local: Megatron's own attention, not TE's
   bool no_pipeline_engine = false;     // Megatron-DeepSpeed's --no-pipeline-parallel (PP must be 1)
   bool recompute_zero_layers = false;  // --recompute-num-layers 0 given (the core reads 0 as "not given")
   bool recompute_modules_given = false, recompute_modules_empty = false;  // --recompute-modules

@@ -636,6 +636,7 @@ const std::vector<flag_def>& flag_table() {
                       "transformer_engine (fused attention) or local (unfused unless --use-flash-attn)",
                       [](job_builder& b, const std::string& v, const std::string& f) {
                         const bool local = parse_enum<bool>(v, f, {{"transformer_engine", false}, {"local", true}});
+                        b.local_transformer_impl = local;
                         if (local && b.job.training.attention == backend::framework_default) {
                           b.job.training.attention = backend::unfused;
                         }

@@ -391,6 +391,10 @@ TEST(ArgsLaunchLine, TransformerEnginesAttentionSwitchesChooseTheKernel) {
   EXPECT_FALSE(unfused.job.training.flash_attention);
   EXPECT_EQ(job({"NVTE_FUSED_ATTN=0"}, {"--attention-backend", "flash"}).job.training.attention, kind::flash2);
   EXPECT_EQ(job({"NVTE_FUSED_ATTN=1"}).job.training.attention, job({}).job.training.attention);  // TE's own choice
+  // Megatron's own modules (--transformer-impl local) run no TE attention: the switches change nothing.
+  const parsed_job local = job({"NVTE_FUSED_ATTN=0"}, {"--transformer-impl", "local"});
+  EXPECT_EQ(local.job.training.attention, job({}, {"--transformer-impl", "local"}).job.training.attention);
+  EXPECT_THAT(local.ignored_flags, ::testing::Contains(HasSubstr("NVTE_FUSED_ATTN=0 (Transformer Engine's attention switches")));
   EXPECT_EQ(error_of(concat({"--", "NVTE_FUSED_ATTN=0", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"},
                             concat(kMegatronArgs, {"--attention-backend", "fused"}))),
             "launch line: NVTE_FUSED_ATTN=0 selects the flash attention backend, which the --attention-backend given "
