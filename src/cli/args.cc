@@ -657,7 +657,7 @@ void launch_world_flags(const launch_world& w, std::vector<pending>& out, job_bu
 void apply_attention_env(job_builder& b, std::vector<std::string>& derived) {
   const attention_env& env = b.env_attention;
   if (env.typed.empty()) return;
-  const std::string typed = fmt::format("{}", fmt::join(env.typed, " "));
+  const std::string typed = env.typed_text();
   const std::string backend = env.backend();
   if (b.job.training.framework != framework_kind::megatron || b.torchtitan || b.local_transformer_impl ||
       b.job.training.legacy_models) {
@@ -665,7 +665,7 @@ void apply_attention_env(job_builder& b, std::vector<std::string>& derived) {
     return;
   }
   if (backend.empty()) {
-    b.ignored.push_back(typed + " (Transformer Engine keeps its own choice of attention kernel)");
+    b.ignored.push_back(typed + attention_env::kOwnChoice);
     return;
   }
   using kind = training_config::attention_backend;
@@ -675,10 +675,7 @@ void apply_attention_env(job_builder& b, std::vector<std::string>& derived) {
     asked = wanted;
     derived.push_back(fmt::format("--attention-backend {} ({} on the launch line)", backend, typed));
   } else if (asked != wanted) {
-    throw input_error(literal_text(fmt::format(
-        "launch line: {} selects the {} attention backend, which the --attention-backend given contradicts; "
-        "Megatron-Core refuses the pair (language_module.py _set_attention_backend): keep one of them",
-        typed, backend)));
+    throw input_error(literal_text("launch line: " + env.contradiction("the --attention-backend given")));
   }
 }
 

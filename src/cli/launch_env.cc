@@ -146,6 +146,14 @@ std::string attention_env::backend() const {
   return "";
 }
 
+std::string attention_env::typed_text() const { return fmt::format("{}", fmt::join(typed, " ")); }
+
+std::string attention_env::contradiction(const std::string& other) const {
+  return fmt::format("{} selects the {} attention backend, which {} contradicts; Megatron-Core refuses the pair "
+                     "(language_module.py _set_attention_backend): keep one of them",
+                     typed_text(), backend(), other);
+}
+
 void read_env_assignment(const std::string& token, std::vector<std::string>& ignored, attention_env& attention) {
   const std::size_t eq = token.find('=');
   const std::string name = token.substr(0, eq);

@@ -21,6 +21,12 @@ struct attention_env {
   /// variable is 0 is off): "flash" (cuDNN's off), "fused" (FlashAttention off), "unfused" (both off);
   /// empty where TE keeps its own choice.
   std::string backend() const;
+  /// The assignments as typed, space-separated ("NVTE_FUSED_ATTN=0 NVTE_FLASH_ATTN=0").
+  std::string typed_text() const;
+  /// Why switches that select no backend change nothing, as the ignored lists say it.
+  static constexpr const char* kOwnChoice = " (Transformer Engine keeps its own choice of attention kernel)";
+  /// Megatron-Core's refusal of switches that contradict an explicit backend (`other` names it).
+  std::string contradiction(const std::string& other) const;
 };
 
 /// Reads one assignment: appends what it ignores to `ignored` ("NCCL_DEBUG=INFO") and Transformer Engine's

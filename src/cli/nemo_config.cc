@@ -1072,21 +1072,18 @@ void reader::environment() {
   const std::string prefix = v->launch ? "env_vars." : name_ + ":env_vars.";
   for (const std::string& l : listed) ignored_.push_back(prefix + l);
   if (attention.typed.empty()) return;
-  const std::string typed = fmt::format("{}", fmt::join(attention.typed, " "));
   const std::string backend = attention.backend();
   if (backend.empty()) {
-    ignored_.push_back(prefix + typed + " (Transformer Engine keeps its own choice of attention kernel)");
+    ignored_.push_back(prefix + attention.typed_text() + attention_env::kOwnChoice);
     return;
   }
   const std::string asked = scalar("model.attention_backend", "auto");
   if (asked != "auto" && asked != backend) {
-    throw input_error(literal_text(fmt::format(
-        "{}: env_vars: {} selects the {} attention backend, which model.attention_backend {} contradicts; "
-        "Megatron-Core refuses the pair (language_module.py _set_attention_backend): keep one of them",
-        where_of(*v), typed, backend, asked)));
+    throw input_error(literal_text(fmt::format("{}: env_vars: {}", where_of(*v),
+                                               attention.contradiction("model.attention_backend " + asked))));
   }
   add("env_vars", {"--attention-backend", backend});
-  out_.derived.push_back(fmt::format("--attention-backend {} ({} in env_vars)", backend, typed));
+  out_.derived.push_back(fmt::format("--attention-backend {} ({} in env_vars)", backend, attention.typed_text()));
 }
 
 nemo_config reader::resolve() {
