@@ -331,7 +331,10 @@ std::string text_of(const json& v, const std::string& written) {
   if (v.is_null()) return "null";
   if (v.is_array()) {
     std::string out;
-    for (const json& e : v) out += (out.empty() ? "" : ",") + text_of(e, "");
+    for (const json& e : v) {
+      if (!out.empty()) out += ',';
+      out += text_of(e, "");
+    }
     return out;
   }
   return v.dump();
