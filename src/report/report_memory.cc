@@ -46,6 +46,7 @@ std::string json_reporter::memory(const run_context& ctx, const parameter_breakd
                       {"allocated_bytes", whole_bytes(s.allocated_bytes)},
                       {"reserved_bytes", whole_bytes(s.reserved_bytes)},
                       {"torch_reserved_bytes", whole_bytes(s.torch_reserved_bytes)},
+                      {"stranded_bytes", whole_bytes(s.stranded_bytes)},
                       {"headroom_bytes", whole_bytes(s.headroom_bytes)},
                       {"fits", s.fits}});
   }

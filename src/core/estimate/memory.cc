@@ -376,6 +376,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     double static_bytes = 0, communicators = 0;
     /// Gathered bytes held while a layer runs backward but not at the loss (FSDP2's root stage, §3.7).
     double layer_phase_buffers = 0;
+    /// The loss's transient on the last stage, and the freed block its backward cannot reuse (§3.8).
+    double loss_transient = 0, loss_stranded = 0;
   } cls;
   const stage_layout* previous = nullptr;
   for (const stage_layout& st : layout) {
@@ -486,7 +488,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       }
       double& output_stored = cls.output_stored;
       output_stored = 0;
-      double loss_transient = 0;
+      double& loss_transient = cls.loss_transient;
+      loss_transient = 0;
+      cls.loss_stranded = 0;
       if (st.has_output) {
         output_stored = 2 * e * h * tokens / rep;  // final norm input, output layer input
         // §3.6: --defer-embedding-wgrad-compute holds the output layer's input and output gradient of d
@@ -504,6 +508,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         const cross_entropy_kernels& ce = cross_entropy_of(tr);
         loss_transient = std::max({e + ce.buffer_fp32_bytes, ce.backward_peak_fp32_bytes, ce.fp32_gradient ? 4 + e : 0.0}) *
                          vocab_shard * tokens;
+        // §3.8: the deleted 16-bit logits' block, too small for the backward's fp32 buffers (none when the
+        // logits are fp32 themselves: their block fits the first of them).
+        if (ce.strands_logits_block && e < 4) cls.loss_stranded = e * vocab_shard * tokens;
       }
       // Backward working tensors: the activation gradient in and out of a layer, and the largest
       // intermediate gradient (the gated fc1 output).
@@ -554,7 +561,12 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     const double step_peak = cls.static_bytes + cls.step_transient;
     s.allocated_bytes = std::max(train_peak, step_peak);
     s.other_bytes = s.allocated_bytes - (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes);
-    s.torch_reserved_bytes = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction);
+    // §3.8: the allocator's reserve over the peak, or over the loss's backward with the block it strands
+    // there (reserved never shrinks, so a later, higher allocated peak may reuse that block).
+    const double loss_peak = cls.static_bytes + s.activations_bytes + cls.loss_transient;
+    s.stranded_bytes = cls.loss_stranded;
+    s.torch_reserved_bytes = std::max(s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction),
+                                      loss_peak * (1.0 + tr.allocator_reserve_fraction) + s.stranded_bytes);
     // A rank whose stage has no MoE layer never dispatches: no buffer.
     bool dispatches = false;
     for (std::size_t k = 0; k < kNumLayerKinds; ++k) dispatches = dispatches || (kLayerMakeup[k].moe && st.kinds[k] > 0);

@@ -135,7 +135,10 @@ namespace {
 //   log-softmax output live at once: e + 8. In the backward (torchtitan's train step deletes the logits
 //   first, "need to free to before bwd to avoid peaking memory") log_softmax's backward holds its saved
 //   output, the gradient nll_loss hands it and its own: 12 fp32 bytes. Megatron's backward works in place
-//   on the saved softmax: 4.
+//   on the saved softmax: 4. The deleted logits' block (e) is smaller than either fp32 buffer the backward
+//   allocates, so the caching allocator cannot hand it out and it stays reserved, unused, through that
+//   peak (strands_logits_block, §3.8). Megatron's backward allocates only its cast back (e), which takes
+//   the freed logits' block: nothing stranded.
 // - Transformer Engine's parallel_cross_entropy (--cross-entropy-fusion-impl te; Megatron-Core
 //   extensions/transformer_engine.py te_parallel_cross_entropy; transformer_engine/pytorch/cross_entropy.py
 //   CrossEntropyFunction and triton/cross_entropy.py): online_softmax_kernel reads the logits (e) for each
@@ -150,7 +153,7 @@ constexpr std::array<cross_entropy_kernels, 6> kCrossEntropy = {{
     {"Megatron vocab_parallel_cross_entropy", 36, 6, 12, 2, 4, 4},
     {"Megatron fused_vocab_parallel_cross_entropy", 20, 3, 4, 1, 4, 4},
     {"Megatron-DeepSpeed vocab_parallel_cross_entropy", 36, 6, 12, 2, 4, 4},
-    {"PyTorch F.cross_entropy (fp32)", 20, 2, 20, 4, 8, 12},
+    {"PyTorch F.cross_entropy (fp32)", 20, 2, 20, 4, 8, 12, 0, 0, true, true},
     {"Transformer Engine parallel_cross_entropy (gradient in place)", 0, 2, 0, 1, 0, 0, 2, 1, false},
     {"Transformer Engine parallel_cross_entropy (fp32 gradient)", 4, 2, 12, 2, 4, 4, 1, 0, true},
 }};

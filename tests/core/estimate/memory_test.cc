@@ -266,5 +266,29 @@ TEST(MemoryFit, ReservedAddsAllocatorReserveAndContext) {
   EXPECT_LT(s.headroom_bytes, 0);
 }
 
+// §3.8: torchtitan deletes the 16-bit logits before the backward, whose fp32 buffers (4 bytes a logit) cannot
+// take their block (2 bytes a logit): it stays reserved at the loss's peak, beside the allocator's reserve.
+TEST(MemoryReserved, TorchtitansLossStrandsTheDeletedLogitsBlock) {
+  const std::vector<std::string> a = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                      "--framework", "fsdp", "--zero-stage", "3", "--seq-length", "8192", "--mbs", "2",
+                                      "--gbs", "16", "--recompute-granularity", "op"};
+  const memory_report r = estimate_memory(job_of(a));
+  const stage_memory& s = r.stages.front();
+  const double logits = 128256.0 * 2 * 8192;
+  EXPECT_DOUBLE_EQ(s.stranded_bytes, 2 * logits);  // 3.91 GiB
+  // The loss is this job's peak (the previous test): its reserved is the peak's reserve plus the block.
+  EXPECT_DOUBLE_EQ(s.transient_bytes, 12 * logits);
+  EXPECT_DOUBLE_EQ(s.torch_reserved_bytes, s.allocated_bytes * 1.08 + 2 * logits);
+  // Megatron's backward allocates only the cast back, which takes the freed logits' block: nothing stranded.
+  const memory_report mr = estimate_memory(job_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                                   "--seq-length", "8192", "--mbs", "2", "--gbs", "16"}));
+  EXPECT_DOUBLE_EQ(mr.stages.front().stranded_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(mr.stages.front().torch_reserved_bytes, mr.stages.front().allocated_bytes * 1.08);
+  // fp32 logits: their block holds the backward's first fp32 buffer.
+  std::vector<std::string> fp32 = a;
+  fp32.push_back("--fp32");
+  EXPECT_DOUBLE_EQ(estimate_memory(job_of(fp32)).stages.front().stranded_bytes, 0.0);
+}
+
 }  // namespace
 }  // namespace trainplan

@@ -65,6 +65,10 @@ struct cross_entropy_kernels {
   double forward_extra_16bit = 0, backward_extra_16bit = 0;
   /// The loss hands autograd an fp32 gradient, cast back to the logits' dtype (4 + e at once).
   bool fp32_gradient = true;
+  /// The 16-bit logits are freed before the loss's backward, whose new fp32 buffers are larger than their
+  /// block: PyTorch's caching allocator keeps that block reserved and unused through the backward's peak,
+  /// e per element above allocated (§3.8).
+  bool strands_logits_block = false;
 };
 /// The row a job runs: Megatron's fused loss with --cross-entropy-loss-fusion (native or Transformer
 /// Engine's, --cross-entropy-fusion-impl), else the framework's own.
