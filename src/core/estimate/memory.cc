@@ -506,11 +506,16 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         // §3.6: the logits (e·V/t) and the loss's fp32 buffers, as the framework runs it: the forward's
         // peak, the backward's, or the cast of the fp32 gradient back to the logits' dtype (4 + e).
         const cross_entropy_kernels& ce = cross_entropy_of(tr);
-        loss_transient = std::max({e + ce.buffer_fp32_bytes, ce.backward_peak_fp32_bytes, ce.fp32_gradient ? 4 + e : 0.0}) *
+        // §3.6: torch.distributed.pipelining keeps the last stage's output, the logits, in its forward cache
+        // until that micro-batch's backward (stage.py backward_one_chunk pops it then): alive at the
+        // backward's peak, not freed before it.
+        const bool logits_cached = job.resolved.row().pipelined;
+        loss_transient = std::max({e + ce.buffer_fp32_bytes, ce.backward_peak_fp32_bytes + (logits_cached ? e : 0.0),
+                                   ce.fp32_gradient ? 4 + e : 0.0}) *
                          vocab_shard * tokens;
         // §3.8: the deleted 16-bit logits' block, too small for the backward's fp32 buffers (none when the
-        // logits are fp32 themselves: their block fits the first of them).
-        if (ce.strands_logits_block && e < 4) cls.loss_stranded = e * vocab_shard * tokens;
+        // logits are fp32 themselves: their block fits the first of them; none when they stay cached).
+        if (ce.strands_logits_block && e < 4 && !logits_cached) cls.loss_stranded = e * vocab_shard * tokens;
       }
       // Backward working tensors: the activation gradient in and out of a layer, and the largest
       // intermediate gradient (the gated fc1 output).

@@ -85,5 +85,20 @@ TEST(FsdpPipeline, OtherStagesAndUnevenSplitsAreRefusedByName) {
               ::testing::HasSubstr("(32 + 1 embedding + 1 output) must be divisible by --pipeline-model-parallel-size (4)"));
 }
 
+TEST(FsdpPipeline, TheLastStageKeepsItsLogitsCachedThroughTheLossBackward) {
+  // §3.6, §3.8: pipelining's forward cache holds the last stage's output (the 16-bit logits) until that
+  // micro-batch's backward_one_chunk, so they are alive at the loss backward's peak (12 fp32 bytes a logit
+  // beside them) and no freed block is stranded, unlike torchtitan's train step without a pipeline.
+  const parsed_job pj = parse(llama_pp());
+  const memory_report mem = estimate_memory(pj.job);
+  const stage_memory& last = mem.stages.back();
+  const double logits = 128256.0 * 4096;  // MBS 1 × 4,096 tokens
+  EXPECT_DOUBLE_EQ(last.stranded_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(last.transient_bytes, (2 + 12) * logits);
+  const parsed_job flat = parse({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "16", "--framework",
+                                 "fsdp", "--zero-stage", "3", "--gbs", "64", "--seq-length", "4096", "--bf16"});
+  EXPECT_DOUBLE_EQ(estimate_memory(flat.job).stages.front().stranded_bytes, 2 * logits);
+}
+
 }  // namespace
 }  // namespace trainplan
