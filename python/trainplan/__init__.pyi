@@ -148,15 +148,15 @@ class Job:
         mup_embedding_mult, mup_output_mult, mup_width_mult, nccl_all_reduce_for_prefill,
         nccl_communicator_config_path, no_align_grad_reduce, no_align_param_gather,
         no_async_tensor_model_parallel_allreduce, no_barrier_with_level_1_timing,
-        no_bias_dropout_fusion, no_bias_gelu_fusion, no_check_for_nan_in_loss_and_grad,
-        no_ckpt_fully_parallel_save, no_ckpt_load_validate_sharding_integrity,
-        no_clone_scatter_output_in_embedding, no_create_attention_mask_in_dataloader,
-        no_data_sharding, no_flight_recorder_dump_on_timeout, no_flight_recorder_extra_dump_on_exec,
+        no_check_for_nan_in_loss_and_grad, no_ckpt_fully_parallel_save,
+        no_ckpt_load_validate_sharding_integrity, no_clone_scatter_output_in_embedding,
+        no_create_attention_mask_in_dataloader, no_data_sharding,
+        no_flight_recorder_dump_on_timeout, no_flight_recorder_extra_dump_on_exec,
         no_flight_recorder_include_only_active, no_gradient_reduce_div_fusion, no_initialization,
         no_load_lr_state, no_load_optim, no_load_rng, no_log_loss_scale_to_tensorboard,
-        no_manual_gc_eval, no_masked_softmax_fusion, no_mmap_bin_files, no_one_logger,
-        no_persist_layer_norm, no_pin_cpu_grads, no_pin_cpu_params, no_query_key_layer_scaling,
-        no_rope_freq, no_rope_fusion, no_save_optim, no_save_rng, no_save_tokenizer_assets,
+        no_manual_gc_eval, no_mmap_bin_files, no_one_logger, no_persist_layer_norm,
+        no_pin_cpu_grads, no_pin_cpu_params, no_query_key_layer_scaling, no_rope_freq,
+        no_rope_fusion, no_save_optim, no_save_rng, no_save_tokenizer_assets,
         no_strict_fsdp_dtensor_load, no_tokenizer_sentencepiece_ignore_extra_whitespaces,
         no_use_layer_wise_param_layout, no_use_tokenizer_model_from_checkpoint_args,
         no_weight_decay_cond_type, no_yarn_correction_range_round_to_int, non_persistent_ckpt_type,
@@ -513,6 +513,9 @@ class Job:
         te_cross_entropy_fp32_gradient: Optional[bool] = ...,
         bias_swiglu_fusion: Optional[bool] = ...,
         no_bias_swiglu_fusion: Optional[bool] = ...,
+        no_bias_gelu_fusion: Optional[bool] = ...,
+        no_bias_dropout_fusion: Optional[bool] = ...,
+        no_masked_softmax_fusion: Optional[bool] = ...,
         recompute_granularity: Union[str, os.PathLike[str], None] = ...,
         recompute: Union[str, os.PathLike[str], None] = ...,
         recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
@@ -698,6 +701,9 @@ class Job:
         te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
         bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
         no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
+        no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
+        no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
+        no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
         recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
         recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
         moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
@@ -926,6 +932,9 @@ def search(*,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
+    no_bias_gelu_fusion: Optional[bool] = ...,
+    no_bias_dropout_fusion: Optional[bool] = ...,
+    no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     moe_layer_recompute: Optional[bool] = ...,
     recompute_activations: Optional[bool] = ...,
@@ -1118,6 +1127,9 @@ def search(*,
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
+    no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
+    no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
+    no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
     moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
     recompute_activations: = --recompute-granularity selective
@@ -1336,6 +1348,9 @@ def shapes(*,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
+    no_bias_gelu_fusion: Optional[bool] = ...,
+    no_bias_dropout_fusion: Optional[bool] = ...,
+    no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     moe_layer_recompute: Optional[bool] = ...,
     recompute_activations: Optional[bool] = ...,
@@ -1535,6 +1550,9 @@ def shapes(*,
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
+    no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
+    no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
+    no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
     moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
     recompute_activations: = --recompute-granularity selective
@@ -1748,6 +1766,9 @@ def plan(job: Optional[Job] = ..., *,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
     bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_swiglu_fusion: Optional[bool] = ...,
+    no_bias_gelu_fusion: Optional[bool] = ...,
+    no_bias_dropout_fusion: Optional[bool] = ...,
+    no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_granularity: Union[str, os.PathLike[str], None] = ...,
     recompute: Union[str, os.PathLike[str], None] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
@@ -1948,6 +1969,9 @@ def plan(job: Optional[Job] = ..., *,
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
     bias_swiglu_fusion: fused bias+SwiGLU (Megatron-Core's default; §3.4)
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
+    no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
+    no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
+    no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
     moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)

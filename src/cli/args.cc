@@ -104,7 +104,7 @@ constexpr const char* kIgnoredFlags[] = {
     "--data-path", "--split", "--vocab-file", "--merge-file", "--tokenizer-type", "--tokenizer-model",
     "--tokenizer-name-or-path", "--distributed-backend", "--seed", "--tensorboard-dir", "--tensorboard-queue-size",
     "--wandb-*", "--log-*", "--exit-*", "--timing-log-level", "--timing-log-option", "--attention-softmax-in-fp32",
-    "--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-dropout-fusion", "--rotary-percent", "--rotary-base", "--rotary-interleaved",
+    "--rotary-percent", "--rotary-base", "--rotary-interleaved",
     "--norm-epsilon", "--layernorm-epsilon", "--apply-query-key-layer-scaling", "--initial-loss-scale",
     "--loss-scale", "--loss-scale-window", "--hysteresis", "--min-loss-scale", "--data-impl", "--dataloader-type",
     "--num-workers", "--use-checkpoint-args", "--no-load-optim", "--no-load-rng", "--finetune",

@@ -680,6 +680,17 @@ const std::vector<flag_def>& flag_table() {
                       swiglu_fusion(true)));
     t.push_back(swtch("--no-bias-swiglu-fusion", "", "training",
                       "unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)", swiglu_fusion(false)));
+    t.push_back(swtch("--no-bias-gelu-fusion", "", "training",
+                      "the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)",
+                      SWITCH(b.job.training.bias_gelu_fusion = false)));
+    t.push_back(swtch("--no-bias-dropout-fusion", "", "training",
+                      "bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add "
+                      "off; §5.3)",
+                      SWITCH(b.job.training.bias_dropout_fusion = false)));
+    t.push_back(swtch("--no-masked-softmax-fusion", "", "training",
+                      "scale, mask and softmax of the unfused attention core as PyTorch's separate kernels "
+                      "(Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)",
+                      SWITCH(b.job.training.masked_softmax_fusion = false)));
     t.push_back(value("--recompute-granularity", "--recompute", "KIND", "none", "training",
                       "none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4)",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {

@@ -675,10 +675,10 @@ TEST(ArgsLaunchLine, HarmlessFlagsAreIgnoredAndListed) {
       {"--lr", "3e-4", "--min-lr", "3e-5", "--train-iters", "500000", "--save", "/ckpt", "--load", "/ckpt",
        "--data-path", "/data/a_text_document", "--weight-decay", "0.1", "--clip-grad", "1.0", "--log-interval",
        "10", "--seed", "1234", "--adam-beta2", "0.95", "--tokenizer-type", "GPT2BPETokenizer", "--split",
-       "949,50,1", "--wandb-project", "x", "--no-masked-softmax-fusion", "--lr-warmup-fraction", "0.01"}));
+       "949,50,1", "--wandb-project", "x", "--no-load-optim", "--lr-warmup-fraction", "0.01"}));
   for (const char* f : {"--lr", "--min-lr", "--train-iters", "--save", "--load", "--data-path", "--weight-decay",
                         "--clip-grad", "--log-interval", "--seed", "--adam-beta2", "--tokenizer-type", "--split",
-                        "--wandb-project", "--no-masked-softmax-fusion", "--lr-warmup-fraction"}) {
+                        "--wandb-project", "--no-load-optim", "--lr-warmup-fraction"}) {
     EXPECT_THAT(launch.ignored_flags, ::testing::Contains(std::string(f)));
   }
   expect_same_memory(estimate_memory(flags.job), estimate_memory(launch.job));

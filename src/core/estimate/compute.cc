@@ -512,7 +512,7 @@ void attention_core(const job_spec& job, const compute_efficiency& e, bool windo
   // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the
   // probabilities and a 1-byte mask (§5.3).
   const double scores = static_cast<double>(b) * np * sq * s;
-  const bool fused = fused_softmax_applies(sq, s, b, np);
+  const bool fused = job.training.masked_softmax_fusion && fused_softmax_applies(sq, s, b, np);
   double softmax_bytes = 2 * eb * scores;
   if (!fused) softmax_bytes *= e.unfused_softmax_factor;
   if (m.position_embedding == position_embedding_kind::alibi) softmax_bytes += eb * scores;
@@ -659,11 +659,15 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     dense_mlp_elems(m.ffn_hidden_size, re_mlp);
   }
   // Activation function (fused with its bias): read the input, write the output (gated: half as wide).
-  // Unfused SwiGLU (silu, then the product) moves 5e per output element in 2 kernels against 3e in 1.
+  // Unfused SwiGLU (silu, then the product) moves 5e per output element in 2 kernels against 3e in 1; a
+  // GeLU with its bias unfused (--no-bias-gelu-fusion: MLP.forward's intermediate + bias, then the GeLU)
+  // 4e in 2.
   if (mk.moe || mk.dense_mlp) {
     const double before = u.forward.memory_s;
     const bool fused_glu = gate != 2 || tc.bias_swiglu_fusion;
-    add_memory(gpu, e, eb * act_elems * (gate != 2 ? 2.0 : fused_glu ? 1.5 : 2.5), fused_glu ? 1 : 2, u);
+    const bool bias_apart = m.activation == activation_kind::gelu && m.add_bias_linear && !tc.bias_gelu_fusion;
+    add_memory(gpu, e, eb * act_elems * (gate != 2 ? (bias_apart ? 4.0 : 2.0) : fused_glu ? 1.5 : 2.5),
+               fused_glu && !bias_apart ? 1 : 2, u);
     if (act_elems > 0) u.module_recompute_s += (u.forward.memory_s - before) * act_redone / act_elems;
   }
 
@@ -685,7 +689,16 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     u.module_recompute_s += (u.forward.memory_s - norms_before) / blocks;
   }
   const double dropout_mask = m.hidden_dropout > 0 ? 1.0 : 0.0;
-  add_memory(gpu, e, blocks * (3 * eb + dropout_mask) * hidden_elems, kernels, u);  // bias-dropout-adds
+  if (tc.bias_dropout_fusion) {
+    add_memory(gpu, e, blocks * (3 * eb + dropout_mask) * hidden_elems, kernels, u);  // bias-dropout-adds
+  } else {
+    // --no-bias-dropout-fusion (Megatron's bias_dropout_add unfused): x + bias (2e, with a bias), the
+    // dropout (2e + its 1-byte mask, with p > 0; PyTorch returns its input at p = 0) and the residual add
+    // (3e), each a kernel.
+    const bool bias = m.add_bias_linear, dropout = m.hidden_dropout > 0;
+    const double bytes = (bias ? 2 * eb : 0.0) + (dropout ? 2 * eb + 1 : 0.0) + 3 * eb;
+    add_memory(gpu, e, blocks * bytes * hidden_elems, kernels * (1 + int{bias} + int{dropout}), u);
+  }
   if (!mk.attention) return u;
   if (m.position_embedding == position_embedding_kind::rope) {
     const double before = u.forward.memory_s;
@@ -906,7 +919,8 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   {
     const std::int64_t np = m.num_attention_heads / p.tp;
     const std::int64_t sq = job.resolved.seq_per_rank;
-    r.fused_softmax = tc.flash_attention || fused_softmax_applies(sq, m.seq_length, tc.micro_batch_size, np);
+    r.fused_softmax =
+        tc.flash_attention || (tc.masked_softmax_fusion && fused_softmax_applies(sq, m.seq_length, tc.micro_batch_size, np));
   }
 
   // Recomputation (§5.4): full redoes the layer's forward in backward; selective redoes the attention

@@ -2,6 +2,7 @@
 // and memory knobs, FP8, the overlap flags and HSDP, with the frameworks' own argument checks.
 #include <array>
 #include <string>
+#include <utility>
 
 #include "job/job_rules.h"
 #include "trainplan/core/job/job.h"
@@ -163,6 +164,17 @@ std::string training_violation(job_spec& job) {
   }
   if (t.cross_entropy_fusion && t.framework != framework_kind::megatron) {
     return std::string("${training.cross_entropy_fusion} is Megatron-Core's fused loss (${training.framework} megatron)");
+  }
+  // §5.3: Megatron-LM's and Megatron-DeepSpeed's fusion switches; FSDP's model code has none of those kernels.
+  if (t.framework == framework_kind::fsdp) {
+    for (const auto& [on, name] : {std::pair{t.bias_gelu_fusion, "${training.bias_gelu_fusion}"},
+                                   std::pair{t.bias_dropout_fusion, "${training.bias_dropout_fusion}"},
+                                   std::pair{t.masked_softmax_fusion, "${training.masked_softmax_fusion}"}}) {
+      if (!on) {
+        return std::string(name) + " turns off a kernel of Megatron-LM's (and Megatron-DeepSpeed's); "
+                                   "${training.framework} fsdp runs PyTorch's own kernels, which it does not fuse";
+      }
+    }
   }
   if (t.recompute == recompute_granularity::selective_op) {
     // torchtitan's per-op policy (§3.4.4) as its Llama-style block runs it: at TP or CP > 1 the

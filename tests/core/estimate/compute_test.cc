@@ -302,6 +302,54 @@ TEST(ComputeEagerKernels, TorchtitansNormsRopeAndGqaCopiesByTheBytesTheyMove) {
               2 * 32 * hidden * per_byte + 2 * 6 * e.kernel_overhead_s, 1e-12);
 }
 
+// §5.3: Megatron's fusion switches price the PyTorch kernels they leave. The 2020 GPT-2 1B of Megatron-LM's
+// README (24 layers of 1,920, 15 heads, 1,024 tokens, MBS 16) on one A100, unfused attention core, biases
+// and dropout 0.1: per layer forward, with H = 16,384 × 1,920 hidden elements, F = 4H and S = 16 × 15 × 1,024²
+// scores:
+// - --no-bias-gelu-fusion: the bias add apart, 2e·F more in 1 kernel more;
+// - --no-bias-dropout-fusion: x + bias (2e), dropout (2e + 1) and the residual add (3e) instead of 3e + 1, twice
+//   a layer: 2·4e·H more in 4 kernels more;
+// - --no-masked-softmax-fusion: the softmax at unfused_softmax_factor × 2e·S in 3 kernels instead of 1.
+// The backward moves twice the bytes in as many kernels. Under FSDP the switches are refused.
+TEST(ComputeFusions, MegatronsSwitchesPriceThePyTorchKernelsTheyLeave) {
+  const std::vector<std::string> base = {"--num-layers", "24", "--hidden-size", "1920", "--num-attention-heads", "15",
+                                         "--vocab-size", "51200", "--seq-length", "1024", "--cluster", "dgx-a100",
+                                         "--num-gpus", "1", "--mbs", "16", "--gbs", "16", "--fp16",
+                                         "--attention-backend", "unfused"};
+  auto layer = [&](const char* flag) {
+    std::vector<std::string> a = base;
+    if (flag != nullptr) a.emplace_back(flag);
+    const job_spec job = parse_job_args(a).job;
+    return layer_compute(job, effective_compute_efficiency(job.cluster.gpu), layer_kind::dense);
+  };
+  const job_spec job = parse_job_args(base).job;
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  const double per_byte = 1.0 / (job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const double hidden = 16384.0 * 1920, ffn = 4 * hidden, scores = 16.0 * 15 * 1024 * 1024;
+  const unit_time fused = layer(nullptr);
+  const unit_time gelu = layer("--no-bias-gelu-fusion");
+  EXPECT_NEAR(gelu.forward.memory_s - fused.forward.memory_s, 2 * 2 * ffn * per_byte + e.kernel_overhead_s, 1e-12);
+  EXPECT_NEAR(gelu.backward.memory_s - fused.backward.memory_s, 2 * 2 * 2 * ffn * per_byte + e.kernel_overhead_s,
+              1e-12);
+  const unit_time dropout = layer("--no-bias-dropout-fusion");
+  EXPECT_NEAR(dropout.forward.memory_s - fused.forward.memory_s, 2 * 4 * 2 * hidden * per_byte + 4 * e.kernel_overhead_s,
+              1e-12);
+  const unit_time softmax = layer("--no-masked-softmax-fusion");
+  EXPECT_DOUBLE_EQ(softmax.forward.memory_s, fused.forward.memory_s);
+  EXPECT_NEAR(softmax.forward.attention_s - fused.forward.attention_s,
+              (e.unfused_softmax_factor - 1) * 2 * 2 * scores * per_byte + 2 * e.kernel_overhead_s, 1e-12);
+  // Memory is not theirs to change.
+  std::vector<std::string> all = base;
+  all.insert(all.end(), {"--no-bias-gelu-fusion", "--no-bias-dropout-fusion", "--no-masked-softmax-fusion"});
+  EXPECT_DOUBLE_EQ(estimate_memory(parse_job_args(all).job).peak_allocated_bytes,
+                   estimate_memory(job).peak_allocated_bytes);
+  EXPECT_THAT([] { parse_job_args({"--model", "llama3-8b", "--num-gpus", "8", "--framework", "fsdp", "--zero-stage", "3",
+                                   "--no-bias-dropout-fusion"}); },
+              ::testing::ThrowsMessage<input_error>(::testing::HasSubstr(
+                  "--no-bias-dropout-fusion turns off a kernel of Megatron-LM's (and Megatron-DeepSpeed's); "
+                  "--framework fsdp runs PyTorch's own kernels")));
+}
+
 // §5.3: the loss's kernels as each framework runs them (framework.cc kCrossEntropy). Llama-3-8B at TP 1,
 // 8,192 tokens: 8,192 × 128,256 logits. Megatron's fused loss (--cross-entropy-loss-fusion) moves 16 fp32
 // bytes fewer per logit in the forward (3 kernels fewer) and 8 fewer in the backward (1 fewer); its

@@ -195,6 +195,13 @@ struct training_config {
   /// layer fewer than the unfused silu·mul (§3.4). Unless set, the framework's default (apply_framework_defaults).
   bool bias_swiglu_fusion = false;
   bool swiglu_fusion_set = false;     ///< --bias-swiglu-fusion or --no-bias-swiglu-fusion given
+  /// Megatron's other fused elementwise kernels (Megatron-LM and Megatron-DeepSpeed; §5.3), on unless
+  /// --no-bias-gelu-fusion, --no-bias-dropout-fusion or --no-masked-softmax-fusion turns one off: the
+  /// bias add beside GeLU, the bias-dropout-residual add and the scale-mask-softmax then run as PyTorch's
+  /// separate kernels.
+  bool bias_gelu_fusion = true;
+  bool bias_dropout_fusion = true;
+  bool masked_softmax_fusion = true;
   /// Megatron's --cross-entropy-loss-fusion: the loss's kernels fused by torch.compile (§5.3).
   bool cross_entropy_fusion = false;
   /// Megatron-Core's --cross-entropy-fusion-impl, read with the fused loss only: its own kernels (native) or
