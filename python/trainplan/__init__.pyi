@@ -487,6 +487,7 @@ class Job:
         exp_avg_dtype: Union[str, os.PathLike[str], None] = ...,
         exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
         overlap_grad_reduce: Optional[bool] = ...,
+        DDP_impl: Union[str, os.PathLike[str], None] = ...,
         overlap_param_gather: Optional[bool] = ...,
         cpu_offloading_num_layers: Optional[int] = ...,
         defer_embedding_wgrad_compute: Optional[bool] = ...,
@@ -677,6 +678,7 @@ class Job:
         exp_avg_dtype [DTYPE]: precision-aware optimizer: Adam's first moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
         exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
         overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
+        DDP_impl [KIND]: Megatron-LM's data-parallel wrapper until 2023: local (its own, the gradients all-reduced after the backward) or torch (PyTorch's DistributedDataParallel: 25 MiB buckets under the last backward, as --overlap-grad-reduce; §5.4) (default local)
         overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
         cpu_offloading_num_layers [N]: activations of the first N layers copied to host memory between forward and backward (Megatron, PP 1, no recomputation; §3.4.8, §5.4) (default 0 (none))
         defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)
@@ -906,6 +908,7 @@ def search(*,
     exp_avg_dtype: Union[str, os.PathLike[str], None] = ...,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
+    DDP_impl: Union[str, os.PathLike[str], None] = ...,
     overlap_param_gather: Optional[bool] = ...,
     cpu_offloading_num_layers: Optional[int] = ...,
     defer_embedding_wgrad_compute: Optional[bool] = ...,
@@ -1103,6 +1106,7 @@ def search(*,
     exp_avg_dtype [DTYPE]: precision-aware optimizer: Adam's first moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
+    DDP_impl [KIND]: Megatron-LM's data-parallel wrapper until 2023: local (its own, the gradients all-reduced after the backward) or torch (PyTorch's DistributedDataParallel: 25 MiB buckets under the last backward, as --overlap-grad-reduce; §5.4) (default local)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     cpu_offloading_num_layers [N]: activations of the first N layers copied to host memory between forward and backward (Megatron, PP 1, no recomputation; §3.4.8, §5.4) (default 0 (none))
     defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)
@@ -1322,6 +1326,7 @@ def shapes(*,
     exp_avg_dtype: Union[str, os.PathLike[str], None] = ...,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
+    DDP_impl: Union[str, os.PathLike[str], None] = ...,
     overlap_param_gather: Optional[bool] = ...,
     cpu_offloading_num_layers: Optional[int] = ...,
     defer_embedding_wgrad_compute: Optional[bool] = ...,
@@ -1526,6 +1531,7 @@ def shapes(*,
     exp_avg_dtype [DTYPE]: precision-aware optimizer: Adam's first moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
+    DDP_impl [KIND]: Megatron-LM's data-parallel wrapper until 2023: local (its own, the gradients all-reduced after the backward) or torch (PyTorch's DistributedDataParallel: 25 MiB buckets under the last backward, as --overlap-grad-reduce; §5.4) (default local)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     cpu_offloading_num_layers [N]: activations of the first N layers copied to host memory between forward and backward (Megatron, PP 1, no recomputation; §3.4.8, §5.4) (default 0 (none))
     defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)
@@ -1740,6 +1746,7 @@ def plan(job: Optional[Job] = ..., *,
     exp_avg_dtype: Union[str, os.PathLike[str], None] = ...,
     exp_avg_sq_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_grad_reduce: Optional[bool] = ...,
+    DDP_impl: Union[str, os.PathLike[str], None] = ...,
     overlap_param_gather: Optional[bool] = ...,
     cpu_offloading_num_layers: Optional[int] = ...,
     defer_embedding_wgrad_compute: Optional[bool] = ...,
@@ -1945,6 +1952,7 @@ def plan(job: Optional[Job] = ..., *,
     exp_avg_dtype [DTYPE]: precision-aware optimizer: Adam's first moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     exp_avg_sq_dtype [DTYPE]: precision-aware optimizer: Adam's second moment fp32, fp16, bf16 or fp8 (§3.1) (default fp32)
     overlap_grad_reduce: DP gradient reduction overlapped with the last backward (Megatron; §5.4)
+    DDP_impl [KIND]: Megatron-LM's data-parallel wrapper until 2023: local (its own, the gradients all-reduced after the backward) or torch (PyTorch's DistributedDataParallel: 25 MiB buckets under the last backward, as --overlap-grad-reduce; §5.4) (default local)
     overlap_param_gather: distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)
     cpu_offloading_num_layers [N]: activations of the first N layers copied to host memory between forward and backward (Megatron, PP 1, no recomputation; §3.4.8, §5.4) (default 0 (none))
     defer_embedding_wgrad_compute: output-layer wgrad GEMMs held to the pipeline flush (Megatron, PP > 1; §3.6, §5.4)

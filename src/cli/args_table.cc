@@ -565,6 +565,13 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(swtch("--overlap-grad-reduce", "", "training",
                       "DP gradient reduction overlapped with the last backward (Megatron; §5.4)",
                       SWITCH(b.job.training.overlap_grad_reduce = true)));
+    t.push_back(value("--DDP-impl", "", "KIND", "local", "training",
+                      "Megatron-LM's data-parallel wrapper until 2023: local (its own, the gradients all-reduced after "
+                      "the backward) or torch (PyTorch's DistributedDataParallel: 25 MiB buckets under the last "
+                      "backward, as --overlap-grad-reduce; §5.4)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.training.torch_ddp = parse_enum<bool>(v, f, {{"local", false}, {"torch", true}});
+                      }, "training.torch_ddp")));
     t.push_back(swtch("--overlap-param-gather", "", "training",
                       "distributed optimizer's parameter all-gather under the next first forward (Megatron; §5.4)",
                       SWITCH(b.job.training.overlap_param_gather = true)));

@@ -238,7 +238,8 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   for (const auto& s : r.generations) gen[s.name] = s;
   ASSERT_EQ(gen.count("A100 FP16"), 1u);
   EXPECT_GE(gen["A100 FP16"].rows, 18);
-  // 1.9% since Megatron-LM's 2020 README rows (26-33) run without the fusions their code lacked (§5.3; 6.9% before).
+  // 1.6% since Megatron-LM's 2020 README rows (26-33) run without the fusions their code lacked (§5.3) and the
+  // 128-way ones with PyTorch's DDP (§5.4); 6.9% before.
   EXPECT_LE(gen["A100 FP16"].median_abs_error, 0.03);
   EXPECT_LE(gen["A100 FP16"].max_abs_error, 0.20);
   // Hopper's constants are measured on our own H100/H200 (§5.6), none fitted on these rows: every H100

@@ -104,6 +104,12 @@ void apply_framework_defaults(training_config& t) {
         if (t.zero_stage == 1) t.distributed_optimizer = true;
         t.zero_stage = t.distributed_optimizer ? 1 : 0;
       }
+      // §5.4: PyTorch's DDP (--DDP-impl torch) all-reduces 25 MiB buckets as the last micro-batch's
+      // backward produces them (torch.nn.parallel.DistributedDataParallel, bucket_cap_mb = 25).
+      if (t.torch_ddp) {
+        t.overlap_grad_reduce = true;
+        if (t.bucket_size_bytes == 0 && t.bucket_size_elements == 0) t.bucket_size_bytes = std::int64_t{25} << 20;
+      }
       // arguments.py validate_args: bf16 accumulates and all-reduces in fp32 unless --grad-reduce-in-bf16
       // or --main-grads-dtype bf16.
       if (t.precision == dtype::bf16) {

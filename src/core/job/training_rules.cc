@@ -165,6 +165,15 @@ std::string training_violation(job_spec& job) {
   if (t.cross_entropy_fusion && t.framework != framework_kind::megatron) {
     return std::string("${training.cross_entropy_fusion} is Megatron-Core's fused loss (${training.framework} megatron)");
   }
+  // §5.4: Megatron-LM's DDP choice (arguments.py: the distributed optimizer asserts DDP_impl == 'local').
+  if (t.torch_ddp && t.framework != framework_kind::megatron) {
+    return "${training.torch_ddp} torch is Megatron-LM's own data-parallel wrapper; ${training.framework} " +
+           std::string(to_string(t.framework)) + " reduces the gradients its own way";
+  }
+  if (t.torch_ddp && t.distributed_optimizer) {
+    return std::string("${training.torch_ddp} torch cannot run ${training.distributed_optimizer} (Megatron-LM's "
+                       "argument check: the distributed optimizer needs --DDP-impl local)");
+  }
   // §5.3: Megatron-LM's and Megatron-DeepSpeed's fusion switches; FSDP's model code has none of those kernels.
   if (t.framework == framework_kind::fsdp) {
     for (const auto& [on, name] : {std::pair{t.bias_gelu_fusion, "${training.bias_gelu_fusion}"},

@@ -240,6 +240,10 @@ struct training_config {
   /// GEMM adds into main_grad; off, the backward hook adds the 16-bit .grad into it (§5.9).
   bool gradient_accumulation_fusion = true;
   bool overlap_grad_reduce = false;   ///< DP reduction under the last backward (Megatron --overlap-grad-reduce, §5.4)
+  /// Megatron-LM's --DDP-impl torch (until September 2023): PyTorch's DistributedDataParallel, whose
+  /// bucketed all-reduce (bucket_cap_mb 25) runs under the backward of the last micro-batch, the others
+  /// under no_sync; apply_framework_defaults sets overlap_grad_reduce and the bucket from it (§5.4).
+  bool torch_ddp = false;
   /// Megatron --defer-embedding-wgrad-compute: the output layer's weight-gradient GEMMs of the first
   /// `wgrad_deferral_limit` micro-batches (0: all) are held, with their inputs and output gradients, and
   /// run after the last rank's last backward, in the pipeline flush (§3.6, §5.4); needs PP > 1 and
