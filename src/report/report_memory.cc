@@ -135,6 +135,11 @@ std::string text_reporter::memory(const run_context& ctx, const parameter_breakd
                      100.0 * peak.headroom_bytes / r.capacity_bytes);
   out += fmt::format("  micro-batches in flight on stage {}: {}; activations per micro-batch {} GiB\n", peak.stage,
                      peak.microbatches_in_flight, format_gib(peak.activations_per_microbatch_bytes));
+  if (peak.stranded_bytes > 0) {
+    out += fmt::format("  reserved includes {} GiB the loss's backward cannot reuse: the deleted 16-bit logits' block, "
+                       "kept by PyTorch's caching allocator (docs/formulas.md §3.8)\n",
+                       format_gib(peak.stranded_bytes));
+  }
   if (megatron != nullptr) {
     // Say which way it differs: it omits the logits, buffers and allocator (lower), but its activation
     // term prices a GELU layer without flash attention (higher where flash or recomputation apply).

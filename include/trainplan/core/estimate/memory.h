@@ -37,8 +37,8 @@ struct stage_memory {
   /// reserve, without the CUDA context and NCCL's own buffers (§3.8).
   double torch_reserved_bytes = 0;
   /// A freed block the caching allocator keeps reserved but cannot reuse at the loss's backward (the
-  /// deleted 16-bit logits under PyTorch's F.cross_entropy, §3.8): in torch_reserved_bytes when that is
-  /// the reserved peak, never in allocated_bytes.
+  /// deleted 16-bit logits under PyTorch's F.cross_entropy, §3.8), where that moment sets
+  /// torch_reserved_bytes (which then includes it); 0 otherwise. Never in allocated_bytes.
   double stranded_bytes = 0;
   double headroom_bytes = 0;            ///< usable memory − reserved (negative: does not fit)
   bool fits = false;
