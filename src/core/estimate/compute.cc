@@ -123,10 +123,11 @@ void add_memory(const gpu_spec& gpu, const compute_efficiency& e, double bytes, 
   u.backward.*bucket += memory_time_s(gpu, e, bytes * kBackwardFactor, kernels);
 }
 
-/// Megatron's fused scale-mask-softmax applies (megatron/model/fused_softmax.py, is_kernel_available,
-/// 2022): 16 < sk ≤ 2048 (4096 from 2023), sq % 4 == 0, b·np % 4 == 0 (§5.3).
-bool fused_softmax_applies(std::int64_t sq, std::int64_t sk, std::int64_t b, std::int64_t np) {
-  return sk > 16 && sk <= 4096 && sq % 4 == 0 && (b * np) % 4 == 0;
+/// Megatron's fused scale-mask-softmax runs: not turned off (--no-masked-softmax-fusion) and the shape
+/// fits it (megatron/model/fused_softmax.py, is_kernel_available, 2022): 16 < sk ≤ 2048 (4096 from
+/// 2023), sq % 4 == 0, b·np % 4 == 0 (§5.3).
+bool fused_softmax_runs(const training_config& tc, std::int64_t sq, std::int64_t sk, std::int64_t b, std::int64_t np) {
+  return tc.masked_softmax_fusion && sk > 16 && sk <= 4096 && sq % 4 == 0 && (b * np) % 4 == 0;
 }
 
 /// Rows each local expert's GEMMs run on the busiest rank for one micro-batch (§5.1): the stage's
@@ -512,7 +513,7 @@ void attention_core(const job_spec& job, const compute_efficiency& e, bool windo
   // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the
   // probabilities and a 1-byte mask (§5.3).
   const double scores = static_cast<double>(b) * np * sq * s;
-  const bool fused = job.training.masked_softmax_fusion && fused_softmax_applies(sq, s, b, np);
+  const bool fused = fused_softmax_runs(job.training, sq, s, b, np);
   double softmax_bytes = 2 * eb * scores;
   if (!fused) softmax_bytes *= e.unfused_softmax_factor;
   if (m.position_embedding == position_embedding_kind::alibi) softmax_bytes += eb * scores;
@@ -919,8 +920,7 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   {
     const std::int64_t np = m.num_attention_heads / p.tp;
     const std::int64_t sq = job.resolved.seq_per_rank;
-    r.fused_softmax =
-        tc.flash_attention || (tc.masked_softmax_fusion && fused_softmax_applies(sq, m.seq_length, tc.micro_batch_size, np));
+    r.fused_softmax = tc.flash_attention || fused_softmax_runs(tc, sq, m.seq_length, tc.micro_batch_size, np);
   }
 
   // Recomputation (§5.4): full redoes the layer's forward in backward; selective redoes the attention
