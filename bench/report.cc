@@ -247,7 +247,9 @@ std::string render_health(const run_context& ctx, const health_report& r, output
                      "{:.2f} GB/s\n",
                      r.world, r.all_reduce_bytes, r.all_reduce_errors, r.all_reduce_busbw_bytes_per_s / 1e9);
   if (!r.on_gpu) {
-    out += "CPU probes: no CUDA device here, so the GEMM and copy rates are this host's CPU and memory, not a GPU's\n";
+    out += "CPU probes: no CUDA device here, so the GEMM and copy rates are this host's CPU and memory, not a GPU's; "
+           "a memcpy's rate can differ by process (its pages), beyond what its repeats show (docs/bench.md "
+           "\"Health\")\n";
   }
   out += fmt::format("probes ({} repeats each): {}; {}\n", r.repeats, r.gemm_probe, r.memory_probe);
   out += fmt::format("{:>5} {:<10} {:<20} {:>14} {:>7} {:>11} {:>7} {:>16}\n", "rank", "device", "host", "GEMM (TFLOP/s)",
