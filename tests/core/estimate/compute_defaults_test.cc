@@ -126,13 +126,14 @@ TEST(HopperDefaults, CardsNotMeasuredTakeHoppersMeasuredRatios) {
     EXPECT_DOUBLE_EQ(default_compute_efficiency(find_gpu(gpu)).fp8_tile_factor, hopper) << gpu;
   }
   // Blackwell runs cuDNN's attention through Transformer Engine as Hopper does: Hopper's measured curve,
-  // not issue 9's flat 0.60.
+  // not issue 9's flat 0.60, its plateaus × 0.74 fitted on NeMo's B200 long-sequence rows (§5.6;
+  // ValidatePublishedTable.ShippedWithItsConditionsAndPerGeneration holds those rows to the fit).
   const compute_efficiency h = default_compute_efficiency(find_gpu("h100-sxm5-80gb"));
   for (const char* gpu : {"b200-sxm-180gb", "gb200", "b300-sxm-288gb", "gb300"}) {
     const compute_efficiency b = default_compute_efficiency(find_gpu(gpu));
-    EXPECT_DOUBLE_EQ(b.flash_attention_fraction, h.flash_attention_fraction) << gpu;
+    EXPECT_DOUBLE_EQ(b.flash_attention_fraction, 0.74 * h.flash_attention_fraction) << gpu;
     EXPECT_DOUBLE_EQ(b.flash_half_seq, h.flash_half_seq) << gpu;
-    EXPECT_DOUBLE_EQ(b.flash_backward_fraction, h.flash_backward_fraction) << gpu;
+    EXPECT_DOUBLE_EQ(b.flash_backward_fraction, 0.74 * h.flash_backward_fraction) << gpu;
     EXPECT_DOUBLE_EQ(b.flash_backward_half_seq, h.flash_backward_half_seq) << gpu;
   }
 }
