@@ -223,13 +223,16 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   }
   ASSERT_EQ(by.size(), 58u);
   // Row 14 (Megatron-Core, H100, TP 8): the README's overlap flags, SP as --tp-comm-overlap needs it, MBS
-  // 1 assumed and said so.
+  // 4 (GBS / DP) assumed and said why: with MBS 1 its DP traffic could not hide under one micro-batch.
   const trainplan::validation_row& mc = *by["14"];
   ASSERT_TRUE(mc.skipped.empty()) << mc.skipped;
   for (const char* flag : {"--tp-comm-overlap", "--sequence-parallel", "--overlap-param-gather"}) {
     EXPECT_NE(std::find(mc.args.begin(), mc.args.end(), flag), mc.args.end()) << flag;
   }
-  EXPECT_THAT(mc.assumed, ::testing::HasSubstr("MBS not stated: 1"));
+  EXPECT_THAT(mc.assumed, ::testing::HasSubstr("MBS not stated: 4, GBS / DP, one micro-batch"));
+  const auto mbs = std::find(mc.args.begin(), mc.args.end(), "--mbs");
+  ASSERT_NE(mbs, mc.args.end());
+  EXPECT_EQ(*std::next(mbs), "4");
   EXPECT_FALSE(mc.hardware_tflops);  // model TFLOPs (989 TFLOPs MFU convention)
   EXPECT_TRUE(by["3"]->hardware_tflops);  // Narayanan et al. eq. 3 counts the recomputed forward
   // Per generation: A100 meets issue 9's targets (median ≤ 8%, max ≤ 20%); the others are reported,
@@ -245,11 +248,16 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   // Hopper's constants are measured on our own H100/H200 (§5.6), none fitted on these rows: every H100
   // row of both tables is out of sample. Floors at today's values (2026-11-27, with §5.5.1's GEMM slices,
   // NeMo's rows compared by their throughput, TFLOPs-only rows by their source's count of the whole s²
-  // square (§5.8), and FlashAttention-2 where the launcher disabled cuDNN's attention: BF16 10.0% / 32.4%,
+  // square (§5.8), and FlashAttention-2 where the launcher disabled cuDNN's attention: BF16 11.0% / 22.3%,
   // FP8 4.0% / 11.0% over 19 rows (16.7% / 42.9% with cuDNN's rates, the long-sequence rows 46-54 then
-  // −14% to −43%); the second table's BF16 4.8%, FP8 8.6%).
+  // −14% to −43%); the second table's BF16 4.8%, FP8 8.6%). Megatron-Core r0.8.0's BF16 rows (11-19) are
+  // all too fast, −4% to −22%, ranked at Spearman 0.75; with MBS 1 for its PP 1 rows they were 10.0% /
+  // 32.4% at Spearman 0.13 (row 14 +32%, its DP traffic exposed: published-conditions.csv says why not).
   EXPECT_EQ(gen["H100 BF16"].rows, 9);
-  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.11);  // row 14 (TP 8, 4 micro-batches) is the max
+  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.115);
+  EXPECT_LE(gen["H100 BF16"].max_abs_error, 0.23);
+  EXPECT_GE(gen["H100 BF16"].spearman, 0.7);
+  for (const char* row : {"11", "12", "13", "14"}) EXPECT_LT(by[row]->error, 0) << row;
   EXPECT_EQ(gen["H100 FP8"].rows, 19);
   EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.05);
   EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.12);
