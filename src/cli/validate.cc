@@ -495,6 +495,9 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
   v.date = field(r, "model");
   read_memory_measurement(r, where, v);
   try {
+    // The conditions say what of the run trainplan cannot plan (torch.compile's kernels): the first reason,
+    // before any column the row leaves empty.
+    if (!field(r, "not_modelled").empty()) throw unexpressible{field(r, "not_modelled")};
     if (!field(r, "iteration_time_s").empty()) {
       v.measured_s = detail::parse_number(field(r, "iteration_time_s"), where + " iteration_time_s");
       if (v.measured_s <= 0) throw input_error(where + " iteration_time_s must be positive");
@@ -526,8 +529,6 @@ validation_row published_row(row_map r, const std::string& table, int line_no) {
       // A peak memory without a time (Megatron's A100 goldens): the memory is compared, the time not.
       v.skipped = "columns 'iteration_time_s', 'tflops_per_gpu' and 'tokens_per_s_per_gpu' are all empty";
     }
-    // The conditions say what of the run trainplan cannot plan (torch.compile's kernels).
-    if (!field(r, "not_modelled").empty()) throw unexpressible{field(r, "not_modelled")};
     v.args = hardware_args(r);
     for (auto&& part : {published_model_args(r), published_layout_args(r)}) v.args.insert(v.args.end(), part.begin(), part.end());
     std::istringstream extra(field(r, "extra_flags"));
