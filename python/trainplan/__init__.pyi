@@ -536,6 +536,7 @@ class Job:
         zero3_prefetch_bucket_size: Optional[int] = ...,
         zero3_max_reuse_distance: Optional[int] = ...,
         zero3_fetch_overhead_us: Optional[float] = ...,
+        zero_grad_reduce: Union[str, os.PathLike[str], None] = ...,
         zero3_gather_per_parameter: Optional[bool] = ...,
         host_overhead_ms: Optional[float] = ...,
         nccl_buffer_mib: Optional[float] = ...,
@@ -722,6 +723,7 @@ class Job:
         zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
         zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
         zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
+        zero_grad_reduce [KIND]: DeepSpeed ZeRO-1/2's gradient reduction per bucket: all-reduce (use_multi_rank_bucket_allreduce, today's default) or reduce (a dist.reduce per rank: that key off, and DeepSpeed before it); §4.2.4 (default all-reduce)
         zero3_gather_per_parameter: DeepSpeed before 0.5.5: each parameter all-gathered on its own into per-rank views, copied back rank by rank (§5.9)
         host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
         nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
@@ -955,6 +957,7 @@ def search(*,
     zero3_prefetch_bucket_size: Optional[int] = ...,
     zero3_max_reuse_distance: Optional[int] = ...,
     zero3_fetch_overhead_us: Optional[float] = ...,
+    zero_grad_reduce: Union[str, os.PathLike[str], None] = ...,
     zero3_gather_per_parameter: Optional[bool] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
@@ -1149,6 +1152,7 @@ def search(*,
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
     zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
     zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
+    zero_grad_reduce [KIND]: DeepSpeed ZeRO-1/2's gradient reduction per bucket: all-reduce (use_multi_rank_bucket_allreduce, today's default) or reduce (a dist.reduce per rank: that key off, and DeepSpeed before it); §4.2.4 (default all-reduce)
     zero3_gather_per_parameter: DeepSpeed before 0.5.5: each parameter all-gathered on its own into per-rank views, copied back rank by rank (§5.9)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
@@ -1373,6 +1377,7 @@ def shapes(*,
     zero3_prefetch_bucket_size: Optional[int] = ...,
     zero3_max_reuse_distance: Optional[int] = ...,
     zero3_fetch_overhead_us: Optional[float] = ...,
+    zero_grad_reduce: Union[str, os.PathLike[str], None] = ...,
     zero3_gather_per_parameter: Optional[bool] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
@@ -1574,6 +1579,7 @@ def shapes(*,
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
     zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
     zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
+    zero_grad_reduce [KIND]: DeepSpeed ZeRO-1/2's gradient reduction per bucket: all-reduce (use_multi_rank_bucket_allreduce, today's default) or reduce (a dist.reduce per rank: that key off, and DeepSpeed before it); §4.2.4 (default all-reduce)
     zero3_gather_per_parameter: DeepSpeed before 0.5.5: each parameter all-gathered on its own into per-rank views, copied back rank by rank (§5.9)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)
@@ -1795,6 +1801,7 @@ def plan(job: Optional[Job] = ..., *,
     zero3_prefetch_bucket_size: Optional[int] = ...,
     zero3_max_reuse_distance: Optional[int] = ...,
     zero3_fetch_overhead_us: Optional[float] = ...,
+    zero_grad_reduce: Union[str, os.PathLike[str], None] = ...,
     zero3_gather_per_parameter: Optional[bool] = ...,
     host_overhead_ms: Optional[float] = ...,
     nccl_buffer_mib: Optional[float] = ...,
@@ -1996,6 +2003,7 @@ def plan(job: Optional[Job] = ..., *,
     zero3_prefetch_bucket_size [N]: ZeRO-3 prefetch bucket, elements (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch (default 50000000 (on))
     zero3_max_reuse_distance [N]: DeepSpeed stage3_max_reuse_distance, elements: kept gathered for a reuse this close (a recomputed layer's backward); §4.2.4 (default 1000000000)
     zero3_fetch_overhead_us [US]: ZeRO-3 launch and synchronisation per fetched module per pass, µs (§5.9) (default 0)
+    zero_grad_reduce [KIND]: DeepSpeed ZeRO-1/2's gradient reduction per bucket: all-reduce (use_multi_rank_bucket_allreduce, today's default) or reduce (a dist.reduce per rank: that key off, and DeepSpeed before it); §4.2.4 (default all-reduce)
     zero3_gather_per_parameter: DeepSpeed before 0.5.5: each parameter all-gathered on its own into per-rank views, copied back rank by rank (§5.9)
     host_overhead_ms [MS]: host time per layer per pass the GPU waits for, ms (default framework's (deepspeed 3.0, others 0))
     nccl_buffer_mib [MIB]: NCCL buffers per communicator per GPU, MiB (default 192)

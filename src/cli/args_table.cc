@@ -802,6 +802,15 @@ const std::vector<flag_def>& flag_table() {
                         if (!(us >= 0 && us <= 1e6)) throw input_error(f + " must be between 0 and 1e6 µs, got " + v);
                         b.job.training.zero3_fetch_overhead_s = us * 1e-6;
                       }, "training.zero3_fetch_overhead_s")));
+    t.push_back(value("--zero-grad-reduce", "", "KIND", "all-reduce", "training",
+                      "DeepSpeed ZeRO-1/2's gradient reduction per bucket: all-reduce (use_multi_rank_bucket_allreduce, "
+                      "today's default) or reduce (a dist.reduce per rank: that key off, and DeepSpeed before it); "
+                      "§4.2.4",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        using tg = training_config::toggle;
+                        b.job.training.zero_bucket_all_reduce =
+                            parse_enum<tg>(v, f, {{"all-reduce", tg::on}, {"reduce", tg::off}});
+                      }, "training.zero_bucket_all_reduce")));
     t.push_back(swtch("--zero3-gather-per-parameter", "", "training",
                       "DeepSpeed before 0.5.5: each parameter all-gathered on its own into per-rank views, copied "
                       "back rank by rank (§5.9)",

@@ -34,6 +34,11 @@ enum class ds_role {
   refused_device,  ///< offload_param.device: anything but none is refused
   refused_unless_one,  ///< a fraction trainplan models only at 1 (offload_optimizer.ratio)
   same_as_reduce_bucket,  ///< allgather_bucket_size: accepted where it equals reduce_bucket_size (default 5e8)
+  /// reduce_scatter and use_multi_rank_bucket_allreduce, read together at ZeRO stages 1 and 2 (stage_1_and_2.py
+  /// average_tensor): reduce_scatter false or use_multi_rank_bucket_allreduce true (both
+  /// defaults true) all-reduce each bucket; reduce_scatter with use_multi_rank_bucket_allreduce false reduces
+  /// each rank's slice to it. At stages 0 and 3 neither changes an estimate.
+  zero_grad_reduce,
   /// data_efficiency: refused when one of its techniques runs (random-LTD, a curriculum or dynamic
   /// batching); enabled with them off it changes nothing (the sampler's order and seed).
   refused_if_technique_on,
@@ -100,7 +105,8 @@ constexpr std::array kKeys = {
     ds_key{"zero_optimization.offload_param.nvme_path", ds_role::ignored, "", ""},
     ds_key{"zero_optimization.contiguous_gradients", ds_role::ignored, "", ""},
     ds_key{"zero_optimization.allgather_partitions", ds_role::ignored, "", ""},
-    ds_key{"zero_optimization.reduce_scatter", ds_role::ignored, "", ""},
+    ds_key{"zero_optimization.reduce_scatter", ds_role::zero_grad_reduce, "--zero-grad-reduce", ""},
+    ds_key{"zero_optimization.use_multi_rank_bucket_allreduce", ds_role::zero_grad_reduce, "--zero-grad-reduce", ""},
     ds_key{"zero_optimization.round_robin_gradients", ds_role::ignored, "", ""},
     ds_key{"zero_optimization.sub_group_size", ds_role::ignored, "", ""},
     ds_key{"zero_optimization.stage3_max_live_parameters", ds_role::ignored, "", ""},
@@ -201,6 +207,7 @@ struct walker {
   const std::string& text;
   ds_config& out;
   std::string name_ = std::filesystem::path(path).filename().string();  ///< how the ignored list names it
+  bool zero_grad_reduce_read_ = false;  ///< reduce_scatter and use_multi_rank_bucket_allreduce, set once
 
   [[noreturn]] void fail(std::string_view key, const std::string& why) const {
     throw input_error(fmt::format("{}:{}: {}: {}", path, line_of_key(text, key), key, why));
@@ -272,6 +279,25 @@ struct walker {
                                   value.dump(), reduce));
           }
           out.ignored.push_back(name_ + ":" + key);
+          break;
+        }
+        case ds_role::zero_grad_reduce: {
+          if (!value.is_boolean()) fail(key, "expected true or false, got " + value.dump());
+          const json& zero = object;  // the zero_optimization object being walked
+          const json stage = zero.contains("stage") ? zero["stage"] : json(0);
+          if (!(stage == 1 || stage == 2)) {
+            out.ignored.push_back(name_ + ":" + key);  // ZeRO-0 all-reduces, ZeRO-3 reduce-scatters, either way
+            break;
+          }
+          if (zero_grad_reduce_read_) break;  // the pair gives one setting
+          zero_grad_reduce_read_ = true;
+          auto flag_of = [&](const char* name) {
+            if (!zero.contains(name)) return true;  // both default to true
+            if (!zero[name].is_boolean()) fail(std::string("zero_optimization.") + name, "expected true or false, got " + zero[name].dump());
+            return zero[name].get<bool>();
+          };
+          const bool all_reduce = !flag_of("reduce_scatter") || flag_of("use_multi_rank_bucket_allreduce");
+          add(*k, all_reduce ? "all-reduce" : "reduce");
           break;
         }
         case ds_role::refused_unless_one:

@@ -187,6 +187,8 @@ std::vector<std::string> job_args_of(const row_map& r, const std::string& where,
       "--position-embedding-type", "alibi", "--embed-layernorm", "--tp", field(r, "tp"), "--pp",
       field(r, "pp"), "--num-gpus", gpus, "--mbs", field(r, "mbs"), "--gbs", field(r, "gbs"),
       "--recompute-granularity", "full", field(r, "precision") == "bf16" ? "--bf16" : "--fp16"};
+  // BLOOM's DeepSpeed (2022) reduced ZeRO-1's gradients rank by rank; the bucket all-reduce came later (§4.2.4).
+  if (zero == "1" || zero == "2") args.insert(args.end(), {"--zero-grad-reduce", "reduce"});
   // Until 2022-02-28 bf16 ran on the fp16 ZeRO-1 optimizer (16-bit gradient accumulation); BLOOM's
   // BF16_Optimizer with fp32 accumulation arrived that day (the CSV's notes, §5.8).
   if (field(r, "precision") == "bf16" && !date.empty() && date < "2022-02-28") {
@@ -328,7 +330,8 @@ std::vector<std::string> sharding_args(const std::string& z) {
       {"deepspeed zero-3", {"--framework", "deepspeed", "--zero-stage", "3"}},
       // torchtitan's FSDP2, resharded after forward (its default without PP).
       {"fsdp2 (zero-3-like)", {"--framework", "fsdp", "--zero-stage", "3"}},
-      {"zero-1 (deepspeed)", {"--framework", "deepspeed", "--zero-stage", "1"}},
+      // BLOOM's prelaunch runs (2022): DeepSpeed before the bucket all-reduce (§4.2.4).
+      {"zero-1 (deepspeed)", {"--framework", "deepspeed", "--zero-stage", "1", "--zero-grad-reduce", "reduce"}},
       {"zero-1 equivalent (deepspeed bf16_optimizer; zero-stage 0 in config)", {"--framework", "deepspeed", "--zero-stage", "0"}},
   };
   for (const sharding& k : kShardings) {

@@ -494,6 +494,38 @@ TEST(ArgsDeepSpeedConfig, GradientAccumulationStepsSetOrCheckTheGlobalBatch) {
                         "× DP (2 × 4 × 8 = 64): DeepSpeed's batch check"));  // the keys that set them
 }
 
+// DeepSpeed ZeRO-1/2's gradient reduction (stage_1_and_2.py average_tensor, docs/formulas.md §4.2.4): each
+// bucket all-reduced whole unless reduce_scatter is on and use_multi_rank_bucket_allreduce off (both default
+// on), when each rank's slice is reduced to it; reduce_scatter was listed as changing nothing.
+TEST(ArgsDeepSpeedConfig, TheGradientReductionIsReadFromBothKeys) {
+  const args_t model = {"--model", "llama2-7b", "--cluster", "dgx-a100", "--num-gpus", "16", "--gbs", "64", "--deepspeed",
+                        "--deepspeed-config"};
+  using tg = training_config::toggle;
+  auto mode = [&](const std::string& name, const std::string& zero) {
+    const parsed_job j = parse(concat(model, {write_temp(name, R"({"zero_optimization": )" + zero + "}")}));
+    EXPECT_THAT(j.ignored_flags, ::testing::Not(::testing::Contains(HasSubstr("reduce_scatter")))) << zero;
+    return j.job.training.zero_bucket_all_reduce;
+  };
+  EXPECT_EQ(mode("ds_r0.json", R"({"stage": 2})"), tg::framework_default);
+  EXPECT_EQ(mode("ds_r1.json", R"({"stage": 2, "reduce_scatter": true})"), tg::on);
+  EXPECT_EQ(mode("ds_r2.json", R"({"stage": 1, "use_multi_rank_bucket_allreduce": false})"), tg::off);
+  EXPECT_EQ(mode("ds_r3.json", R"({"stage": 2, "reduce_scatter": false, "use_multi_rank_bucket_allreduce": false})"),
+            tg::on);
+  // At ZeRO-0 and ZeRO-3 neither key changes an estimate, and both are listed so.
+  const parsed_job z3 = parse(concat(model, {write_temp("ds_r4.json",
+      R"({"zero_optimization": {"stage": 3, "reduce_scatter": true, "use_multi_rank_bucket_allreduce": false}})")}));
+  EXPECT_EQ(z3.job.training.zero_bucket_all_reduce, tg::framework_default);
+  EXPECT_THAT(z3.ignored_flags, ::testing::Contains("args_test_ds_r4.json:zero_optimization.reduce_scatter"));
+  EXPECT_THAT(error_of(concat(model, {write_temp("ds_r5.json", R"({"zero_optimization": {"stage": 2, "reduce_scatter": 1}})")})),
+              HasSubstr("zero_optimization.reduce_scatter: expected true or false, got 1"));
+  // The flag itself: DeepSpeed ZeRO-1/2 only.
+  EXPECT_THAT(error_of({"--model", "llama2-7b", "--num-gpus", "8", "--zero-grad-reduce", "reduce"}),
+              HasSubstr("--zero-grad-reduce is DeepSpeed ZeRO-1/2's gradient reduction"));
+  EXPECT_THAT(error_of({"--model", "llama2-7b", "--num-gpus", "8", "--framework", "deepspeed", "--zero-stage", "3",
+                        "--zero-grad-reduce", "reduce"}),
+              HasSubstr("needs --framework deepspeed with --zero-stage 1 or 2"));
+}
+
 TEST(ArgsDeepSpeedConfig, WhatItDoesNotModelIsRefusedByKey) {
   const args_t model = {"--model", "llama2-7b", "--num-gpus", "8", "--deepspeed", "--deepspeed-config"};
   auto error_with = [&](const std::string& name, const std::string& text) {

@@ -72,6 +72,8 @@ std::vector<std::string> bloom_row_args(const csv_row& row) {
       "--embed-layernorm", "--tp", row.at("tp"), "--pp", row.at("pp"), "--num-gpus", row.at("gpus"),
       "--mbs", row.at("mbs"), "--gbs", row.at("gbs"), "--recompute-granularity", "full",
       row.at("precision") == "bf16" ? "--bf16" : "--fp16"};
+  // BLOOM's DeepSpeed (2022) reduced ZeRO-1's gradients rank by rank (docs/formulas.md §4.2.4).
+  if (row.at("zero_stage") == "1" || row.at("zero_stage") == "2") a.insert(a.end(), {"--zero-grad-reduce", "reduce"});
   // Until 2022-02-28 bf16 ran on the same ZeRO-1 optimizer as fp16 (16-bit gradient accumulation);
   // BLOOM's BF16_Optimizer with fp32 accumulation arrived that day (the CSV's notes).
   if (row.at("precision") == "bf16" && row.at("date") < "2022-02-28") {

@@ -296,6 +296,14 @@ constexpr dp_op kGatherFwd{ck::all_gather, cph::forward, dp_bytes::params, dp_co
                            "parameter all-gather per layer, forward", "expert parameter all-gather, forward"};
 constexpr dp_op kGatherBwd{ck::all_gather, cph::backward, dp_bytes::params, dp_count::per_unit_per_microbatch,
                            "parameter all-gather per layer, backward", "expert parameter all-gather, backward"};
+/// DeepSpeed ZeRO-1/2's reductions as today's DeepSpeed runs them (use_multi_rank_bucket_allreduce, §4.2.4):
+/// each bucket all-reduced whole, every rank keeping its own slice.
+constexpr dp_op kBucketAllReduce{ck::all_reduce, cph::backward, dp_bytes::grads, dp_count::per_iteration,
+                                 "gradient all-reduce of each bucket (DeepSpeed ZeRO)",
+                                 "expert gradient all-reduce of each bucket (DeepSpeed ZeRO)"};
+constexpr dp_op kMicroBucketAllReduce{ck::all_reduce, cph::backward, dp_bytes::grads, dp_count::per_microbatch,
+                                      "gradient all-reduce of each bucket, every micro-batch (DeepSpeed ZeRO-2)",
+                                      "expert gradient all-reduce of each bucket, every micro-batch (DeepSpeed ZeRO-2)"};
 /// Each data-parallel collective the frameworks' rows name (framework.h dp_collective), as the tables
 /// price it.
 constexpr std::array<dp_op, 7> kDpOps = {kGradAllReduce,      kGradReduceScatter, kParamAllGather, kMicroReduceScatter,
@@ -321,7 +329,14 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
   const optimizer_row& row = x.job.resolved.row();  // the DP collectives of its step (§4.2.4)
   const double m = x.m;
   for (int i = 0; i < row.num_dp; ++i) {
-    const dp_op& op = kDpOps[static_cast<std::size_t>(row.dp[static_cast<std::size_t>(i)])];
+    const dp_op& listed = kDpOps[static_cast<std::size_t>(row.dp[static_cast<std::size_t>(i)])];
+    // The framework table's reduce-scatter is ZeRO-1/2's per-rank reduces (as many bytes); today's
+    // DeepSpeed all-reduces each bucket instead (zero_bucket_all_reduce_on).
+    const bool bucket_all_reduce =
+        listed.bytes == dp_bytes::grads && listed.kind == ck::reduce_scatter && zero_bucket_all_reduce_on(t);
+    const dp_op& op = !bucket_all_reduce                             ? listed
+                      : listed.count == dp_count::per_microbatch ? kMicroBucketAllReduce
+                                                                 : kBucketAllReduce;
     const double elem = op.bytes == dp_bytes::grads ? x.grad_bytes : x.param_bytes;
     const int group = expert ? g_edp : g_dp;
     // Placement (§5.5): once-per-iteration reductions after the last backward and gathers after the

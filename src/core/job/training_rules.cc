@@ -230,6 +230,12 @@ std::string training_violation(job_spec& job) {
     return "${training.overlap_comm} is DeepSpeed's (zero_optimization.overlap_comm); with " + std::string(to_string(t.framework)) +
            " use its own overlap flags";
   }
+  if (t.zero_bucket_all_reduce != training_config::toggle::framework_default &&
+      (t.framework != framework_kind::deepspeed || (t.zero_stage != 1 && t.zero_stage != 2))) {
+    return "${training.zero_bucket_all_reduce} is DeepSpeed ZeRO-1/2's gradient reduction "
+           "(zero_optimization.use_multi_rank_bucket_allreduce): it needs ${training.framework} deepspeed with "
+           "${training.zero_stage} 1 or 2";
+  }
   if (t.zero3_max_reuse_elements >= 0 && (t.framework != framework_kind::deepspeed || t.zero_stage != 3)) {
     return "${training.zero3_max_reuse_elements} is DeepSpeed's (stage3_max_reuse_distance): it needs ${training.framework} "
            "deepspeed with ${training.zero_stage} 3";

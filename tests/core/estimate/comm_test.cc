@@ -562,13 +562,14 @@ TEST(CommTraffic, ZeroThreeMovesOneAndAHalfTimesZeroTwoForTheRobertaOfDeepSpeedI
       "--make-vocab-size-divisible-by", "1", "--embedding-norm", "--fp16", "--framework", "deepspeed", "--mbs", "8",
       "--cluster", "dgx-a100", "--gpu", "a100-sxm4-40gb", "--nic-bandwidth-gbit-per-s", "100", "--nics-per-node", "1",
       "--num-nodes", "16"};
-  auto with = [&](const char* stage) {
+  auto with = [&](std::vector<std::string> zero) {
     auto a = args;
-    a.insert(a.end(), {"--zero-stage", stage});
+    a.insert(a.end(), zero.begin(), zero.end());
     return summarize_comm(job_of(a));
   };
-  const comm_report z2 = with("2");
-  const comm_report z3 = with("3");
+  // The DeepSpeed (2021) reduced ZeRO-2's gradients rank by rank, a reduce-scatter's bytes (§4.2.4).
+  const comm_report z2 = with({"--zero-stage", "2", "--zero-grad-reduce", "reduce"});
+  const comm_report z3 = with({"--zero-stage", "3"});
   const comm_dimension& d2 = z2[parallel_dim::dp];
   const comm_dimension& d3 = z3[parallel_dim::dp];
   const double psi = d2.bytes_per_iteration_per_gpu / 4;  // ZeRO-2: reduce-scatter 2Ψ + all-gather 2Ψ
@@ -588,6 +589,14 @@ TEST(CommTraffic, ZeroThreeMovesOneAndAHalfTimesZeroTwoForTheRobertaOfDeepSpeedI
   EXPECT_GT(ratio, 1.45);
   EXPECT_LT(ratio, 1.6);
   EXPECT_EQ(d3.groups.placement.link, link_kind::hierarchical);
+  // Today's DeepSpeed all-reduces each bucket whole (use_multi_rank_bucket_allreduce, on by default): the
+  // same 20 calls of the same buffers, each moving 2(n−1)/n of it on the wire against (n−1)/n.
+  const comm_report today_report = with({"--zero-stage", "2"});
+  const comm_dimension& today = today_report[parallel_dim::dp];
+  EXPECT_EQ(today.calls_per_iteration_per_gpu, d2.calls_per_iteration_per_gpu);
+  EXPECT_DOUBLE_EQ(today.bytes_per_iteration_per_gpu, d2.bytes_per_iteration_per_gpu);
+  const double rs_wire = d2.wire_bytes_per_iteration_per_gpu / 2;  // the gradient half of ZeRO-2's wire bytes
+  EXPECT_NEAR(today.wire_bytes_per_iteration_per_gpu, d2.wire_bytes_per_iteration_per_gpu + rs_wire, 1e-6 * rs_wire);
 }
 
 // ---- bad input -----------------------------------------------------------------------------------

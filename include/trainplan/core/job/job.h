@@ -300,6 +300,13 @@ struct training_config {
   /// DeepSpeed's zero_optimization.overlap_comm: gradient reduction under the backward (§5.5.2).
   /// framework_default: on at ZeRO stage 3, off below (deepspeed/runtime/zero/config.py).
   enum class toggle { framework_default, on, off } overlap_comm = toggle::framework_default;
+  /// DeepSpeed ZeRO-1/2's gradient reduction (runtime/zero/stage_1_and_2.py `average_tensor`, §4.2.4): true,
+  /// each bucket all-reduced whole and every rank keeping its slice (use_multi_rank_bucket_allreduce, on
+  /// by default in today's DeepSpeed; reduce_scatter false all-reduces too); false, each rank's slice
+  /// reduced to it with a dist.reduce of its own (use_multi_rank_bucket_allreduce off, and DeepSpeed
+  /// before that key: 2021-2022's BLOOM and seeds/002), as many bytes as a reduce-scatter.
+  /// framework_default: all-reduce (--zero-grad-reduce).
+  toggle zero_bucket_all_reduce = toggle::framework_default;
   /// ZeRO-3/FSDP parameter prefetch (DeepSpeed stage3_prefetch_bucket_size, elements; FSDP's
   /// forward/backward prefetch): > 0 hides the per-layer gathers under compute, 0 exposes them; < 0 the
   /// framework's default (prefetch on).
@@ -335,6 +342,12 @@ inline bool overlap_comm_on(const training_config& t) {
   if (t.framework != framework_kind::deepspeed) return false;
   if (t.overlap_comm == training_config::toggle::framework_default) return t.zero_stage == 3;
   return t.overlap_comm == training_config::toggle::on;
+}
+
+/// Whether DeepSpeed ZeRO-1/2 all-reduces each gradient bucket (§4.2.4): the flag, else today's default.
+inline bool zero_bucket_all_reduce_on(const training_config& t) {
+  return t.framework == framework_kind::deepspeed && (t.zero_stage == 1 || t.zero_stage == 2) &&
+         t.zero_bucket_all_reduce != training_config::toggle::off;
 }
 
 /// Megatron-FSDP's strategy as the ZeRO stage, with the distributed optimizer it runs; optim (stage 1) is
