@@ -803,9 +803,9 @@ const std::vector<flag_def>& flag_table() {
                         b.job.training.zero3_fetch_overhead_s = us * 1e-6;
                       }, "training.zero3_fetch_overhead_s")));
     t.push_back(value("--zero-grad-reduce", "", "KIND", "all-reduce", "training",
-                      "DeepSpeed ZeRO-1/2's gradient reduction per bucket: all-reduce (use_multi_rank_bucket_allreduce, "
-                      "today's default) or reduce (a dist.reduce per rank: that key off, and DeepSpeed before it); "
-                      "§4.2.4",
+                      "DeepSpeed ZeRO-1/2's gradient reduction per bucket: all-reduce "
+                      "(use_multi_rank_bucket_allreduce, today's default) or reduce (a dist.reduce per rank: that key "
+                      "off, and DeepSpeed before it); §4.2.4",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
                         using tg = training_config::toggle;
                         b.job.training.zero_bucket_all_reduce =

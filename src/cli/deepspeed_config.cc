@@ -34,10 +34,10 @@ enum class ds_role {
   refused_device,  ///< offload_param.device: anything but none is refused
   refused_unless_one,  ///< a fraction trainplan models only at 1 (offload_optimizer.ratio)
   same_as_reduce_bucket,  ///< allgather_bucket_size: accepted where it equals reduce_bucket_size (default 5e8)
-  /// reduce_scatter and use_multi_rank_bucket_allreduce, read together at ZeRO stages 1 and 2 (stage_1_and_2.py
-  /// average_tensor): reduce_scatter false or use_multi_rank_bucket_allreduce true (both
-  /// defaults true) all-reduce each bucket; reduce_scatter with use_multi_rank_bucket_allreduce false reduces
-  /// each rank's slice to it. At stages 0 and 3 neither changes an estimate.
+  /// reduce_scatter and use_multi_rank_bucket_allreduce, read together at ZeRO stages 1 and 2
+  /// (stage_1_and_2.py average_tensor): reduce_scatter false or use_multi_rank_bucket_allreduce true (both
+  /// default to true) all-reduce each bucket; reduce_scatter with use_multi_rank_bucket_allreduce false
+  /// reduces each rank's slice to it. At stages 0 and 3 neither changes an estimate.
   zero_grad_reduce,
   /// data_efficiency: refused when one of its techniques runs (random-LTD, a curriculum or dynamic
   /// batching); enabled with them off it changes nothing (the sampler's order and seed).
@@ -293,7 +293,9 @@ struct walker {
           zero_grad_reduce_read_ = true;
           auto flag_of = [&](const char* name) {
             if (!zero.contains(name)) return true;  // both default to true
-            if (!zero[name].is_boolean()) fail(std::string("zero_optimization.") + name, "expected true or false, got " + zero[name].dump());
+            if (!zero[name].is_boolean()) {
+              fail(std::string("zero_optimization.") + name, "expected true or false, got " + zero[name].dump());
+            }
             return zero[name].get<bool>();
           };
           const bool all_reduce = !flag_of("reduce_scatter") || flag_of("use_multi_rank_bucket_allreduce");

@@ -498,8 +498,8 @@ TEST(ArgsDeepSpeedConfig, GradientAccumulationStepsSetOrCheckTheGlobalBatch) {
 // bucket all-reduced whole unless reduce_scatter is on and use_multi_rank_bucket_allreduce off (both default
 // on), when each rank's slice is reduced to it; reduce_scatter was listed as changing nothing.
 TEST(ArgsDeepSpeedConfig, TheGradientReductionIsReadFromBothKeys) {
-  const args_t model = {"--model", "llama2-7b", "--cluster", "dgx-a100", "--num-gpus", "16", "--gbs", "64", "--deepspeed",
-                        "--deepspeed-config"};
+  const args_t model = {"--model", "llama2-7b", "--cluster",     "dgx-a100", "--num-gpus",
+                        "16",      "--gbs",     "64",            "--deepspeed", "--deepspeed-config"};
   using tg = training_config::toggle;
   auto mode = [&](const std::string& name, const std::string& zero) {
     const parsed_job j = parse(concat(model, {write_temp(name, R"({"zero_optimization": )" + zero + "}")}));
@@ -516,7 +516,8 @@ TEST(ArgsDeepSpeedConfig, TheGradientReductionIsReadFromBothKeys) {
       R"({"zero_optimization": {"stage": 3, "reduce_scatter": true, "use_multi_rank_bucket_allreduce": false}})")}));
   EXPECT_EQ(z3.job.training.zero_bucket_all_reduce, tg::framework_default);
   EXPECT_THAT(z3.ignored_flags, ::testing::Contains("args_test_ds_r4.json:zero_optimization.reduce_scatter"));
-  EXPECT_THAT(error_of(concat(model, {write_temp("ds_r5.json", R"({"zero_optimization": {"stage": 2, "reduce_scatter": 1}})")})),
+  const std::string bad = write_temp("ds_r5.json", R"({"zero_optimization": {"stage": 2, "reduce_scatter": 1}})");
+  EXPECT_THAT(error_of(concat(model, {bad})),
               HasSubstr("zero_optimization.reduce_scatter: expected true or false, got 1"));
   // The flag itself: DeepSpeed ZeRO-1/2 only.
   EXPECT_THAT(error_of({"--model", "llama2-7b", "--num-gpus", "8", "--zero-grad-reduce", "reduce"}),

@@ -301,9 +301,10 @@ constexpr dp_op kGatherBwd{ck::all_gather, cph::backward, dp_bytes::params, dp_c
 constexpr dp_op kBucketAllReduce{ck::all_reduce, cph::backward, dp_bytes::grads, dp_count::per_iteration,
                                  "gradient all-reduce of each bucket (DeepSpeed ZeRO)",
                                  "expert gradient all-reduce of each bucket (DeepSpeed ZeRO)"};
-constexpr dp_op kMicroBucketAllReduce{ck::all_reduce, cph::backward, dp_bytes::grads, dp_count::per_microbatch,
-                                      "gradient all-reduce of each bucket, every micro-batch (DeepSpeed ZeRO-2)",
-                                      "expert gradient all-reduce of each bucket, every micro-batch (DeepSpeed ZeRO-2)"};
+constexpr dp_op kMicroBucketAllReduce{
+    ck::all_reduce, cph::backward, dp_bytes::grads, dp_count::per_microbatch,
+    "gradient all-reduce of each bucket, every micro-batch (DeepSpeed ZeRO-2)",
+    "expert gradient all-reduce of each bucket, every micro-batch (DeepSpeed ZeRO-2)"};
 /// Each data-parallel collective the frameworks' rows name (framework.h dp_collective), as the tables
 /// price it.
 constexpr std::array<dp_op, 7> kDpOps = {kGradAllReduce,      kGradReduceScatter, kParamAllGather, kMicroReduceScatter,

@@ -65,8 +65,8 @@ TEST(Zero3Seed002, FittedAndHeldOutStage3Rows) {
     EXPECT_NEAR(iteration_s(seed002(r.cluster, r.nodes, *r.zero)) / measured_iteration_s(r.nodes, r.samples_per_s) - 1,
                 r.error, 0.02);
   }
-  EXPECT_NEAR(iteration_s(seed002("aws-p3dn", 16, kZero2)) / iteration_s(seed002("aws-p3dn", 16, kZero3Seed)), 77.0 / 178,
-              0.01);
+  EXPECT_NEAR(iteration_s(seed002("aws-p3dn", 16, kZero2)) / iteration_s(seed002("aws-p3dn", 16, kZero3Seed)),
+              77.0 / 178, 0.01);
 }
 
 TEST(Zero3ListGather, EachParameterTensorCopiesBackOncePerRank) {
