@@ -87,7 +87,7 @@ const std::vector<default_entry>& table() {
     // as on Hopper: Hopper's measured curve (its half-saturation lengths), its plateaus scaled by 0.74, the
     // one constant fitted on a published table (§5.6): NeMo 25.04's B200 long-sequence rows (55-58 of
     // published-measurements.csv, Llama-3-8B FP8 at 8K-1M tokens, attention 13-95% of the FLOPs), at which
-    // their median log error is nil; at Hopper's plateaus they were 6-26% too fast.
+    // their median error is −0.7%; at Hopper's plateaus they were 6-26% too fast.
     constexpr double kBlackwellAttentionScale = 0.74;
     compute_efficiency blackwell = unmeasured;
     blackwell.tiles = tiles_scaled(0.58);
