@@ -568,9 +568,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     s.other_bytes = s.allocated_bytes - (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes);
     // §3.8: the allocator's reserve over the peak, or over the loss's backward with the block it strands
     // there (reserved never shrinks, so a later, higher allocated peak may reuse that block).
-    const double at_peak = s.allocated_bytes * (1.0 + tr.allocator_reserve_fraction);
-    const double at_loss = (cls.static_bytes + s.activations_bytes + cls.loss_transient) * (1.0 + tr.allocator_reserve_fraction) +
-                           cls.loss_stranded;
+    const double reserve = 1.0 + tr.allocator_reserve_fraction;
+    const double at_peak = s.allocated_bytes * reserve;
+    const double at_loss = (cls.static_bytes + s.activations_bytes + cls.loss_transient) * reserve + cls.loss_stranded;
     s.stranded_bytes = at_loss > at_peak ? cls.loss_stranded : 0.0;
     s.torch_reserved_bytes = std::max(at_peak, at_loss);
     // A rank whose stage has no MoE layer never dispatches: no buffer.

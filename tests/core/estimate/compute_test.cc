@@ -332,8 +332,8 @@ TEST(ComputeFusions, MegatronsSwitchesPriceThePyTorchKernelsTheyLeave) {
   EXPECT_NEAR(gelu.backward.memory_s - fused.backward.memory_s, 2 * 2 * 2 * ffn * per_byte + e.kernel_overhead_s,
               1e-12);
   const unit_time dropout = layer("--no-bias-dropout-fusion");
-  EXPECT_NEAR(dropout.forward.memory_s - fused.forward.memory_s, 2 * 4 * 2 * hidden * per_byte + 4 * e.kernel_overhead_s,
-              1e-12);
+  EXPECT_NEAR(dropout.forward.memory_s - fused.forward.memory_s,
+              2 * 4 * 2 * hidden * per_byte + 4 * e.kernel_overhead_s, 1e-12);
   const unit_time softmax = layer("--no-masked-softmax-fusion");
   EXPECT_DOUBLE_EQ(softmax.forward.memory_s, fused.forward.memory_s);
   EXPECT_NEAR(softmax.forward.attention_s - fused.forward.attention_s,
@@ -343,8 +343,8 @@ TEST(ComputeFusions, MegatronsSwitchesPriceThePyTorchKernelsTheyLeave) {
   all.insert(all.end(), {"--no-bias-gelu-fusion", "--no-bias-dropout-fusion", "--no-masked-softmax-fusion"});
   EXPECT_DOUBLE_EQ(estimate_memory(parse_job_args(all).job).peak_allocated_bytes,
                    estimate_memory(job).peak_allocated_bytes);
-  EXPECT_THAT([] { parse_job_args({"--model", "llama3-8b", "--num-gpus", "8", "--framework", "fsdp", "--zero-stage", "3",
-                                   "--no-bias-dropout-fusion"}); },
+  EXPECT_THAT([] { parse_job_args({"--model", "llama3-8b", "--num-gpus", "8", "--framework", "fsdp", "--zero-stage",
+                                   "3", "--no-bias-dropout-fusion"}); },
               ::testing::ThrowsMessage<input_error>(::testing::HasSubstr(
                   "--no-bias-dropout-fusion turns off a kernel of Megatron-LM's (and Megatron-DeepSpeed's); "
                   "--framework fsdp runs PyTorch's own kernels")));

@@ -61,7 +61,8 @@ TEST(Overlap, TorchDdpAllReducesItsBucketsUnderTheLastBackward) {
   EXPECT_THAT(error_of(concat(gpt2, {"--DDP-impl", "torch", "--use-distributed-optimizer"})),
               ::testing::HasSubstr("--DDP-impl torch cannot run --use-distributed-optimizer"));
   EXPECT_THAT(error_of(concat(gpt2, {"--DDP-impl", "torch", "--framework", "deepspeed"})),
-              ::testing::HasSubstr("--DDP-impl torch is Megatron-LM's own data-parallel wrapper; --framework deepspeed"));
+              ::testing::HasSubstr(
+                  "--DDP-impl torch is Megatron-LM's own data-parallel wrapper; --framework deepspeed"));
 }
 
 TEST(Overlap, FlagsNeedWhatMegatronRequires) {
