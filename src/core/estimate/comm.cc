@@ -388,36 +388,6 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
   }
 }
 
-/// DeepSpeed ZeRO-3 under full recomputation (§4.2.4): the share of a layer's parameters released
-/// between the recomputed forward and the backward, and so gathered again. A module's next use lies
-/// 2·Σ(the parameters of the modules after it) elements ahead — the rest of the recomputed forward and
-/// the backward back to it — and it is kept when that is within stage3_max_reuse_distance
-/// (runtime/zero/partitioned_param_coordinator.py `__params_to_release`). Per-TP-rank elements of a
-/// layer's four matrices (QKV, projection, fc1, fc2); norms and biases persist (param_persistence_threshold).
-double regather_fraction(const job_spec& job) {
-  const training_config& t = job.training;
-  if (t.framework != framework_kind::deepspeed || t.zero_stage != 3 || t.recompute != recompute_granularity::full) {
-    return 0;
-  }
-  const model_spec& md = job.model;
-  const double h = static_cast<double>(md.hidden_size);
-  const double f = static_cast<double>(md.ffn_hidden_size) * (is_gated(md.activation) ? 2.0 : 1.0);
-  const std::array<double, 4> n = {h * static_cast<double>(md.q_width() + md.k_width() + md.v_width()),
-                                   h * static_cast<double>(md.attention_out_width()), h * f,
-                                   h * static_cast<double>(md.ffn_hidden_size)};
-  const double reuse = t.zero3_max_reuse_elements >= 0 ? static_cast<double>(t.zero3_max_reuse_elements) : 1e9;
-  const double tp = static_cast<double>(job.parallel.tp);
-  double after = 0;
-  double released = 0;
-  double total = 0;
-  for (std::size_t j = n.size(); j-- > 0;) {
-    if (2 * after >= reuse) released += n[j] / tp;
-    total += n[j] / tp;
-    after += n[j] / tp;
-  }
-  return total > 0 ? released / total : 0;
-}
-
 void dp_table(const comm_context& x, row_sink& out) {
   if (x.size[g_dp] > 1 || x.size[g_dpr] > 1) dp_rows(x, false, out);
   if (x.job.model.is_moe() && x.size[g_edp] > 1) dp_rows(x, true, out);
@@ -490,7 +460,7 @@ void set_up(comm_context& x) {
   x.m = static_cast<double>(job.num_microbatches());
   x.tokens = static_cast<double>(job.resolved.tokens);
   x.sp = p.sequence_parallel && p.tp > 1;
-  x.regather = regather_fraction(job);
+  x.regather = zero3_recompute_reuse(job).regather_fraction();
 
   const rank_generator dec = decoder_generator(job);
   x.placement[g_tp] = placement_for(dec, bit(parallel_dim::tp), gpn, "tp");

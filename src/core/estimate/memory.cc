@@ -347,6 +347,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const state_bytes expert_state = bytes_per_parameter(job, ep_shards);
 
   const rank_holdings holds = holdings_of(job, params);
+  // Only dense transformer layers (zero3_recompute_reuse reads the dense layer's four matrices).
+  const bool dense_layers_only =
+      holds.moe_layer.total() == 0 && holds.mamba_layer.total() == 0 && holds.attention_layer.total() == 0;
   double largest_layer = 0;
   for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
     largest_layer = std::max(largest_layer, static_cast<double>(holds.of(static_cast<layer_kind>(k)).total()));
@@ -430,7 +433,18 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         // Megatron-FSDP holds a unit's parameters and gradients in its double buffers as FSDP does.
         const bool per_unit = tr.framework != framework_kind::deepspeed;
         const double ahead = !prefetch ? 0.0 : per_unit ? largest_layer : std::min(bucket, largest_layer);
-        const double gradient = per_unit ? largest_layer : 0.0;
+        double gathered = largest_layer;
+        double gradient = per_unit ? largest_layer : 0.0;
+        if (!per_unit && dense_layers_only) {
+          // DeepSpeed: a layer's modules stay gathered from the recomputed forward into the backward only
+          // within stage3_max_reuse_distance; the others are gathered one at a time for their backward (the
+          // regather of §4.2.4). Autograd writes the module's whole gradient before ZeRO-3 copies it into
+          // its reduce bucket or reduces it (stage3.py __add_grad_to_ipg_bucket).
+          const zero3_reuse reuse = zero3_recompute_reuse(job);
+          const double small = largest_layer - reuse.kept_elements - reuse.released_elements;  // norms, biases
+          gathered = small + std::max(reuse.kept_elements, reuse.largest_released_elements);
+          gradient = reuse.largest_matrix_elements;
+        }
         if (tr.framework == framework_kind::fsdp && (st.has_embedding || st.has_output)) {
           // §3.7, FSDP2 as torchtitan applies it: the root unit (embeddings, final norm, output layer) is
           // not resharded after forward (FSDPState._lazy_init: the root's post_forward_mesh_info = None),
@@ -445,10 +459,10 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
           s.buffers_bytes += e * (root + largest_layer);
           cls.layer_phase_buffers = e * (ahead + gradient + root_gradient);
         } else {
-          s.buffers_bytes += e * (largest_layer + ahead + gradient);
+          s.buffers_bytes += e * (gathered + ahead + gradient);
         }
         // FP8: the gathered layers' FP8 weight and its transpose (1 + 1 byte), while they are gathered.
-        if (fp8_copies) s.buffers_bytes += 2.0 * (largest_layer + ahead);
+        if (fp8_copies) s.buffers_bytes += 2.0 * (gathered + ahead);
       } else if (tr.zero_stage == 2 && tr.framework != framework_kind::deepspeed) {
         s.buffers_bytes += e * largest_layer;
       }

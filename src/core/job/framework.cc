@@ -46,7 +46,9 @@ using ga = grad_accumulation;
 //   gathers the updated 16-bit partitions); zero/stage_1_and_2.py (16-bit grads and the fp32 gradient of
 //   the rank's partition; reduce-scatter in communication_data_type, the model's by default; stage 2 every
 //   micro-batch); fp16/fused_optimizer.py (FP16_Optimizer's step: per-parameter fp32 copies and their
-//   concatenation, 8 bytes); estimate_zero2_model_states_mem_needs (2Ψ + 18Ψ/N), estimate_zero3 (18Ψ/N).
+//   concatenation, 8 bytes); estimate_zero2_model_states_mem_needs (2Ψ + 18Ψ/N), estimate_zero3 (18Ψ/N);
+//   zero/stage3.py (with contiguous_gradients, on by default, a flat IPG buffer of reduce_bucket_size
+//   elements per communication dtype, allocated at start-up).
 // - PyTorch FSDP: the fp32 sharded FlatParameter is the master; SHARD_GRAD_OP keeps the 16-bit unsharded
 //   parameters between forward and backward; reduce_dtype fp32 (torchtitan's mixed_precision_reduce).
 // - FSDP2 with a pipeline (torchtitan parallelize.py apply_fsdp: reshard_after_forward = not pp_enabled;
@@ -89,7 +91,7 @@ constexpr std::array<optimizer_row, 14> kOptimizerRows = {{
      {{{1, su::weight}}}, {{{1, su::weight, true}, {1, su::fp32, true}}}, {{{1, su::optimizer, true}}}, {}, true, true,
      {dc::grad_reduce_scatter_per_microbatch, dc::param_all_gather}, 2, ga::autograd, reduce_dtype::model},
     {framework_kind::deepspeed, 3, false, false, "DeepSpeed ZeRO stage 3",
-     {{{1, su::weight, true}}}, {{{1, su::fp32, true}}}, {{{1, su::optimizer, true}}}, {}, true, false,
+     {{{1, su::weight, true}}}, {{{1, su::fp32, true}}}, {{{1, su::optimizer, true}}}, {}, true, true,
      {dc::param_gather_forward_per_unit, dc::param_gather_backward_per_unit, dc::grad_reduce_scatter_per_microbatch},
      3, ga::autograd, reduce_dtype::model},
     {framework_kind::fsdp, 0, false, false, "PyTorch FSDP NO_SHARD",

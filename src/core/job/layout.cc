@@ -36,6 +36,35 @@ layer_shard shard_layer(const model_spec& m, const layer_parameters& l, std::int
 
 }  // namespace
 
+zero3_reuse zero3_recompute_reuse(const job_spec& job) {
+  const training_config& t = job.training;
+  zero3_reuse r;
+  if (t.framework != framework_kind::deepspeed || t.zero_stage != 3) return r;
+  // Without full recomputation a layer's modules are not used twice within the layer: all count as kept.
+  const bool recomputed = t.recompute == recompute_granularity::full;
+  const model_spec& md = job.model;
+  const double h = static_cast<double>(md.hidden_size);
+  const double f = static_cast<double>(md.ffn_hidden_size) * (is_gated(md.activation) ? 2.0 : 1.0);
+  const double tp = static_cast<double>(job.parallel.tp);
+  // Forward order: QKV, projection, fc1, fc2.
+  const std::array<double, 4> n = {h * static_cast<double>(md.q_width() + md.k_width() + md.v_width()) / tp,
+                                   h * static_cast<double>(md.attention_out_width()) / tp, h * f / tp,
+                                   h * static_cast<double>(md.ffn_hidden_size) / tp};
+  const double reuse = t.zero3_max_reuse_elements >= 0 ? static_cast<double>(t.zero3_max_reuse_elements) : 1e9;
+  double after = 0;
+  for (std::size_t j = n.size(); j-- > 0;) {
+    if (recomputed && 2 * after >= reuse) {
+      r.released_elements += n[j];
+      r.largest_released_elements = std::max(r.largest_released_elements, n[j]);
+    } else {
+      r.kept_elements += n[j];
+    }
+    r.largest_matrix_elements = std::max(r.largest_matrix_elements, n[j]);
+    after += n[j];
+  }
+  return r;
+}
+
 rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params) {
   const model_spec& m = job.model;
   const parallel_config& p = job.parallel;

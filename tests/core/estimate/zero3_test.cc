@@ -82,6 +82,18 @@ TEST(Zero3ListGather, EachParameterTensorCopiesBackOncePerRank) {
               HasSubstr("--zero3-gather-per-parameter is DeepSpeed's ZeRO-3 before 0.5.5"));
 }
 
+/// GPT-3 175B (h 12,288) or MT-NLG 530B (h 20,480) under DeepSpeed ZeRO-3 of 2021 at DP only, full
+/// recomputation, fp16: Narayanan et al.'s Table 2 layouts (published-measurements-more.csv rows 59-64).
+args_t narayanan_zero3(int layers, int hidden, int heads, int gpus, int mbs, int gbs, const args_t& extra = {}) {
+  return concat(concat({"--framework", "deepspeed", "--num-layers", std::to_string(layers), "--hidden-size",
+                        std::to_string(hidden), "--num-attention-heads", std::to_string(heads), "--vocab-size", "51200",
+                        "--seq-length", "2048", "--fp16", "--recompute-granularity", "full", "--cluster", "dgx-a100",
+                        "--gpu", "a100-sxm4-80gb", "--num-gpus", std::to_string(gpus), "--mbs", std::to_string(mbs),
+                        "--gbs", std::to_string(gbs)},
+                       kZero3Seed),
+                extra);
+}
+
 TEST(Zero3ListGather, NarayananZero3RowsHeldOut) {
   // Narayanan et al. 2021 Table 2 (published-measurements-more.csv rows 59-64): GPT-3 175B and 530B under
   // DeepSpeed ZeRO-3 of early 2021 at DP only, GBS fixed, so each GPU's micro-batch shrinks as the GPUs
@@ -97,13 +109,7 @@ TEST(Zero3ListGather, NarayananZero3RowsHeldOut) {
                        row{96, 12288, 96, 1536, 1, 1536, 44}, row{105, 20480, 128, 640, 4, 2560, 138},
                        row{105, 20480, 128, 1120, 2, 2240, 98}, row{105, 20480, 128, 2240, 1, 2240, 48}}) {
     SCOPED_TRACE(std::to_string(r.gpus) + " GPUs");
-    const args_t a = concat({"--framework", "deepspeed", "--num-layers", std::to_string(r.layers), "--hidden-size",
-                             std::to_string(r.hidden), "--num-attention-heads", std::to_string(r.heads), "--vocab-size",
-                             "51200", "--seq-length", "2048", "--fp16", "--recompute-granularity", "full", "--cluster",
-                             "dgx-a100", "--gpu", "a100-sxm4-80gb", "--num-gpus", std::to_string(r.gpus), "--mbs",
-                             std::to_string(r.mbs), "--gbs", std::to_string(r.gbs)},
-                            kZero3Seed);
-    const double t = tflops(a);
+    const double t = tflops(narayanan_zero3(r.layers, r.hidden, r.heads, r.gpus, r.mbs, r.gbs));
     EXPECT_NEAR(t / r.measured_tflops, 1.0, 0.30);
     if (r.layers == 105 && r.gpus == 640) previous = 1e30;
     EXPECT_LT(t, previous);
@@ -230,6 +236,48 @@ TEST(Zero3Prefetch, TheBucketSetsThePrefetchedParametersHeld) {
   // The default is DeepSpeed's 5e7.
   EXPECT_EQ(estimate_memory(parse(seed002("aws-p3dn", 16, {"--zero-stage", "3"})).job).stages.front().buffers_bytes,
             buffers("50000000"));
+}
+
+TEST(Zero3Buffers, ModulesBeyondTheReuseDistanceAreGatheredOneAtATime) {
+  // GPT-3 175B at TP 1 (§3.7): QKV 3h², projection h², fc1 4h², fc2 4h². Only fc2 is reused within
+  // DeepSpeed's default 1e9 elements (fc1's next use lies 2·4h² = 1.2e9 ahead), so the backward holds
+  // fc2 from its recomputed forward, and each other module alone: 4h² gathered, not the layer's 12h²
+  // (the regather comm counts the same 8/12, Zero3Regather). A distance past 2·9h² keeps the whole layer.
+  const double h = 12288;
+  auto buffers = [](const std::string& reuse) {
+    return estimate_memory(
+               parse(narayanan_zero3(96, 12288, 96, 384, 4, 1536, {"--zero3-max-reuse-distance", reuse})).job)
+        .stages.front()
+        .buffers_bytes;
+  };
+  const double whole = buffers("100000000000");
+  const double by_module = buffers("1000000000");
+  EXPECT_NEAR(whole - by_module, 2.0 * 8.0 * h * h, 1.0);  // fp16: e = 2
+  EXPECT_EQ(estimate_memory(parse(narayanan_zero3(96, 12288, 96, 384, 4, 1536)).job).stages.front().buffers_bytes,
+            by_module);  // the default distance
+  // What the buffers hold at the default, prefetch off: the gathered module with the layer's norms and
+  // biases (persistent), the module's whole gradient before it is reduced (4h²), and the IPG reduce
+  // bucket of reduce_bucket_size = 5e8 elements (stage3.py, contiguous_gradients).
+  const double small = 13 * h;  // biases 3h + h + 4h + h, norms 2 × 2h
+  EXPECT_NEAR(by_module, 2.0 * ((small + 4 * h * h) + 4 * h * h + 5e8), 1.0);
+  EXPECT_NEAR(estimate_memory(parse(narayanan_zero3(96, 12288, 96, 384, 4, 1536, {"--reduce-bucket-size", "100000000"}))
+                                  .job)
+                      .stages.front()
+                      .buffers_bytes -
+                  by_module,
+              2.0 * (1e8 - 5e8), 1.0);
+}
+
+TEST(Zero3Buffers, Mtnlg530bFitsOn640GpusAndNotOn560) {
+  // Narayanan et al. 2021 (arXiv 2104.04473), as published-measurements-more.csv row 62 records it: the
+  // 530B under ZeRO-3 at micro-batch 4 did not fit on 560 A100s of 80 GB, so 640 were used (Table 2).
+  // Nothing here is fitted on it: it fits once only fc2 stays gathered through a layer's backward
+  // (5.0e9 elements a layer, past the reuse distance), with 1.9 GiB to spare, and 560 GPUs' larger
+  // shards (+2.0 GiB of weights, gradients and optimizer states) do not.
+  const memory_report on640 = estimate_memory(parse(narayanan_zero3(105, 20480, 128, 640, 4, 2560)).job);
+  const memory_report on560 = estimate_memory(parse(narayanan_zero3(105, 20480, 128, 560, 4, 2240)).job);
+  EXPECT_TRUE(on640.fits);
+  EXPECT_FALSE(on560.fits);
 }
 
 TEST(Zero3Knobs, NeedTheirFrameworkAndStage) {

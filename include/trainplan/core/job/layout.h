@@ -79,6 +79,26 @@ struct rank_holdings {
 /// The holdings of `job` from `params` = count_parameters(job.model, job.parallel.tp).
 rank_holdings holdings_of(const job_spec& job, const parameter_breakdown& params);
 
+/// DeepSpeed ZeRO-3 (§4.2.4, §3.7) under full recomputation: a dense layer's four matrices (QKV,
+/// projection, fc1, fc2; per-TP-rank elements) split by whether each stays gathered from its recomputed
+/// forward to its backward. A module's next use lies 2·Σ(the elements of the modules after it) ahead
+/// (the rest of the recomputed forward, then the backward back to it); it is kept when that is within
+/// stage3_max_reuse_distance (runtime/zero/partitioned_param_coordinator.py `__params_to_release`).
+/// Norms and biases persist (param_persistence_threshold) and are not counted here.
+struct zero3_reuse {
+  double kept_elements = 0;               ///< matrices kept gathered into the backward (a suffix of the layer)
+  double released_elements = 0;           ///< matrices released after the recomputed forward, gathered again
+  double largest_released_elements = 0;   ///< the largest of those, gathered alone for its backward
+  double largest_matrix_elements = 0;     ///< the largest of the four
+  double regather_fraction() const {
+    const double all = kept_elements + released_elements;
+    return all > 0 ? released_elements / all : 0.0;
+  }
+};
+
+/// Zero for every job but DeepSpeed ZeRO-3; without full recomputation every matrix counts as kept.
+zero3_reuse zero3_recompute_reuse(const job_spec& job);
+
 /// The split of `num_layers` over `p.pp` ranks for framework `fw`; with p.vpp > 1 every rank holds
 /// p.vpp chunks of `layers_per_chunk` (0: num_layers / pp / vpp).
 stage_split split_layers(std::int64_t num_layers, const parallel_config& p, framework_kind fw,
