@@ -693,6 +693,37 @@ std::vector<validation_row> read_measurements(const std::string& csv_text, const
   return read_rows(csv_text, table, nullptr);
 }
 
+namespace {
+
+/// A row's predicted time, TFLOPs and throughput from the time report of its job (§5.8).
+void predict_time(const job_spec& job, const time_report& t, validation_row& v) {
+  v.predicted_s = t.iteration_s * v.environment_factor;
+  v.fits = t.fits;
+  v.peak_reserved_bytes = t.peak_reserved_bytes;
+  v.capacity_bytes = t.capacity_bytes;
+  v.generation = generation_of_job(job);
+  v.framework = std::string(to_string(job.training.framework));
+  // Throughput, what a layout table ranks (§5.8): model FLOPs per second per GPU.
+  v.predicted_model_flops_per_gpu_s = t.model_tflops_per_gpu * 1e12 / v.environment_factor;
+  if (v.by_tflops) {
+    // The prediction's TFLOPs by the source's count (§5.8): its FLOPs over the predicted time, the
+    // square's extra scaled like the rest where the source counts the recomputed forward too.
+    const double ours = v.hardware_tflops ? t.tflops_per_gpu : t.model_tflops_per_gpu;
+    const double recomputed = v.hardware_tflops ? t.tflops_per_gpu / t.model_tflops_per_gpu : 1.0;
+    const double extra = full_square_extra_model_flops(job) * recomputed /
+                         (t.iteration_s * static_cast<double>(job.num_gpus) * 1e12);
+    v.predicted_tflops = (ours + extra) / v.environment_factor;
+    v.error = v.measured_tflops / v.predicted_tflops - 1;
+    v.measured_model_flops_per_gpu_s = v.predicted_model_flops_per_gpu_s * v.measured_tflops / v.predicted_tflops;
+  } else {
+    v.predicted_tflops = t.tflops_per_gpu / v.environment_factor;
+    v.error = v.predicted_s / v.measured_s - 1;
+    v.measured_model_flops_per_gpu_s = v.predicted_model_flops_per_gpu_s * v.predicted_s / v.measured_s;
+  }
+}
+
+}  // namespace
+
 validation_report run_validation(std::vector<validation_row> rows) {
   validation_report rep;
   for (validation_row& v : rows) {
@@ -707,29 +738,7 @@ validation_report run_validation(std::vector<validation_row> rows) {
         v.memory_error = v.predicted_memory_bytes / v.measured_memory_bytes - 1;
       }
       if (!v.skipped.empty()) continue;
-      const time_report& t = ev.time;
-      v.predicted_s = t.iteration_s * v.environment_factor;
-      v.fits = t.fits;
-      v.peak_reserved_bytes = t.peak_reserved_bytes;
-      v.capacity_bytes = t.capacity_bytes;
-      v.generation = generation_of_job(pj.job);
-      v.framework = std::string(to_string(pj.job.training.framework));
-      // Throughput, what a layout table ranks (§5.8): model FLOPs per second per GPU.
-      v.predicted_model_flops_per_gpu_s = t.model_tflops_per_gpu * 1e12 / v.environment_factor;
-      if (v.by_tflops) {
-        // The prediction's TFLOPs by the source's count (§5.8): its FLOPs over the predicted time, the
-        // square's extra scaled like the rest where the source counts the recomputed forward too.
-        const double ours = v.hardware_tflops ? t.tflops_per_gpu : t.model_tflops_per_gpu;
-        const double extra = full_square_extra_model_flops(pj.job) * (v.hardware_tflops ? t.tflops_per_gpu / t.model_tflops_per_gpu : 1.0) /
-                             (t.iteration_s * static_cast<double>(pj.job.num_gpus) * 1e12);
-        v.predicted_tflops = (ours + extra) / v.environment_factor;
-        v.error = v.measured_tflops / v.predicted_tflops - 1;
-        v.measured_model_flops_per_gpu_s = v.predicted_model_flops_per_gpu_s * v.measured_tflops / v.predicted_tflops;
-      } else {
-        v.predicted_tflops = t.tflops_per_gpu / v.environment_factor;
-        v.error = v.predicted_s / v.measured_s - 1;
-        v.measured_model_flops_per_gpu_s = v.predicted_model_flops_per_gpu_s * v.predicted_s / v.measured_s;
-      }
+      predict_time(pj.job, ev.time, v);
     } catch (const input_error& e) {
       if (v.skipped.empty()) v.skipped = e.what();
       if (memory) v.memory_skipped = e.what();
@@ -779,6 +788,37 @@ std::string bloom_source_of(const validation_row& v) {
 
 }  // namespace
 
+namespace {
+
+/// §5.6: a default fitted on one published source. With that source left out nothing constrains it, so
+/// it falls back to its prior: the source's rows predicted at the prior, beside their in-sample errors.
+published_fold published_source_left_out(const validation_report& r, const published_fit& fit) {
+  published_fold f;
+  f.constant = fit.constant;
+  f.source = fit.source;
+  f.shipped_value = fit.value;
+  f.refit_value = fit.prior;
+  std::vector<double> held, in_sample;
+  for (const validation_row& v : r.rows) {
+    if (v.source != fit.source || !v.skipped.empty()) continue;
+    job_spec job = parse_job_args(v.args).job;
+    set_attention_plateaus_over_hopper(job.cluster.gpu, fit.prior);
+    validation_row refit = v;
+    predict_time(job, evaluate_layout(job).time, refit);
+    held.push_back(std::fabs(refit.error));
+    in_sample.push_back(std::fabs(v.error));
+  }
+  f.rows = static_cast<std::int64_t>(held.size());
+  if (held.empty()) return f;
+  f.median_abs_error = median_of(held);
+  f.max_abs_error = *std::max_element(held.begin(), held.end());
+  f.shipped_median_abs_error = median_of(in_sample);
+  f.shipped_max_abs_error = *std::max_element(in_sample.begin(), in_sample.end());
+  return f;
+}
+
+}  // namespace
+
 void leave_one_source_out(validation_report& r) {
   struct bloom_case {
     job_spec job;
@@ -793,6 +833,7 @@ void leave_one_source_out(validation_report& r) {
   }
   loso_report& out = r.loso;
   out = loso_report{};
+  out.published.push_back(published_source_left_out(r, blackwell_attention_fit()));
   if (cases.empty()) return;
   // The shipped constants (compute_defaults.cc, framework.cc) and the grid around them.
   const compute_efficiency shipped = effective_compute_efficiency(cases.front().job.cluster.gpu);

@@ -63,6 +63,16 @@ std::string json_reporter::validation(const validation_report& r) const {
   for (const auto& s : r.sources) sources.push_back(stats(s));
   j["validation"] = {{"rows", rows},       {"tables", tables},   {"groups", groups}, {"generations", generations},
                      {"sources", sources}, {"memory_sources", memory_sources}, {"overall", stats(r.overall)}};
+  if (!r.loso.published.empty()) {
+    json published = json::array();
+    for (const published_fold& f : r.loso.published) {
+      published.push_back({{"constant", f.constant}, {"source", f.source}, {"shipped_value", f.shipped_value},
+                           {"refit_value", f.refit_value}, {"rows", f.rows}, {"median_abs_error", f.median_abs_error},
+                           {"max_abs_error", f.max_abs_error}, {"shipped_median_abs_error", f.shipped_median_abs_error},
+                           {"shipped_max_abs_error", f.shipped_max_abs_error}});
+    }
+    j["validation"]["leave_one_published_source_out"] = published;
+  }
   if (!r.loso.folds.empty()) {
     const loso_report& l = r.loso;
     json folds = json::array();
@@ -174,6 +184,15 @@ std::string text_reporter::validation(const validation_report& r) const {
     }
     o += fmt::format("  all rows, each predicted without its source: median |error| {:.1f}% (in sample {:.1f}%)\n",
                      100 * l.median_abs_error, 100 * l.shipped_median_abs_error);
+  }
+  for (const published_fold& f : r.loso.published) {
+    o += fmt::format(
+        "\nLeave-one-source-out for the default fitted on a published source ({}; docs/formulas.md §5.6): "
+        "fitted {:.2f} on it; without it nothing constrains the constant, which falls back to {:.2f}:\n"
+        "  {:4} rows  median |error| {:5.1f}% held out, {:5.1f}% in sample; max {:5.1f}% held out, {:5.1f}% in "
+        "sample  {}\n",
+        f.constant, f.shipped_value, f.refit_value, f.rows, 100 * f.median_abs_error, 100 * f.shipped_median_abs_error,
+        100 * f.max_abs_error, 100 * f.shipped_max_abs_error, f.source);
   }
   o += "\nOverall:\n";
   stats(r.overall);

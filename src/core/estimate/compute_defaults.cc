@@ -8,6 +8,10 @@
 
 namespace trainplan {
 
+/// The one compute constant fitted on a published table (§5.6): Blackwell's cuDNN attention plateaus as a
+/// fraction of Hopper's measured ones, fitted on NeMo 25.04's B200 long-sequence rows (blackwell_attention_fit).
+constexpr double kBlackwellAttentionScale = 0.74;
+
 namespace {
 
 struct default_entry {
@@ -88,7 +92,6 @@ const std::vector<default_entry>& table() {
     // one constant fitted on a published table (§5.6): NeMo 25.04's B200 long-sequence rows (55-58 of
     // published-measurements.csv, Llama-3-8B FP8 at 8K-1M tokens, attention 13-95% of the FLOPs), at which
     // their median error is −0.7%; at Hopper's plateaus they were 6-26% too fast.
-    constexpr double kBlackwellAttentionScale = 0.74;
     compute_efficiency blackwell = unmeasured;
     blackwell.tiles = tiles_scaled(0.58);
     blackwell.ramp_flops = 1.2e9;
@@ -120,6 +123,19 @@ const std::vector<default_entry>& table() {
 }
 
 }  // namespace
+
+const published_fit& blackwell_attention_fit() {
+  static const published_fit fit{"Blackwell's cuDNN attention plateaus, × Hopper's measured ones",
+                                 "NeMo long-sequence performance doc (LLAMA3-8B, FP8, B200, NeMo25.04.rc2)",
+                                 kBlackwellAttentionScale, 1.0};
+  return fit;
+}
+
+void set_attention_plateaus_over_hopper(gpu_spec& gpu, double scale) {
+  const compute_efficiency& hopper = default_compute_efficiency_ref(find_gpu("h100-sxm5-80gb"));
+  gpu.compute.flash_attention_fraction = hopper.flash_attention_fraction * scale;
+  gpu.compute.flash_backward_fraction = hopper.flash_backward_fraction * scale;
+}
 
 bool has_own_compute_defaults(std::string_view gpu_name) {
   for (const default_entry& d : table()) {

@@ -39,6 +39,20 @@ struct measured_gemm_table {
 compute_efficiency default_compute_efficiency(const gpu_spec& gpu);
 /// The same entry, by reference into the table (no copy of its tile list; hot path).
 const compute_efficiency& default_compute_efficiency_ref(const gpu_spec& gpu);
+/// A default fitted on a published table rather than measured (§5.6), for leave-one-source-out: the rows
+/// of `source` (their `source` column) set `value`; without them it would be `prior`.
+struct published_fit {
+  std::string_view constant;
+  std::string_view source;
+  double value = 1;
+  double prior = 1;
+};
+/// Blackwell's attention plateaus over Hopper's (the one such default today).
+const published_fit& blackwell_attention_fit();
+/// Sets `gpu`'s fused-attention plateaus (forward and backward) to `scale` × Hopper's measured ones,
+/// overriding its default (what blackwell_attention_fit's value does for Blackwell).
+void set_attention_plateaus_over_hopper(gpu_spec& gpu, double scale);
+
 /// Whether the table has an entry of its own for the GPU named `gpu_name` (not the nearest one's).
 bool has_own_compute_defaults(std::string_view gpu_name);
 
