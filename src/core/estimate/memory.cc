@@ -441,8 +441,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
           // regather of §4.2.4). Autograd writes the module's whole gradient before ZeRO-3 copies it into
           // its reduce bucket or reduces it (stage3.py __add_grad_to_ipg_bucket).
           const zero3_reuse reuse = zero3_recompute_reuse(job);
-          const double small = largest_layer - reuse.kept_elements - reuse.released_elements;  // norms, biases
-          gathered = small + std::max(reuse.kept_elements, reuse.largest_released_elements);
+          const double matrices = reuse.kept_elements + reuse.released_elements;
+          const double small = std::max(0.0, largest_layer - matrices);  // norms, biases
+          gathered = std::min(largest_layer, small + std::max(reuse.kept_elements, reuse.largest_released_elements));
           gradient = reuse.largest_matrix_elements;
         }
         if (tr.framework == framework_kind::fsdp && (st.has_embedding || st.has_output)) {
