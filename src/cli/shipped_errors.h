@@ -15,6 +15,7 @@ struct shipped_error {
   const char* generation;  ///< generation_of_job ("A100 BF16")
   const char* framework;   ///< "megatron", "deepspeed", "fsdp"
   double error;            ///< predicted / measured − 1, as validation_row::error
+  double held_out_abs_error;  ///< as validation_row::held_out_abs_error (leave_one_source_out; < 0: none)
 };
 
 /// The precomputed rows and their count (`count` 0 and nullptr where the build linked none).

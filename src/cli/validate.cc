@@ -792,20 +792,21 @@ namespace {
 
 /// §5.6: a default fitted on one published source. With that source left out nothing constrains it, so
 /// it falls back to its prior: the source's rows predicted at the prior, beside their in-sample errors.
-published_fold published_source_left_out(const validation_report& r, const published_fit& fit) {
+published_fold published_source_left_out(validation_report& r, const published_fit& fit) {
   published_fold f;
   f.constant = fit.constant;
   f.source = fit.source;
   f.shipped_value = fit.value;
   f.refit_value = fit.prior;
   std::vector<double> held, in_sample;
-  for (const validation_row& v : r.rows) {
+  for (validation_row& v : r.rows) {
     if (v.source != fit.source || !v.skipped.empty()) continue;
     job_spec job = parse_job_args(v.args).job;
     set_attention_plateaus_over_hopper(job.cluster.gpu, fit.prior);
     validation_row refit = v;
     predict_time(job, evaluate_layout(job).time, refit);
-    held.push_back(std::fabs(refit.error));
+    v.held_out_abs_error = std::fabs(refit.error);
+    held.push_back(v.held_out_abs_error);
     in_sample.push_back(std::fabs(v.error));
   }
   f.rows = static_cast<std::int64_t>(held.size());
@@ -824,12 +825,14 @@ void leave_one_source_out(validation_report& r) {
     job_spec job;
     double measured_s = 0, environment_factor = 1;
     std::string source;
+    std::size_t row = 0;  ///< index in r.rows
   };
   std::vector<bloom_case> cases;
-  for (const validation_row& v : r.rows) {
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const validation_row& v = r.rows[i];
     const std::string source = bloom_source_of(v);
     if (source.empty() || !v.skipped.empty() || v.by_tflops) continue;
-    cases.push_back({parse_job_args(v.args).job, v.measured_s, v.environment_factor, source});
+    cases.push_back({parse_job_args(v.args).job, v.measured_s, v.environment_factor, source, i});
   }
   loso_report& out = r.loso;
   out = loso_report{};
@@ -888,6 +891,7 @@ void leave_one_source_out(validation_report& r) {
     for (std::size_t c = 0; c < cases.size(); ++c) {
       if (cases[c].source != held) continue;
       held_out.push_back(error[best * cases.size() + c]);
+      r.rows[cases[c].row].held_out_abs_error = held_out.back();
       // The shipped constants: the row's own prediction (run_validation's).
       job_spec job = cases[c].job;
       held_shipped.push_back(std::fabs(estimate_time(job).iteration_s * cases[c].environment_factor / cases[c].measured_s - 1));
@@ -918,7 +922,7 @@ __attribute__((weak)) const detail::shipped_error* detail::precomputed_shipped_e
 namespace {
 
 /// What expected_error reads of the shipped validation: the precomputed rows where linked, else the
-/// validation itself (computed once).
+/// validation itself with its leave-one-source-out errors (computed once).
 const validation_report& shipped_errors() {
   static const validation_report table = [] {
     std::size_t n = 0;
@@ -929,11 +933,18 @@ const validation_report& shipped_errors() {
       v.generation = rows[i].generation;
       v.framework = rows[i].framework;
       v.error = rows[i].error;
+      v.held_out_abs_error = rows[i].held_out_abs_error;
       r.rows.push_back(std::move(v));
     }
     return r;
   }();
-  return table.rows.empty() ? shipped_validation() : table;
+  if (!table.rows.empty()) return table;
+  static const validation_report computed = [] {
+    validation_report r = shipped_validation();
+    leave_one_source_out(r);
+    return r;
+  }();
+  return computed;
 }
 
 }  // namespace

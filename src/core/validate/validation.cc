@@ -123,7 +123,11 @@ error_band expected_error(const validation_report& r, const std::string& generat
   for (const scope_rule& rule : rules) {
     std::vector<double> errors;
     for (const validation_row& v : r.rows) {
-      if (v.skipped.empty() && rule.keep(v, generation, framework, family)) errors.push_back(std::fabs(v.error));
+      // Each run as it would be predicted out of sample (a row whose source a constant was fitted on,
+      // by the refit without it; §5.8).
+      if (v.skipped.empty() && rule.keep(v, generation, framework, family)) {
+        errors.push_back(v.out_of_sample_abs_error());
+      }
     }
     if (static_cast<std::int64_t>(errors.size()) < kMinBandRuns) continue;
     std::sort(errors.begin(), errors.end());

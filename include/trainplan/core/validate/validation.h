@@ -30,6 +30,13 @@ struct validation_row {
   double predicted_s = 0;          ///< model × environment factor
   double predicted_tflops = 0;     ///< as Megatron reports it at the predicted time
   double error = 0;                ///< predicted / measured − 1
+  /// |error| with the constants fitted on this row's source refitted without it (leave_one_source_out);
+  /// negative where nothing was fitted on the source (its error is already out of sample) or not computed.
+  double held_out_abs_error = -1;
+  /// The |error| a run out of sample would see: held_out_abs_error where computed, else |error|.
+  double out_of_sample_abs_error() const {
+    return held_out_abs_error >= 0 ? held_out_abs_error : (error < 0 ? -error : error);
+  }
   /// Throughput, what a layout table ranks (§5.8): model FLOPs (trainplan's count, no recomputation) per
   /// second per GPU, over the predicted and over the measured time; a TFLOPs row's measured one is its
   /// predicted one scaled by measured / predicted TFLOPs. Comparable across model sizes, GPU counts and
