@@ -30,6 +30,7 @@ enum class ds_role {
   section,         ///< an object whose keys have rows of their own
   ignored,         ///< changes no estimate (the whole value, objects included)
   refused_if_true, ///< a feature trainplan does not model, when on
+  refused_if_false,  ///< a default trainplan models (true): false refused, true changes nothing from it
   offload_device,  ///< offload_optimizer.device: cpu → `flag`; nvme refused; none nothing
   refused_device,  ///< offload_param.device: anything but none is refused
   refused_unless_one,  ///< a fraction trainplan models only at 1 (offload_optimizer.ratio)
@@ -103,7 +104,9 @@ constexpr std::array kKeys = {
     ds_key{"zero_optimization.offload_param.buffer_size", ds_role::ignored, "", ""},
     ds_key{"zero_optimization.offload_param.max_in_cpu", ds_role::ignored, "", ""},
     ds_key{"zero_optimization.offload_param.nvme_path", ds_role::ignored, "", ""},
-    ds_key{"zero_optimization.contiguous_gradients", ds_role::ignored, "", ""},
+    // The flat IPG reduce bucket ZeRO allocates with it (stage3.py, stage_1_and_2.py; §3.7).
+    ds_key{"zero_optimization.contiguous_gradients", ds_role::refused_if_false, "",
+           "the reduce bucket's memory (reduce_bucket_size elements, allocated only with contiguous gradients)"},
     ds_key{"zero_optimization.allgather_partitions", ds_role::ignored, "", ""},
     ds_key{"zero_optimization.reduce_scatter", ds_role::zero_grad_reduce, "--zero-grad-reduce", ""},
     ds_key{"zero_optimization.use_multi_rank_bucket_allreduce", ds_role::zero_grad_reduce, "--zero-grad-reduce", ""},
@@ -252,6 +255,12 @@ struct walker {
         case ds_role::refused_if_true:
           if (is_on(value)) fail(key, fmt::format("{} would change {}, which trainplan does not model", value.dump(), k->what));
           out.ignored.push_back(name_ + ":" + key);
+          break;
+        case ds_role::refused_if_false:
+          if (!value.is_boolean()) fail(key, "expected true or false, got " + value.dump());
+          if (!value.get<bool>()) {
+            fail(key, fmt::format("false would change {}, which trainplan does not model", k->what));
+          }
           break;
         case ds_role::refused_if_technique_on:
           if (data_efficiency_technique_on(value)) {

@@ -534,6 +534,14 @@ TEST(ArgsDeepSpeedConfig, WhatItDoesNotModelIsRefusedByKey) {
   };
   EXPECT_THAT(error_with("ds_unknown.json", "{\n  \"train_batch_size\": 64,\n  \"fancy_new_feature\": {}\n}"),
               AllOf(HasSubstr("ds_unknown.json:3: fancy_new_feature: not a DeepSpeed setting trainplan knows")));
+  // contiguous_gradients: true is the default the memory model counts (the reduce bucket, §3.7); false
+  // would drop that bucket, and is refused by name.
+  EXPECT_THAT(error_with("ds_contig.json", R"({"zero_optimization": {"stage": 3, "contiguous_gradients": false}})"),
+              HasSubstr("zero_optimization.contiguous_gradients: false would change the reduce bucket's memory"));
+  EXPECT_THAT(error_with("ds_contig2.json", R"({"zero_optimization": {"stage": 3, "contiguous_gradients": 1}})"),
+              HasSubstr("zero_optimization.contiguous_gradients: expected true or false, got 1"));
+  EXPECT_EQ(error_with("ds_contig3.json", R"({"zero_optimization": {"stage": 3, "contiguous_gradients": true}})"),
+            "");  // accepted
   EXPECT_THAT(error_with("ds_param.json", R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})"),
               HasSubstr("zero_optimization.offload_param.device: \"cpu\" would change where the parameters live"));
   EXPECT_THAT(error_with("ds_twin.json", R"({"zero_optimization": {"offload_optimizer": {"device": "cpu", "ratio": 0.3}}})"),
