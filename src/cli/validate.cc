@@ -802,7 +802,7 @@ published_fold published_source_left_out(validation_report& r, const published_f
   for (validation_row& v : r.rows) {
     if (v.source != fit.source || !v.skipped.empty()) continue;
     job_spec job = parse_job_args(v.args).job;
-    set_attention_plateaus_over_hopper(job.cluster.gpu, fit.prior);
+    fit.set(job.cluster.gpu, fit.prior);
     validation_row refit = v;
     predict_time(job, evaluate_layout(job).time, refit);
     v.held_out_abs_error = std::fabs(refit.error);

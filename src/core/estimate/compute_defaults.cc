@@ -127,7 +127,7 @@ const std::vector<default_entry>& table() {
 const published_fit& blackwell_attention_fit() {
   static const published_fit fit{"Blackwell's cuDNN attention plateaus, × Hopper's measured ones",
                                  "NeMo long-sequence performance doc (LLAMA3-8B, FP8, B200, NeMo25.04.rc2)",
-                                 kBlackwellAttentionScale, 1.0};
+                                 kBlackwellAttentionScale, 1.0, &set_attention_plateaus_over_hopper};
   return fit;
 }
 

@@ -46,6 +46,8 @@ struct published_fit {
   std::string_view source;
   double value = 1;
   double prior = 1;
+  /// Sets the constant on `gpu` (overriding its default) to the given value.
+  void (*set)(gpu_spec& gpu, double value) = nullptr;
 };
 /// Blackwell's attention plateaus over Hopper's (the one such default today).
 const published_fit& blackwell_attention_fit();
