@@ -266,24 +266,26 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   // Hopper's constants are measured on our own H100/H200 (§5.6), none fitted on these rows: every H100
   // row of both tables is out of sample. Floors at today's values (2026-11-27, with §5.5.1's GEMM slices,
   // NeMo's rows compared by their throughput, TFLOPs-only rows by their source's count of the whole s²
-  // square (§5.8), and FlashAttention-2 where the launcher disabled cuDNN's attention: BF16 11.0% / 22.3%,
-  // FP8 4.0% / 11.0% over 19 rows (16.7% / 42.9% with cuDNN's rates, the long-sequence rows 46-54 then
-  // −14% to −43%); the second table's BF16 4.8%, FP8 8.6%). Megatron-Core r0.8.0's BF16 rows (11-19) are
-  // all too fast, −4% to −22%, ranked at Spearman 0.75; with MBS 1 for its PP 1 rows they were 10.0% /
-  // 32.4% at Spearman 0.13 (row 14 +32%, its DP traffic exposed: published-conditions.csv says why not).
+  // square (§5.8), FlashAttention-2 where the launcher disabled cuDNN's attention, and since 2026-11-27 the
+  // SMs a hidden DP collective's kernel holds (§5.4): BF16 5.7% / 19.1%, FP8 3.8% / 9.2% over 19 rows
+  // (16.7% / 42.9% with cuDNN's rates, the long-sequence rows 46-54 then −14% to −43%); the second table's
+  // BF16 5.2%, FP8 7.2%). Megatron-Core r0.8.0's BF16 rows (11-19) were all too fast, −4% to −22%, at
+  // Spearman 0.75 without the collectives' SMs; with them rows 11-13 stay fast and row 14 (32B, its 16 GB
+  // fp32 reduce-scatter all hidden under its one backward) comes out +4%, Spearman 0.65. With MBS 1 for its
+  // PP 1 rows they were 10.0% / 32.4% at Spearman 0.13 (published-conditions.csv says why not).
   EXPECT_EQ(gen["H100 BF16"].rows, 9);
-  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.115);
-  EXPECT_LE(gen["H100 BF16"].max_abs_error, 0.23);
-  EXPECT_GE(gen["H100 BF16"].spearman, 0.7);
-  for (const char* row : {"11", "12", "13", "14"}) EXPECT_LT(by[row]->error, 0) << row;
+  EXPECT_LE(gen["H100 BF16"].median_abs_error, 0.06);
+  EXPECT_LE(gen["H100 BF16"].max_abs_error, 0.20);
+  EXPECT_GE(gen["H100 BF16"].spearman, 0.6);
+  for (const char* row : {"11", "12", "13"}) EXPECT_LT(by[row]->error, 0) << row;
   EXPECT_EQ(gen["H100 FP8"].rows, 19);
-  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.05);
-  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.12);
+  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.04);
+  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.10);
   EXPECT_LE(gen["H100 BF16, held out"].median_abs_error, 0.06);
   // Its worst: Megatron CI's VPP 8 run (−19%) and torchtitan's eager runs (−14%, −17% with their eager
   // RMSNorm, RoPE and K/V copies, §5.3; −31% and −33% before).
   EXPECT_LE(gen["H100 BF16, held out"].max_abs_error, 0.20);
-  EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.09);
+  EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.08);
   // Rows 15-19 (PP > 1) run interleaved, 1 layer per virtual stage, as published-conditions.csv says why.
   EXPECT_THAT(by["16"]->assumed, ::testing::HasSubstr("1 layer per virtual stage"));
   EXPECT_NE(std::find(by["19"]->args.begin(), by["19"]->args.end(), "--num-layers-per-virtual-pipeline-stage"),

@@ -13,6 +13,19 @@ namespace trainplan {
 
 namespace {
 
+/// SMs a data-parallel collective's NCCL kernel holds while it runs: one thread block per channel
+/// (src/enqueue.cc, grid = nChannels), and on NVSwitch nodes with a NIC per GPU the ring search reaches
+/// its cap of MAXCHANNELS / 2 = 32 channels (src/init.cc ringGraph->maxChannels, src/graph/search.cc
+/// ncclTopoDupChannels; NCCL logs "32 coll channels" on DGX A100/H100). docs/formulas.md §5.4.
+constexpr double kCollectiveSms = 32;
+
+/// The compute beside an overlapped DP collective takes SMs / (SMs − C) as long (the GEMM's waves over
+/// the SMs left, as §5.5.1 prices TE's userbuffers): extra seconds per second of collective hidden.
+double overlap_compute_stretch(const gpu_spec& gpu) {
+  const double sms = static_cast<double>(gpu.sm_count);
+  return sms > 2 * kCollectiveSms ? kCollectiveSms / (sms - kCollectiveSms) : 0.0;
+}
+
 /// The communication account (summarize_comm's per-stage seconds by slot and overlap) placed on each
 /// rank (§5.5): rows inside the passes per micro-batch and chunk, CP's exchange less the attention it
 /// runs under, ZeRO-3/FSDP's per-layer traffic less the compute it is prefetched under; the gradient
@@ -136,6 +149,9 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   // DeepSpeed's overlap_comm at stage 0/1 reduces the buckets under the last backward as Megatron's
   // --overlap-grad-reduce does (§5.5.2).
   in.overlap_grad_reduce = tc.overlap_grad_reduce || (overlap_comm_on(tc) && tc.zero_stage <= 1);
+  // §5.4: an overlapped DP collective's kernel holds SMs the compute under it would use.
+  const double stretch = overlap_compute_stretch(job.cluster.gpu);
+  in.overlap_compute_stretch = stretch;
   in.record_events = record_events;
   // Each rank's passes (compute + exposed communication, per micro-batch and chunk), then as the
   // schedule runs them: GPipe on a VPP layout runs a rank's chunks as one.
@@ -154,7 +170,9 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     const double window_s = first_forward_s + (tc.overlap_param_gather_with_step ? sc.optimizer_s + c.optimizer_s : 0.0);
     // FSDP2 under a pipeline gathers unit by unit, prefetching the next, under the first forward.
     const bool gather_under_forward = tc.overlap_param_gather || job.resolved.row().pipelined;
-    const double gather_s = gather_under_forward ? std::max(0.0, c.param_gather_s - window_s) : c.param_gather_s;
+    // What hides runs beside the forward, which its kernel's SMs stretch (§5.4).
+    const double hidden_s = gather_under_forward ? std::min(c.param_gather_s, window_s) : 0.0;
+    const double gather_s = c.param_gather_s - hidden_s + hidden_s * stretch;
     pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
                        sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s, sc.drain_s};
     // §5.4: CPU offloading copies each of the first N layers' activations to host beside the next layer's

@@ -35,6 +35,19 @@ TEST(Overlap, ParamGatherHidesUnderTheFirstForwardAndNeverBelowZero) {
   EXPECT_LT(overlapped.iteration_s, plain.iteration_s);
 }
 
+// §5.4: a DP collective hidden under compute still holds its NCCL kernel's SMs, one per channel, 32 on
+// NVSwitch nodes: the backward under the gradient reduction runs 132 / (132 − 32) as long on an H100 for
+// as long as they overlap. By hand per rank: exposed = max(0, R − B) + min(R, B) · 32 / 100.
+TEST(Overlap, HiddenCollectivesStretchTheComputeBesideThemByTheirKernelsSms) {
+  const time_report t = time_with({"--overlap-grad-reduce"});
+  ASSERT_EQ(t.pipeline.stages.size(), 2u);
+  for (std::size_t i = 0; i < t.passes.size(); ++i) {
+    const double r = t.passes[i].grad_reduce_s, b = t.passes[i].backward_s;
+    ASSERT_GT(r, 0);
+    EXPECT_NEAR(t.pipeline.stages[i].grad_reduce_exposed_s, std::max(0.0, r - b) + std::min(r, b) * 0.32, 1e-12) << i;
+  }
+}
+
 TEST(Overlap, GradReduceHidesUnderTheLastBackward) {
   const time_report plain = time_with({}), overlapped = time_with({"--overlap-grad-reduce"});
   EXPECT_LE(overlapped.breakdown.dp_comm_s, plain.breakdown.dp_comm_s);
@@ -54,7 +67,11 @@ TEST(Overlap, TorchDdpAllReducesItsBucketsUnderTheLastBackward) {
   const time_report local = estimate_time(parse(gpt2).job);
   const time_report ddp = estimate_time(torch.job);
   EXPECT_GT(local.breakdown.dp_comm_s, 0.15);
-  EXPECT_LT(ddp.breakdown.dp_comm_s, 1e-3);  // the loss scalars' all-reduces alone
+  // Hidden, the all-reduce still holds 32 of the A100's 108 SMs: the backward under it takes 32/76 of it
+  // longer (§5.4), which the breakdown books as DP communication.
+  const stage_comm& c = ddp.comm.front();
+  EXPECT_NEAR(ddp.pipeline.stages.front().grad_reduce_exposed_s, c.grad_reduce_s * 32.0 / 76.0, 1e-12);
+  EXPECT_LT(ddp.breakdown.dp_comm_s, 0.5 * local.breakdown.dp_comm_s);
   EXPECT_DOUBLE_EQ(ddp.iteration_s, estimate_time(parse(concat(gpt2, {"--overlap-grad-reduce", "--bucket-size-bytes",
                                                                       std::to_string(25 << 20)})).job).iteration_s);
   EXPECT_DOUBLE_EQ(estimate_time(parse(concat(gpt2, {"--DDP-impl", "local"})).job).iteration_s, local.iteration_s);
@@ -306,8 +323,13 @@ TEST(OverlapParamGather, WithTheOptimizerStepTheStepHidesPartOfTheGather) {
     const stage_compute& sc = plain.compute.stages[i];
     const stage_comm& c = plain.comm[i];
     const double forward_window = (sc.forward_s + c.forward_s) * 4;
-    const double exposed = std::max(0.0, c.param_gather_s - forward_window);
-    const double exposed_with_step = std::max(0.0, c.param_gather_s - forward_window - sc.optimizer_s - c.optimizer_s);
+    // What hides stretches the compute it runs beside by its kernel's 32 SMs of the A100's 108 (§5.4).
+    auto exposed_in = [&](double window_s) {
+      const double hidden = std::min(c.param_gather_s, window_s);
+      return c.param_gather_s - hidden + hidden * 32.0 / 76.0;
+    };
+    const double exposed = exposed_in(forward_window);
+    const double exposed_with_step = exposed_in(forward_window + sc.optimizer_s + c.optimizer_s);
     EXPECT_NEAR(plain.passes[i].optimizer_s - step.passes[i].optimizer_s, exposed - exposed_with_step, 1e-12) << i;
   }
   EXPECT_LE(step.iteration_s, plain.iteration_s);

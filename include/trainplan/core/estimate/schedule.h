@@ -75,6 +75,9 @@ struct schedule_input {
   /// 1F1B loop; §5.4).
   bool overlap_p2p_warmup_flush = false;
   bool overlap_grad_reduce = false;  ///< the DP reduction runs under the last micro-batch's backward
+  /// With overlap_grad_reduce: how much longer the compute runs while the reduction's NCCL kernel holds
+  /// its SMs, per second of reduction hidden (C / (SMs − C), C the kernel's SMs; §5.4).
+  double overlap_compute_stretch = 0;
   bool record_events = false;        ///< fill schedule_result::events (the simulation then always runs)
 };
 
