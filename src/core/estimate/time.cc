@@ -14,16 +14,23 @@ namespace trainplan {
 namespace {
 
 /// SMs a data-parallel collective's NCCL kernel holds while it runs: one thread block per channel
-/// (src/enqueue.cc, grid = nChannels), and on NVSwitch nodes with a NIC per GPU the ring search reaches
-/// its cap of MAXCHANNELS / 2 = 32 channels (src/init.cc ringGraph->maxChannels, src/graph/search.cc
-/// ncclTopoDupChannels; NCCL logs "32 coll channels" on DGX A100/H100). docs/formulas.md §5.4.
-constexpr double kCollectiveSms = 32;
+/// (src/enqueue.cc, grid = nChannels). Across nodes every ring leaves the node through a NIC: the search
+/// finds one ring per NIC (src/graph/search.cc), ncclTopoDupChannels doubles them and ncclTopoPostset
+/// (src/graph/connect.cc) doubles them again, 4 channels per NIC up to the ring graph's cap of 32
+/// (src/init.cc ringGraph->maxChannels = MAXCHANNELS / 2): 32 on DGX A100/H100 nodes (8 NICs), 16 with 4
+/// NICs, 4 with one. Within one NVSwitch node the search reaches the cap (docs/formulas.md §5.4).
+double collective_sms(const job_spec& job) {
+  constexpr double kRingCap = 32;
+  const cluster_spec& c = job.cluster;
+  if (job.num_gpus <= c.gpus_per_node) return kRingCap;
+  return std::min(kRingCap, 4.0 * static_cast<double>(c.nics_per_node));
+}
 
 /// The compute beside an overlapped DP collective takes SMs / (SMs − C) as long (the GEMM's waves over
 /// the SMs left, as §5.5.1 prices TE's userbuffers): extra seconds per second of collective hidden.
-double overlap_compute_stretch(const gpu_spec& gpu) {
-  const double sms = static_cast<double>(gpu.sm_count);
-  return sms > 2 * kCollectiveSms ? kCollectiveSms / (sms - kCollectiveSms) : 0.0;
+double overlap_compute_stretch(const job_spec& job) {
+  const double sms = static_cast<double>(job.cluster.gpu.sm_count), held = collective_sms(job);
+  return sms > 2 * held ? held / (sms - held) : 0.0;
 }
 
 /// The communication account (summarize_comm's per-stage seconds by slot and overlap) placed on each
@@ -36,6 +43,7 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
   const double m = static_cast<double>(job.num_microbatches());
   const double v = static_cast<double>(job.parallel.vpp);
   const double per_pass = 1.0 / (m * v);
+  const double stretch = overlap_compute_stretch(job);
   const pass_time& att_fwd = cr.of(layer_kind::dense).forward;
   const pass_time& att_bwd = cr.of(layer_kind::dense).backward;
   out.assign(cr.stages.size(), stage_comm{});
@@ -57,8 +65,8 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
     struct pass_parts {
       double attention_s, gemm_s, shared_expert_s, pass_s;
     };
-    // Returns the exposed seconds per pass and the data-parallel dimension's part of them (each overlap's
-    // exposed remainder split in proportion to its rows).
+    // Returns the exposed seconds per pass, the data-parallel dimension's part of them (each overlap's
+    // exposed remainder split in proportion to its rows) and the stretch among them.
     auto exposed = [&](comm_slot slot, const pass_parts& part) {
       auto rows = [&](comm_overlap o) { return a.at(slot, o) * per_pass; };
       const double attention = rows(comm_overlap::attention), gemm = rows(comm_overlap::gemm);
@@ -71,23 +79,31 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
       auto dp_part = [&](comm_overlap o, double all, double hidden) {
         return all > 0 ? (all - hidden) * a.dp_at(slot, o) * per_pass / all : 0.0;
       };
-      const double dp = a.dp_at(slot) * per_pass + dp_part(comm_overlap::attention, attention, hid_attention) +
+      // ZeRO-2/3 and FSDP's hidden per-layer collectives hold their kernel's SMs too (§5.4): the pass they
+      // hide under runs longer by the stretch of their share of the hidden seconds, booked as DP traffic.
+      const double dp_hidden = layer > 0 ? hid_layer * a.dp_at(slot, comm_overlap::layer) * per_pass / layer : 0.0;
+      const double stretched = dp_hidden * stretch;
+      const double dp = stretched + a.dp_at(slot) * per_pass +
+                        dp_part(comm_overlap::attention, attention, hid_attention) +
                         dp_part(comm_overlap::gemm, gemm, hid_gemm) +
                         dp_part(comm_overlap::shared_expert, shared, hid_shared) +
                         dp_part(comm_overlap::layer, layer, hid_layer);
-      return std::pair{a.at(slot) * per_pass + attention + gemm + shared + layer -
-                           (hid_attention + hid_shared + hid_gemm + hid_layer),
-                       dp};
+      return std::tuple{stretched + a.at(slot) * per_pass + attention + gemm + shared + layer -
+                            (hid_attention + hid_shared + hid_gemm + hid_layer),
+                        dp, stretched};
     };
     stage_comm& c = out[i];
-    std::tie(c.forward_s, c.forward_dp_s) =
+    double stretch_fwd = 0, stretch_bwd = 0;
+    std::tie(c.forward_s, c.forward_dp_s, stretch_fwd) =
         exposed(comm_slot::forward, {attention_fwd, sc.forward_gemm_s, sc.forward_shared_expert_s, sc.forward_s});
-    std::tie(c.backward_s, c.backward_dp_s) =
+    std::tie(c.backward_s, c.backward_dp_s, stretch_bwd) =
         exposed(comm_slot::backward, {attention_bwd, sc.backward_gemm_s, sc.backward_shared_expert_s, sc.backward_s});
+    c.stretch_s = stretch_fwd + stretch_bwd;
     c.grad_reduce_s = a.slot_s(comm_slot::grad_reduce);
     c.param_gather_s = a.slot_s(comm_slot::param_gather);
     c.optimizer_s = a.slot_s(comm_slot::optimizer);
-    c.hidden_s = a.slot_s(comm_slot::forward) + a.slot_s(comm_slot::backward) - (c.forward_s + c.backward_s) / per_pass;
+    c.hidden_s = a.slot_s(comm_slot::forward) + a.slot_s(comm_slot::backward) -
+                 (c.forward_s + c.backward_s - c.stretch_s) / per_pass;
   }
 }
 
@@ -150,7 +166,7 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   // --overlap-grad-reduce does (§5.5.2).
   in.overlap_grad_reduce = tc.overlap_grad_reduce || (overlap_comm_on(tc) && tc.zero_stage <= 1);
   // §5.4: an overlapped DP collective's kernel holds SMs the compute under it would use.
-  const double stretch = overlap_compute_stretch(job.cluster.gpu);
+  const double stretch = overlap_compute_stretch(job);
   in.overlap_compute_stretch = stretch;
   in.record_events = record_events;
   // Each rank's passes (compute + exposed communication, per micro-batch and chunk), then as the

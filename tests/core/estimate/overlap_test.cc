@@ -48,6 +48,23 @@ TEST(Overlap, HiddenCollectivesStretchTheComputeBesideThemByTheirKernelsSms) {
   }
 }
 
+// The same for FSDP's per-layer gathers and reduce-scatters hidden under the passes: one node's 32 SMs of
+// the H100's 132, so each pass runs 0.32 of its hidden DP seconds longer, and the hidden figure is the
+// collectives' own (Llama-3-8B on 8 GPUs, TP 1: every in-pass row is data-parallel).
+TEST(Overlap, HiddenPerLayerCollectivesStretchThePassesTheyHideUnder) {
+  const parsed_job pj = parse({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework",
+                               "fsdp", "--zero-stage", "3", "--mbs", "2", "--gbs", "32", "--seq-length", "8192",
+                               "--recompute-granularity", "full"});
+  const time_report t = estimate_time(pj.job);
+  const double passes = static_cast<double>(pj.job.num_microbatches());
+  ASSERT_EQ(t.comm.size(), 1u);
+  const stage_comm& c = t.comm.front();
+  ASSERT_GT(c.hidden_s, 0);
+  EXPECT_NEAR(c.stretch_s, 0.32 * c.hidden_s / passes, 1e-12);
+  EXPECT_NEAR(c.forward_dp_s + c.backward_dp_s, c.forward_s + c.backward_s, 1e-12);  // all of it data-parallel
+  EXPECT_GE(c.forward_s + c.backward_s, c.stretch_s);
+}
+
 TEST(Overlap, GradReduceHidesUnderTheLastBackward) {
   const time_report plain = time_with({}), overlapped = time_with({"--overlap-grad-reduce"});
   EXPECT_LE(overlapped.breakdown.dp_comm_s, plain.breakdown.dp_comm_s);

@@ -47,7 +47,8 @@ double iteration_s(const args_t& a) { return estimate_time(parse(a).job).iterati
 TEST(Zero3Seed002, FittedAndHeldOutStage3Rows) {
   // The fetch cost (8 ms) and the per-rank copy (9 µs) were fitted on the p3dn ZeRO-3 rows: the 16-node
   // ratio to ZeRO-2 (77 against 178 samples/s) and the fall over 2, 4, 8, 16 nodes (11.6, 23, 41, 77
-  // samples/s): within −2…+9% as times. ZeRO-2 (not fitted): +5% on 16 p3dn nodes, −1% on 16 p4d nodes.
+  // samples/s): within −2…+9% as times. ZeRO-2 (not fitted): +7% on 16 p3dn nodes, +4% on 16 p4d nodes
+  // (+5% and −1% before the SMs of the reductions it hides were priced, 4 and 16 of them: §5.4).
   // Held out, the 4 p4d nodes' ZeRO-3 (44 samples/s) come out 27% slow: the fetch cost fitted on the
   // p3dn's 100 Gb/s EFA and V100s stays 8 ms on the p4d's 400 Gb/s and A100s (§5.9).
   struct row {
@@ -59,7 +60,7 @@ TEST(Zero3Seed002, FittedAndHeldOutStage3Rows) {
   };
   for (const row& r : {row{"aws-p3dn", 2, 11.6, &kZero3Seed, -0.02}, row{"aws-p3dn", 4, 23, &kZero3Seed, 0.085},
                        row{"aws-p3dn", 8, 41, &kZero3Seed, 0.036}, row{"aws-p3dn", 16, 77, &kZero3Seed, 0.041},
-                       row{"aws-p3dn", 16, 178, &kZero2, 0.052}, row{"aws-p4d", 16, 432, &kZero2, -0.008},
+                       row{"aws-p3dn", 16, 178, &kZero2, 0.072}, row{"aws-p4d", 16, 432, &kZero2, 0.036},
                        row{"aws-p4d", 4, 44, &kZero3Seed, 0.266}}) {
     SCOPED_TRACE(std::string(r.cluster) + " × " + std::to_string(r.nodes));
     EXPECT_NEAR(iteration_s(seed002(r.cluster, r.nodes, *r.zero)) / measured_iteration_s(r.nodes, r.samples_per_s) - 1,

@@ -35,6 +35,9 @@ struct stage_comm {
   double param_gather_s = 0;     ///< ZeRO-1/2 all-gather of updated weights after the step
   double optimizer_s = 0;        ///< the step's collectives (gradient norm, found-inf)
   double hidden_s = 0;           ///< per iteration: CP exchange and ZeRO-3/FSDP prefetch hidden under compute
+  /// Per micro-batch and chunk, inside forward_s + backward_s and their _dp_s parts: how much longer the
+  /// passes run while hidden DP collectives hold their kernels' SMs (docs/formulas.md §5.4).
+  double stretch_s = 0;
 };
 
 struct time_report {
