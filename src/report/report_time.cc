@@ -38,6 +38,9 @@ json time_json(const time_report& r) {
   const time_breakdown& b = r.breakdown;
   t["breakdown_s"] = {{"compute", b.compute_s},     {"tp_cp_ep_comm", b.tp_comm_s}, {"pipeline_bubble_and_p2p", b.pipeline_s},
                       {"dp_comm", b.dp_comm_s},     {"optimizer", b.optimizer_s}};
+  // Not a cause of its own: the part of dp_comm and optimizer that is compute slowed by hidden DP
+  // collectives' SMs (§5.4), so breakdown_s still sums to the iteration.
+  t["collective_sm_stretch_s"] = b.collective_sm_stretch_s;
   json stages = json::array();
   for (std::size_t i = 0; i < r.compute.stages.size(); ++i) {
     const stage_compute& s = r.compute.stages[i];
@@ -109,6 +112,11 @@ std::string text_reporter::time(const run_context& ctx, const time_report& r) co
   line("pipeline bubble + p2p", b.pipeline_s);
   line("exposed DP comm", b.dp_comm_s);
   line("optimizer (+ param gather)", b.optimizer_s);
+  if (b.collective_sm_stretch_s > 0) {
+    o += fmt::format("  of the last two, {:.2f} s is compute slowed by the SMs that hidden DP collectives hold "
+                     "(docs/formulas.md §5.4)\n",
+                     b.collective_sm_stretch_s);
+  }
   o += "\nPer pipeline rank (one micro-batch; busy/idle over the iteration):\n";
   o += "  stage layers  forward_s backward_s     busy_s     send_s     idle_s\n";
   for (std::size_t i = 0; i < r.compute.stages.size(); ++i) {

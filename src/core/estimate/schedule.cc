@@ -168,7 +168,8 @@ void finish(const schedule_input& in, schedule_result& r) {
     u.grad_reduce_exposed_s =
         exposed_reduction_s(s.grad_reduce_s, s.backward_s, p, in.num_chunks, in.overlap_grad_reduce);
     // What the reduction hides under runs slower by the SMs its kernel holds (§5.4).
-    u.grad_reduce_exposed_s += (s.grad_reduce_s - u.grad_reduce_exposed_s) * in.overlap_compute_stretch;
+    u.grad_reduce_stretch_s = (s.grad_reduce_s - u.grad_reduce_exposed_s) * in.overlap_compute_stretch;
+    u.grad_reduce_exposed_s += u.grad_reduce_stretch_s;
     drained = std::max(drained, u.pipeline_end_s + s.drain_s);
     const double stage_end = u.pipeline_end_s + s.drain_s + u.grad_reduce_exposed_s;
     if (stage_end > end) {

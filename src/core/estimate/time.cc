@@ -174,6 +174,8 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   const double chunks = static_cast<double>(p.vpp) / static_cast<double>(in.num_chunks);
   r.passes.resize(r.compute.stages.size());
   in.stages.resize(r.compute.stages.size());
+  thread_local std::vector<double> gather_stretch_s;
+  gather_stretch_s.assign(r.compute.stages.size(), 0.0);
   for (std::size_t i = 0; i < r.passes.size(); ++i) {
     const stage_compute& sc = r.compute.stages[i];
     const stage_comm& c = r.comm[i];
@@ -189,6 +191,7 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     // What hides runs beside the forward, which its kernel's SMs stretch (§5.4).
     const double hidden_s = gather_under_forward ? std::min(c.param_gather_s, window_s) : 0.0;
     const double gather_s = c.param_gather_s - hidden_s + hidden_s * stretch;
+    gather_stretch_s[i] = hidden_s * stretch;
     pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
                        sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s, sc.drain_s};
     // §5.4: CPU offloading copies each of the first N layers' activations to host beside the next layer's
@@ -257,6 +260,15 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
       std::max(0.0, r.pipeline.pipeline_s + r.pipeline.drain_exposed_s - b.compute_s - b.tp_comm_s - in_pass_dp_s);
   b.dp_comm_s = r.pipeline.grad_reduce_exposed_s + in_pass_dp_s;
   b.optimizer_s = r.pipeline.optimizer_s;
+  // §5.4: the stretch inside those, on the rank the iteration waits for (the busiest one's passes, the
+  // critical one's reduction and gather).
+  const auto critical = static_cast<std::size_t>(r.pipeline.critical_stage);
+  const double reduce_stretch_s =
+      critical < r.pipeline.stages.size()
+          ? std::min(r.pipeline.grad_reduce_exposed_s, r.pipeline.stages[critical].grad_reduce_stretch_s)
+          : 0.0;
+  const double step_stretch_s = critical < gather_stretch_s.size() ? gather_stretch_s[critical] : 0.0;
+  b.collective_sm_stretch_s = work * c.stretch_s + reduce_stretch_s + std::min(b.optimizer_s, step_stretch_s);
 }
 
 }  // namespace

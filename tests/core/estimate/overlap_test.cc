@@ -46,6 +46,11 @@ TEST(Overlap, HiddenCollectivesStretchTheComputeBesideThemByTheirKernelsSms) {
     ASSERT_GT(r, 0);
     EXPECT_NEAR(t.pipeline.stages[i].grad_reduce_exposed_s, std::max(0.0, r - b) + std::min(r, b) * 0.32, 1e-12) << i;
   }
+  // The breakdown says which part of its DP line is that stretch: the critical rank's.
+  const auto k = static_cast<std::size_t>(t.pipeline.critical_stage);
+  EXPECT_NEAR(t.breakdown.collective_sm_stretch_s, std::min(t.passes[k].grad_reduce_s, t.passes[k].backward_s) * 0.32,
+              1e-12);
+  EXPECT_LE(t.breakdown.collective_sm_stretch_s, t.breakdown.dp_comm_s);
 }
 
 // The same for FSDP's per-layer gathers and reduce-scatters hidden under the passes: one node's 32 SMs of

@@ -97,6 +97,7 @@ struct stage_usage {
   double idle_s = 0;        ///< waiting inside the pipeline phase
   double pipeline_end_s = 0;  ///< end of this rank's last backward
   double grad_reduce_exposed_s = 0;
+  double grad_reduce_stretch_s = 0;  ///< of grad_reduce_exposed_s: the backward the hidden part stretches (§5.4)
 };
 
 struct schedule_result {

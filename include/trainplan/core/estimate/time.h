@@ -22,6 +22,9 @@ struct time_breakdown {
   /// ZeRO-2/3 and FSDP gathers and reduce-scatters inside micro-batches
   double dp_comm_s = 0;
   double optimizer_s = 0;        ///< optimizer step and the ZeRO parameter all-gather after it
+  /// Of dp_comm_s and optimizer_s: the compute that DP collectives hidden under it stretch by the SMs
+  /// their NCCL kernels hold (docs/formulas.md §5.4); the rest of those two is communication exposed.
+  double collective_sm_stretch_s = 0;
 };
 
 /// Exposed communication of one rank, placed from comm's account (stage_comm_account, §5.5): per
