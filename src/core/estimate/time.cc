@@ -22,7 +22,7 @@ namespace {
 double collective_sms(const job_spec& job) {
   constexpr double kRingCap = 32;
   const cluster_spec& c = job.cluster;
-  if (job.num_gpus <= c.gpus_per_node) return kRingCap;
+  if (c.num_nodes <= 1) return kRingCap;  // the nodes the job occupies (finalize_job)
   return std::min(kRingCap, 4.0 * static_cast<double>(c.nics_per_node));
 }
 
@@ -174,24 +174,26 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   const double chunks = static_cast<double>(p.vpp) / static_cast<double>(in.num_chunks);
   r.passes.resize(r.compute.stages.size());
   in.stages.resize(r.compute.stages.size());
-  thread_local std::vector<double> gather_stretch_s;
-  gather_stretch_s.assign(r.compute.stages.size(), 0.0);
+  // §5.4: with --overlap-param-gather the all-gather of the updated parameters runs bucket by bucket
+  // under the next iteration's first forward of this rank (every chunk of it); what does not fit
+  // stays exposed. --overlap-param-gather-with-optimizer-step starts it under the rank's optimizer step
+  // as well. FSDP2 under a pipeline gathers unit by unit, prefetching the next, under the first forward.
+  // Returns the seconds of rank i's gather that hide.
+  const bool gather_under_forward = tc.overlap_param_gather || job.resolved.row().pipelined;
+  auto hidden_gather_s = [&](std::size_t i) {
+    const stage_compute& sc = r.compute.stages[i];
+    const stage_comm& c = r.comm[i];
+    const double first_forward_s = (sc.forward_s + c.forward_s) * static_cast<double>(p.vpp);
+    const double window_s = first_forward_s + (tc.overlap_param_gather_with_step ? sc.optimizer_s + c.optimizer_s : 0.0);
+    return gather_under_forward ? std::min(c.param_gather_s, window_s) : 0.0;
+  };
   for (std::size_t i = 0; i < r.passes.size(); ++i) {
     const stage_compute& sc = r.compute.stages[i];
     const stage_comm& c = r.comm[i];
     stage_times& pass = r.passes[i];
-    // §5.4: with --overlap-param-gather the all-gather of the updated parameters runs bucket by bucket
-    // under the next iteration's first forward of this rank (every chunk of it); what does not fit
-    // stays exposed.
-    // --overlap-param-gather-with-optimizer-step starts it under the rank's optimizer step as well.
-    const double first_forward_s = (sc.forward_s + c.forward_s) * static_cast<double>(p.vpp);
-    const double window_s = first_forward_s + (tc.overlap_param_gather_with_step ? sc.optimizer_s + c.optimizer_s : 0.0);
-    // FSDP2 under a pipeline gathers unit by unit, prefetching the next, under the first forward.
-    const bool gather_under_forward = tc.overlap_param_gather || job.resolved.row().pipelined;
     // What hides runs beside the forward, which its kernel's SMs stretch (§5.4).
-    const double hidden_s = gather_under_forward ? std::min(c.param_gather_s, window_s) : 0.0;
+    const double hidden_s = hidden_gather_s(i);
     const double gather_s = c.param_gather_s - hidden_s + hidden_s * stretch;
-    gather_stretch_s[i] = hidden_s * stretch;
     pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
                        sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s, sc.drain_s};
     // §5.4: CPU offloading copies each of the first N layers' activations to host beside the next layer's
@@ -267,7 +269,7 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
       critical < r.pipeline.stages.size()
           ? std::min(r.pipeline.grad_reduce_exposed_s, r.pipeline.stages[critical].grad_reduce_stretch_s)
           : 0.0;
-  const double step_stretch_s = critical < gather_stretch_s.size() ? gather_stretch_s[critical] : 0.0;
+  const double step_stretch_s = critical < r.comm.size() ? hidden_gather_s(critical) * stretch : 0.0;
   b.collective_sm_stretch_s = work * c.stretch_s + reduce_stretch_s + std::min(b.optimizer_s, step_stretch_s);
 }
 
