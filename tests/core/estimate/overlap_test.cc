@@ -53,6 +53,23 @@ TEST(Overlap, HiddenCollectivesStretchTheComputeBesideThemByTheirKernelsSms) {
   EXPECT_LE(t.breakdown.collective_sm_stretch_s, t.breakdown.dp_comm_s);
 }
 
+// C is NCCL's channel count: 4 per NIC across nodes, up to 32, and 32 within a node. A DGX A100 job of one
+// node and of 16 (8 NICs) holds 32 of the A100's 108 SMs; the same on p4d nodes (4 NICs) 16.
+TEST(Overlap, TheSmsAHiddenReductionHoldsFollowNcclsChannelsPerNic) {
+  auto stretch_of = [](const char* cluster, const char* gpus) {
+    const time_report t = estimate_time(parse({"--model", "llama3-8b", "--cluster", cluster, "--num-gpus", gpus,
+                                               "--use-distributed-optimizer", "--overlap-grad-reduce", "--gbs",
+                                               gpus, "--bf16"}).job);
+    const double r = t.passes[0].grad_reduce_s, b = t.passes[0].backward_s;
+    EXPECT_GT(r, 0) << cluster << " " << gpus;
+    return t.pipeline.stages[0].grad_reduce_stretch_s / std::min(r, b);
+  };
+  EXPECT_NEAR(stretch_of("dgx-a100", "8"), 32.0 / 76.0, 1e-12);
+  EXPECT_NEAR(stretch_of("dgx-a100", "128"), 32.0 / 76.0, 1e-12);
+  EXPECT_NEAR(stretch_of("aws-p4d", "128"), 16.0 / 92.0, 1e-12);
+  EXPECT_NEAR(stretch_of("aws-p4d", "8"), 32.0 / 76.0, 1e-12);
+}
+
 // The same for FSDP's per-layer gathers and reduce-scatters hidden under the passes: one node's 32 SMs of
 // the H100's 132, so each pass runs 0.32 of its hidden DP seconds longer, and the hidden figure is the
 // collectives' own (Llama-3-8B on 8 GPUs, TP 1: every in-pass row is data-parallel).
