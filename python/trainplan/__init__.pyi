@@ -509,6 +509,7 @@ class Job:
         use_legacy_models: Optional[bool] = ...,
         use_mcore_models: Optional[bool] = ...,
         norm_kernel: Union[str, os.PathLike[str], None] = ...,
+        torch_compile: Optional[bool] = ...,
         cross_entropy_loss_fusion: Optional[bool] = ...,
         cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
         te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -699,6 +700,7 @@ class Job:
         use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
         use_mcore_models: Megatron-Core models (the default; §3.4)
         norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
+        torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
         cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
         cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
         te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
@@ -932,6 +934,7 @@ def search(*,
     use_legacy_models: Optional[bool] = ...,
     use_mcore_models: Optional[bool] = ...,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
+    torch_compile: Optional[bool] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -1129,6 +1132,7 @@ def search(*,
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
+    torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
@@ -1352,6 +1356,7 @@ def shapes(*,
     use_legacy_models: Optional[bool] = ...,
     use_mcore_models: Optional[bool] = ...,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
+    torch_compile: Optional[bool] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -1556,6 +1561,7 @@ def shapes(*,
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
+    torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
@@ -1774,6 +1780,7 @@ def plan(job: Optional[Job] = ..., *,
     use_legacy_models: Optional[bool] = ...,
     use_mcore_models: Optional[bool] = ...,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
+    torch_compile: Optional[bool] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -1979,6 +1986,7 @@ def plan(job: Optional[Job] = ..., *,
     use_legacy_models: Megatron-LM's legacy models: flash output rearranged into a second tensor (§3.4)
     use_mcore_models: Megatron-Core models (the default; §3.4)
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
+    torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)

@@ -661,6 +661,11 @@ const std::vector<flag_def>& flag_table() {
                         using nk = training_config::norm_kernel;
                         b.job.training.rmsnorm_kernel = parse_enum<nk>(v, f, {{"fused", nk::fused}, {"eager", nk::eager}});
                       }, "training.rmsnorm_kernel")));
+    t.push_back(swtch("--torch-compile", "", "training",
+                      "torchtitan's torch.compile of each transformer block (compile.enable, components [\"model\"]): "
+                      "Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs "
+                      "the backward reads (fsdp; §3.4.4, §5.3)",
+                      SWITCH(b.job.training.torch_compile = true)));
     t.push_back(swtch("--cross-entropy-loss-fusion", "", "training",
                       "Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)",
                       SWITCH(b.job.training.cross_entropy_fusion = true)));

@@ -130,9 +130,8 @@ constexpr std::array kKeys = {
     tt_key{"activation_checkpoint.debug", tt_role::ignored, ""},
     // torch.compile
     tt_key{"compile", tt_role::section, ""},
-    tt_key{"compile.enable", tt_role::refused_if_on,
-           "the memory-bound kernels (fused by Inductor) and what checkpointing saves"},
-    tt_key{"compile.components", tt_role::ignored, ""},
+    tt_key{"compile.enable", tt_role::setting, ""},
+    tt_key{"compile.components", tt_role::setting, ""},
     tt_key{"compile.backend", tt_role::ignored, ""},
     // float8 through torchao (model.converters; the December 2024 schema's [float8] switch)
     tt_key{"quantize", tt_role::section, ""},
@@ -430,6 +429,7 @@ class reader {
   std::int64_t parallelism();
   void pipeline(std::int64_t pp);
   void checkpointing();
+  void compile();
 
   std::string path_, flag_, name_;
   std::map<std::string, tt_value> values_;
@@ -697,6 +697,46 @@ void reader::checkpointing() {
   }
 }
 
+/// torch.compile (torchtitan's parallelize.py apply_compile, components.py build_loss_fn): "model" compiles
+/// each TransformerBlock, which is modelled (--torch-compile, §5.3); "loss" compiles the cross-entropy too,
+/// which is not. compile.components defaults to ["model", "loss"]; the December 2024 schema's
+/// training.compile compiled the blocks alone.
+void reader::compile() {
+  const tt_value* on = find("compile.enable");
+  if (on == nullptr || !boolean("compile.enable", false)) return;
+  const tt_value* listed = find("compile.components");
+  const bool dec_2024 = on->typed == "training.compile";
+  const std::string components = listed != nullptr ? listed->text : dec_2024 ? "model" : "model,loss";
+  bool model = false;
+  for (std::size_t at = 0; at <= components.size();) {
+    const std::size_t end = std::min(components.find(',', at), components.size());
+    std::string c = components.substr(at, end - at);
+    at = end + 1;
+    c.erase(0, c.find_first_not_of(" \"'[]"));
+    c.erase(c.find_last_not_of(" \"'[]") + 1);
+    if (c.empty()) continue;
+    if (c == "model") {
+      model = true;
+    } else if (c != "loss") {
+      fail(listed != nullptr ? *listed : *on, "names '" + c + "', which torchtitan does not compile (its components "
+                                              "are model and loss)");
+    } else {
+      constexpr std::string_view kLoss = "the loss (its fp32 cast, log-softmax and gradient fused by Inductor), which "
+                                         "trainplan does not model";
+      if (listed != nullptr) fail(*listed, fmt::format("would compile {}; components = [\"model\"] is modelled", kLoss));
+      fail(*on, fmt::format("with torchtitan's default compile.components [\"model\", \"loss\"] would compile {}: give "
+                            "compile.components = [\"model\"]", kLoss));
+    }
+  }
+  if (!model) return;
+  add("--torch-compile", "", "compile.enable");
+  if (dec_2024 && listed == nullptr) {
+    out_.derived.push_back(
+        "torchtitan: training.compile read as the blocks alone, as torchtitan ran it from 2024-12-18 (e8977b0, the "
+        "December 2024 benchmarks) to 2025-04-02; from bbb1b61 on it compiled the loss too, which is not modelled");
+  }
+}
+
 tt_config reader::resolve() {
   refusals();
   model();
@@ -705,6 +745,7 @@ tt_config reader::resolve() {
   batch_and_sequence(pp);
   precision_and_float8();
   checkpointing();
+  compile();
   for (const auto& [key, v] : values_) {
     const tt_key* k = find_key(key);
     if (k != nullptr && (k->role == tt_role::ignored || k->role == tt_role::refused_if_on)) {

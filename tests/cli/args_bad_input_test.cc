@@ -315,6 +315,26 @@ TEST(ArgsBadInput, ZeroTwoAndThreeNeedDeepSpeedOrFsdp) {
   EXPECT_EQ(parse({"--model", "llama2-7b", "--zero-stage", "3", "--framework", "fsdp"}).job.training.zero_stage, 3);
 }
 
+// §5.3: --torch-compile is torchtitan's compile of each block: refused with another framework, and with the
+// eager kernels it replaces, naming both flags.
+TEST(ArgsBadInput, TorchCompileIsTorchtitansAndFusesItsKernels) {
+  EXPECT_EQ(error_of({"--model", "llama2-7b", "--torch-compile"}),
+            "--torch-compile is torchtitan's torch.compile of each block, modelled with --framework fsdp; megatron "
+            "compiles its own way");
+  const std::vector<std::string> fsdp = {"--model", "llama2-7b", "--framework", "fsdp", "--zero-stage", "3", "--torch-compile"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = fsdp;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  EXPECT_EQ(error_of(with({"--norm-kernel", "eager"})),
+            "--norm-kernel eager contradicts --torch-compile: Inductor lowers the RMSNorm to one fused kernel");
+  EXPECT_EQ(error_of(with({"--no-bias-swiglu-fusion"})),
+            "--no-bias-swiglu-fusion's unfused SwiGLU contradicts --torch-compile: Inductor fuses silu(w1(x)) * w3(x) into "
+            "one kernel");
+  EXPECT_TRUE(parse(fsdp).job.training.torch_compile);
+}
+
 TEST(ArgsBadInput, DeepSpeedZeroTwoWithPipeline) {
   EXPECT_EQ(error_of({"--model", "llama2-7b", "--framework", "deepspeed", "--zero-stage", "2", "--pp", "2"}),
             "DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: --zero-stage 2 with "

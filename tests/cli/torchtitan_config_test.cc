@@ -233,12 +233,36 @@ TEST(TorchtitanConfig, Float8IsTorchaoTensorwise) {
               HasSubstr("tt_rowwise.toml:5: float8.recipe_name: torchao's per-row scales are not modelled"));
 }
 
+// §5.3: torch.compile of each block (components "model") is --torch-compile; the loss compiled too is
+// refused by key and line: by torchtitan's default components, by a list naming it, or by another name.
+TEST(TorchtitanConfig, CompileIsTheBlocksAloneAndTheLossIsRefused) {
+  const std::string blocks = toml("tt_compile_model.toml", "\n[compile]\nenable = true\ncomponents = [\"model\"]\n");
+  const parsed_job pj = parse(run_train(blocks));
+  EXPECT_TRUE(pj.job.training.torch_compile);
+  EXPECT_TRUE(pj.job.training.bias_swiglu_fusion);  // Inductor's silu · mul
+  EXPECT_FALSE(parse(run_train(blocks, {"--compile.enable", "false"})).job.training.torch_compile);
+  const std::string defaults = toml("tt_compile.toml", "\n[compile]\nenable = true\n");
+  EXPECT_THAT(error_of(run_train(defaults)),
+              AllOf(HasSubstr("tt_compile.toml:9: compile.enable: with torchtitan's default compile.components "
+                              "[\"model\", \"loss\"] would compile the loss"),
+                    HasSubstr("give compile.components = [\"model\"]")));
+  EXPECT_THAT(error_of(run_train(defaults, {"--compile.components", "model,loss"})),
+              HasSubstr("launch line: --compile.components model,loss: would compile the loss"));
+  EXPECT_THAT(error_of(run_train(defaults, {"--compile.components", "optimizer"})),
+              HasSubstr("names 'optimizer', which torchtitan does not compile"));
+  EXPECT_EQ(error_of(run_train(defaults, {"--compile.enable", "false"})), "");
+  // The December 2024 schema's switch compiled the blocks alone (torchtitan e8977b0 turned the loss's off).
+  const parsed_job dec = parse(run_train(toml("tt_compile_2024.toml", "compile = true\n")));
+  EXPECT_TRUE(dec.job.training.torch_compile);
+  EXPECT_THAT(dec.derived_flags, Contains(HasSubstr("training.compile read as the blocks alone")));
+}
+
 TEST(TorchtitanConfig, WhatItDoesNotModelIsRefusedByKeyAndLine) {
-  const std::string compiled = toml("tt_compile.toml", "\n[compile]\nenable = true\n");
-  EXPECT_THAT(error_of(run_train(compiled)),
-              AllOf(HasSubstr("tt_compile.toml:9: compile.enable: would change the memory-bound kernels"),
-                    HasSubstr("`--compile.enable false` on the launch line plans the job without it")));
-  EXPECT_EQ(error_of(run_train(compiled, {"--compile.enable", "false"})), "");
+  const std::string autograd = toml("tt_cautograd.toml", "\n[parallelism]\nenable_compiled_autograd = true\n");
+  EXPECT_THAT(error_of(run_train(autograd)),
+              AllOf(HasSubstr("tt_cautograd.toml:9: parallelism.enable_compiled_autograd: would change the backward's"),
+                    HasSubstr("`--parallelism.enable_compiled_autograd false` on the launch line plans the job")));
+  EXPECT_EQ(error_of(run_train(autograd, {"--parallelism.enable_compiled_autograd", "false"})), "");
   EXPECT_THAT(error_of(run_train(toml("tt_unknown.toml", "fancy = 3\n"))),
               HasSubstr("tt_unknown.toml:7: training.fancy: not a torchtitan setting trainplan knows"));
   EXPECT_THAT(error_of(run_train(write_temp("tt_bad.toml", "[model]\nflavor = \"8B\n"))),
@@ -256,7 +280,9 @@ TEST(TorchtitanConfig, WhatItDoesNotModelIsRefusedByKeyAndLine) {
 
 // §3.4.4: what op SAC keeps of a Llama-3-8B block per token: its input, the attention output and fp32
 // log-sum-exp, and the outputs of wq, wv, w1 and w2 (the 1st, 3rd, 5th and 7th matmul), in bf16:
-// 2·(4096 + 4096 + 4096 + 1024 + 14336 + 4096) + 4·32 = 63,616 bytes. Under float8 no matmul output.
+// 2·(4096 + 4096 + 4096 + 1024 + 14336 + 4096) + 4·32 = 63,616 bytes, under float8 too (the policy sees
+// torchao's aten.mm, and its output is bf16). A compiled block saves what its backward reads: not w2's
+// output (the residual add's input), 2·4096 less.
 TEST(TorchtitanOpCheckpointing, KeepsEverySecondMatmulAndTheAttention) {
   const args_t job = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework", "fsdp",
                       "--zero-stage", "3", "--mbs", "2", "--seq-length", "8192", "--recompute-granularity", "op"};
@@ -264,7 +290,9 @@ TEST(TorchtitanOpCheckpointing, KeepsEverySecondMatmulAndTheAttention) {
   const double tokens = 2 * 8192;
   EXPECT_DOUBLE_EQ(r.stages[0].activations_per_microbatch_bytes, 32 * 63616 * tokens);
   const memory_report f8 = estimate_memory(parse(concat(job, {"--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"})).job);
-  EXPECT_DOUBLE_EQ(f8.stages[0].activations_per_microbatch_bytes, 32 * (2 * 4096 + 2 * 4096 + 4 * 32) * tokens);
+  EXPECT_DOUBLE_EQ(f8.stages[0].activations_per_microbatch_bytes, 32 * 63616 * tokens);
+  const memory_report compiled = estimate_memory(parse(concat(job, {"--torch-compile"})).job);
+  EXPECT_DOUBLE_EQ(compiled.stages[0].activations_per_microbatch_bytes, 32 * (63616 - 2 * 4096) * tokens);
 }
 
 // torchtitan's benchmark (benchmarks/llama3_h100_202412_torchtitan.md, Tables 1 and 3: Llama 3.1 8B, FSDP,
@@ -280,7 +308,8 @@ TEST(TorchtitanOpCheckpointing, MemoryAgainstTorchtitansBenchmark) {
 }
 
 // §5.4: op SAC recomputes the memory-bound kernels and the matmuls it did not keep (wk, wo, w3: 19,456 of
-// 53,248 parts of a Llama-3-8B block's linear FLOPs); under float8 every matmul.
+// 53,248 parts of a Llama-3-8B block's linear FLOPs), under float8 too; never w2, whose output no backward
+// reads (the recomputation stops once the saved tensors are rebuilt).
 TEST(TorchtitanOpCheckpointing, RecomputesTheMatmulsItDidNotKeep) {
   const args_t job = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework", "fsdp",
                       "--zero-stage", "3", "--mbs", "2", "--seq-length", "8192", "--recompute-granularity", "op"};
@@ -290,7 +319,7 @@ TEST(TorchtitanOpCheckpointing, RecomputesTheMatmulsItDidNotKeep) {
   EXPECT_NEAR(c.stages[0].recompute_s, 32 * (layer.forward.memory_s + share * layer.forward.gemm_s), 1e-12);
   const compute_report f8 = estimate_compute(parse(concat(job, {"--fp8-format", "hybrid"})).job);
   const unit_time& f8_layer = f8.layers[static_cast<std::size_t>(layer_kind::dense)];
-  EXPECT_NEAR(f8.stages[0].recompute_s, 32 * (f8_layer.forward.memory_s + f8_layer.forward.gemm_s), 1e-12);
+  EXPECT_NEAR(f8.stages[0].recompute_s, 32 * (f8_layer.forward.memory_s + share * f8_layer.forward.gemm_s), 1e-12);
 }
 
 // A search of an FSDP job tries op SAC beside the other recomputations; elsewhere asking for it is an error.

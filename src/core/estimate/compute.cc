@@ -274,7 +274,7 @@ void for_each_layer_gemm(const job_spec& job, layer_kind kind, F&& f) {
 
 }  // namespace
 
-op_sac_block op_sac_matmuls(const model_spec& m, bool fp8_linears) {
+op_sac_block op_sac_matmuls(const model_spec& m) {
   // torchtitan/distributed/activation_checkpoint.py _apply_op_sac: the policy saves the ops on the
   // model's save list (llama3/infra/parallelize.py) except every second aten.mm of the block; a Llama
   // block calls wq, wk, wv (Attention.forward), wo, then w1, w3, w2 (FeedForward.forward).
@@ -290,8 +290,8 @@ op_sac_block op_sac_matmuls(const model_spec& m, bool fp8_linears) {
   op_sac_block block;
   for (std::size_t i = 0; i < widths.size(); ++i) {
     if (i == 5 && !gated) continue;  // no w3
-    const bool kept = !fp8_linears && block.count % 2 == 0;  // the 1st, 3rd, … call
-    block.mm[block.count++] = {widths[i].first, widths[i].second, kept};
+    const bool kept = block.count % 2 == 0;  // the 1st, 3rd, … call
+    block.mm[block.count++] = {widths[i].first, widths[i].second, kept, i + 1 < widths.size()};
   }
   return block;
 }
@@ -679,7 +679,7 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   const double hidden_elems = static_cast<double>(tokens) * h / (p.sequence_parallel ? t : 1);
   const double norms_before = u.forward.memory_s;
   // Norms (§5.3): a LayerNorm is one kernel in every framework; an RMSNorm as the framework's model runs it.
-  const layer_kernels& lk = layer_kernels_of(tc.framework);
+  const layer_kernels& lk = layer_kernels_of(tc);
   using nk = training_config::norm_kernel;
   const elementwise_cost norm = m.norm != norm_kind::rmsnorm || tc.rmsnorm_kernel == nk::fused ? kFusedNorm
                                 : tc.rmsnorm_kernel == nk::eager ? kEagerRmsNorm
@@ -690,8 +690,12 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     u.module_recompute_s += (u.forward.memory_s - norms_before) / blocks;
   }
   const double dropout_mask = m.hidden_dropout > 0 ? 1.0 : 0.0;
+  // Inductor writes the residual add before each later block's norm in the norm's kernel (layer_kernels):
+  // that norm does not read the sum back, one e per element and one kernel fewer per such block.
+  const int fused_adds = lk.residual_into_norm && kernels > 1 ? kernels - 1 : 0;
   if (tc.bias_dropout_fusion) {
-    add_memory(gpu, e, blocks * (3 * eb + dropout_mask) * hidden_elems, kernels, u);  // bias-dropout-adds
+    add_memory(gpu, e, (blocks * (3 * eb + dropout_mask) - fused_adds * eb) * hidden_elems, kernels - fused_adds,
+               u);  // bias-dropout-adds
   } else {
     // --no-bias-dropout-fusion (Megatron's bias_dropout_add unfused): x + bias (2e, with a bias), the
     // dropout (2e + its 1-byte mask, with p > 0; PyTorch returns its input at p = 0) and the residual add
@@ -791,12 +795,12 @@ namespace {
 /// their forward FLOPs per layer. TP 1 (job_rules).
 std::pair<double, double> op_recomputed_matmul_share(const job_spec& job) {
   if (job.training.recompute != recompute_granularity::selective_op) return {0.0, 0.0};
-  const op_sac_block block = op_sac_matmuls(job.model, job.resolved.roles.linear == dtype::fp8);
+  const op_sac_block block = op_sac_matmuls(job.model);
   double all = 0, redone = 0;
   for (std::size_t i = 0; i < block.count; ++i) {
     const double work = block.mm[i].in_width * block.mm[i].out_width;
     all += work;
-    if (!block.mm[i].kept) redone += work;
+    if (!block.mm[i].kept && block.mm[i].feeds_backward) redone += work;
   }
   return {redone / all, 2.0 * redone * static_cast<double>(job.resolved.tokens)};
 }

@@ -131,12 +131,14 @@ double mamba_bytes(const model_spec& m, const activation_setting& a) {
 /// §3.4.4: what a dense layer keeps per token under torchtitan's per-op selective checkpointing: the
 /// block's input, the attention kernel's output and fp32 log-sum-exp, and the outputs of the matmuls it
 /// keeps (compute.h op_sac_matmuls). At TP 1 (job_rules), so no shard divisors.
-double op_checkpoint_bytes(const model_spec& m, const activation_setting& a, bool fp8_linears) {
+/// Eager SAC caches every kept output (torch.utils.checkpoint's caching dispatch mode); a compiled block
+/// saves only those its backward reads (`compiled`: w2's output is not saved).
+double op_checkpoint_bytes(const model_spec& m, const activation_setting& a, bool compiled) {
   double kept = a.e * static_cast<double>(m.hidden_size);  // the block's input
   kept += a.e * static_cast<double>(m.attention_out_width()) + 4.0 * static_cast<double>(m.num_attention_heads);
-  const op_sac_block block = op_sac_matmuls(m, fp8_linears);
+  const op_sac_block block = op_sac_matmuls(m);
   for (std::size_t i = 0; i < block.count; ++i)
-    if (block.mm[i].kept) kept += a.e * block.mm[i].out_width;
+    if (block.mm[i].kept && (block.mm[i].feeds_backward || !compiled)) kept += a.e * block.mm[i].out_width;
   return kept;
 }
 
@@ -339,7 +341,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const double n_recompute = static_cast<double>(tr.recompute_num_layers);
   const bool op_sac = tr.recompute == recompute_granularity::selective_op;
   const double op_kept_bytes =
-      op_sac ? op_checkpoint_bytes(m, act, job.resolved.roles.linear == dtype::fp8) * tokens : 0.0;
+      op_sac ? op_checkpoint_bytes(m, act, tr.torch_compile) * tokens : 0.0;
 
   const double dp_shards = static_cast<double>(job.resolved.dp_shards);  // DP×CP, or one HSDP replica (§2.5)
   const double ep_shards = static_cast<double>(job.resolved.expert_dp_shards);  // §2.5

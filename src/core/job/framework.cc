@@ -191,16 +191,29 @@ namespace {
 //   RoPE casts q and k to fp32 (e + 4), multiplies as complex numbers (4 + 4) and casts back (4 + e): 2e + 16
 //   per element in 3 kernels each; repeat_kv expands K and V to every head (reshape of an expanded view: a
 //   copy) and the output is made contiguous after its transpose.
-constexpr std::array<layer_kernels, 3> kLayerKernels = {{
+// - torchtitan with torch.compile (parallelize.py apply_compile: torch.compile(transformer_block,
+//   fullgraph=True) per block; embeddings, final norm, output and loss stay eager): Inductor lowers the
+//   RMSNorm's fp32 chain (cast, pow, mean, rsqrt, multiplies) to one reduction kernel that reads x and
+//   writes the output, and fuses a pointwise producer into it, so the attention block's residual add
+//   (h = x + wo(·)) is written by the MLP norm's kernel; the second residual add ends the compiled graph
+//   and stays a kernel of its own. RoPE's complex multiply is not lowered (Inductor has no codegen for
+//   complex dtypes and falls back to the aten kernels, torch/_inductor/lowering.py "does not support code
+//   generation for complex operators"), so RoPE is priced as eager; repeat_kv's reshape of an expanded
+//   view and the output's transpose stay copies. SwiGLU's silu · mul is one kernel (apply_framework_defaults).
+constexpr std::array<layer_kernels, 4> kLayerKernels = {{
     {"Transformer Engine's fused RMSNorm and RoPE", kFusedNorm, {2, 0, 2}, false},
     {"Apex's fused norms (Megatron-DeepSpeed)", kFusedNorm, {2, 0, 2}, false},
     {"PyTorch eager (torchtitan's RMSNorm, complex RoPE, repeat_kv)", kEagerRmsNorm, {2, 16, 6}, true},
+    {"Inductor (torch.compile per block: fused RMSNorm with the residual add; complex RoPE and repeat_kv eager)",
+     kFusedNorm, {2, 16, 6}, true, true},
 }};
+constexpr std::size_t kInductorRow = 3;
 
 }  // namespace
 
-const layer_kernels& layer_kernels_of(framework_kind framework) {
-  return kLayerKernels[static_cast<std::size_t>(framework)];
+const layer_kernels& layer_kernels_of(const training_config& t) {
+  if (t.torch_compile && t.framework == framework_kind::fsdp) return kLayerKernels[kInductorRow];
+  return kLayerKernels[static_cast<std::size_t>(t.framework)];
 }
 
 const std::array<optimizer_row, 14>& optimizer_rows() { return kOptimizerRows; }

@@ -96,7 +96,11 @@ void apply_framework_defaults(training_config& t) {
   // megatron/training/arguments.py: --no-bias-swiglu-fusion (store_false) leaves bias_swiglu_fusion on,
   // which Megatron-Core's MLP runs (bias_activation_fusion); legacy models' ParallelMLP, Megatron-DeepSpeed
   // and PyTorch models (torchtitan's silu(w1(x)) * w3(x)) run it unfused.
-  if (!t.swiglu_fusion_set) t.bias_swiglu_fusion = t.framework == framework_kind::megatron && !t.legacy_models;
+  // A compiled torchtitan block runs silu(w1(x)) * w3(x) as one Inductor kernel (§5.3).
+  if (!t.swiglu_fusion_set) {
+    t.bias_swiglu_fusion = (t.framework == framework_kind::megatron && !t.legacy_models) ||
+                           (t.framework == framework_kind::fsdp && t.torch_compile);
+  }
   switch (t.framework) {
     case framework_kind::megatron:
       resolve_megatron_fsdp(t);

@@ -185,6 +185,21 @@ std::string training_violation(job_spec& job) {
       }
     }
   }
+  // torch.compile as torchtitan applies it (§5.3): its Inductor kernels replace the eager RMSNorm and SwiGLU.
+  if (t.torch_compile) {
+    if (t.framework != framework_kind::fsdp) {
+      return "${training.torch_compile} is torchtitan's torch.compile of each block, modelled with "
+             "${training.framework} fsdp; " + std::string(to_string(t.framework)) + " compiles its own way";
+    }
+    if (t.rmsnorm_kernel == training_config::norm_kernel::eager) {
+      return std::string("${training.rmsnorm_kernel} eager contradicts ${training.torch_compile}: Inductor lowers the "
+                         "RMSNorm to one fused kernel");
+    }
+    if (t.swiglu_fusion_set && !t.bias_swiglu_fusion) {
+      return std::string("${training.bias_swiglu_fusion}'s unfused SwiGLU contradicts ${training.torch_compile}: "
+                         "Inductor fuses silu(w1(x)) * w3(x) into one kernel");
+    }
+  }
   if (t.recompute == recompute_granularity::selective_op) {
     // torchtitan's per-op policy (§3.4.4) as its Llama-style block runs it: at TP or CP > 1 the
     // recomputed forward also redoes collectives (TP's all-gathers, the CP ring) not modelled here.

@@ -285,11 +285,13 @@ TEST(ComputeEagerKernels, TorchtitansNormsRopeAndGqaCopiesByTheBytesTheyMove) {
               1e-12);
   EXPECT_NEAR(eager.backward.memory_s - fused.backward.memory_s,
               2 * (2 * 32 * hidden * per_byte) + 2 * 6 * e.kernel_overhead_s, 1e-12);
-  const layer_kernels& tt = layer_kernels_of(framework_kind::fsdp);
+  const layer_kernels& tt = layer_kernels_of(job.training);
   EXPECT_EQ(tt.rope.e_accesses, 2);
   EXPECT_EQ(tt.rope.fp32_bytes, 16);
   EXPECT_TRUE(tt.gqa_copies);
-  EXPECT_FALSE(layer_kernels_of(framework_kind::megatron).gqa_copies);
+  EXPECT_FALSE(tt.residual_into_norm);
+  training_config megatron;
+  EXPECT_FALSE(layer_kernels_of(megatron).gqa_copies);
   // Megatron-Core on the same layer: Transformer Engine's fused RMSNorm and RoPE, no copies. Its eager norm
   // is what --norm-kernel eager prices.
   const std::vector<std::string> mc = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--seq-length", "8192"};
@@ -300,6 +302,32 @@ TEST(ComputeEagerKernels, TorchtitansNormsRopeAndGqaCopiesByTheBytesTheyMove) {
   EXPECT_NEAR(layer_compute(mjob_eager, e, layer_kind::dense).forward.memory_s -
                   layer_compute(mjob, e, layer_kind::dense).forward.memory_s,
               2 * 32 * hidden * per_byte + 2 * 6 * e.kernel_overhead_s, 1e-12);
+}
+
+// §5.3: the same layer with torchtitan's torch.compile of each block (framework.cc's Inductor row): the
+// RMSNorm as one fused kernel (32 bytes an element and 6 kernels fewer, twice), the attention block's
+// residual add written by the MLP norm's kernel (its read of the sum, 2 bytes an element, and a kernel),
+// and SwiGLU's silu · mul as one kernel (5e against 3e per output element: 2 bytes per input element of
+// the 2·14,336-wide pair, and a kernel). RoPE and the GQA copies stay as eager.
+TEST(ComputeEagerKernels, TorchCompileFusesTheNormsResidualAndSwiglu) {
+  const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                         "--seq-length", "8192", "--framework", "fsdp", "--zero-stage", "3"};
+  std::vector<std::string> compiled_args = base;
+  compiled_args.push_back("--torch-compile");
+  const job_spec eager_job = parse_job_args(base).job;
+  const job_spec compiled_job = parse_job_args(compiled_args).job;
+  EXPECT_TRUE(layer_kernels_of(compiled_job.training).residual_into_norm);
+  const compute_efficiency e = effective_compute_efficiency(eager_job.cluster.gpu);
+  const double per_byte = 1.0 / (eager_job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const double hidden = 8192.0 * 4096, gate_inputs = 8192.0 * 2 * 14336;
+  const unit_time eager = layer_compute(eager_job, e, layer_kind::dense);
+  const unit_time compiled = layer_compute(compiled_job, e, layer_kind::dense);
+  const double bytes = 2 * 32 * hidden + 2 * hidden + 2 * gate_inputs;
+  const int kernels = 2 * 6 + 1 + 1;
+  EXPECT_NEAR(eager.forward.memory_s - compiled.forward.memory_s, bytes * per_byte + kernels * e.kernel_overhead_s, 1e-12);
+  EXPECT_NEAR(eager.backward.memory_s - compiled.backward.memory_s, 2 * bytes * per_byte + kernels * e.kernel_overhead_s,
+              1e-12);
+  EXPECT_EQ(eager.forward.gemm_s, compiled.forward.gemm_s);
 }
 
 // §5.3: Megatron's fusion switches price the PyTorch kernels they leave. The 2020 GPT-2 1B of Megatron-LM's

@@ -113,14 +113,20 @@ struct pass_time {
 struct op_sac_matmul {
   double in_width = 0, out_width = 0;
   bool kept = false;
+  /// Whether the block's backward reads the output or a tensor made from it: all but w2's, whose one
+  /// consumer, the residual add, saves nothing. Recomputation never redoes w2 (torch.utils.checkpoint
+  /// stops once the saved tensors are rebuilt), and under torch.compile a kept output nobody reads is
+  /// not saved (AOTAutograd's partitioner saves backward inputs only; §3.4.4).
+  bool feeds_backward = true;
 };
 /// The block's matmuls in forward order (wq, wk, wv, wo, w1, w3 where the MLP is gated, w2), every second
-/// kept; under float8 none (torch._scaled_mm is not on torchtitan's save list). `count` of `mm` are used.
+/// kept, under float8 too: SAC's dispatch mode sees torchao's aten.mm before Float8Tensor's
+/// __torch_dispatch__ turns it into _scaled_mm, and keeps its 16-bit output (§3.4.4). `count` of `mm` are used.
 struct op_sac_block {
   std::array<op_sac_matmul, 7> mm{};
   std::size_t count = 0;
 };
-op_sac_block op_sac_matmuls(const model_spec& m, bool fp8_linears);
+op_sac_block op_sac_matmuls(const model_spec& m);
 
 /// A unit's forward and backward (the backward excludes recomputation).
 struct unit_time {

@@ -90,8 +90,12 @@ struct layer_kernels {
   elementwise_cost rmsnorm;  ///< per hidden element
   elementwise_cost rope;     ///< per query and key element (both tensors' kernels)
   bool gqa_copies;
+  /// The attention block's residual add written by the MLP norm's kernel, which reads its two inputs and
+  /// writes the sum and the normalised output in one pass (Inductor, within one compiled block).
+  bool residual_into_norm = false;
 };
-const layer_kernels& layer_kernels_of(framework_kind framework);
+/// The row of a job's framework, or Inductor's when torchtitan compiles each block (--torch-compile).
+const layer_kernels& layer_kernels_of(const training_config& t);
 /// The fused RMSNorm (Transformer Engine's, torchtitan's fused_rmsnorm): read and write, one kernel.
 inline constexpr elementwise_cost kFusedNorm{2, 0, 1};
 /// The eager RMSNorm (torchtitan's RMSNorm module as PyTorch ops in fp32, src/core/job/framework.cc).

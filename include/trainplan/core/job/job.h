@@ -213,6 +213,11 @@ struct training_config {
   /// --norm-kernel: an RMSNorm's kernels, the framework's (layer_kernels_of), one fused kernel
   /// (torchtitan's fused_rmsnorm) or PyTorch eager ops (§5.3).
   enum class norm_kernel { framework_default, fused, eager } rmsnorm_kernel = norm_kernel::framework_default;
+  /// --torch-compile: torchtitan's compile.enable with components ["model"] (the December 2024 schema's
+  /// training.compile): each TransformerBlock compiled by torch.compile with Inductor, the rest eager. Its
+  /// pointwise kernels fused (layer_kernels_of) and, under per-op SAC, only the kept outputs the backward
+  /// reads saved (§3.4.4, §5.3). FSDP only.
+  bool torch_compile = false;
   /// Megatron-LM's legacy models (--use-legacy-models, megatron/legacy/model/transformer.py): its flash
   /// path rearranges the kernel's output into a new tensor, the projection's input (§3.4).
   bool legacy_models = false;
