@@ -274,6 +274,20 @@ std::string text_of(const toml::node& n) {
   return "…";
 }
 
+/// A TOML list as text_of joins it (or the launch line's comma list): its items, quotes and brackets trimmed.
+std::vector<std::string> list_items(const std::string& list) {
+  std::vector<std::string> items;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t end = std::min(list.find(',', at), list.size());
+    std::string c = list.substr(at, end - at);
+    at = end + 1;
+    c.erase(0, c.find_first_not_of(" \"'[]"));
+    c.erase(c.find_last_not_of(" \"'[]") + 1);
+    if (!c.empty()) items.push_back(std::move(c));
+  }
+  return items;
+}
+
 class reader {
  public:
   reader(std::string path, std::string flag) : path_(std::move(path)), flag_(std::move(flag)) {
@@ -483,14 +497,7 @@ void reader::precision_and_float8() {
   // torchao float8: model.converters names it (2025 on); the December 2024 schema switched it in [float8].
   bool float8 = boolean("quantize.linear.float8.enable_float8_linear", false);
   if (const tt_value* v = find("model.converters")) {
-    std::string list = v->text;
-    for (std::size_t at = 0; at <= list.size();) {
-      const std::size_t end = std::min(list.find(',', at), list.size());
-      std::string c = list.substr(at, end - at);
-      at = end + 1;
-      c.erase(0, c.find_first_not_of(" \"'[]"));
-      c.erase(c.find_last_not_of(" \"'[]") + 1);
-      if (c.empty()) continue;
+    for (const std::string& c : list_items(v->text)) {
       if (c == "float8" || c == "quantize.linear.float8") float8 = true;
       else fail(*v, "converter '" + c + "' is not modelled (float8, torchao's tensorwise float8 linears, is)");
     }
@@ -708,13 +715,7 @@ void reader::compile() {
   const bool dec_2024 = on->typed == "training.compile";
   const std::string components = listed != nullptr ? listed->text : dec_2024 ? "model" : "model,loss";
   bool model = false;
-  for (std::size_t at = 0; at <= components.size();) {
-    const std::size_t end = std::min(components.find(',', at), components.size());
-    std::string c = components.substr(at, end - at);
-    at = end + 1;
-    c.erase(0, c.find_first_not_of(" \"'[]"));
-    c.erase(c.find_last_not_of(" \"'[]") + 1);
-    if (c.empty()) continue;
+  for (const std::string& c : list_items(components)) {
     if (c == "model") {
       model = true;
     } else if (c != "loss") {
