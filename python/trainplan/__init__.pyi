@@ -510,6 +510,7 @@ class Job:
         use_mcore_models: Optional[bool] = ...,
         norm_kernel: Union[str, os.PathLike[str], None] = ...,
         torch_compile: Optional[bool] = ...,
+        torch_compile_loss: Optional[bool] = ...,
         cross_entropy_loss_fusion: Optional[bool] = ...,
         cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
         te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -701,6 +702,7 @@ class Job:
         use_mcore_models: Megatron-Core models (the default; §3.4)
         norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
         torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
+        torch_compile_loss: torchtitan's torch.compile of the loss (compile.components "loss", its default): F.cross_entropy's cast, log-softmax and gradient fused by Inductor, no fp32 copy of the logits (fsdp; §3.6, §5.3)
         cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
         cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
         te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
@@ -935,6 +937,7 @@ def search(*,
     use_mcore_models: Optional[bool] = ...,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
     torch_compile: Optional[bool] = ...,
+    torch_compile_loss: Optional[bool] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -1133,6 +1136,7 @@ def search(*,
     use_mcore_models: Megatron-Core models (the default; §3.4)
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
+    torch_compile_loss: torchtitan's torch.compile of the loss (compile.components "loss", its default): F.cross_entropy's cast, log-softmax and gradient fused by Inductor, no fp32 copy of the logits (fsdp; §3.6, §5.3)
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
@@ -1357,6 +1361,7 @@ def shapes(*,
     use_mcore_models: Optional[bool] = ...,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
     torch_compile: Optional[bool] = ...,
+    torch_compile_loss: Optional[bool] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -1562,6 +1567,7 @@ def shapes(*,
     use_mcore_models: Megatron-Core models (the default; §3.4)
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
+    torch_compile_loss: torchtitan's torch.compile of the loss (compile.components "loss", its default): F.cross_entropy's cast, log-softmax and gradient fused by Inductor, no fp32 copy of the logits (fsdp; §3.6, §5.3)
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
@@ -1781,6 +1787,7 @@ def plan(job: Optional[Job] = ..., *,
     use_mcore_models: Optional[bool] = ...,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
     torch_compile: Optional[bool] = ...,
+    torch_compile_loss: Optional[bool] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -1987,6 +1994,7 @@ def plan(job: Optional[Job] = ..., *,
     use_mcore_models: Megatron-Core models (the default; §3.4)
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
+    torch_compile_loss: torchtitan's torch.compile of the loss (compile.components "loss", its default): F.cross_entropy's cast, log-softmax and gradient fused by Inductor, no fp32 copy of the logits (fsdp; §3.6, §5.3)
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)

@@ -666,6 +666,11 @@ const std::vector<flag_def>& flag_table() {
                       "Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs "
                       "the backward reads (fsdp; §3.4.4, §5.3)",
                       SWITCH(b.job.training.torch_compile = true)));
+    t.push_back(swtch("--torch-compile-loss", "", "training",
+                      "torchtitan's torch.compile of the loss (compile.components \"loss\", its default): "
+                      "F.cross_entropy's cast, log-softmax and gradient fused by Inductor, no fp32 copy of the "
+                      "logits (fsdp; §3.6, §5.3)",
+                      SWITCH(b.job.training.torch_compile_loss = true)));
     t.push_back(swtch("--cross-entropy-loss-fusion", "", "training",
                       "Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)",
                       SWITCH(b.job.training.cross_entropy_fusion = true)));

@@ -145,6 +145,8 @@ constexpr std::array kKeys = {
     tt_key{"quantize.linear.float8.scaling_type_grad_output", tt_role::setting, ""},
     tt_key{"quantize.linear.float8.emulate", tt_role::refused_if_on, "the linear layers' kernels (float8 emulated in bf16)"},
     tt_key{"quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp", tt_role::ignored, ""},
+    // 2025 schemas until torchtitan 1fefaee (2025-07-28; torchao #2356 made it do nothing): read below.
+    tt_key{"quantize.linear.float8.force_recompute_fp8_weight_in_bwd", tt_role::setting, ""},
     tt_key{"quantize.linear.float8.filter_fqns", tt_role::ignored, ""},  // "output": the output layer stays bf16, as §5.1.3 has it
     tt_key{"quantize.linear.float8.moe_fqns_prototype", tt_role::ignored, ""},
     tt_key{"quantize.linear.mx", tt_role::section_ignored, ""},   // read only through model.converters, refused
@@ -517,6 +519,18 @@ void reader::precision_and_float8() {
   if (boolean("quantize.linear.float8.enable_fsdp_float8_all_gather", false)) {
     add("--fp8-param-gather", "", "quantize.linear.float8.enable_fsdp_float8_all_gather");
   }
+  // torchao's Float8Linear before pytorch/ao#2356 (2025-06) saved each linear's FP8 weight, cast from the
+  // FSDP-gathered one, for its backward unless force_recompute_fp8_weight_in_bwd: with no activation
+  // checkpointing that keeps every layer's unsharded FP8 weight alive (about 1 byte per parameter; 7 GB for
+  // Llama-3-8B in Lightning-AI/lightning-thunder#1528). trainplan models the FP8 casts as living while their
+  // layer is gathered (§5.1.3), which checkpointing gives either way (the block saves only its policy's
+  // tensors) and true gives without it.
+  constexpr std::string_view kForce = "quantize.linear.float8.force_recompute_fp8_weight_in_bwd";
+  if (const tt_value* f = find(kForce); f != nullptr && !boolean(kForce, false) &&
+                                        text("activation_checkpoint.mode", "selective") == "none") {
+    fail(*f, "false with activation_checkpoint.mode \"none\" keeps every layer's gathered FP8 weight for the "
+             "backward (torchao before its #2356), which trainplan does not model: set it true");
+  }
 }
 
 void reader::batch_and_sequence(std::int64_t pp) {
@@ -704,37 +718,31 @@ void reader::checkpointing() {
   }
 }
 
-/// torch.compile (torchtitan's parallelize.py apply_compile, components.py build_loss_fn): "model" compiles
-/// each TransformerBlock, which is modelled (--torch-compile, §5.3); "loss" compiles the cross-entropy too,
-/// which is not. compile.components defaults to ["model", "loss"]; the December 2024 schema's
-/// training.compile compiled the blocks alone.
+/// torch.compile (torchtitan's parallelize.py apply_compile, components/loss.py build_cross_entropy_loss):
+/// "model" compiles each TransformerBlock (--torch-compile), "loss" the cross-entropy (--torch-compile-loss);
+/// both modelled (§3.6, §5.3). compile.components defaults to ["model", "loss"]; the December 2024 schema's
+/// training.compile compiled the blocks alone (the loss's compile was off from e8977b0, 2024-12-18, to
+/// bbb1b61, 2025-04-02), and from bbb1b61 it compiled both.
 void reader::compile() {
   const tt_value* on = find("compile.enable");
   if (on == nullptr || !boolean("compile.enable", false)) return;
   const tt_value* listed = find("compile.components");
   const bool dec_2024 = on->typed == "training.compile";
   const std::string components = listed != nullptr ? listed->text : dec_2024 ? "model" : "model,loss";
-  bool model = false;
   for (const std::string& c : list_items(components)) {
     if (c == "model") {
-      model = true;
-    } else if (c != "loss") {
+      add("--torch-compile", "", "compile.enable");
+    } else if (c == "loss") {
+      add("--torch-compile-loss", "", listed != nullptr ? "compile.components" : "compile.enable");
+    } else {
       fail(listed != nullptr ? *listed : *on, "names '" + c + "', which torchtitan does not compile (its components "
                                               "are model and loss)");
-    } else {
-      constexpr std::string_view kLoss = "the loss (its fp32 cast, log-softmax and gradient fused by Inductor), which "
-                                         "trainplan does not model";
-      if (listed != nullptr) fail(*listed, fmt::format("would compile {}; components = [\"model\"] is modelled", kLoss));
-      fail(*on, fmt::format("with torchtitan's default compile.components [\"model\", \"loss\"] would compile {}: give "
-                            "compile.components = [\"model\"]", kLoss));
     }
   }
-  if (!model) return;
-  add("--torch-compile", "", "compile.enable");
   if (dec_2024 && listed == nullptr) {
     out_.derived.push_back(
         "torchtitan: training.compile read as the blocks alone, as torchtitan ran it from 2024-12-18 (e8977b0, the "
-        "December 2024 benchmarks) to 2025-04-02; from bbb1b61 on it compiled the loss too, which is not modelled");
+        "December 2024 benchmarks) to 2025-04-02; from bbb1b61 on it compiled the loss too (--torch-compile-loss)");
   }
 }
 

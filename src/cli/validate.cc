@@ -330,6 +330,8 @@ std::vector<std::string> sharding_args(const std::string& z) {
       {"deepspeed zero-3", {"--framework", "deepspeed", "--zero-stage", "3"}},
       // torchtitan's FSDP2, resharded after forward (its default without PP).
       {"fsdp2 (zero-3-like)", {"--framework", "fsdp", "--zero-stage", "3"}},
+      // torchao's enable_fsdp_float8_all_gather: FSDP2 all-gathers the FP8 weights (§5.1.3).
+      {"fsdp2 + float8 all-gather", {"--framework", "fsdp", "--zero-stage", "3", "--fp8-param-gather"}},
       // BLOOM's prelaunch runs (2022): DeepSpeed before the bucket all-reduce (§4.2.4).
       {"zero-1 (deepspeed)", {"--framework", "deepspeed", "--zero-stage", "1", "--zero-grad-reduce", "reduce"}},
       {"zero-1 equivalent (deepspeed bf16_optimizer; zero-stage 0 in config)", {"--framework", "deepspeed", "--zero-stage", "0"}},

@@ -333,6 +333,10 @@ TEST(ArgsBadInput, TorchCompileIsTorchtitansAndFusesItsKernels) {
             "--no-bias-swiglu-fusion's unfused SwiGLU contradicts --torch-compile: Inductor fuses silu(w1(x)) * w3(x) into "
             "one kernel");
   EXPECT_TRUE(parse(fsdp).job.training.torch_compile);
+  EXPECT_EQ(error_of({"--model", "llama2-7b", "--framework", "deepspeed", "--torch-compile-loss"}),
+            "--torch-compile-loss is torchtitan's compiled F.cross_entropy, modelled with --framework fsdp; deepspeed "
+            "runs its own loss (§3.6)");
+  EXPECT_TRUE(parse(with({"--torch-compile-loss"})).job.training.torch_compile_loss);
 }
 
 TEST(ArgsBadInput, DeepSpeedZeroTwoWithPipeline) {

@@ -231,29 +231,50 @@ TEST(TorchtitanConfig, Float8IsTorchaoTensorwise) {
                                                              "[float8]\nrecipe_name = \"rowwise\"\n");
   EXPECT_THAT(error_of(run_train(rowwise)),
               HasSubstr("tt_rowwise.toml:5: float8.recipe_name: torchao's per-row scales are not modelled"));
+  // Trainy's June 2025 invocation (torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md): the
+  // weight's FP8 recompute in the backward is what trainplan models; false matters only without checkpointing.
+  const std::vector<std::string> trainy = {"--model.converters", "quantize.linear.float8",
+                                           "--quantize.linear.float8.enable_fsdp_float8_all_gather",
+                                           "--quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp",
+                                           "--quantize.linear.float8.force_recompute_fp8_weight_in_bwd",
+                                           "--compile.enable"};
+  const parsed_job tr = parse(run_train(testing::data_path("launch/torchtitan/llama3_8b.toml"), trainy));
+  EXPECT_TRUE(tr.job.training.fp8_param_gather && tr.job.training.torch_compile && tr.job.training.torch_compile_loss);
+  const std::string kept = write_temp("tt_f8keep.toml", "[model]\nflavor = \"8B\"\nconverters = [\"float8\"]\n"
+                                                         "[float8]\nforce_recompute_fp8_weight_in_bwd = false\n"
+                                                         "[activation_checkpoint]\nmode = \"none\"\n");
+  EXPECT_THAT(error_of(run_train(kept)),
+              HasSubstr("tt_f8keep.toml:5: float8.force_recompute_fp8_weight_in_bwd: false with "
+                        "activation_checkpoint.mode \"none\" keeps every layer's gathered FP8 weight"));
+  EXPECT_EQ(error_of(run_train(kept, {"--activation_checkpoint.mode", "full"})), "");
 }
 
-// §5.3: torch.compile of each block (components "model") is --torch-compile; the loss compiled too is
-// refused by key and line: by torchtitan's default components, by a list naming it, or by another name.
-TEST(TorchtitanConfig, CompileIsTheBlocksAloneAndTheLossIsRefused) {
+// §3.6, §5.3: torch.compile of each block (components "model") is --torch-compile, of the loss ("loss")
+// --torch-compile-loss; torchtitan's default components compile both; another name is refused by key and line.
+TEST(TorchtitanConfig, CompileIsTheBlocksAndTheLossAsComponentsName) {
   const std::string blocks = toml("tt_compile_model.toml", "\n[compile]\nenable = true\ncomponents = [\"model\"]\n");
   const parsed_job pj = parse(run_train(blocks));
   EXPECT_TRUE(pj.job.training.torch_compile);
+  EXPECT_FALSE(pj.job.training.torch_compile_loss);
   EXPECT_TRUE(pj.job.training.bias_swiglu_fusion);  // Inductor's silu · mul
   EXPECT_FALSE(parse(run_train(blocks, {"--compile.enable", "false"})).job.training.torch_compile);
   const std::string defaults = toml("tt_compile.toml", "\n[compile]\nenable = true\n");
-  EXPECT_THAT(error_of(run_train(defaults)),
-              AllOf(HasSubstr("tt_compile.toml:9: compile.enable: with torchtitan's default compile.components "
-                              "[\"model\", \"loss\"] would compile the loss"),
-                    HasSubstr("give compile.components = [\"model\"]")));
-  EXPECT_THAT(error_of(run_train(defaults, {"--compile.components", "model,loss"})),
-              HasSubstr("launch line: --compile.components model,loss: would compile the loss"));
+  const parsed_job both = parse(run_train(defaults));
+  EXPECT_TRUE(both.job.training.torch_compile);
+  EXPECT_TRUE(both.job.training.torch_compile_loss);
+  const parsed_job loss = parse(run_train(defaults, {"--compile.components", "loss"}));
+  EXPECT_FALSE(loss.job.training.torch_compile);
+  EXPECT_TRUE(loss.job.training.torch_compile_loss);
+  EXPECT_FALSE(loss.job.training.bias_swiglu_fusion);  // the blocks stay eager
   EXPECT_THAT(error_of(run_train(defaults, {"--compile.components", "optimizer"})),
-              HasSubstr("names 'optimizer', which torchtitan does not compile"));
-  EXPECT_EQ(error_of(run_train(defaults, {"--compile.enable", "false"})), "");
+              HasSubstr("launch line: --compile.components optimizer: names 'optimizer', which torchtitan does not "
+                        "compile"));
+  const parsed_job off = parse(run_train(defaults, {"--compile.enable", "false"}));
+  EXPECT_FALSE(off.job.training.torch_compile || off.job.training.torch_compile_loss);
   // The December 2024 schema's switch compiled the blocks alone (torchtitan e8977b0 turned the loss's off).
   const parsed_job dec = parse(run_train(toml("tt_compile_2024.toml", "compile = true\n")));
   EXPECT_TRUE(dec.job.training.torch_compile);
+  EXPECT_FALSE(dec.job.training.torch_compile_loss);
   EXPECT_THAT(dec.derived_flags, Contains(HasSubstr("training.compile read as the blocks alone")));
 }
 

@@ -407,6 +407,16 @@ TEST(ValidatePublishedTable, MeasuredPeakMemoryIsComparedAsTheSourceMeasuredIt) 
     EXPECT_LE(std::fabs(v.predicted_memory_bytes / v.measured_memory_bytes - 1), 0.05) << row;
   }
   EXPECT_LT(by_row.at("161")->predicted_memory_bytes, 0.85 * by_row.at("161")->measured_memory_bytes);
+  // Trainy's June 2025 runs on H200s (rows 167, 168; torchtitan e7c0cae compiles the blocks and the loss,
+  // --torch-compile-loss, §3.6): −7.0% and −9.3%, under issue 27's 5%; the eager loss's 12 bytes per logit
+  // would put them 28-30% over. Their time (held out, nothing fitted): −1.6% and −2.8%.
+  for (const char* row : {"167", "168"}) {
+    const trainplan::validation_row& v = *by_row.at(row);
+    EXPECT_EQ(v.skipped, "") << row;
+    EXPECT_LE(std::fabs(v.predicted_memory_bytes / v.measured_memory_bytes - 1), 0.10) << row;
+    EXPECT_LT(v.predicted_memory_bytes, v.measured_memory_bytes) << row;
+    EXPECT_LE(std::fabs(v.error), 0.04) << row;
+  }
   // The async-TP rows are skipped by name, before the columns they leave empty.
   for (const char* row : {"162", "165", "166"}) {
     EXPECT_THAT(by_row.at(row)->skipped, ::testing::HasSubstr("async TP")) << row;

@@ -151,14 +151,26 @@ namespace {
 //   for a scalar 1.0, and Megatron hands it a per-token tensor). From #3193 the gradient is a new fp32
 //   tensor: 2e + 4 in 2, 4 beside the logits; element_mul on it (4 + 4) and autograd's cast back (4 + e):
 //   e + 12 in 2, as Megatron's own.
-constexpr std::array<cross_entropy_kernels, 6> kCrossEntropy = {{
+// - The same F.cross_entropy compiled by Inductor (torchtitan components/loss.py build_cross_entropy_loss:
+//   torch.compile(loss_fn) when compile.components names "loss"): the fp32 cast, log_softmax and nll_loss
+//   lower to one reduction kernel per row (the max and the sum of exponentials, each a loop over the row's
+//   16-bit logits: 2e read, nothing written but per-row statistics), so no fp32 tensor of the logits' size
+//   exists. AOTAutograd's partitioner saves the logits themselves (a graph input) and the per-row
+//   statistics rather than the log-softmax, and the backward recomputes exp(x - lse) from them in one kernel
+//   that writes the 16-bit gradient, the cast back fused (e read beside the e written). At the backward's
+//   peak the saved logits and the gradient live together: 2e, and torchtitan's `del pred` frees nothing.
+//   (PyTorch compiler developers: "memory-wise it's ~0 for just fwd and ~d_input for fw+bw",
+//   Dao-AILab/quack#48, 2025-10-07.)
+constexpr std::array<cross_entropy_kernels, 7> kCrossEntropy = {{
     {"Megatron vocab_parallel_cross_entropy", 36, 6, 12, 2, 4, 4},
     {"Megatron fused_vocab_parallel_cross_entropy", 20, 3, 4, 1, 4, 4},
     {"Megatron-DeepSpeed vocab_parallel_cross_entropy", 36, 6, 12, 2, 4, 4},
     {"PyTorch F.cross_entropy (fp32)", 20, 2, 20, 4, 8, 12, 0, 0, true, true},
     {"Transformer Engine parallel_cross_entropy (gradient in place)", 0, 2, 0, 1, 0, 0, 2, 1, false},
     {"Transformer Engine parallel_cross_entropy (fp32 gradient)", 4, 2, 12, 2, 4, 4, 1, 0, true},
+    {"PyTorch F.cross_entropy (fp32) compiled by Inductor", 0, 1, 0, 1, 0, 0, 1, 1, false, false, 2},
 }};
+constexpr std::size_t kCompiledLossRow = 6;
 
 }  // namespace
 
@@ -173,7 +185,7 @@ const cross_entropy_kernels& cross_entropy_of(const training_config& t) {
       }
       return kCrossEntropy[1];
     case framework_kind::deepspeed: return kCrossEntropy[2];
-    case framework_kind::fsdp: return kCrossEntropy[3];
+    case framework_kind::fsdp: return kCrossEntropy[t.torch_compile_loss ? kCompiledLossRow : 3];
   }
   return kCrossEntropy[0];
 }

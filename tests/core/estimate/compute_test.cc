@@ -427,6 +427,36 @@ TEST(ComputeLoss, TheFrameworksKernelsByTheBytesTheyMove) {
               10 * elems * per_byte + 1 * e.kernel_overhead_s, 1e-12);
 }
 
+// §3.6, §5.3: torchtitan's loss compiled by Inductor (--torch-compile-loss, compile.components "loss"):
+// Llama-3-8B under FSDP2 at 8,192 tokens, 8,192 × 128,256 logits. Eager F.cross_entropy on pred.float()
+// moves e + 20 bytes per logit in 2 kernels forward and e + 20 in 4 backward; compiled, one reduction
+// kernel reads the bf16 logits twice (2e = 4) and one backward kernel reads them and writes the bf16
+// gradient (2e = 4): 18 and 18 bytes fewer, 1 and 3 kernels fewer. No fp32 tensor of the logits' size
+// exists: the backward's peak is the saved logits and their gradient, 2e = 4 bytes against eager's 12.
+TEST(ComputeLoss, InductorsCompiledLossReadsTheLogitsAndWritesTheirGradient) {
+  const std::vector<std::string> llama = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                          "--seq-length", "8192", "--framework", "fsdp", "--zero-stage", "3",
+                                          "--bf16"};
+  std::vector<std::string> compiled_args = llama;
+  compiled_args.push_back("--torch-compile-loss");
+  const job_spec eager_job = parse_job_args(llama).job;
+  const job_spec compiled_job = parse_job_args(compiled_args).job;
+  const compute_report eager = estimate_compute(eager_job);
+  const compute_report compiled = estimate_compute(compiled_job);
+  const compute_efficiency e = effective_compute_efficiency(eager_job.cluster.gpu);
+  const double per_byte = 1.0 / (eager_job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const double elems = 8192.0 * 128256.0;
+  EXPECT_NEAR(eager.output.forward.memory_s - compiled.output.forward.memory_s,
+              18 * elems * per_byte + 1 * e.kernel_overhead_s, 1e-12);
+  EXPECT_NEAR(eager.output.backward.memory_s - compiled.output.backward.memory_s,
+              18 * elems * per_byte + 3 * e.kernel_overhead_s, 1e-12);
+  // The loss is the last stage's largest transient here, so the transient is the loss's.
+  EXPECT_DOUBLE_EQ(estimate_memory(eager_job).stages.back().transient_bytes, 12 * elems);
+  EXPECT_DOUBLE_EQ(estimate_memory(compiled_job).stages.back().transient_bytes, 4 * elems);
+  // Nothing else of the job changes: the blocks' kernels stay eager without --torch-compile.
+  EXPECT_EQ(layer_kernels_of(compiled_job.training).runs, layer_kernels_of(eager_job.training).runs);
+}
+
 // §3.6: the loss's transient at the last stage. GPT-OSS 120B as Megatron-Bridge's B200 recipe runs it
 // (TP 1, MBS 4 × 4,096 tokens, 201,088 logits each): Megatron's fused loss holds an fp32 buffer beside the
 // bf16 logits, e + 4 = 6 bytes per logit (18.4 GiB); Transformer Engine's writes the gradient into the

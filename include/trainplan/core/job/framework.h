@@ -69,6 +69,9 @@ struct cross_entropy_kernels {
   /// block: PyTorch's caching allocator keeps that block reserved and unused through the backward's peak,
   /// e per element above allocated (§3.8).
   bool strands_logits_block = false;
+  /// 16-bit tensors per element alive at the backward's peak (×e): a compiled loss keeps the logits it saved
+  /// and writes the 16-bit gradient beside them.
+  double backward_peak_16bit = 0;
 };
 /// The row a job runs: Megatron's fused loss with --cross-entropy-loss-fusion (native or Transformer
 /// Engine's, --cross-entropy-fusion-impl), else the framework's own.

@@ -218,6 +218,10 @@ struct training_config {
   /// pointwise kernels fused (layer_kernels_of) and, under per-op SAC, only the kept outputs the backward
   /// reads saved (§3.4.4, §5.3). FSDP only.
   bool torch_compile = false;
+  /// --torch-compile-loss: torchtitan's compile.components "loss" (its default, with "model"; the June 2025
+  /// schema's training.compile): F.cross_entropy on pred.float() compiled by Inductor, the cast, log-softmax
+  /// and gradient fused, the logits saved for a backward that writes a 16-bit gradient (§3.6, §5.3). FSDP only.
+  bool torch_compile_loss = false;
   /// Megatron-LM's legacy models (--use-legacy-models, megatron/legacy/model/transformer.py): its flash
   /// path rearranges the kernel's output into a new tensor, the projection's input (§3.4).
   bool legacy_models = false;
