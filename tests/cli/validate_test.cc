@@ -282,14 +282,24 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.04);
   EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.10);
   EXPECT_LE(gen["H100 BF16, held out"].median_abs_error, 0.06);
-  // Its worst: Megatron CI's VPP 8 run (−19%) and torchtitan's eager runs (−14%, −17% with their eager
-  // RMSNorm, RoPE and K/V copies, §5.3; −31% and −33% before).
+  // Its worst: Megatron CI's VPP 8 run (−18%); torchtitan's eager runs are −7% and −8% (−12%, −13% at the
+  // SXM card's peak; −31% and −33% before their eager RMSNorm, RoPE and K/V copies were priced, §5.3).
   EXPECT_LE(gen["H100 BF16, held out"].max_abs_error, 0.20);
-  // 8.2% with torchtitan's compiled float8 runs (2026-12-01, rows 154-161): the long-context CP rows 155-158
-  // come out −19% to −44% (torchtitan's SDPA and ring attention at 32K-262K tokens, issue 28's finding 4);
-  // 7.2% over the 16 rows before them.
+  // 7.3% with torchtitan's compiled float8 runs (2026-12-01, rows 154-161) on their 500 W H100s priced at
+  // the midpoint of SXM's and NVL's peaks (the source: "between SXM and NVL"; 8.2% at SXM's): the
+  // long-context CP rows 155-158 come out −13% to −40% (torchtitan's SDPA and ring attention at 32K-262K
+  // tokens, issue 28's finding 4); 7.2% over the 16 rows before them.
   EXPECT_EQ(gen["H100 FP8, held out"].rows, 23);
-  EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.09);
+  EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.08);
+  // The 500 W card's compiled and eager runs at 8K tokens (rows 152-154, 159-161): within 9% each.
+  for (const trainplan::validation_row& v : r.rows) {
+    if (v.table != "published-measurements-more.csv") continue;
+    for (const char* row : {"152", "153", "154", "159", "160", "161"}) {
+      if (v.label == row) {
+        EXPECT_LE(std::fabs(v.error), 0.09) << row;
+      }
+    }
+  }
   // Rows 15-19 (PP > 1) run interleaved, 1 layer per virtual stage, as published-conditions.csv says why.
   EXPECT_THAT(by["16"]->assumed, ::testing::HasSubstr("1 layer per virtual stage"));
   EXPECT_NE(std::find(by["19"]->args.begin(), by["19"]->args.end(), "--num-layers-per-virtual-pipeline-stage"),

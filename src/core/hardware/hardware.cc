@@ -111,14 +111,16 @@ std::vector<gpu_spec> make_gpu_catalog() {
       },
       gpu_spec{
           // Meta's Grand Teton H100 (torchtitan's 2024-12 benchmarks): the SXM die with six HBM2e stacks,
-          // 96 GB at 2.4 TB/s, run at a 500 W power limit. The limit's lower sustained clock is not
-          // modelled: the 700 W card's sustained-clock factor applies (§5.6).
+          // 96 GB at 2.4 TB/s, run at a 500 W power limit, whose peak the source puts "between SXM and NVL"
+          // (footnote 2: "we don't know its exact value"). The peaks are the midpoint of the two datasheet
+          // columns (SXM 700 W, NVL 350-400 W: same 132 SMs, the clock set by the power), the least a
+          // bracket says; the 700 W card's sustained-clock factor applies on top (§5.6).
           .name = "h100-sxm5-96gb-hbm2e",
           .vendor = "NVIDIA",
-          .peak_fp32_flops = 67 * kTera,
-          .peak_tf32_flops = 494.7 * kTera,
-          .peak_bf16_flops = 989.4 * kTera,
-          .peak_fp8_flops = 1978.9 * kTera,
+          .peak_fp32_flops = (67 + 60) / 2.0 * kTera,
+          .peak_tf32_flops = (494.7 + 417.5) / 2 * kTera,
+          .peak_bf16_flops = (989.4 + 835.5) / 2 * kTera,
+          .peak_fp8_flops = (1978.9 + 1670.5) / 2 * kTera,
           .memory_bytes = 96 * kGiB,  // 6 stacks x 16 GiB
           .usable_memory_bytes = 96 * kGiB - 912 * kMiB,  // assumed: the 80 GB card's 912 MiB reserve
           .memory_bandwidth_bytes_per_s = 2.4e12,
@@ -127,7 +129,8 @@ std::vector<gpu_spec> make_gpu_catalog() {
           .host_link_bytes_per_s = 64 * kGiga,  // PCIe Gen5 x16: 128 GB/s both ways
           .cuda_context_bytes = kHopperContextBytes,
           .source = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Hardware: Grand Teton H100 with "
-                    "96GB HBM2e at 2.4 TB/s, 500 W (compute: the H100 SXM datasheet's)",
+                    "96GB HBM2e at 2.4 TB/s, 500 W, peak 'between SXM and NVL' (compute: the midpoint of the H100 "
+                    "datasheet's SXM and NVL columns)",
       },
       gpu_spec{
           // H100 NVL: 94 GB of HBM3 enabled of six stacks, 3.9 TB/s, clocked between PCIe and SXM.

@@ -96,12 +96,17 @@ TEST(HardwareGpuCatalog, H20) {
   EXPECT_EQ(g.sm_count, 78);
 }
 
-// Meta's Grand Teton H100, as torchtitan's benchmarks ran: 96 GB of HBM2e at 2.4 TB/s; the SXM die.
+// Meta's Grand Teton H100, as torchtitan's benchmarks ran: 96 GB of HBM2e at 2.4 TB/s; the SXM die at
+// 500 W, its peak "between SXM and NVL" by the source's footnote: the two datasheet columns' midpoint.
 TEST(HardwareGpuCatalog, GrandTetonH100) {
   const gpu_spec g = find_gpu("h100-sxm5-96gb-hbm2e");
   EXPECT_DOUBLE_EQ(g.memory_bytes, 96.0 * 1024 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(g.memory_bandwidth_bytes_per_s, 2.4e12);
-  EXPECT_DOUBLE_EQ(g.peak_bf16_flops, find_gpu("h100-sxm5-80gb").peak_bf16_flops);
+  const gpu_spec& sxm = find_gpu("h100-sxm5-80gb");
+  const gpu_spec& nvl = find_gpu("h100-nvl-94gb");
+  EXPECT_DOUBLE_EQ(g.peak_bf16_flops, 912.45e12);
+  EXPECT_DOUBLE_EQ(g.peak_bf16_flops, (sxm.peak_bf16_flops + nvl.peak_bf16_flops) / 2);
+  EXPECT_DOUBLE_EQ(g.peak_fp8_flops, (sxm.peak_fp8_flops + nvl.peak_fp8_flops) / 2);
   EXPECT_EQ(g.sm_count, 132);
 }
 
