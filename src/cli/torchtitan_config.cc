@@ -463,6 +463,9 @@ void reader::model() {
                             "a pipeline degree of 1", name));
     }
     add("--model", std::string(m->catalog), "model.flavor");
+    // nn.Embedding(vocab_size, dim) and the output Linear take the tokenizer's vocabulary unpadded (TP's
+    // ColwiseParallel shards it as it is); Megatron's padding rule does not apply.
+    add("--make-vocab-size-divisible-by", "1", "model.flavor");
     if (m->full_attention) add("--window-attn-skip-freq", "1", "model.flavor");  // every layer attends fully
   } else {
     out_.unknown_model = fmt::format(

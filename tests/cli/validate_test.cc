@@ -409,14 +409,16 @@ TEST(ValidatePublishedTable, MeasuredPeakMemoryIsComparedAsTheSourceMeasuredIt) 
   // The compiled runs (--torch-compile, §3.4.4, §5.3; 2026-12-01), selective and full recomputation alike:
   // 153 (bf16, op SAC: w2's output not saved) +0.7%, 154 and 160 (float8, op SAC) +2.1% and +2.4%, Table 2's
   // full-recomputation CP rows 155-158 +3.5% to +4.2%. Row 161 (70B, TP 8 with float8, full recomputation)
-  // is −20%: the one row past 5%, an under-estimate not yet explained (the TP float8 all-gathers?).
+  // is −8.4% since its loss runs under loss_parallel's op-by-op DTensor handlers (2026-12-01, §3.6: 12 fp32
+  // bytes per logit beside the logits in the forward, 16 at the backward's peak; −20.2% before).
   const auto& tt = src.at("torchtitan benchmarks (PyTorch team, Dec 2024) (reserved by PyTorch, busiest rank)");
   EXPECT_EQ(tt.rows, 10);
   for (const char* row : {"152", "153", "154", "155", "156", "157", "158", "159", "160"}) {
     const trainplan::validation_row& v = *by_row.at(row);
     EXPECT_LE(std::fabs(v.predicted_memory_bytes / v.measured_memory_bytes - 1), 0.05) << row;
   }
-  EXPECT_LT(by_row.at("161")->predicted_memory_bytes, 0.85 * by_row.at("161")->measured_memory_bytes);
+  EXPECT_LT(by_row.at("161")->predicted_memory_bytes, by_row.at("161")->measured_memory_bytes);
+  EXPECT_GT(by_row.at("161")->predicted_memory_bytes, 0.9 * by_row.at("161")->measured_memory_bytes);
   // Trainy's June 2025 runs on H200s (rows 167, 168; torchtitan e7c0cae compiles the blocks and the loss,
   // --torch-compile-loss, §3.6): −7.0% and −9.3%, under issue 27's 5%; the eager loss's 12 bytes per logit
   // would put them 28-30% over. Their time (held out, nothing fitted): −1.6% and −2.8%.

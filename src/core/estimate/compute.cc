@@ -777,7 +777,7 @@ unit_time output_compute(const job_spec& job, const compute_efficiency& e) {
   if (m.final_norm) add_memory(gpu, e, 2 * 2 * eb * static_cast<double>(tokens) * m.hidden_size, 1, u);
   add_gemm(gpu, e, d, {tokens, vocab, m.hidden_size}, u, &pass_time::gemm_s);
   // Cross-entropy (§5.3): the framework's kernels over the logits, by the bytes each moves.
-  const cross_entropy_kernels& ce = cross_entropy_of(job.training);
+  const cross_entropy_kernels& ce = cross_entropy_of(job.training, job.parallel.tp);
   const double elems = static_cast<double>(tokens) * static_cast<double>(vocab);
   u.forward.memory_s +=
       memory_time_s(gpu, e, elems * (eb * (1 + ce.forward_extra_16bit) + ce.forward_fp32_bytes), ce.forward_kernels);

@@ -522,7 +522,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
                                 (kind_act[last_kind] + (2 + 2 + 2) * e * h * tokens / rep);
         // §3.6: the logits (e·V/t) and the loss's fp32 buffers, as the framework runs it: the forward's
         // peak, the backward's, or the cast of the fp32 gradient back to the logits' dtype (4 + e).
-        const cross_entropy_kernels& ce = cross_entropy_of(tr);
+        const cross_entropy_kernels& ce = cross_entropy_of(tr, par.tp);
         // §3.6: torch.distributed.pipelining keeps the last stage's output, the logits, in its forward cache
         // until that micro-batch's backward (stage.py backward_one_chunk pops it then): alive at the
         // backward's peak, not freed before it (a compiled loss's backward_peak_16bit counts them already:

@@ -161,7 +161,18 @@ namespace {
 //   peak the saved logits and the gradient live together: 2e, and torchtitan's `del pred` frees nothing.
 //   (PyTorch compiler developers: "memory-wise it's ~0 for just fwd and ~d_input for fw+bw",
 //   Dao-AILab/quack#48, 2025-10-07.)
-constexpr std::array<cross_entropy_kernels, 7> kCrossEntropy = {{
+// - The same F.cross_entropy at TP > 1, where torchtitan's logits are a DTensor sharded over the vocabulary
+//   and loss_parallel (its default; disabling it is refused by the reader) replaces log_softmax and
+//   nll_loss with DTensor handlers (torch/distributed/tensor/parallel/loss.py): `_log_softmax` runs the
+//   decomposition op by op with all-reduces of the max and the sum between: amax (4), x − max (4 + 4), exp
+//   (4 + 4), sum (4), shifted − logsumexp (4 + 4), after the caller's .float() (e + 4): e + 36 in 6 kernels,
+//   the fp32 copy, the shifted tensor and exp's or the result's alive at once: e + 12.
+//   `_nll_loss_and_log_softmax_backward` fuses the two backwards without an all-gather: zeros_like (4), the
+//   index_put of −1 at the targets, exp of the saved log-softmax (4 + 4), their sum (4 + 4 + 4), times the
+//   gradient (4 + 4), then autograd's cast back (4 + e): e + 36 in 6; the saved result, grad_input (a local
+//   alive until the handler returns), exp's output or the product, and the sum: 16 fp32 bytes at its peak.
+//   The logits' freed block is stranded as for the eager loss.
+constexpr std::array<cross_entropy_kernels, 8> kCrossEntropy = {{
     {"Megatron vocab_parallel_cross_entropy", 36, 6, 12, 2, 4, 4},
     {"Megatron fused_vocab_parallel_cross_entropy", 20, 3, 4, 1, 4, 4},
     {"Megatron-DeepSpeed vocab_parallel_cross_entropy", 36, 6, 12, 2, 4, 4},
@@ -169,12 +180,15 @@ constexpr std::array<cross_entropy_kernels, 7> kCrossEntropy = {{
     {"Transformer Engine parallel_cross_entropy (gradient in place)", 0, 2, 0, 1, 0, 0, 2, 1, false},
     {"Transformer Engine parallel_cross_entropy (fp32 gradient)", 4, 2, 12, 2, 4, 4, 1, 0, true},
     {"PyTorch F.cross_entropy (fp32) compiled by Inductor", 0, 1, 0, 1, 0, 0, 1, 1, false, false, 2},
+    {"PyTorch F.cross_entropy (fp32) on vocab-sharded DTensor logits (loss_parallel)", 36, 6, 36, 6, 12, 16, 0, 0,
+     true, true},
 }};
 constexpr std::size_t kCompiledLossRow = 6;
+constexpr std::size_t kLossParallelRow = 7;
 
 }  // namespace
 
-const cross_entropy_kernels& cross_entropy_of(const training_config& t) {
+const cross_entropy_kernels& cross_entropy_of(const training_config& t, std::int64_t tp) {
   using impl = training_config::cross_entropy_impl;
   switch (t.framework) {
     case framework_kind::megatron:
@@ -185,7 +199,8 @@ const cross_entropy_kernels& cross_entropy_of(const training_config& t) {
       }
       return kCrossEntropy[1];
     case framework_kind::deepspeed: return kCrossEntropy[2];
-    case framework_kind::fsdp: return kCrossEntropy[t.torch_compile_loss ? kCompiledLossRow : 3];
+    case framework_kind::fsdp:
+      return kCrossEntropy[t.torch_compile_loss ? kCompiledLossRow : tp > 1 ? kLossParallelRow : 3];
   }
   return kCrossEntropy[0];
 }

@@ -204,6 +204,10 @@ std::string training_violation(job_spec& job) {
     return "${training.torch_compile_loss} is torchtitan's compiled F.cross_entropy, modelled with "
            "${training.framework} fsdp; " + std::string(to_string(t.framework)) + " runs its own loss (§3.6)";
   }
+  if (t.torch_compile_loss && job.parallel.tp > 1) {
+    return "${training.torch_compile_loss} is modelled at TP 1 (${parallel.tp}): at TP > 1 torchtitan's loss_parallel "
+           "runs the loss on vocab-sharded DTensor logits, whose compiled kernels are not modelled (§3.6)";
+  }
   if (t.recompute == recompute_granularity::selective_op) {
     // torchtitan's per-op policy (§3.4.4) as its Llama-style block runs it: at TP or CP > 1 the
     // recomputed forward also redoes collectives (TP's all-gathers, the CP ring) not modelled here.

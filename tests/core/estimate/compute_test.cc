@@ -457,6 +457,30 @@ TEST(ComputeLoss, InductorsCompiledLossReadsTheLogitsAndWritesTheirGradient) {
   EXPECT_EQ(layer_kernels_of(compiled_job.training).runs, layer_kernels_of(eager_job.training).runs);
 }
 
+// §3.6, §5.3: torchtitan's loss at TP > 1 runs under loss_parallel (its default) on vocab-sharded DTensor
+// logits: the DTensor handlers of torch/distributed/tensor/parallel/loss.py run log_softmax's decomposition
+// op by op (e + 36 bytes per logit in 6 kernels, fp32 copy, shifted and exp alive at once: e + 12) and a
+// fused nll/log-softmax backward (e + 36 in 6; its peak 16 fp32 bytes: the saved result, grad_input, exp's
+// output and their sum). Llama-3-70B at TP 8 with SP, 8,192 tokens: 8,192 × 16,032 logits per rank.
+TEST(MemoryLoss, TorchtitansLossParallelRunsTheDecompositionOpByOp) {
+  training_config fsdp;
+  fsdp.framework = framework_kind::fsdp;
+  EXPECT_EQ(cross_entropy_of(fsdp, 8).buffer_fp32_bytes, 12);
+  EXPECT_EQ(cross_entropy_of(fsdp, 8).backward_peak_fp32_bytes, 16);
+  EXPECT_EQ(cross_entropy_of(fsdp, 8).forward_kernels, 6);
+  EXPECT_EQ(cross_entropy_of(fsdp, 1).backward_peak_fp32_bytes, 12);  // TP 1: aten's fused log_softmax
+  const std::vector<std::string> tp8 = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64",
+                                        "--framework", "fsdp", "--zero-stage", "3", "--tp", "8",
+                                        "--sequence-parallel", "--recompute-granularity", "full", "--bf16",
+                                        "--make-vocab-size-divisible-by", "1"};  // torchtitan's, unpadded
+  const job_spec job = parse_job_args(tp8).job;
+  EXPECT_DOUBLE_EQ(estimate_memory(job).stages.back().transient_bytes, 16.0 * 8192 * 16032);
+  // The compiled loss is modelled at TP 1 alone.
+  std::vector<std::string> compiled = tp8;
+  compiled.push_back("--torch-compile-loss");
+  EXPECT_THROW(parse_job_args(compiled), input_error);
+}
+
 // §3.6: the loss's transient at the last stage. GPT-OSS 120B as Megatron-Bridge's B200 recipe runs it
 // (TP 1, MBS 4 × 4,096 tokens, 201,088 logits each): Megatron's fused loss holds an fp32 buffer beside the
 // bf16 logits, e + 4 = 6 bytes per logit (18.4 GiB); Transformer Engine's writes the gradient into the

@@ -74,8 +74,9 @@ struct cross_entropy_kernels {
   double backward_peak_16bit = 0;
 };
 /// The row a job runs: Megatron's fused loss with --cross-entropy-loss-fusion (native or Transformer
-/// Engine's, --cross-entropy-fusion-impl), else the framework's own.
-const cross_entropy_kernels& cross_entropy_of(const training_config& t);
+/// Engine's, --cross-entropy-fusion-impl), else the framework's own; FSDP's at TP > 1 (`tp`) is torchtitan's
+/// loss_parallel on vocab-sharded DTensor logits.
+const cross_entropy_kernels& cross_entropy_of(const training_config& t, std::int64_t tp = 1);
 
 // ---- a layer's memory-bound kernels (§5.3) -------------------------------------------------------
 
