@@ -113,6 +113,28 @@ constexpr std::array<tp_block_row, 6> kTpSpBlockRows{{
      "recomputed forward reduce-scatter (1 per recomputed block)", 1, per::recomputed_block},
 }};
 
+/// torchtitan's SP blocks as DTensor runs them (parallelize.py apply_tp: PrepareModuleInput gathers each
+/// block's input, RowwiseParallel reduce-scatters its output): autograd saves the gathered input for the
+/// weight gradients, so the backward gathers only the output gradient (Megatron re-gathers the input too).
+/// With float8 linears (torchao float8_tensor_parallel: PrepareFloat8ModuleInput and Float8ColwiseParallel
+/// cast the block's input to e4m3 before the all-gather, Float8RowwiseParallel the output gradient to e5m2
+/// before its all-gather) every all-gather moves 1 byte per element; the reduce-scatters move the GEMMs'
+/// 16-bit outputs.
+constexpr std::array<tp_block_row, 6> kTorchtitanTpRows{{
+    {ck::all_gather, cph::forward, "block input all-gather before QKV and w1/w3 (2 per layer)",
+     "block input all-gather", 1, per::block},
+    {ck::reduce_scatter, cph::forward, "reduce-scatter after wo and w2 (2 per layer)",
+     "reduce-scatter at each block's output", 1, per::block},
+    {ck::all_gather, cph::backward, "output-gradient all-gather before wo's and w2's data gradient (2 per layer)",
+     "output-gradient all-gather per block", 1, per::block},
+    {ck::reduce_scatter, cph::backward, "QKV and w1/w3 input-gradient reduce-scatter (2 per layer)",
+     "input-gradient reduce-scatter per block", 1, per::block},
+    {ck::all_gather, cph::backward, "recomputed forward all-gather (2 per recomputed layer)",
+     "recomputed forward all-gather (1 per recomputed block)", 1, per::recomputed_block},
+    {ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter (2 per recomputed layer)",
+     "recomputed forward reduce-scatter (1 per recomputed block)", 1, per::recomputed_block},
+}};
+
 void tp_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   if (p.tp == 1) return;
@@ -122,20 +144,23 @@ void tp_table(const comm_context& x, row_sink& out) {
   const bool hybrid = x.job.model.is_hybrid();
   // The recomputed dense MLP module (--recompute-modules mlp) redoes one block of its layer: named per block.
   const bool mlp_recompute = x.job.training.recomputes(recompute_module::mlp);
-  const auto rows = [&](const auto& table) {
+  const auto rows = [&](const auto& table, double gathered) {
     for (const tp_block_row& r : table) {
       const bool by_block = hybrid || (mlp_recompute && r.per_ == per::recomputed_block);
-      out.row(r.kind, r.phase, by_block ? r.hybrid : r.transformer, g_tp, a, r.times, r.per_);
+      out.row(r.kind, r.phase, by_block ? r.hybrid : r.transformer, g_tp, r.kind == ck::all_gather ? gathered : a,
+              r.times, r.per_);
     }
   };
+  const bool fp8 = x.job.resolved.roles.linear == dtype::fp8;
   if (!x.sp) {
-    rows(kTpBlockRows);
+    rows(kTpBlockRows, a);
     out.row(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp, a, 1, per::first_stage);
     out.row(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp, a, 1, per::last_stage);
+  } else if (x.job.training.framework == framework_kind::fsdp) {
+    rows(kTorchtitanTpRows, fp8 ? a / x.act_bytes : a);
   } else if (!x.job.training.tp_comm_overlap) {
-    rows(kTpSpBlockRows);
+    rows(kTpSpBlockRows, a);
   } else {
-    const bool fp8 = x.job.resolved.roles.linear == dtype::fp8;
     tp_overlap_rows(a, fp8 ? a / x.act_bytes : a, out);
   }
   if (x.sp) {

@@ -705,5 +705,44 @@ TEST(CommCli, BadRankOrderExitsTwoNamingTheFlag) {
   EXPECT_NE(r.output.find("permutation"), std::string::npos) << r.output;
 }
 
+
+// §4.2.1: torchtitan's sequence-parallel blocks (DTensor, --framework fsdp): autograd keeps the gathered
+// input for the weight gradients, so the backward all-gathers the output gradient alone (Megatron also
+// re-gathers the input: 2 per block); under torchao float8 (Float8ColwiseParallel, PrepareFloat8ModuleInput,
+// Float8RowwiseParallel) every all-gather moves e4m3/e5m2 bytes, the reduce-scatters bf16.
+TEST(CommTp, TorchtitansBlocksGatherTheOutputGradientOnceAndInFloat8) {
+  const std::vector<std::string> llama = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64",
+                                          "--framework", "fsdp", "--zero-stage", "3", "--tp", "8",
+                                          "--sequence-parallel", "--recompute-granularity", "full", "--bf16"};
+  auto row = [](const job_spec& job, std::string_view what) {
+    const comm_report r = summarize_comm(job);
+    for (const comm_collective& c : r[parallel_dim::tp].collectives) {
+      if (c.what == what) return c;
+    }
+    ADD_FAILURE() << what;
+    return comm_collective{};
+  };
+  const double a = 8192.0 * 8192.0 * 2;  // MBS 1 × 8,192 tokens × hidden 8,192, bf16
+  const job_spec bf16 = job_of(llama);
+  std::vector<std::string> f8 = llama;
+  f8.insert(f8.end(), {"--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"});
+  const job_spec fp8 = job_of(f8);
+  const std::string_view gathers[] = {"block input all-gather before QKV and w1/w3 (2 per layer)",
+                                      "output-gradient all-gather before wo's and w2's data gradient (2 per layer)",
+                                      "recomputed forward all-gather (2 per recomputed layer)"};
+  for (const std::string_view g : gathers) {
+    EXPECT_DOUBLE_EQ(row(bf16, g).bytes_per_call, a) << g;
+    EXPECT_DOUBLE_EQ(row(fp8, g).bytes_per_call, a / 2) << g;
+  }
+  EXPECT_DOUBLE_EQ(row(fp8, "reduce-scatter after wo and w2 (2 per layer)").bytes_per_call, a);
+  EXPECT_DOUBLE_EQ(row(fp8, "QKV and w1/w3 input-gradient reduce-scatter (2 per layer)").bytes_per_call, a);
+  // Megatron-Core's blocks re-gather the input in the backward: twice the backward all-gathers per block.
+  std::vector<std::string> megatron = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64",
+                                       "--tp", "8", "--sequence-parallel", "--bf16"};
+  const comm_collective m = row(job_of(megatron),
+                                "output-gradient all-gather (2) and input re-gather for weight gradients (2) per layer");
+  EXPECT_DOUBLE_EQ(m.bytes_per_call, a);
+}
+
 }  // namespace
 }  // namespace trainplan
