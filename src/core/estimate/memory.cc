@@ -39,6 +39,10 @@ struct activation_setting {
   /// The flash kernel's output is the projection's input, one tensor (Megatron-Core: TE's sbhd output
   /// viewed, not copied); legacy Megatron, Megatron-DeepSpeed and FSDP models rearrange it into a new one.
   bool flash_output_is_projection_input = false;
+  /// The QKV and fc1 inputs kept are the sequence-parallel all-gather's output, every token (torchtitan's
+  /// DTensor blocks: the matmul saves the tensor PrepareModuleInput gathered, §4.2.1); Megatron keeps its
+  /// shard and re-gathers it in the backward.
+  bool gathered_input_saved = false;
 };
 
 /// §3.4: the attention block's saved tensors per token.
@@ -54,7 +58,7 @@ double attention_bytes(const model_spec& m, const activation_setting& a) {
   const double e = a.e;
   const double lin = a.lin;
   const bool attn_dropout = m.attention_dropout > 0;
-  double attn = lin * h / rep;                                // QKV (or MLA down-projection) input
+  double attn = lin * h / (a.gathered_input_saved ? 1.0 : rep);  // QKV (or MLA down-projection) input
   if (!a.mla_up_proj) attn += e * (q + k + v) / t;            // Q, K, V
   if (m.is_mla()) {
     // §3.4.5: the latent norms' inputs and outputs (the up-projections' inputs), whole on every TP
@@ -95,7 +99,8 @@ double mlp_bytes(const model_spec& m, const activation_setting& a, bool moe_laye
   };
   if (!moe_layer && a.mlp) return 0.0;                       // checkpointed: its input is the kept norm input
   if (moe_layer && a.moe) return e * h / rep;                // checkpointed: its input, the norm's output
-  double mlp = moe_layer && a.layernorm ? 0.0 : (moe_layer ? e : lin) * h / rep;  // fc1 (or router) input
+  const double fc1_input_shards = !moe_layer && a.gathered_input_saved ? 1.0 : rep;
+  double mlp = moe_layer && a.layernorm ? 0.0 : (moe_layer ? e : lin) * h / fc1_input_shards;  // fc1 (or router) input
   if (!moe_layer) {
     mlp += mlp_bytes(static_cast<double>(m.ffn_hidden_size), t);
   } else {
@@ -173,6 +178,7 @@ activation_setting setting_for(const job_spec& job) {
   a.flash = job.training.flash_attention;
   a.flash_output_is_projection_input =
       job.training.framework == framework_kind::megatron && !job.training.legacy_models;
+  a.gathered_input_saved = job.training.framework == framework_kind::fsdp && a.sp && a.t > 1;
   const training_config& t = job.training;
   a.selective = t.recomputes(recompute_module::core_attn);
   a.layernorm = t.recomputes(recompute_module::layernorm);

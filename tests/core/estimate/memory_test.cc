@@ -23,6 +23,27 @@ std::vector<std::string> gpt(std::vector<std::string> extra) {
   return a;
 }
 
+// §3.4, §4.2.1: torchtitan's sequence-parallel blocks keep the all-gathered QKV and w1/w3 input (every
+// token), not Megatron's shard. Llama-3-70B at TP 8 with SP, 8,192 tokens, bf16, no recomputation: the
+// attention block keeps its gathered input (e·h), Q, K and V (e·(q + k + v)/t), FlashAttention-2's output,
+// its fp32 log-sum-exp and the projection's rearranged input; the MLP its gathered input and the eager
+// SwiGLU's w1 and w3 outputs, silu's output and w2's input ((3e + e)·f/t).
+TEST(MemoryActivations, TorchtitansSequenceParallelBlocksKeepTheGatheredInput) {
+  const job_spec j = job_of({"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--framework",
+                             "fsdp", "--zero-stage", "3", "--tp", "8", "--sequence-parallel", "--bf16"});
+  const double tokens = 8192, h = 8192, q = 8192, kv = 1024, heads = 64, f = 28672, t = 8, e = 2;
+  const layer_activation_bytes l = layer_activations(j, false);
+  EXPECT_DOUBLE_EQ(l.attention, tokens * (e * h + e * (q + 2 * kv) / t + e * q / t + 4 * heads / t + e * q / t));
+  EXPECT_DOUBLE_EQ(l.mlp, tokens * (e * h + 4 * e * f / t));
+  EXPECT_DOUBLE_EQ(l.norms, tokens * 2 * e * h / t);  // the norms' inputs stay sharded
+  // Megatron-Core keeps its shard of each input (e·h/t) and re-gathers it for the weight gradient.
+  const job_spec mc = job_of({"--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "8",
+                              "--sequence-parallel", "--bf16"});
+  const layer_activation_bytes ml = layer_activations(mc, false);
+  EXPECT_DOUBLE_EQ(ml.attention - (l.attention - tokens * e * h * (1 - 1 / t)),
+                   -tokens * e * q / t);  // Megatron's flash output is the projection's input: one tensor
+}
+
 TEST(MemoryActivations, KorthikantiNoParallelism) {
   const job_spec j = job_of(gpt({"--tp", "1", "--dp", "1", "--num-gpus", "1"}));
   const double s = 2048, b = 1, h = 6144, a = 64;
