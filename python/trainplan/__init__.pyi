@@ -511,6 +511,7 @@ class Job:
         norm_kernel: Union[str, os.PathLike[str], None] = ...,
         torch_compile: Optional[bool] = ...,
         torch_compile_loss: Optional[bool] = ...,
+        async_tensor_parallel: Optional[bool] = ...,
         cross_entropy_loss_fusion: Optional[bool] = ...,
         cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
         te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -703,6 +704,7 @@ class Job:
         norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
         torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
         torch_compile_loss: torchtitan's torch.compile of the loss (compile.components "loss", its default): F.cross_entropy's cast, log-softmax and gradient fused by Inductor, no fp32 copy of the logits (fsdp; §3.6, §5.3)
+        async_tensor_parallel: torchtitan's async TP (parallelism.enable_async_tensor_parallel, with --torch-compile): each TP all-gather and reduce-scatter pipelined with the matmul it feeds or follows, TP slices of those GEMMs (fsdp; §5.5.1)
         cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
         cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
         te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
@@ -938,6 +940,7 @@ def search(*,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
     torch_compile: Optional[bool] = ...,
     torch_compile_loss: Optional[bool] = ...,
+    async_tensor_parallel: Optional[bool] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -1137,6 +1140,7 @@ def search(*,
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
     torch_compile_loss: torchtitan's torch.compile of the loss (compile.components "loss", its default): F.cross_entropy's cast, log-softmax and gradient fused by Inductor, no fp32 copy of the logits (fsdp; §3.6, §5.3)
+    async_tensor_parallel: torchtitan's async TP (parallelism.enable_async_tensor_parallel, with --torch-compile): each TP all-gather and reduce-scatter pipelined with the matmul it feeds or follows, TP slices of those GEMMs (fsdp; §5.5.1)
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
@@ -1362,6 +1366,7 @@ def shapes(*,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
     torch_compile: Optional[bool] = ...,
     torch_compile_loss: Optional[bool] = ...,
+    async_tensor_parallel: Optional[bool] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -1568,6 +1573,7 @@ def shapes(*,
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
     torch_compile_loss: torchtitan's torch.compile of the loss (compile.components "loss", its default): F.cross_entropy's cast, log-softmax and gradient fused by Inductor, no fp32 copy of the logits (fsdp; §3.6, §5.3)
+    async_tensor_parallel: torchtitan's async TP (parallelism.enable_async_tensor_parallel, with --torch-compile): each TP all-gather and reduce-scatter pipelined with the matmul it feeds or follows, TP slices of those GEMMs (fsdp; §5.5.1)
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)
@@ -1788,6 +1794,7 @@ def plan(job: Optional[Job] = ..., *,
     norm_kernel: Union[str, os.PathLike[str], None] = ...,
     torch_compile: Optional[bool] = ...,
     torch_compile_loss: Optional[bool] = ...,
+    async_tensor_parallel: Optional[bool] = ...,
     cross_entropy_loss_fusion: Optional[bool] = ...,
     cross_entropy_fusion_impl: Union[str, os.PathLike[str], None] = ...,
     te_cross_entropy_fp32_gradient: Optional[bool] = ...,
@@ -1995,6 +2002,7 @@ def plan(job: Optional[Job] = ..., *,
     norm_kernel [KIND]: an RMSNorm's kernels: fused (one kernel) or eager (PyTorch ops in fp32; §5.3) (default the framework's (fsdp: eager, torchtitan's RMSNorm; else fused))
     torch_compile: torchtitan's torch.compile of each transformer block (compile.enable, components ["model"]): Inductor's fused RMSNorm, residual add and SwiGLU, and under op SAC only the saved outputs the backward reads (fsdp; §3.4.4, §5.3)
     torch_compile_loss: torchtitan's torch.compile of the loss (compile.components "loss", its default): F.cross_entropy's cast, log-softmax and gradient fused by Inductor, no fp32 copy of the logits (fsdp; §3.6, §5.3)
+    async_tensor_parallel: torchtitan's async TP (parallelism.enable_async_tensor_parallel, with --torch-compile): each TP all-gather and reduce-scatter pipelined with the matmul it feeds or follows, TP slices of those GEMMs (fsdp; §5.5.1)
     cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)
     cross_entropy_fusion_impl [KIND]: the fused loss's kernels (with --cross-entropy-loss-fusion): native (Megatron-Core's) or te (Transformer Engine's parallel_cross_entropy: the gradient written into the logits; §3.6) (default native)
     te_cross_entropy_fp32_gradient: with --cross-entropy-fusion-impl te: Transformer Engine from its #3193 (2026-07-09) on, whose loss keeps the gradient in a new fp32 tensor (4 bytes per logit more; §3.6)

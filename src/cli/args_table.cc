@@ -671,6 +671,11 @@ const std::vector<flag_def>& flag_table() {
                       "F.cross_entropy's cast, log-softmax and gradient fused by Inductor, no fp32 copy of the "
                       "logits (fsdp; §3.6, §5.3)",
                       SWITCH(b.job.training.torch_compile_loss = true)));
+    t.push_back(swtch("--async-tensor-parallel", "", "training",
+                      "torchtitan's async TP (parallelism.enable_async_tensor_parallel, with --torch-compile): "
+                      "each TP all-gather and reduce-scatter pipelined with the matmul it feeds or follows, TP "
+                      "slices of those GEMMs (fsdp; §5.5.1)",
+                      SWITCH(b.job.training.async_tp = true)));
     t.push_back(swtch("--cross-entropy-loss-fusion", "", "training",
                       "Megatron-Core's fused vocab-parallel cross-entropy (fewer passes over the logits; §5.3)",
                       SWITCH(b.job.training.cross_entropy_fusion = true)));

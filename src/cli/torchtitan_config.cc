@@ -96,8 +96,7 @@ constexpr std::array kKeys = {
     tt_key{"parallelism.fsdp_reshard_after_forward", tt_role::setting, ""},
     tt_key{"parallelism.tensor_parallel_degree", tt_role::setting, ""},
     tt_key{"parallelism.disable_loss_parallel", tt_role::setting, ""},
-    tt_key{"parallelism.enable_async_tensor_parallel", tt_role::refused_if_on,
-           "the TP collectives' overlap (async TP's micro-pipelined GEMMs)"},
+    tt_key{"parallelism.enable_async_tensor_parallel", tt_role::setting, ""},
     tt_key{"parallelism.enable_compiled_autograd", tt_role::refused_if_on, "the backward's kernels (compiled autograd)"},
     tt_key{"parallelism.pipeline_parallel_degree", tt_role::setting, ""},
     tt_key{"parallelism.pipeline_parallel_microbatch_size", tt_role::setting, ""},
@@ -581,6 +580,10 @@ std::int64_t reader::parallelism() {
     // apply_tp: the norms run under SequenceParallel, the loss on vocab-parallel logits.
     add("--tensor-model-parallel-size", std::to_string(tp), "parallelism.tensor_parallel_degree");
     add("--sequence-parallel", "", "parallelism.tensor_parallel_degree");
+    // apply_tp with enable_async_tp: Inductor's micro-pipeline TP pass over symmetric memory (§5.5.1).
+    if (boolean("parallelism.enable_async_tensor_parallel", false)) {
+      add("--async-tensor-parallel", "", "parallelism.enable_async_tensor_parallel");
+    }
     const bool no_loss_parallel =
         boolean("parallelism.disable_loss_parallel", false) || !boolean("training.enable_loss_parallel", true);
     if (no_loss_parallel) {
@@ -589,6 +592,10 @@ std::int64_t reader::parallelism() {
            "with TP > 1 each TP rank would hold the whole logits, which trainplan does not model (the vocab-parallel "
            "loss, torchtitan's default, is)");
     }
+  }
+  if (const tt_value* v = find("parallelism.enable_async_tensor_parallel");
+      tp == 1 && v != nullptr && boolean("parallelism.enable_async_tensor_parallel", false)) {
+    ignored_.push_back(v->line > 0 ? name_ + ":" + v->typed + " (TP 1)" : v->typed + " (TP 1)");  // apply_tp is not run
   }
   if (pp > 1) add("--pipeline-model-parallel-size", std::to_string(pp), "parallelism.pipeline_parallel_degree");
   if (cp > 1) {

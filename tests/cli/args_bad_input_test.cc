@@ -337,6 +337,15 @@ TEST(ArgsBadInput, TorchCompileIsTorchtitansAndFusesItsKernels) {
             "--torch-compile-loss is torchtitan's compiled F.cross_entropy, modelled with --framework fsdp; deepspeed "
             "runs its own loss (§3.6)");
   EXPECT_TRUE(parse(with({"--torch-compile-loss"})).job.training.torch_compile_loss);
+  // Async TP is torchtitan's, under torch.compile, at TP > 1 (torchtitan's own checks).
+  EXPECT_EQ(error_of({"--model", "llama2-7b", "--tp", "2", "--sequence-parallel", "--async-tensor-parallel"}),
+            "--async-tensor-parallel is torchtitan's (symmetric-memory micro-pipelining under torch.compile), "
+            "modelled with --framework fsdp; Megatron-Core overlaps TP with --tp-comm-overlap");
+  EXPECT_EQ(error_of({"--model", "llama2-7b", "--framework", "fsdp", "--zero-stage", "3", "--tp", "2",
+                      "--sequence-parallel", "--async-tensor-parallel"}),
+            "--async-tensor-parallel needs --torch-compile: the micro-pipeline TP pass is Inductor's (torchtitan's "
+            "check: \"Async TP requires torch.compile\")");
+  EXPECT_EQ(error_of(with({"--async-tensor-parallel"})), "--async-tensor-parallel needs --tensor-model-parallel-size above 1");
 }
 
 TEST(ArgsBadInput, DeepSpeedZeroTwoWithPipeline) {

@@ -269,6 +269,15 @@ TEST(TorchtitanConfig, CompileIsTheBlocksAndTheLossAsComponentsName) {
   EXPECT_THAT(error_of(run_train(defaults, {"--compile.components", "optimizer"})),
               HasSubstr("launch line: --compile.components optimizer: names 'optimizer', which torchtitan does not "
                         "compile"));
+  // Async TP (parallelism.enable_async_tensor_parallel) under the compiled blocks at TP > 1; at TP 1
+  // torchtitan's apply_tp never runs, so it changes nothing and is listed.
+  const parsed_job async = parse(run_train(blocks, {"--parallelism.tensor_parallel_degree", "2",
+                                                    "--parallelism.enable_async_tensor_parallel"}));
+  EXPECT_TRUE(async.job.training.async_tp);
+  EXPECT_EQ(async.job.parallel.tp, 2);
+  const parsed_job async1 = parse(run_train(blocks, {"--parallelism.enable_async_tensor_parallel"}));
+  EXPECT_FALSE(async1.job.training.async_tp);
+  EXPECT_THAT(async1.ignored_flags, Contains("--parallelism.enable_async_tensor_parallel (TP 1)"));
   const parsed_job off = parse(run_train(defaults, {"--compile.enable", "false"}));
   EXPECT_FALSE(off.job.training.torch_compile || off.job.training.torch_compile_loss);
   // The December 2024 schema's switch compiled the blocks alone (torchtitan e8977b0 turned the loss's off).

@@ -135,6 +135,31 @@ constexpr std::array<tp_block_row, 6> kTorchtitanTpRows{{
      "recomputed forward reduce-scatter (1 per recomputed block)", 1, per::recomputed_block},
 }};
 
+/// torchtitan's async TP (§5.5.1; torch/_inductor/fx_passes/micro_pipeline_tp.py over
+/// torch/distributed/_symmetric_memory): an all-gather whose output feeds matmuls becomes
+/// fused_all_gather_matmul (each peer's shard copied by the copy engine while the matmul of the shards
+/// already here runs), a matmul whose output is reduce-scattered fused_matmul_reduce_scatter (each
+/// destination's rows computed and written to it while the next are computed). The block input's gather
+/// (before QKV, w1/w3), the output reduce-scatters (wo, w2) and the output gradient's gather (before wo's
+/// and w2's data gradient), forward and recomputed, so overlap. The input gradient's reduce-scatter does
+/// not: its input is the sum of the three (QKV) or two (w1, w3) data-gradient matmuls, not one matmul's
+/// output, which the pass's pattern needs (_find_producer_matmul).
+void tp_async_rows(double a, double ag, row_sink& out) {
+  constexpr comm_overlap under = comm_overlap::gemm;
+  out.row(ck::all_gather, cph::forward, "block input all-gather, pipelined with QKV's and w1/w3's matmuls", g_tp, ag,
+          1, per::block, under);
+  out.row(ck::reduce_scatter, cph::forward, "reduce-scatter pipelined with wo's and w2's matmuls", g_tp, a, 1,
+          per::block, under);
+  out.row(ck::all_gather, cph::backward, "output-gradient all-gather, pipelined with wo's and w2's data gradient",
+          g_tp, ag, 1, per::block, under);
+  out.row(ck::reduce_scatter, cph::backward,
+          "QKV and w1/w3 input-gradient reduce-scatter (a sum of matmuls: not pipelined)", g_tp, a, 1, per::block);
+  out.row(ck::all_gather, cph::backward, "recomputed forward all-gather, pipelined", g_tp, ag, 1,
+          per::recomputed_block, under);
+  out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter, pipelined", g_tp, a, 1,
+          per::recomputed_block, under);
+}
+
 void tp_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   if (p.tp == 1) return;
@@ -156,6 +181,8 @@ void tp_table(const comm_context& x, row_sink& out) {
     rows(kTpBlockRows, a);
     out.row(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp, a, 1, per::first_stage);
     out.row(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp, a, 1, per::last_stage);
+  } else if (x.job.training.framework == framework_kind::fsdp && x.job.training.async_tp) {
+    tp_async_rows(a, fp8 ? a / x.act_bytes : a, out);
   } else if (x.job.training.framework == framework_kind::fsdp) {
     rows(kTorchtitanTpRows, fp8 ? a / x.act_bytes : a);
   } else if (!x.job.training.tp_comm_overlap) {

@@ -572,6 +572,13 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   // §5.5.1: with --tp-comm-overlap the pipelined and bulk userbuffers kernels take 16 SMs from the GEMMs
   // they run beside: the row-parallel GEMMs' forward, the column-parallel GEMMs' backward.
   const bool ub = job.training.tp_comm_overlap && p.sequence_parallel && p.tp > 1;
+  // §5.5.1: torchtitan's async TP slices the GEMMs its fused collectives pipeline (copy engines: no SMs
+  // taken): the column-parallel forward (all-gather then matmul, one slice per shard), the row-parallel
+  // forward (a slice per destination rank, then a reduction of the TP partials each rank receives) and its
+  // data gradient (the output gradient's all-gather then matmul). The column-parallel data gradients are
+  // summed before their reduce-scatter and stay whole.
+  const bool async_tp = job.training.async_tp && job.training.framework == framework_kind::fsdp &&
+                        p.sequence_parallel && p.tp > 1;
   const double sm_share = ub ? static_cast<double>(gpu.sm_count) / static_cast<double>(gpu.sm_count - kUserbufferSms) : 1.0;
   // §5.4: the forward work of the recompute modules selective recomputation redoes (core_attn apart).
   const training_config& tc = job.training;
@@ -595,6 +602,15 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     gemm_splits splits;
     if (ub && role.side == userbuffer_side::column_parallel) splits.forward = t;
     if (ub && role.side == userbuffer_side::row_parallel) splits = {kPipelineSplits, t};
+    if (async_tp && role.side == userbuffer_side::column_parallel) splits.forward = t;
+    if (async_tp && role.side == userbuffer_side::row_parallel) {
+      splits = {t, t};
+      // fused_matmul_reduce_scatter's reduction: the t partial slices received (every row, e bytes) summed
+      // into this rank's rows.
+      const double out_elems = static_cast<double>(g.shape.m) * static_cast<double>(g.shape.batch) *
+                               static_cast<double>(g.shape.n);
+      u.forward.memory_s += memory_time_s(gpu, e, out_elems * eb * (1 + 1.0 / static_cast<double>(t)), 1);
+    }
     const double gemm_fwd_before = u.forward.gemm_s;
     const double gemm_bwd_before = u.backward.gemm_s;
     if (role.attention_bmm) {

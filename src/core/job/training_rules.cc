@@ -204,6 +204,17 @@ std::string training_violation(job_spec& job) {
     return "${training.torch_compile_loss} is torchtitan's compiled F.cross_entropy, modelled with "
            "${training.framework} fsdp; " + std::string(to_string(t.framework)) + " runs its own loss (§3.6)";
   }
+  if (t.async_tp) {
+    if (t.framework != framework_kind::fsdp) {
+      return "${training.async_tp} is torchtitan's (symmetric-memory micro-pipelining under torch.compile), "
+             "modelled with ${training.framework} fsdp; Megatron-Core overlaps TP with ${training.tp_comm_overlap}";
+    }
+    if (!t.torch_compile) {
+      return "${training.async_tp} needs ${training.torch_compile}: the micro-pipeline TP pass is Inductor's "
+             "(torchtitan's check: \"Async TP requires torch.compile\")";
+    }
+    if (job.parallel.tp <= 1) return "${training.async_tp} needs ${parallel.tp} above 1";
+  }
   if (t.torch_compile_loss && job.parallel.tp > 1) {
     return "${training.torch_compile_loss} is modelled at TP 1 (${parallel.tp}): at TP > 1 torchtitan's loss_parallel "
            "runs the loss on vocab-sharded DTensor logits, whose compiled kernels are not modelled (§3.6)";

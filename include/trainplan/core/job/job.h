@@ -222,6 +222,12 @@ struct training_config {
   /// schema's training.compile): F.cross_entropy on pred.float() compiled by Inductor, the cast, log-softmax
   /// and gradient fused, the logits saved for a backward that writes a 16-bit gradient (§3.6, §5.3). FSDP only.
   bool torch_compile_loss = false;
+  /// --async-tensor-parallel: torchtitan's parallelism.enable_async_tensor_parallel (with torch.compile):
+  /// Inductor's micro-pipeline TP pass fuses each all-gather with the matmuls it feeds and each matmul with
+  /// the reduce-scatter it feeds (torch/_inductor/fx_passes/micro_pipeline_tp.py, symmetric-memory
+  /// fused_all_gather_matmul and fused_matmul_reduce_scatter): TP slices of those GEMMs, the transfers by
+  /// the copy engines under them (§5.5.1). FSDP only.
+  bool async_tp = false;
   /// Megatron-LM's legacy models (--use-legacy-models, megatron/legacy/model/transformer.py): its flash
   /// path rearranges the kernel's output into a new tensor, the projection's input (§3.4).
   bool legacy_models = false;
