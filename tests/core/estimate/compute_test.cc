@@ -378,6 +378,21 @@ TEST(ComputeFusions, MegatronsSwitchesPriceThePyTorchKernelsTheyLeave) {
                   "--framework fsdp runs PyTorch's own kernels")));
 }
 
+/// The loss's memory-bound time, forward and backward, of job `a` less that of job `b`, and what a byte
+/// and a kernel cost on their GPU (§5.3).
+struct loss_delta {
+  double forward_s, backward_s, per_byte_s, kernel_s;
+};
+loss_delta loss_time_less(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  const job_spec ja = parse_job_args(a).job;
+  const compute_report ra = estimate_compute(ja);
+  const compute_report rb = estimate_compute(parse_job_args(b).job);
+  const compute_efficiency e = effective_compute_efficiency(ja.cluster.gpu);
+  return {ra.output.forward.memory_s - rb.output.forward.memory_s,
+          ra.output.backward.memory_s - rb.output.backward.memory_s,
+          1.0 / (ja.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction), e.kernel_overhead_s};
+}
+
 // §5.3: the loss's kernels as each framework runs them (framework.cc kCrossEntropy). Llama-3-8B at TP 1,
 // 8,192 tokens: 8,192 × 128,256 logits. Megatron's fused loss (--cross-entropy-loss-fusion) moves 16 fp32
 // bytes fewer per logit in the forward (3 kernels fewer) and 8 fewer in the backward (1 fewer); its
@@ -388,15 +403,13 @@ TEST(ComputeLoss, TheFrameworksKernelsByTheBytesTheyMove) {
   std::vector<std::string> fused_args = llama;
   fused_args.push_back("--cross-entropy-loss-fusion");
   const job_spec plain = parse_job_args(llama).job;
-  const compute_report unfused = estimate_compute(plain);
   const compute_report fused = estimate_compute(parse_job_args(fused_args).job);
   const compute_efficiency e = effective_compute_efficiency(plain.cluster.gpu);
   const double per_byte = 1.0 / (plain.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
   const double elems = 8192.0 * 128256.0;
-  EXPECT_NEAR(unfused.output.forward.memory_s - fused.output.forward.memory_s,
-              16 * elems * per_byte + 3 * e.kernel_overhead_s, 1e-12);
-  EXPECT_NEAR(unfused.output.backward.memory_s - fused.output.backward.memory_s,
-              8 * elems * per_byte + 1 * e.kernel_overhead_s, 1e-12);
+  const loss_delta by_fusion = loss_time_less(llama, fused_args);
+  EXPECT_NEAR(by_fusion.forward_s, 16 * elems * per_byte + 3 * e.kernel_overhead_s, 1e-12);
+  EXPECT_NEAR(by_fusion.backward_s, 8 * elems * per_byte + 1 * e.kernel_overhead_s, 1e-12);
   training_config megatron, fsdp;
   fsdp.framework = framework_kind::fsdp;
   EXPECT_EQ(cross_entropy_of(megatron).buffer_fp32_bytes, 4);
@@ -441,15 +454,10 @@ TEST(ComputeLoss, InductorsCompiledLossReadsTheLogitsAndWritesTheirGradient) {
   compiled_args.push_back("--torch-compile-loss");
   const job_spec eager_job = parse_job_args(llama).job;
   const job_spec compiled_job = parse_job_args(compiled_args).job;
-  const compute_report eager = estimate_compute(eager_job);
-  const compute_report compiled = estimate_compute(compiled_job);
-  const compute_efficiency e = effective_compute_efficiency(eager_job.cluster.gpu);
-  const double per_byte = 1.0 / (eager_job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const loss_delta d = loss_time_less(llama, compiled_args);
   const double elems = 8192.0 * 128256.0;
-  EXPECT_NEAR(eager.output.forward.memory_s - compiled.output.forward.memory_s,
-              18 * elems * per_byte + 1 * e.kernel_overhead_s, 1e-12);
-  EXPECT_NEAR(eager.output.backward.memory_s - compiled.output.backward.memory_s,
-              18 * elems * per_byte + 3 * e.kernel_overhead_s, 1e-12);
+  EXPECT_NEAR(d.forward_s, 18 * elems * d.per_byte_s + 1 * d.kernel_s, 1e-12);
+  EXPECT_NEAR(d.backward_s, 18 * elems * d.per_byte_s + 3 * d.kernel_s, 1e-12);
   // The loss is the last stage's largest transient here, so the transient is the loss's.
   EXPECT_DOUBLE_EQ(estimate_memory(eager_job).stages.back().transient_bytes, 12 * elems);
   EXPECT_DOUBLE_EQ(estimate_memory(compiled_job).stages.back().transient_bytes, 4 * elems);
