@@ -22,6 +22,7 @@
 #include "trainplan/core/base/input_file.h"
 #include "trainplan/core/base/input_text.h"
 #include "trainplan/core/base/limits.h"
+#include "trainplan/core/model/model.h"
 
 namespace trainplan::args_detail {
 
@@ -443,6 +444,7 @@ class reader {
   void batch_and_sequence(std::int64_t pp);
   std::int64_t parallelism();
   void pipeline(std::int64_t pp);
+  void stage_layout(std::int64_t pp, std::int64_t per_rank);
   void checkpointing();
   void compile();
 
@@ -450,6 +452,7 @@ class reader {
   std::map<std::string, tt_value> values_;
   std::vector<std::string> ignored_, overridden_;
   tt_config out_;
+  std::int64_t model_layers_ = 0;  ///< the catalog flavour's transformer layers (0: an unknown flavour)
 };
 
 void reader::model() {
@@ -462,6 +465,7 @@ void reader::model() {
                             "a pipeline degree of 1", name));
     }
     add("--model", std::string(m->catalog), "model.flavor");
+    model_layers_ = find_model(m->catalog).spec.num_layers;
     // nn.Embedding(vocab_size, dim) and the output Linear take the tokenizer's vocabulary unpadded (TP's
     // ColwiseParallel shards it as it is); Megatron's padding rule does not apply.
     add("--make-vocab-size-divisible-by", "1", "model.flavor");
@@ -539,8 +543,19 @@ void reader::batch_and_sequence(std::int64_t pp) {
   const std::int64_t local = integer("training.local_batch_size", 8);
   if (local < 1) fail(*find("training.local_batch_size"), "must be at least 1");
   if (pp > 1) {
-    add("--micro-batch-size", std::to_string(integer("parallelism.pipeline_parallel_microbatch_size", 1)),
-        "parallelism.pipeline_parallel_microbatch_size");
+    // pipeline_llm: the schedule splits each local batch into local / microbatch_size micro-batches
+    // (torchtitan's check: divisible), all of one optimizer step at global_batch_size -1.
+    const std::int64_t mbs = integer("parallelism.pipeline_parallel_microbatch_size", 1);
+    if (mbs < 1 || local % mbs != 0) {
+      const tt_value* v = find("parallelism.pipeline_parallel_microbatch_size");
+      fail(v != nullptr ? *v : *find("training.local_batch_size"),
+           fmt::format("the local batch ({}) must be a multiple of the pipeline's micro-batch size ({}) (torchtitan's "
+                       "check)", local, mbs));
+    }
+    add("--micro-batch-size", std::to_string(mbs), "parallelism.pipeline_parallel_microbatch_size");
+    if (integer("training.global_batch_size", -1) == -1) {
+      add("--gradient-accumulation-steps", std::to_string(local / mbs), "training.local_batch_size");
+    }
   } else {
     add("--micro-batch-size", std::to_string(local), "training.local_batch_size");
   }
@@ -671,9 +686,11 @@ void reader::pipeline(std::int64_t pp) {
     }
     return;
   }
-  if (const std::string s = text("parallelism.pipeline_parallel_schedule", "1F1B"); s != "1F1B") {
+  const std::string schedule = text("parallelism.pipeline_parallel_schedule", "1F1B");
+  if (schedule != "1F1B" && schedule != "Interleaved1F1B") {
     fail(*find("parallelism.pipeline_parallel_schedule"),
-         "would run the " + s + " schedule, which trainplan does not model for torchtitan; 1F1B (its default) is");
+         "would run the " + schedule + " schedule, which trainplan does not model for torchtitan; 1F1B (its default) and "
+         "Interleaved1F1B are");
   }
   for (const char* k : {"parallelism.pipeline_parallel_first_stage_less_layers", "parallelism.pipeline_parallel_last_stage_less_layers"}) {
     if (integer(k, 1) != 1) fail(*find(k), "would weigh the pipeline's ends otherwise than one layer each, which is not modelled");
@@ -691,6 +708,38 @@ void reader::pipeline(std::int64_t pp) {
     fail(*find("parallelism.pipeline_parallel_expert_parallel_overlap"),
          "would overlap the experts' all-to-alls in DualPipeV, which trainplan does not model");
   }
+  // Interleaved1F1B runs two stages a rank; 1F1B one, written as a layout where the split leaves a remainder
+  // (the even case is Megatron's accounting of the embedding and the loss, §2.2).
+  if (schedule == "Interleaved1F1B") stage_layout(pp, 2);
+  else if (model_layers_ > 0 && (model_layers_ + 2) % pp != 0) stage_layout(pp, 1);
+}
+
+/// The split torchtitan's pipeline_llm makes without split points, as Megatron-Core's layout string
+/// (§2.2.1): `per_rank` stages a rank (one for 1F1B, two for a multi-stage schedule: Interleaved1F1B, run
+/// as torch.distributed.pipelining ScheduleInterleaved1F1B in Megatron's interleaved order, warm-up
+/// (v − 1)·PP + 2·(PP − 1 − rank) with micro-batches in rounds of PP), the tokens' embedding and the norm
+/// with the output each weighing one layer (generate_llm_fqn_per_model_part: (L + 2) // stages layers a
+/// stage, the first (L + 2) mod stages one more), stage i on rank i mod PP (stage_ids_this_rank, "loop").
+void reader::stage_layout(std::int64_t pp, std::int64_t per_rank) {
+  const tt_value* key = find("parallelism.pipeline_parallel_schedule");
+  if (key == nullptr) key = find("parallelism.pipeline_parallel_degree");
+  if (model_layers_ == 0) {
+    fail(*key, "needs the model's layer count to split it, which an unknown model.flavor does not give");
+  }
+  const std::int64_t layers = model_layers_, stages = per_rank * pp, effective = layers + 2;
+  const std::int64_t base = effective / stages, extra = effective % stages;
+  if (base < 1) fail(*key, fmt::format("{} stages would leave some empty ({} layers with the embedding and output)", stages, effective));
+  std::string layout;
+  for (std::int64_t i = 0; i < stages; ++i) {
+    const std::int64_t weight = base + (i < extra ? 1 : 0);
+    const std::int64_t t = i == 0 || i == stages - 1 ? weight - 1 : weight;
+    if (i > 0) layout += '|';
+    if (i == 0) layout += 'E';
+    if (t > 0) layout += fmt::format("t*{}", t);
+    if (i == stages - 1) layout += 'L';
+  }
+  add("--pipeline-model-parallel-layout", layout,
+      per_rank > 1 ? "parallelism.pipeline_parallel_schedule" : "parallelism.pipeline_parallel_degree");
 }
 
 /// activation_checkpoint.py _apply_ac_to_transformer_block: full, layer SAC every k blocks, op SAC.

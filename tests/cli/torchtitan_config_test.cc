@@ -105,8 +105,10 @@ TEST(TorchtitanConfig, ItsLlama3_8bConfigIsTheJob) {
 }
 
 // With a pipeline (torchtitan's 3-D layouts): fully_shard under torch.distributed.pipelining, the
-// pipelined ZeRO-3 row (§3.1), torchtitan's default split under 1F1B; its other splits and schedules are
-// refused by key, and at PP 1 the pipeline's keys change nothing.
+// pipelined ZeRO-3 row (§3.1), torchtitan's default split (generate_llm_fqn_per_model_part, the remainder
+// to the first stages) under 1F1B or Interleaved1F1B, each local batch split into micro-batches of
+// pipeline_parallel_microbatch_size; its other splits and schedules are refused by key, and at PP 1 the
+// pipeline's keys change nothing.
 TEST(TorchtitanConfig, APipelineRunsFsdp2UnderPipeliningWithTorchtitansSplit) {
   const std::string config = testing::data_path("launch/torchtitan/llama3_70b.toml");
   const args_t pp2 = {"--parallelism.pipeline_parallel_degree", "2", "--training.local_batch_size", "8"};
@@ -116,17 +118,34 @@ TEST(TorchtitanConfig, APipelineRunsFsdp2UnderPipeliningWithTorchtitansSplit) {
   EXPECT_EQ(pj.job.training.zero_stage, 3);
   EXPECT_TRUE(pj.job.resolved.row().pipelined);
   EXPECT_EQ(pj.job.training.micro_batch_size, 1);  // pipeline_parallel_microbatch_size's default
+  EXPECT_EQ(pj.job.num_microbatches(), 8);          // the local batch of 8 in micro-batches of 1
   EXPECT_EQ(pj.job.resolved.split_rule,
             "even, the embedding and the output each weighing a layer (torchtitan's generate_llm_fqn_per_model_part)");
   const memory_report mem = estimate_memory(pj.job);
   EXPECT_EQ(mem.stages.front().num_layers, 40);  // (80 + 2) / 2 = 41: the embedding and 40 layers
   EXPECT_EQ(mem.stages.back().num_layers, 40);
-  // 80 + 2 over 4 stages leaves a remainder, which torchtitan gives to the first stages: refused.
-  EXPECT_THAT(error_of(run_train(config, {"--parallelism.pipeline_parallel_degree", "4"}, {"--num-nodes", "16"})),
-              HasSubstr("torchtitan's split (generate_llm_fqn_per_model_part) gives the remainder to the first stages"));
-  EXPECT_THAT(error_of(run_train(config, concat(pp2, {"--parallelism.pipeline_parallel_schedule", "Interleaved1F1B"}),
+  // 80 + 2 over 4 stages leaves 2, which torchtitan gives to the first two stages: 21 effective layers
+  // each (the embedding and 20 layers, then 21), then 20 and 19 with the output.
+  auto layers_of = [](const parsed_job& j) {
+    std::vector<std::int64_t> n;
+    for (const stage_memory& s : estimate_memory(j.job).stages) n.push_back(s.num_layers);
+    return n;
+  };
+  const parsed_job pp4 = parse(run_train(config, {"--parallelism.pipeline_parallel_degree", "4"}, {"--num-nodes", "16"}));
+  EXPECT_EQ(layers_of(pp4), (std::vector<std::int64_t>{20, 21, 20, 19}));
+  EXPECT_EQ(pp4.job.parallel.vpp, 1);
+  // Interleaved1F1B: two stages a rank over 8 stages, 82 = 8 × 10 + 2: stage i on rank i mod 4.
+  const parsed_job il = parse(run_train(config, {"--parallelism.pipeline_parallel_degree", "4",
+                                                 "--parallelism.pipeline_parallel_schedule", "Interleaved1F1B"},
+                                        {"--num-nodes", "16"}));
+  EXPECT_EQ(il.job.parallel.vpp, 2);
+  EXPECT_EQ(layers_of(il), (std::vector<std::int64_t>{20, 21, 20, 19}));
+  EXPECT_THAT(error_of(run_train(config, concat(pp2, {"--parallelism.pipeline_parallel_schedule", "ZBVZeroBubble"}),
                                  {"--num-nodes", "16"})),
               HasSubstr("parallelism.pipeline_parallel_schedule"));
+  EXPECT_THAT(error_of(run_train(config, concat(pp2, {"--parallelism.pipeline_parallel_microbatch_size", "3"}),
+                                 {"--num-nodes", "16"})),
+              HasSubstr("the local batch (8) must be a multiple of the pipeline's micro-batch size (3)"));
   EXPECT_THAT(error_of(run_train(config, concat(pp2, {"--parallelism.fsdp_reshard_after_forward", "always"}),
                                  {"--num-nodes", "16"})),
               HasSubstr("would gather every unit again for each micro-batch"));

@@ -470,8 +470,10 @@ std::string custom_layout_violation(job_spec& job) {
   parallel_config& p = job.parallel;
   const std::vector<layout_stage>& st = p.layout_stages;
   const std::string field = "${parallel.pipeline_layout}";
-  if (job.training.framework != framework_kind::megatron) {
-    return field + " is Megatron-Core's; not with ${training.framework} " + std::string(to_string(job.training.framework));
+  // torchtitan places its stages the same way (pipelining_utils.py stage_ids_this_rank, style "loop": stage
+  // i on rank i mod PP), from split points or module FQNs per model part; DeepSpeed's pipeline does not.
+  if (job.training.framework == framework_kind::deepspeed) {
+    return field + " is Megatron-Core's (and torchtitan's split points); not with ${training.framework} deepspeed";
   }
   if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0 || p.account_embedding_in_split || p.account_loss_in_split) {
     const std::string other = p.first_stage_layers >= 0 ? "${parallel.first_stage_layers}"

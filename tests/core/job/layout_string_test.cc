@@ -139,7 +139,10 @@ TEST(LayoutString, MegatronsChecksAndWhatIsNotModelled) {
               HasSubstr("cannot be set with --decoder-first-pipeline-num-layers (Megatron-Core raises ValueError"));
   EXPECT_THAT(job_error("Ett|tt|tt|ttL", {"--account-for-loss-in-pipeline-split"}),
               HasSubstr("cannot be set with --account-for-loss-in-pipeline-split"));
-  EXPECT_THAT(job_error("Ett|tt|tt|ttL", {"--framework", "deepspeed"}), HasSubstr("is Megatron-Core's; not with"));
+  EXPECT_THAT(job_error("Ett|tt|tt|ttL", {"--framework", "deepspeed"}),
+              HasSubstr("is Megatron-Core's (and torchtitan's split points); not with --framework deepspeed"));
+  // torchtitan places its stages the same way (stage i on rank i mod PP): the layout plans under FSDP.
+  EXPECT_EQ(job_error("Ett|tt|tt|ttL", {"--framework", "fsdp", "--zero-stage", "3"}), "");
   // Chunks past the layers: "E|*1000tt|tt|tt|ttL" is 1,004 stages over PP 4, 251 chunks a rank for 8 layers.
   EXPECT_THAT(job_error("E|*1000tt|tt|tt|ttL"), HasSubstr("gives 251 model chunks per rank, more than the model's 10 layers"));
   // An empty first stage moves the embedding to rank 1; an empty last one moves the loss off the last rank.
