@@ -85,6 +85,7 @@ struct tp_block_row {
   std::string_view hybrid;
   double times;  ///< per block
   per per_;
+  comm_overlap under = comm_overlap::none;  ///< what hides it (§5.5.1: the GEMMs it is pipelined with)
 };
 /// Without sequence parallelism: an all-reduce after each block's row-parallel output, and of the input
 /// gradient of its column-parallel input (Megatron's mappings.py).
@@ -144,21 +145,20 @@ constexpr std::array<tp_block_row, 6> kTorchtitanTpRows{{
 /// and w2's data gradient), forward and recomputed, so overlap. The input gradient's reduce-scatter does
 /// not: its input is the sum of the three (QKV) or two (w1, w3) data-gradient matmuls, not one matmul's
 /// output, which the pass's pattern needs (_find_producer_matmul).
-void tp_async_rows(double a, double ag, row_sink& out) {
-  constexpr comm_overlap under = comm_overlap::gemm;
-  out.row(ck::all_gather, cph::forward, "block input all-gather, pipelined with QKV's and w1/w3's matmuls", g_tp, ag,
-          1, per::block, under);
-  out.row(ck::reduce_scatter, cph::forward, "reduce-scatter pipelined with wo's and w2's matmuls", g_tp, a, 1,
-          per::block, under);
-  out.row(ck::all_gather, cph::backward, "output-gradient all-gather, pipelined with wo's and w2's data gradient",
-          g_tp, ag, 1, per::block, under);
-  out.row(ck::reduce_scatter, cph::backward,
-          "QKV and w1/w3 input-gradient reduce-scatter (a sum of matmuls: not pipelined)", g_tp, a, 1, per::block);
-  out.row(ck::all_gather, cph::backward, "recomputed forward all-gather, pipelined", g_tp, ag, 1,
-          per::recomputed_block, under);
-  out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter, pipelined", g_tp, a, 1,
-          per::recomputed_block, under);
-}
+constexpr std::array<tp_block_row, 6> kTorchtitanAsyncTpRows{{
+    {ck::all_gather, cph::forward, "block input all-gather, pipelined with QKV's and w1/w3's matmuls",
+     "block input all-gather, pipelined with QKV's and w1/w3's matmuls", 1, per::block, comm_overlap::gemm},
+    {ck::reduce_scatter, cph::forward, "reduce-scatter pipelined with wo's and w2's matmuls",
+     "reduce-scatter pipelined with wo's and w2's matmuls", 1, per::block, comm_overlap::gemm},
+    {ck::all_gather, cph::backward, "output-gradient all-gather, pipelined with wo's and w2's data gradient",
+     "output-gradient all-gather, pipelined with wo's and w2's data gradient", 1, per::block, comm_overlap::gemm},
+    {ck::reduce_scatter, cph::backward, "QKV and w1/w3 input-gradient reduce-scatter (a sum of matmuls: not pipelined)",
+     "QKV and w1/w3 input-gradient reduce-scatter (a sum of matmuls: not pipelined)", 1, per::block},
+    {ck::all_gather, cph::backward, "recomputed forward all-gather, pipelined", "recomputed forward all-gather, pipelined",
+     1, per::recomputed_block, comm_overlap::gemm},
+    {ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter, pipelined",
+     "recomputed forward reduce-scatter, pipelined", 1, per::recomputed_block, comm_overlap::gemm},
+}};
 
 void tp_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
@@ -173,7 +173,7 @@ void tp_table(const comm_context& x, row_sink& out) {
     for (const tp_block_row& r : table) {
       const bool by_block = hybrid || (mlp_recompute && r.per_ == per::recomputed_block);
       out.row(r.kind, r.phase, by_block ? r.hybrid : r.transformer, g_tp, r.kind == ck::all_gather ? gathered : a,
-              r.times, r.per_);
+              r.times, r.per_, r.under);
     }
   };
   const bool fp8 = x.job.resolved.roles.linear == dtype::fp8;
@@ -181,10 +181,8 @@ void tp_table(const comm_context& x, row_sink& out) {
     rows(kTpBlockRows, a);
     out.row(ck::all_reduce, cph::forward, "vocab-parallel embedding output all-reduce", g_tp, a, 1, per::first_stage);
     out.row(ck::all_reduce, cph::backward, "output layer input-gradient all-reduce", g_tp, a, 1, per::last_stage);
-  } else if (x.job.training.framework == framework_kind::fsdp && x.job.training.async_tp) {
-    tp_async_rows(a, fp8 ? a / x.act_bytes : a, out);
   } else if (x.job.training.framework == framework_kind::fsdp) {
-    rows(kTorchtitanTpRows, fp8 ? a / x.act_bytes : a);
+    rows(x.job.training.async_tp ? kTorchtitanAsyncTpRows : kTorchtitanTpRows, fp8 ? a / x.act_bytes : a);
   } else if (!x.job.training.tp_comm_overlap) {
     rows(kTpSpBlockRows, a);
   } else {

@@ -534,9 +534,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         // backward's peak, not freed before it (a compiled loss's backward_peak_16bit counts them already:
         // the cached logits are the tensor its graph saved).
         const bool logits_cached = job.resolved.row().pipelined;
-        loss_transient = std::max({e + ce.buffer_fp32_bytes,
-                                   ce.backward_peak_fp32_bytes + ce.backward_peak_16bit * e +
-                                       (logits_cached && ce.backward_peak_16bit == 0 ? e : 0.0),
+        const double backward_16bit = ce.backward_peak_16bit > 0 ? ce.backward_peak_16bit * e : logits_cached ? e : 0.0;
+        loss_transient = std::max({e + ce.buffer_fp32_bytes, ce.backward_peak_fp32_bytes + backward_16bit,
                                    ce.fp32_gradient ? 4 + e : 0.0}) *
                          vocab_shard * tokens;
         // §3.8: the deleted 16-bit logits' block, too small for the backward's fp32 buffers (none when the
