@@ -154,8 +154,8 @@ constexpr std::array<tp_block_row, 6> kTorchtitanAsyncTpRows{{
      "output-gradient all-gather, pipelined with wo's and w2's data gradient", 1, per::block, comm_overlap::gemm},
     {ck::reduce_scatter, cph::backward, "QKV and w1/w3 input-gradient reduce-scatter (a sum of matmuls: not pipelined)",
      "QKV and w1/w3 input-gradient reduce-scatter (a sum of matmuls: not pipelined)", 1, per::block},
-    {ck::all_gather, cph::backward, "recomputed forward all-gather, pipelined", "recomputed forward all-gather, pipelined",
-     1, per::recomputed_block, comm_overlap::gemm},
+    {ck::all_gather, cph::backward, "recomputed forward all-gather, pipelined",
+     "recomputed forward all-gather, pipelined", 1, per::recomputed_block, comm_overlap::gemm},
     {ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter, pipelined",
      "recomputed forward reduce-scatter, pipelined", 1, per::recomputed_block, comm_overlap::gemm},
 }};
