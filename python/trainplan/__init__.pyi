@@ -496,6 +496,7 @@ class Job:
         overlap_moe_expert_parallel_comm: Optional[bool] = ...,
         delay_wgrad_compute: Optional[bool] = ...,
         keep_pipeline_outputs: Optional[bool] = ...,
+        pipelining_output_cache: Union[str, os.PathLike[str], None] = ...,
         moe_shared_expert_overlap: Optional[bool] = ...,
         no_overlap_p2p_communication: Optional[bool] = ...,
         overlap_p2p_communication_warmup_flush: Optional[bool] = ...,
@@ -691,6 +692,7 @@ class Job:
         overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
         delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
         keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
+        pipelining_output_cache [KIND]: which torch.distributed.pipelining stages keep every micro-batch's output until the step ends: none, last-stage (the logits; PyTorch from 2025-05 until torchtitan's return_outputs=False) or every-stage (PyTorch before 2025-05) (fsdp, PP > 1; §3.5.1) (default none (torchtitan since 2025-10-22))
         moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
         no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
         overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)
@@ -925,6 +927,7 @@ def search(*,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     delay_wgrad_compute: Optional[bool] = ...,
     keep_pipeline_outputs: Optional[bool] = ...,
+    pipelining_output_cache: Union[str, os.PathLike[str], None] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
     overlap_p2p_communication_warmup_flush: Optional[bool] = ...,
@@ -1127,6 +1130,7 @@ def search(*,
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
     keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
+    pipelining_output_cache [KIND]: which torch.distributed.pipelining stages keep every micro-batch's output until the step ends: none, last-stage (the logits; PyTorch from 2025-05 until torchtitan's return_outputs=False) or every-stage (PyTorch before 2025-05) (fsdp, PP > 1; §3.5.1) (default none (torchtitan since 2025-10-22))
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)
@@ -1351,6 +1355,7 @@ def shapes(*,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     delay_wgrad_compute: Optional[bool] = ...,
     keep_pipeline_outputs: Optional[bool] = ...,
+    pipelining_output_cache: Union[str, os.PathLike[str], None] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
     overlap_p2p_communication_warmup_flush: Optional[bool] = ...,
@@ -1560,6 +1565,7 @@ def shapes(*,
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
     keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
+    pipelining_output_cache [KIND]: which torch.distributed.pipelining stages keep every micro-batch's output until the step ends: none, last-stage (the logits; PyTorch from 2025-05 until torchtitan's return_outputs=False) or every-stage (PyTorch before 2025-05) (fsdp, PP > 1; §3.5.1) (default none (torchtitan since 2025-10-22))
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)
@@ -1779,6 +1785,7 @@ def plan(job: Optional[Job] = ..., *,
     overlap_moe_expert_parallel_comm: Optional[bool] = ...,
     delay_wgrad_compute: Optional[bool] = ...,
     keep_pipeline_outputs: Optional[bool] = ...,
+    pipelining_output_cache: Union[str, os.PathLike[str], None] = ...,
     moe_shared_expert_overlap: Optional[bool] = ...,
     no_overlap_p2p_communication: Optional[bool] = ...,
     overlap_p2p_communication_warmup_flush: Optional[bool] = ...,
@@ -1989,6 +1996,7 @@ def plan(job: Optional[Job] = ..., *,
     overlap_moe_expert_parallel_comm: EP all-to-alls of one micro-batch under another's compute (combined 1F1B; §5.5.3)
     delay_wgrad_compute: combined 1F1B's weight gradients run as cover for the EP dispatch (with --overlap-moe-expert-parallel-comm; §5.5.3)
     keep_pipeline_outputs: each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)
+    pipelining_output_cache [KIND]: which torch.distributed.pipelining stages keep every micro-batch's output until the step ends: none, last-stage (the logits; PyTorch from 2025-05 until torchtitan's return_outputs=False) or every-stage (PyTorch before 2025-05) (fsdp, PP > 1; §3.5.1) (default none (torchtitan since 2025-10-22))
     moe_shared_expert_overlap: shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)
     no_overlap_p2p_communication: interleaved schedule: pipeline transfers block the sender (Megatron's default overlaps them; §5.4)
     overlap_p2p_communication_warmup_flush: interleaved schedule: the warm-up and cool-down transfers overlap too (by default they block; §5.4)

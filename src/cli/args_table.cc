@@ -603,6 +603,15 @@ const std::vector<flag_def>& flag_table() {
                       "each sent stage output kept until its backward (Megatron-Core's deallocate_pipeline_outputs "
                       "false, as Megatron-Bridge's DeepSeek configs run; Megatron-LM frees it; PP > 1; §3.5)",
                       SWITCH(b.job.training.keep_pipeline_outputs = true)));
+    t.push_back(value("--pipelining-output-cache", "", "KIND", "none (torchtitan since 2025-10-22)", "training",
+                      "which torch.distributed.pipelining stages keep every micro-batch's output until the step ends: "
+                      "none, last-stage (the logits; PyTorch from 2025-05 until torchtitan's return_outputs=False) or "
+                      "every-stage (PyTorch before 2025-05) (fsdp, PP > 1; §3.5.1)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        using oc = training_config::output_cache;
+                        b.job.training.pipelining_output_cache = parse_enum<oc>(
+                            v, f, {{"none", oc::none}, {"last-stage", oc::last_stage}, {"every-stage", oc::every_stage}});
+                      }, "training.pipelining_output_cache")));
     t.push_back(swtch("--moe-shared-expert-overlap", "", "training",
                       "shared experts under the EP dispatch/combine all-to-alls (alltoall/flex; §5.5.3)",
                       SWITCH(b.job.training.moe_shared_expert_overlap = true)));

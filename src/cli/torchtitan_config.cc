@@ -260,6 +260,13 @@ struct tt_value {
   std::string typed;         ///< the key as given ("float8.enable_float8_linear")
 };
 
+/// Whether a value was given under `key` as spelled (an earlier schema's name, say), in the file or
+/// on the launch line ("--key").
+bool spelled(const tt_value& v, std::string_view key) {
+  const std::string_view t = v.typed;
+  return t == key || (t.starts_with("--") && t.substr(2) == key);
+}
+
 std::string text_of(const toml::node& n) {
   if (const auto* v = n.as_integer()) return fmt::format("{}", v->get());
   if (const auto* v = n.as_boolean()) return v->get() ? "true" : "false";
@@ -612,7 +619,19 @@ std::int64_t reader::parallelism() {
       tp == 1 && v != nullptr && boolean("parallelism.enable_async_tensor_parallel", false)) {
     ignored_.push_back(v->line > 0 ? name_ + ":" + v->typed + " (TP 1)" : v->typed + " (TP 1)");  // apply_tp is not run
   }
-  if (pp > 1) add("--pipeline-model-parallel-size", std::to_string(pp), "parallelism.pipeline_parallel_degree");
+  if (pp > 1) {
+    add("--pipeline-model-parallel-size", std::to_string(pp), "parallelism.pipeline_parallel_degree");
+    // §3.5.1: the December 2024 schema's pipeline ran on the PyTorch of its day, whose every stage kept
+    // each micro-batch's output for step()'s return value (output_chunks, until PyTorch #153383 of
+    // 2025-05-13); torchtitan's last TOML schema passes return_outputs=False (e5ef99a), trainplan's default.
+    if (spelled(*find("parallelism.pipeline_parallel_degree"), "experimental.pipeline_parallel_degree")) {
+      add("--pipelining-output-cache", "every-stage", "experimental.pipeline_parallel_degree");
+      out_.derived.push_back(
+          "torchtitan: experimental.pipeline_parallel_degree (the December 2024 schema) read with the PyTorch of "
+          "its day, whose pipeline stages each keep every micro-batch's output until the step ends "
+          "(--pipelining-output-cache every-stage; torchtitan's later schema: none)");
+    }
+  }
   if (cp > 1) {
     add("--context-parallel-size", std::to_string(cp), "parallelism.context_parallel_degree");
     // torch.distributed.tensor.experimental._attention: allgather gathers K/V; alltoall passes them round a ring.
@@ -786,7 +805,7 @@ void reader::compile() {
   const tt_value* on = find("compile.enable");
   if (on == nullptr || !boolean("compile.enable", false)) return;
   const tt_value* listed = find("compile.components");
-  const bool dec_2024 = on->typed == "training.compile";
+  const bool dec_2024 = spelled(*on, "training.compile");
   const std::string components = listed != nullptr ? listed->text : dec_2024 ? "model" : "model,loss";
   for (const std::string& c : list_items(components)) {
     if (c == "model") {

@@ -158,6 +158,23 @@ TEST(TorchtitanConfig, APipelineRunsFsdp2UnderPipeliningWithTorchtitansSplit) {
   EXPECT_THAT(flat.ignored_flags, Contains(HasSubstr("parallelism.pipeline_parallel_schedule")));
 }
 
+// §3.5.1: the December 2024 schema's pipeline key ran on the PyTorch of its day, whose every stage kept
+// each micro-batch's output until the step ended; the later schema's spelling keeps the default (none:
+// torchtitan's return_outputs=False).
+TEST(TorchtitanConfig, TheDecember2024PipelineKeepsEveryStagesOutputs) {
+  using oc = training_config::output_cache;
+  const args_t old_pp = {"--experimental.pipeline_parallel_degree", "2", "--training.batch_size", "8"};
+  const parsed_job old = parse(run_train(testing::data_path("launch/torchtitan/llama3_70b-2024-12.toml"), old_pp,
+                                         {"--num-nodes", "16"}));
+  EXPECT_EQ(old.job.parallel.pp, 2);
+  EXPECT_EQ(old.job.training.pipelining_output_cache, oc::every_stage);
+  EXPECT_THAT(old.derived_flags, Contains(HasSubstr("--pipelining-output-cache every-stage")));
+  const parsed_job now = parse(run_train(testing::data_path("launch/torchtitan/llama3_70b.toml"),
+                                         {"--parallelism.pipeline_parallel_degree", "2", "--training.local_batch_size", "8"},
+                                         {"--num-nodes", "16"}));
+  EXPECT_EQ(now.job.training.pipelining_output_cache, oc::none);
+}
+
 // §5.3: the December 2024 schema's norm_type: rmsnorm is torchtitan's eager RMSNorm (the framework's row),
 // fused_rmsnorm its Triton kernel, one kernel.
 TEST(TorchtitanConfig, ItsNormTypeChoosesTheNormsKernels) {
@@ -304,6 +321,11 @@ TEST(TorchtitanConfig, CompileIsTheBlocksAndTheLossAsComponentsName) {
   EXPECT_TRUE(dec.job.training.torch_compile);
   EXPECT_FALSE(dec.job.training.torch_compile_loss);
   EXPECT_THAT(dec.derived_flags, Contains(HasSubstr("training.compile read as the blocks alone")));
+  // The same switch on the launch line (read as the later compile.enable until 2026-12-02: the loss too).
+  const parsed_job dec_line = parse(run_train(testing::data_path("launch/torchtitan/llama3_8b-2024-12.toml"),
+                                              {"--training.compile"}));
+  EXPECT_TRUE(dec_line.job.training.torch_compile);
+  EXPECT_FALSE(dec_line.job.training.torch_compile_loss);
 }
 
 TEST(TorchtitanConfig, WhatItDoesNotModelIsRefusedByKeyAndLine) {

@@ -435,9 +435,11 @@ TEST(ValidatePublishedTable, MeasuredPeakMemoryIsComparedAsTheSourceMeasuredIt) 
   // (predicted speed-up 1.15× over row 161 against 1.06× measured: the December 2024 implementation hid
   // less than the pass's patterns allow, which nothing here models). The 405B 3-D and 4-D rows (163, 165,
   // 166: FSDP 8/1 × TP 8 × PP 8, CP 1 or 8) run the pipeline torchtitan builds without split points or a
-  // micro-batch count (15/16/15 layers, 8 micro-batches; published-conditions.csv): memory −16.8%, −8.9%,
-  // −19.2%, under issue 27's 5% (FSDP2 under pipelining); 164 runs Interleaved1F1B over torchtitan's
-  // two-stages-a-rank split (a layout, §2.2.1): −2.0%, time −16.0% (speed-up over 163 1.30×, 1.28× measured).
+  // micro-batch count (15/16/15 layers, 8 micro-batches; published-conditions.csv) with the pipelining of
+  // its day (receive buffers and every stage's kept outputs, §3.5.1): memory −15.5%, −7.4%, −17.9%, under
+  // issue 27's 5% (FSDP2 under pipelining); 164 runs Interleaved1F1B over torchtitan's two-stages-a-rank
+  // split (a layout, §2.2.1): +7.8% (its last rank's kept logits; −2.0% before §3.5.1), time −16.0%
+  // (speed-up over 163 1.30×, 1.28× measured).
   const trainplan::validation_row& async = *by_row.at("162");
   EXPECT_EQ(async.skipped, "");
   EXPECT_LE(std::fabs(async.predicted_memory_bytes / async.measured_memory_bytes - 1), 0.05);
@@ -447,11 +449,12 @@ TEST(ValidatePublishedTable, MeasuredPeakMemoryIsComparedAsTheSourceMeasuredIt) 
     const trainplan::validation_row& v = *by_row.at(row);
     EXPECT_EQ(v.skipped, "") << row;
     EXPECT_LT(v.predicted_memory_bytes, v.measured_memory_bytes) << row;
-    EXPECT_GT(v.predicted_memory_bytes, 0.78 * v.measured_memory_bytes) << row;
+    EXPECT_GT(v.predicted_memory_bytes, 0.80 * v.measured_memory_bytes) << row;
   }
   const trainplan::validation_row& interleaved = *by_row.at("164");
   EXPECT_EQ(interleaved.skipped, "");
-  EXPECT_LE(std::fabs(interleaved.predicted_memory_bytes / interleaved.measured_memory_bytes - 1), 0.05);
+  EXPECT_GT(interleaved.predicted_memory_bytes, interleaved.measured_memory_bytes);
+  EXPECT_LE(interleaved.predicted_memory_bytes / interleaved.measured_memory_bytes - 1, 0.10);
   const double speedup = by_row.at("163")->predicted_s / interleaved.predicted_s;
   const double measured = by_row.at("163")->measured_s / interleaved.measured_s;
   EXPECT_NEAR(speedup / measured, 1.0, 0.05);

@@ -199,6 +199,10 @@ struct state_bytes {
   double optimizer = 0;
   double offloaded = 0;
   double step_transient = 0;  ///< extra bytes per parameter while the optimizer steps
+  /// What stays once every unit is resharded and its gradients reduce-scattered (FSDP2 under
+  /// torch.distributed.pipelining after the last backward, §3.5.1): the sharded weight terms, the
+  /// gradients over the shards, the optimizer state.
+  double resharded = 0;
 };
 
 /// §3.1–3.3: what the job's optimizer row keeps per parameter held, with the sharded terms over `shards`.
@@ -222,7 +226,15 @@ state_bytes bytes_per_parameter(const job_spec& job, double shards) {
     for (const state_term& x : ts) b += x.coef * bytes[static_cast<std::size_t>(x.of)] / (x.sharded ? shards : 1.0);
     return b;
   };
+  auto sharded_part = [&](const state_terms& ts, bool all) {
+    double part = 0;
+    for (const state_term& x : ts) {
+      if (all || x.sharded) part += x.coef * bytes[static_cast<std::size_t>(x.of)] / shards;
+    }
+    return part;
+  };
   state_bytes b{sum(row.weights), sum(row.gradients), sum(row.optimizer), 0.0, sum(row.step_transient)};
+  double resharded_gradients = sharded_part(row.gradients, true);
   if (t.offload_optimizer) {
     b.offloaded = b.optimizer;
     b.optimizer = 0;
@@ -230,8 +242,10 @@ state_bytes bytes_per_parameter(const job_spec& job, double shards) {
     if (row.offload_gradients) {
       b.offloaded += b.gradients;  // gradients stream to CPU (estimate_zero2: 2Ψ with offload)
       b.gradients = 0;
+      resharded_gradients = 0;
     }
   }
+  b.resharded = sharded_part(row.weights, false) + resharded_gradients + b.optimizer;
   return b;
 }
 
@@ -259,6 +273,46 @@ double held_chunk_layers(const std::vector<chunk_layout>& chunks, std::int64_t r
     layers += static_cast<double>(n) * static_cast<double>(chunks[static_cast<std::size_t>(c * p + rank)].num_layers);
   }
   return layers;
+}
+
+/// §3.5.1: what torch.distributed.pipelining holds on a rank beyond the activations counted. Every stage
+/// allocates a receive buffer per micro-batch and direction when the schedule first runs and keeps them
+/// (stage.py _prepare_forward_infra / _prepare_backward_infra; PyTorch #136380, NeMo Automodel #3780):
+/// m activation buffers unless it is the first stage, of which the held micro-batches' are the first
+/// layer's stored input already, and m gradient buffers unless it is the last. Where the schedule returns
+/// the outputs (`cache`), each stage that keeps them (forward_one_chunk's output_chunks) holds every
+/// micro-batch's output until the step ends, beyond the held ones its forward cache keeps: a stage
+/// boundary tensor each, on the last stage the logits (the current micro-batch's are the loss's); and
+/// step() concatenates the last stage's into one tensor more (merge_chunks).
+struct pipelining_hold {
+  double recv_bytes = 0;        ///< receive buffers beyond the held inputs, alive all step
+  double cached_bytes = 0;      ///< kept outputs beyond the activations counted, at the training peak
+  double cached_all_bytes = 0;  ///< every kept output, after the last backward
+  double merged_bytes = 0;      ///< the last stage's outputs concatenated by step()
+};
+pipelining_hold pipelining_hold_of(std::int64_t rank, std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t group,
+                                   std::int64_t held, double boundary_bytes, double logits_bytes,
+                                   training_config::output_cache cache) {
+  using oc = training_config::output_cache;
+  pipelining_hold h;
+  const std::int64_t last = p * v - 1;  // the last stage's index
+  const auto md = static_cast<double>(m);
+  for (std::int64_t c = 0; c < v; ++c) {
+    const std::int64_t stage = c * p + rank;
+    const auto held_c = static_cast<double>(v > 1 ? chunk_microbatches_held(c, held, p, m, v, group) : held);
+    if (stage > 0) h.recv_bytes += (md - held_c) * boundary_bytes;
+    if (stage < last) h.recv_bytes += md * boundary_bytes;
+    if (cache == oc::every_stage && stage < last) {
+      h.cached_bytes += (md - held_c) * boundary_bytes;
+      h.cached_all_bytes += md * boundary_bytes;
+    }
+    if (cache != oc::none && stage == last) {
+      h.cached_bytes += (md - 1) * logits_bytes;
+      h.cached_all_bytes += md * logits_bytes;
+      h.merged_bytes = md * logits_bytes;
+    }
+  }
+  return h;
 }
 
 /// §3.8: HybridEP's registered buffers (DeepEP docs/Hybrid-EP_Implementation.md §4.2, "worst-case
@@ -385,6 +439,8 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
     stage_memory s;  // the class's fields; the rank's are set below
     double step_transient = 0, stored_per_layer = 0, per_microbatch_extra = 0, output_stored = 0;
     double static_bytes = 0, communicators = 0;
+    /// What the class keeps once resharded after the last backward (FSDP2 under pipelining, §3.5.1).
+    double resharded_bytes = 0;
     /// Gathered bytes held while a layer runs backward but not at the loss (FSDP2's root stage, §3.7).
     double layer_phase_buffers = 0;
     /// The loss's transient on the last stage, and the freed block its backward cannot reuse (§3.8).
@@ -416,6 +472,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       s.optimizer_bytes = dn * dense_state.optimizer + ex * expert_state.optimizer;
       s.offloaded_bytes = dn * dense_state.offloaded + ex * expert_state.offloaded;
       cls.step_transient = dn * dense_state.step_transient + ex * expert_state.step_transient;
+      cls.resharded_bytes = dn * dense_state.resharded + ex * expert_state.resharded;
 
       // §3.7: communication buckets and gathered parameters.
       const double params_here = static_cast<double>(s.parameters);
@@ -587,15 +644,28 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
                           cls.per_microbatch_extra * static_cast<double>(in_flight) + cls.output_stored +
                           sent_output_bytes * held_sent_outputs(st.stage, pp, m_micro, par.vpp, par.microbatch_group_size,
                                                                 peak.chunk_microbatches);
-    const double train_peak = cls.static_bytes + s.activations_bytes + s.transient_bytes;
-    const double step_peak = cls.static_bytes + cls.step_transient;
-    s.allocated_bytes = std::max(train_peak, step_peak);
+    // §3.5.1: torch.distributed.pipelining's receive buffers and kept outputs (FSDP2 under a pipeline).
+    const bool pipelined = job.resolved.row().pipelined;
+    const pipelining_hold ph =
+        pipelined ? pipelining_hold_of(st.stage, pp, m_micro, par.vpp, par.microbatch_group_size, peak.chunk_microbatches,
+                                       checkpoint_bytes, e * vocab_shard * tokens, tr.pipelining_output_cache)
+                  : pipelining_hold{};
+    s.buffers_bytes += ph.recv_bytes;
+    s.activations_bytes += ph.cached_bytes;
+    const double static_bytes = cls.static_bytes + ph.recv_bytes;
+    const double train_peak = static_bytes + s.activations_bytes + s.transient_bytes;
+    // The optimizer steps on resharded units under a pipeline, the kept outputs still alive (output_chunks
+    // is cleared when the next step starts); before it, step() concatenates the last stage's outputs.
+    const double after_backward = pipelined ? cls.resharded_bytes + ph.recv_bytes + ph.cached_all_bytes : static_bytes;
+    const double step_peak = after_backward + cls.step_transient;
+    const double merge_peak = after_backward + ph.merged_bytes;
+    s.allocated_bytes = std::max({train_peak, step_peak, merge_peak});
     s.other_bytes = s.allocated_bytes - (s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes);
     // §3.8: the allocator's reserve over the peak, or over the loss's backward with the block it strands
     // there (reserved never shrinks, so a later, higher allocated peak may reuse that block).
     const double reserve = 1.0 + tr.allocator_reserve_fraction;
     const double at_peak = s.allocated_bytes * reserve;
-    const double at_loss = (cls.static_bytes + s.activations_bytes + cls.loss_transient) * reserve + cls.loss_stranded;
+    const double at_loss = (static_bytes + s.activations_bytes + cls.loss_transient) * reserve + cls.loss_stranded;
     s.stranded_bytes = at_loss > at_peak ? cls.loss_stranded : 0.0;
     s.torch_reserved_bytes = std::max(at_peak, at_loss);
     // A rank whose stage has no MoE layer never dispatches: no buffer.

@@ -345,6 +345,15 @@ std::string overlap_violation(job_spec& job) {
     return std::string("${training.keep_pipeline_outputs} is Megatron-Core's deallocate_pipeline_outputs false; ") +
            std::string(to_string(t.framework)) + " keeps each sent stage output until its backward already";
   }
+  if (t.pipelining_output_cache != training_config::output_cache::none &&
+      (t.framework != framework_kind::fsdp || job.parallel.pp <= 1)) {
+    // §3.5.1: the cache is torch.distributed.pipelining's, which runs FSDP2's pipeline and nothing else here.
+    return t.framework != framework_kind::fsdp
+               ? "${training.pipelining_output_cache} is torch.distributed.pipelining's, modelled with "
+                 "${training.framework} fsdp; " + std::string(to_string(t.framework)) + " runs its own pipeline schedule"
+               : std::string("${training.pipelining_output_cache} needs ${parallel.pp} above 1 (without a pipeline "
+                             "torchtitan runs no pipeline schedule)");
+  }
   if (t.delay_wgrad_compute && !t.overlap_moe_ep_comm) {
     // megatron/core/transformer/transformer_config.py __post_init__ ("Check delay_wgrad_compute compatibility").
     return std::string("${training.delay_wgrad_compute} needs ${training.overlap_moe_ep_comm} (Megatron-Core's check: "

@@ -105,5 +105,61 @@ TEST(FsdpPipeline, TheLastStageKeepsItsLogitsCachedThroughTheLossBackward) {
   EXPECT_DOUBLE_EQ(estimate_memory(flat.job).stages.front().stranded_bytes, 2 * logits);
 }
 
+// §3.5.1: torch.distributed.pipelining allocates a receive buffer per micro-batch and direction and keeps
+// it. PP 2, FSDP 8, 4,096 tokens a micro-batch: B = 2 bytes × 4,096 tokens × 4,096 wide. Rank 0 (first
+// stage, 2 held) has m gradient buffers; rank 1 (last stage, 1 held) m activation buffers, of which the
+// held one is its first layer's input already. Doubling m (8 → 16) adds 8·B to each, nothing else.
+TEST(FsdpPipeline, ReceiveBuffersAreKeptForEveryMicroBatchAndDirection) {
+  const memory_report m8 = estimate_memory(parse(llama_pp()).job);
+  const memory_report m16 = estimate_memory(parse(llama_pp({"--gbs", "128"})).job);
+  const double boundary = 2.0 * 4096 * 4096;
+  ASSERT_EQ(m8.stages[0].microbatches_in_flight, 2);
+  ASSERT_EQ(m8.stages[1].microbatches_in_flight, 1);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_DOUBLE_EQ(m16.stages[i].buffers_bytes - m8.stages[i].buffers_bytes, 8 * boundary) << i;
+    EXPECT_DOUBLE_EQ(m16.stages[i].activations_bytes, m8.stages[i].activations_bytes) << i;
+  }
+  // Rank 1's buffers less rank 0's: 7 activation buffers against 8 gradient ones (the class's own buffers,
+  // a unit's gradient, are alike: both stages hold 16 layers).
+  EXPECT_DOUBLE_EQ(m8.stages[0].buffers_bytes - m8.stages[1].buffers_bytes, boundary);
+}
+
+// §3.5.1: the outputs step() returns. every-stage (PyTorch before #153383) keeps rank 0's 8 outputs, 2 of
+// them held already; every mode but none keeps the last stage's logits, 7 beyond the loss's own
+// (L = 2 bytes × 128,256 × 4,096 tokens). Time is untouched.
+TEST(FsdpPipeline, KeptOutputsFollowThePyTorchVersion) {
+  const parsed_job none = parse(llama_pp());
+  const parsed_job last = parse(llama_pp({"--pipelining-output-cache", "last-stage"}));
+  const parsed_job every = parse(llama_pp({"--pipelining-output-cache", "every-stage"}));
+  const memory_report a = estimate_memory(none.job), b = estimate_memory(last.job), c = estimate_memory(every.job);
+  const double boundary = 2.0 * 4096 * 4096, logits = 2.0 * 128256 * 4096;
+  EXPECT_DOUBLE_EQ(b.stages[0].activations_bytes, a.stages[0].activations_bytes);
+  EXPECT_DOUBLE_EQ(c.stages[0].activations_bytes - a.stages[0].activations_bytes, 6 * boundary);
+  EXPECT_DOUBLE_EQ(b.stages[1].activations_bytes - a.stages[1].activations_bytes, 7 * logits);
+  EXPECT_DOUBLE_EQ(c.stages[1].activations_bytes - a.stages[1].activations_bytes, 7 * logits);
+  EXPECT_DOUBLE_EQ(estimate_time(every.job).iteration_s, estimate_time(none.job).iteration_s);
+}
+
+// §3.5.1: with many micro-batches the last stage peaks after its last backward, when step() concatenates
+// the m kept logits beside them: resharded units (16/8 bytes a parameter: fp32 shard, fp32 gradient shard,
+// Adam's moments), the m − 1 activation buffers beyond the held one, 2·m·L. m = 128.
+TEST(FsdpPipeline, TheMergedOutputsSetTheLastStagesPeakWithManyMicroBatches) {
+  const memory_report mem = estimate_memory(parse(llama_pp({"--gbs", "1024", "--pipelining-output-cache", "last-stage"})).job);
+  const stage_memory& s = mem.stages[1];
+  const double boundary = 2.0 * 4096 * 4096, logits = 2.0 * 128256 * 4096;
+  const double expected = 2.0 * static_cast<double>(s.parameters) + 127 * boundary + 2 * 128 * logits;
+  EXPECT_NEAR(s.allocated_bytes, expected, 1e-9 * expected);
+}
+
+TEST(FsdpPipeline, TheOutputCacheIsRefusedOutsideAPipelinedFsdpJob) {
+  EXPECT_EQ(error_of({"--model", "llama3-8b", "--pipelining-output-cache", "every-stage"}),
+            "--pipelining-output-cache is torch.distributed.pipelining's, modelled with --framework fsdp; megatron "
+            "runs its own pipeline schedule");
+  EXPECT_EQ(error_of(llama_pp({"--pp", "1", "--pipelining-output-cache", "last-stage"})),
+            "--pipelining-output-cache needs --pipeline-model-parallel-size above 1 (without a pipeline torchtitan runs "
+            "no pipeline schedule)");
+  EXPECT_THAT(error_of(llama_pp({"--pipelining-output-cache", "some"})), ::testing::HasSubstr("--pipelining-output-cache"));
+}
+
 }  // namespace
 }  // namespace trainplan

@@ -228,6 +228,13 @@ struct training_config {
   /// fused_all_gather_matmul and fused_matmul_reduce_scatter): TP slices of those GEMMs, the transfers by
   /// the copy engines under them (§5.5.1). FSDP only.
   bool async_tp = false;
+  /// --pipelining-output-cache: which stages of torch.distributed.pipelining keep every micro-batch's
+  /// output until the step ends (stage.py forward_one_chunk's output_chunks, for the schedule's merged
+  /// return value): every stage until PyTorch #153383 (2025-05-13), the last stage (its logits) until
+  /// torchtitan e5ef99a (2025-10-22) passed step(return_outputs=False), none since (trainplan's default).
+  /// Where outputs are kept, step() also concatenates the last stage's into a new tensor (§3.5.1). FSDP
+  /// with PP > 1 only.
+  enum class output_cache { none, last_stage, every_stage } pipelining_output_cache = output_cache::none;
   /// Megatron-LM's legacy models (--use-legacy-models, megatron/legacy/model/transformer.py): its flash
   /// path rearranges the kernel's output into a new tensor, the projection's input (§3.4).
   bool legacy_models = false;
