@@ -465,6 +465,7 @@ class Job:
         fp8_format: Union[str, os.PathLike[str], None] = ...,
         fp8_recipe: Union[str, os.PathLike[str], None] = ...,
         fp8_param_gather: Optional[bool] = ...,
+        fp8_precompute_scale: Optional[bool] = ...,
         framework: Union[str, os.PathLike[str], None] = ...,
         deepspeed_config: Union[str, os.PathLike[str], None] = ...,
         torchtitan_config: Union[str, os.PathLike[str], None] = ...,
@@ -661,6 +662,7 @@ class Job:
         fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
         fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
         fp8_param_gather: keep parameters and all-gather them in FP8
+        fp8_precompute_scale: torchtitan's precompute_float8_dynamic_scale_for_fsdp: the float8 weights' amax in one all-reduce after the step, not one per weight before each all-gather (fsdp with --fp8-param-gather, tensorwise; §4.2.4)
         framework [NAME]: megatron, deepspeed or fsdp (default megatron)
         deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
         torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
@@ -897,6 +899,7 @@ def search(*,
     fp8_format: Union[str, os.PathLike[str], None] = ...,
     fp8_recipe: Union[str, os.PathLike[str], None] = ...,
     fp8_param_gather: Optional[bool] = ...,
+    fp8_precompute_scale: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     torchtitan_config: Union[str, os.PathLike[str], None] = ...,
@@ -1100,6 +1103,7 @@ def search(*,
     fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
     fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
     fp8_param_gather: keep parameters and all-gather them in FP8
+    fp8_precompute_scale: torchtitan's precompute_float8_dynamic_scale_for_fsdp: the float8 weights' amax in one all-reduce after the step, not one per weight before each all-gather (fsdp with --fp8-param-gather, tensorwise; §4.2.4)
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
@@ -1325,6 +1329,7 @@ def shapes(*,
     fp8_format: Union[str, os.PathLike[str], None] = ...,
     fp8_recipe: Union[str, os.PathLike[str], None] = ...,
     fp8_param_gather: Optional[bool] = ...,
+    fp8_precompute_scale: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     torchtitan_config: Union[str, os.PathLike[str], None] = ...,
@@ -1535,6 +1540,7 @@ def shapes(*,
     fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
     fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
     fp8_param_gather: keep parameters and all-gather them in FP8
+    fp8_precompute_scale: torchtitan's precompute_float8_dynamic_scale_for_fsdp: the float8 weights' amax in one all-reduce after the step, not one per weight before each all-gather (fsdp with --fp8-param-gather, tensorwise; §4.2.4)
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)
@@ -1754,6 +1760,7 @@ def plan(job: Optional[Job] = ..., *,
     fp8_format: Union[str, os.PathLike[str], None] = ...,
     fp8_recipe: Union[str, os.PathLike[str], None] = ...,
     fp8_param_gather: Optional[bool] = ...,
+    fp8_precompute_scale: Optional[bool] = ...,
     framework: Union[str, os.PathLike[str], None] = ...,
     deepspeed_config: Union[str, os.PathLike[str], None] = ...,
     torchtitan_config: Union[str, os.PathLike[str], None] = ...,
@@ -1965,6 +1972,7 @@ def plan(job: Optional[Job] = ..., *,
     fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
     fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
     fp8_param_gather: keep parameters and all-gather them in FP8
+    fp8_precompute_scale: torchtitan's precompute_float8_dynamic_scale_for_fsdp: the float8 weights' amax in one all-reduce after the step, not one per weight before each all-gather (fsdp with --fp8-param-gather, tensorwise; §4.2.4)
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
     deepspeed_config [FILE]: DeepSpeed JSON config: its ZeRO stage, precision, offload, buckets and batch (other keys refused) (default none)
     torchtitan_config [FILE]: torchtitan TOML config (a launch line's --job.config_file): model flavour, degrees, batch, checkpointing, float8 (other keys refused) (default none)

@@ -468,6 +468,11 @@ const std::vector<flag_def>& flag_table() {
                       }, "training.fp8_scaling")));
     t.push_back(swtch("--fp8-param-gather", "", "training", "keep parameters and all-gather them in FP8",
                       SWITCH(b.job.training.fp8_param_gather = true)));
+    t.push_back(swtch("--fp8-precompute-scale", "", "training",
+                      "torchtitan's precompute_float8_dynamic_scale_for_fsdp: the float8 weights' amax in one "
+                      "all-reduce after the step, not one per weight before each all-gather (fsdp with "
+                      "--fp8-param-gather, tensorwise; §4.2.4)",
+                      SWITCH(b.job.training.fp8_precompute_scale = true)));
     t.push_back(value("--framework", "", "NAME", "megatron", "training", "megatron, deepspeed or fsdp",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.framework = parse_enum<framework_kind>(

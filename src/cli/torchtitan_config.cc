@@ -144,7 +144,7 @@ constexpr std::array kKeys = {
     tt_key{"quantize.linear.float8.scaling_type_weight", tt_role::setting, ""},
     tt_key{"quantize.linear.float8.scaling_type_grad_output", tt_role::setting, ""},
     tt_key{"quantize.linear.float8.emulate", tt_role::refused_if_on, "the linear layers' kernels (float8 emulated in bf16)"},
-    tt_key{"quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp", tt_role::ignored, ""},
+    tt_key{"quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp", tt_role::setting, ""},
     // 2025 schemas until torchtitan 1fefaee (2025-07-28; torchao #2356 made it do nothing): read below.
     tt_key{"quantize.linear.float8.force_recompute_fp8_weight_in_bwd", tt_role::setting, ""},
     tt_key{"quantize.linear.float8.filter_fqns", tt_role::ignored, ""},  // "output": the output layer stays bf16, as §5.1.3 has it
@@ -529,8 +529,14 @@ void reader::precision_and_float8() {
                         "quantize.linear.float8.scaling_type_grad_output"}) {
     if (const tt_value* v = find(k); v != nullptr && v->text != "dynamic") fail(*v, "only dynamic scaling is modelled");
   }
-  if (boolean("quantize.linear.float8.enable_fsdp_float8_all_gather", false)) {
-    add("--fp8-param-gather", "", "quantize.linear.float8.enable_fsdp_float8_all_gather");
+  const bool fsdp_float8 = boolean("quantize.linear.float8.enable_fsdp_float8_all_gather", false);
+  if (fsdp_float8) add("--fp8-param-gather", "", "quantize.linear.float8.enable_fsdp_float8_all_gather");
+  // §4.2.4: Float8Converter precomputes the scales only with the float8 all-gather (precompute_scale =
+  // enable_fsdp_float8_all_gather and precompute_float8_dynamic_scale_for_fsdp): alone it changes nothing.
+  constexpr std::string_view kPrecompute = "quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp";
+  if (const tt_value* v = find(kPrecompute); v != nullptr && boolean(kPrecompute, false)) {
+    if (fsdp_float8) add("--fp8-precompute-scale", "", kPrecompute);
+    else ignored_.push_back((v->line > 0 ? name_ + ":" + v->typed : v->typed) + " (without enable_fsdp_float8_all_gather)");
   }
   // torchao's Float8Linear before pytorch/ao#2356 (2025-06) saved each linear's FP8 weight, cast from the
   // FSDP-gathered one, for its backward unless force_recompute_fp8_weight_in_bwd: with no activation

@@ -276,6 +276,13 @@ TEST(TorchtitanConfig, Float8IsTorchaoTensorwise) {
                                            "--compile.enable"};
   const parsed_job tr = parse(run_train(testing::data_path("launch/torchtitan/llama3_8b.toml"), trainy));
   EXPECT_TRUE(tr.job.training.fp8_param_gather && tr.job.training.torch_compile && tr.job.training.torch_compile_loss);
+  // §4.2.4: the precomputed scales, modelled with the float8 all-gather; without it torchtitan ignores them.
+  EXPECT_TRUE(tr.job.training.fp8_precompute_scale);
+  const parsed_job alone = parse(run_train(gathered, {"--quantize.linear.float8.enable_fsdp_float8_all_gather", "false",
+                                                      "--quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp"}));
+  EXPECT_FALSE(alone.job.training.fp8_precompute_scale);
+  EXPECT_THAT(alone.ignored_flags, Contains("--quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp (without "
+                                            "enable_fsdp_float8_all_gather)"));
   const std::string kept = write_temp("tt_f8keep.toml", "[model]\nflavor = \"8B\"\nconverters = [\"float8\"]\n"
                                                          "[float8]\nforce_recompute_fp8_weight_in_bwd = false\n"
                                                          "[activation_checkpoint]\nmode = \"none\"\n");

@@ -375,6 +375,53 @@ double bucket_calls(const training_config& t, double elements, double elem_bytes
   return bucket > 0 ? static_cast<double>(ceil_div(n, bucket)) : 1.0;
 }
 
+/// §4.2.4: torchao's float8 linear modules a layer of `kind` holds as torchtitan builds it (Float8Linear
+/// swaps nn.Linear; the routed experts are grouped parameters, not converted, and the router stays out):
+/// the attention's query, key, value and output projections (MLA: its down and up projections and the
+/// output), the dense MLP's or the shared experts' (w1, w3, w2 when gated, else two).
+double float8_linears_per_layer(const model_spec& m, layer_kind kind) {
+  const layer_makeup& mk = makeup_of(kind);
+  const double mlp = is_gated(m.activation) ? 3.0 : 2.0;
+  double n = 0;
+  if (mk.attention) n += m.is_mla() ? (m.mla.q_lora_rank > 0 ? 2.0 : 1.0) + 2.0 + 1.0 : 4.0;
+  if (mk.dense_mlp) n += mlp;
+  if (mk.moe && m.moe.shared_expert_ffn_hidden_size > 0) n += mlp;
+  return n;
+}
+
+/// §4.2.4: the float8 weights of a stage class, the amaxes its gathers or its precomputation reduce.
+double float8_linears_of(const model_spec& m, const stage_class& c) {
+  double n = 0;
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    n += static_cast<double>(c.kinds[k]) * float8_linears_per_layer(m, static_cast<layer_kind>(k));
+  }
+  return n;
+}
+
+/// §4.2.4: torchao's FSDP float8 all-gather casts each weight with a tensorwise scale of the whole weight.
+/// Without precomputed scales each weight's fsdp_pre_all_gather all-reduces its shard's amax (one float)
+/// before every all-gather of it, on the gather's stream; with them (precompute_float8_dynamic_scale_for_fsdp
+/// after the step) one all-reduce carries every weight's amax.
+void float8_amax_rows(const comm_context& x, const dp_op& gather, int group, comm_slot slot, comm_overlap overlap,
+                      double per_gather, row_sink& out) {
+  const training_config& t = x.job.training;
+  if (t.framework != framework_kind::fsdp || !t.fp8_param_gather || gather.kind != ck::all_gather) return;
+  const model_spec& m = x.job.model;
+  if (t.fp8_precompute_scale) {
+    if (gather.phase == cph::backward) return;  // one per iteration, counted with the forward's gather
+    out.row_by_class(ck::all_reduce, cph::optimizer, "float8 weights' amax all-reduce after the step (precomputed scales)",
+                     group, comm_slot::optimizer, comm_overlap::none, [&](const stage_class& c) {
+      const double n = float8_linears_of(m, c);
+      return calls_bytes{n > 0 ? 1.0 : 0.0, 4.0 * n};
+    });
+    return;
+  }
+  out.row_by_class(ck::all_reduce, gather.phase, "float8 weight amax all-reduce before each weight's all-gather",
+                   group, slot, overlap, [&](const stage_class& c) {
+    return calls_bytes{per_gather * float8_linears_of(m, c), 4.0};
+  });
+}
+
 void dp_rows(const comm_context& x, bool expert, row_sink& out) {
   const training_config& t = x.job.training;
   const optimizer_row& row = x.job.resolved.row();  // the DP collectives of its step (§4.2.4)
@@ -414,6 +461,9 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
       return calls_bytes{buckets * (op.count == dp_count::per_microbatch ? m : 1.0), bytes};
     };
     out.row_by_class(op.kind, op.phase, expert ? op.what_expert : op.what, group, slot, overlap, of);
+    // A weight is gathered once a micro-batch per pass (ZeRO-3/FSDP units), or once an iteration (FSDP2
+    // under a pipeline, after the step).
+    if (!expert && op.bytes == dp_bytes::params) float8_amax_rows(x, op, group, slot, overlap, per_unit ? m : 1.0, out);
     if (per_unit && op.kind == ck::all_gather && op.phase == cph::backward && !expert && x.regather > 0) {
       // The recomputed layers' parameters released after the recomputed forward (§4.2.4).
       out.row_by_class(op.kind, op.phase, "parameter re-gather per recomputed layer, backward (reuse distance)",

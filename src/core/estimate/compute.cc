@@ -889,7 +889,10 @@ double optimizer_step_bytes_per_parameter(const job_spec& job) {
   const double master = roles.master_weights ? roles.master_bytes : weight;
   const double grad = roles.master_weights ? 4.0 : weight;
   const double moments = roles.moment_bytes;
-  return 2 * master + grad + 2 * moments + (roles.master_weights ? weight : 0.0);
+  // §4.2.4: torchtitan's precomputed float8 scales read every weight shard once more after the step
+  // (torch._foreach_norm(weights, ord=inf) in precompute_float8_dynamic_scale_for_fsdp).
+  const double precompute = job.training.fp8_precompute_scale ? master : 0.0;
+  return 2 * master + grad + 2 * moments + (roles.master_weights ? weight : 0.0) + precompute;
 }
 
 double allocator_slowdown(double reserved_fraction) {

@@ -296,7 +296,19 @@ std::string fp8_violation(job_spec& job) {
   }
   if (t.fp8 == fp8_format::none) {
     if (t.fp8_param_gather) return "${training.fp8_param_gather} needs ${training.fp8} (e4m3 or hybrid)";
+    if (t.fp8_precompute_scale) return "${training.fp8_precompute_scale} needs ${training.fp8} (e4m3 or hybrid)";
     return {};
+  }
+  if (t.fp8_precompute_scale) {
+    // torchtitan's Float8Converter: precompute_scale = enable_fsdp_float8_all_gather and
+    // precompute_float8_dynamic_scale_for_fsdp; torchao's precompute is tensorwise scaling's (§4.2.4).
+    const char* why = t.framework != framework_kind::fsdp ? "is torchtitan's (torchao under FSDP2), modelled with ${training.framework} fsdp"
+                      : !t.fp8_param_gather || t.zero_stage == 0
+                          ? "needs ${training.fp8_param_gather} with ${training.zero_stage} 2 or 3 (FSDP's float8 all-gather, whose "
+                            "scales it precomputes)"
+                      : t.fp8_scaling != fp8_recipe::tensorwise ? "needs ${training.fp8_scaling} tensorwise (torchao's dynamic tensorwise scales)"
+                                                                : nullptr;
+    if (why != nullptr) return std::string("${training.fp8_precompute_scale} ") + why;
   }
   if (!(gpu.peak_fp8_flops > 0)) {
     return "${training.fp8} " + std::string(to_string(t.fp8)) + " needs FP8 tensor cores; " + gpu.name +

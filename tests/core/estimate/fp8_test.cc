@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "args_test_support.h"
 #include "trainplan/cli/args.h"
@@ -146,6 +148,53 @@ TEST(Fp8, BadInputNamesTheFlagAndTheGpu) {
               HasSubstr("--fp8-param-gather is only supported with --use-distributed-optimizer"));
   EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--fp8-format", "e5m2"}),
               HasSubstr("--fp8-format"));
+}
+
+// §4.2.4: torchao's FSDP float8 all-gather scales each weight by its whole amax. Without precomputed scales
+// every Float8Linear's fsdp_pre_all_gather all-reduces one float before each gather: Llama-3 8B's 32 layers
+// × 7 linears (wq, wk, wv, wo, w1, w3, w2), per micro-batch, before the forward's and the backward's gathers.
+// torchtitan's precompute_float8_dynamic_scale_for_fsdp makes that one all-reduce of 224 floats after the
+// step, whose foreach amax reads the fp32 shards once more (4 bytes a parameter updated).
+TEST(Fp8, FsdpFloat8GathersAllReduceEachWeightsAmaxUnlessTheScalesArePrecomputed) {
+  const args_t base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework", "fsdp",
+                       "--zero-stage", "3", "--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise",
+                       "--fp8-param-gather", "--mbs", "1", "--gbs", "16"};
+  auto rows = [](const comm_report& c, std::string_view what) {
+    std::vector<comm_collective> found;
+    for (const comm_collective& col : c[parallel_dim::dp].collectives) {
+      if (col.what.find(what) != std::string_view::npos) found.push_back(col);
+    }
+    return found;
+  };
+  const parsed_job each = parse(base);
+  ASSERT_EQ(each.job.num_microbatches(), 2);
+  const std::vector<comm_collective> per_weight = rows(summarize_comm(each.job), "amax all-reduce before");
+  ASSERT_EQ(per_weight.size(), 2u);
+  for (const comm_collective& col : per_weight) {
+    EXPECT_EQ(col.kind, collective_kind::all_reduce);
+    EXPECT_DOUBLE_EQ(col.bytes_per_call, 4.0);
+    EXPECT_EQ(col.calls_per_iteration, 32 * 7 * 2);
+  }
+  const parsed_job pre = parse(concat(base, {"--fp8-precompute-scale"}));
+  const comm_report cp = summarize_comm(pre.job);
+  EXPECT_TRUE(rows(cp, "amax all-reduce before").empty());
+  const std::vector<comm_collective> once = rows(cp, "precomputed scales");
+  ASSERT_EQ(once.size(), 1u);
+  EXPECT_EQ(once[0].calls_per_iteration, 1);
+  EXPECT_DOUBLE_EQ(once[0].bytes_per_call, 4.0 * 32 * 7);
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes_per_parameter(pre.job) - optimizer_step_bytes_per_parameter(each.job), 4.0);
+  // bf16 gathers (no float8 all-gather) scale nothing; the flag is torchtitan's and tensorwise's.
+  args_t plain = base;
+  plain.erase(std::find(plain.begin(), plain.end(), "--fp8-param-gather"));
+  EXPECT_TRUE(rows(summarize_comm(parse(plain).job), "amax").empty());
+  EXPECT_EQ(error_of(concat(plain, {"--fp8-precompute-scale"})),
+            "--fp8-precompute-scale needs --fp8-param-gather with --zero-stage 2 or 3 (FSDP's float8 all-gather, whose "
+            "scales it precomputes)");
+  EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--bf16", "--fp8-format",
+                      "hybrid", "--fp8-recipe", "tensorwise", "--fp8-precompute-scale"}),
+            "--fp8-precompute-scale is torchtitan's (torchao under FSDP2), modelled with --framework fsdp");
+  EXPECT_EQ(error_of(concat(base, {"--fp8-recipe", "delayed", "--fp8-precompute-scale"})),
+            "--fp8-precompute-scale needs --fp8-recipe tensorwise (torchao's dynamic tensorwise scales)");
 }
 
 }  // namespace

@@ -241,6 +241,11 @@ struct training_config {
   fp8_format fp8 = fp8_format::none;  ///< --fp8-format: the transformer layers' linear GEMMs in FP8
   fp8_recipe fp8_scaling = fp8_recipe::delayed;  ///< --fp8-recipe (Megatron's default: delayed)
   bool fp8_param_gather = false;      ///< --fp8-param-gather: parameters kept and all-gathered in FP8
+  /// --fp8-precompute-scale: torchtitan's precompute_float8_dynamic_scale_for_fsdp (with FSDP's float8
+  /// all-gather, tensorwise): every float8 weight's amax in one foreach kernel and one all-reduce after the
+  /// optimizer step (torchao float8/fsdp_utils.py precompute_float8_dynamic_scale_for_fsdp), where without it
+  /// each weight's fsdp_pre_all_gather all-reduces its own amax before every all-gather (§4.2.4).
+  bool fp8_precompute_scale = false;
   recompute_granularity recompute = recompute_granularity::none;
   recompute_method recompute_method_ = recompute_method::uniform;
   std::int64_t recompute_num_layers = 0;  ///< full: layers per chunk (uniform) or per stage (block)
