@@ -468,6 +468,12 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       if (fp8_copies && tr.zero_stage != 3) {
         s.weights_bytes += 2.0 * static_cast<double>(holds.stage(st.kinds, false, false).total());
       }
+      // §3.7: FSDP2 under a pipeline keeps its gathered units; with FSDP's float8 all-gather a layer's
+      // unsharded linear weights are torchao's Float8Tensors over the gathered bytes (fsdp_post_all_gather),
+      // 1 byte each, the norms too as counted here (the embedding and output layer stay 16-bit).
+      if (job.resolved.row().pipelined && tr.fp8_param_gather) {
+        s.weights_bytes -= (e - 1.0) * static_cast<double>(holds.stage(st.kinds, false, false).dense);
+      }
       s.gradients_bytes = dn * dense_state.gradients + ex * expert_state.gradients;
       s.optimizer_bytes = dn * dense_state.optimizer + ex * expert_state.optimizer;
       s.offloaded_bytes = dn * dense_state.offloaded + ex * expert_state.offloaded;
@@ -498,6 +504,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         // Megatron-FSDP holds a unit's parameters and gradients in its double buffers as FSDP does.
         const bool per_unit = tr.framework != framework_kind::deepspeed;
         const double ahead = !prefetch ? 0.0 : per_unit ? largest_layer : std::min(bucket, largest_layer);
+        // §3.7: gathered in FP8 (--fp8-param-gather: torchao's float8 all-gather, Megatron-FSDP's FP8
+        // parameters), a gathered layer's weights hold 1 byte each; gradients stay 16-bit.
+        const double gathered_e = tr.fp8_param_gather ? 1.0 : e;
         double gathered = largest_layer;
         double gradient = per_unit ? largest_layer : 0.0;
         if (!per_unit && dense_layers_only) {
@@ -522,10 +531,10 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
                                                   (st.has_output ? holds.output : 0));
           const double root_gradient =
               !st.has_output ? 0.0 : static_cast<double>(m.tie_embeddings ? holds.embedding : holds.output);
-          s.buffers_bytes += e * (root + largest_layer);
-          cls.layer_phase_buffers = e * (ahead + gradient + root_gradient);
+          s.buffers_bytes += e * root + gathered_e * largest_layer;
+          cls.layer_phase_buffers = gathered_e * ahead + e * (gradient + root_gradient);
         } else {
-          s.buffers_bytes += e * (gathered + ahead + gradient);
+          s.buffers_bytes += gathered_e * (gathered + ahead) + e * gradient;
         }
         // FP8: the gathered layers' FP8 weight and its transpose (1 + 1 byte), while they are gathered.
         if (fp8_copies) s.buffers_bytes += 2.0 * (gathered + ahead);

@@ -11,6 +11,8 @@
 #include "trainplan/core/estimate/memory.h"
 #include "trainplan/core/estimate/time.h"
 #include "trainplan/core/job/framework.h"
+#include "trainplan/core/job/layout.h"
+#include "trainplan/core/model/model.h"
 
 namespace trainplan {
 namespace {
@@ -103,6 +105,18 @@ TEST(FsdpPipeline, TheLastStageKeepsItsLogitsCachedThroughTheLossBackward) {
   const parsed_job flat = parse({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "16", "--framework",
                                  "fsdp", "--zero-stage", "3", "--gbs", "64", "--seq-length", "4096", "--bf16"});
   EXPECT_DOUBLE_EQ(estimate_memory(flat.job).stages.front().stranded_bytes, 2 * logits);
+}
+
+// §3.7: with FSDP's float8 all-gather the kept units' linear weights are torchao's Float8Tensors over the
+// gathered bytes: 1 byte a layer parameter less than bf16 (the embedding and output layer stay 16-bit).
+TEST(FsdpPipeline, KeptFloat8WeightsTakeOneByte) {
+  const args_t f8 = {"--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"};
+  const parsed_job bf = parse(llama_pp(f8));
+  const parsed_job gathered = parse(llama_pp(concat(f8, {"--fp8-param-gather"})));
+  const memory_report a = estimate_memory(bf.job), b = estimate_memory(gathered.job);
+  const rank_holdings holds = holdings_of(bf.job, count_parameters(bf.job.model, 1));
+  const double layers = 16 * static_cast<double>(holds.dense_layer.total());
+  for (std::size_t i = 0; i < 2; ++i) EXPECT_DOUBLE_EQ(a.stages[i].weights_bytes - b.stages[i].weights_bytes, layers) << i;
 }
 
 // §3.5.1: torch.distributed.pipelining allocates a receive buffer per micro-batch and direction and keeps
