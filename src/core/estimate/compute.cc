@@ -162,6 +162,8 @@ struct gemm_role {
   bool input_cast_fused = false;
   bool grad_cast_fused = false;
   bool shared_expert = false;  ///< an MoE layer's shared expert: --moe-shared-expert-overlap hides EP under it
+  /// A routed expert's grouped GEMM: FP8 where the framework's FP8 reaches them (framework_traits).
+  bool routed_expert = false;
 };
 /// How a scaling recipe's casts run (§5.1.3), one row per --fp8-recipe, from Transformer Engine's code:
 /// delayed scaling fuses the cast into the norm or activation that produces the input (the amax of the
@@ -188,6 +190,7 @@ const fp8_cast_row& fp8_casts_of(fp8_recipe r) {
 }
 
 constexpr gemm_role kPlain{};
+constexpr gemm_role kRoutedExpert{.routed_expert = true};
 constexpr gemm_role kAttentionBmm{.attention_bmm = true, .fp8 = false};
 constexpr gemm_role kColumn{.side = userbuffer_side::column_parallel};
 constexpr gemm_role kRow{.side = userbuffer_side::row_parallel};
@@ -264,8 +267,8 @@ void for_each_layer_gemm(const job_spec& job, layer_kind kind, F&& f) {
   const std::int64_t rows = expert_rows(job);
   const std::int64_t fe = x.expert_ffn_hidden_size;
   const std::int64_t etp = job.resolved.etp;
-  f(named_gemm{"expert_up", {rows, gate * fe / etp, h, local_experts}}, kPlain);
-  f(named_gemm{"expert_down", {rows, h, fe / etp, local_experts}}, kPlain);
+  f(named_gemm{"expert_up", {rows, gate * fe / etp, h, local_experts}}, kRoutedExpert);
+  f(named_gemm{"expert_down", {rows, h, fe / etp, local_experts}}, kRoutedExpert);
   if (const std::int64_t fs = x.shared_expert_ffn_hidden_size; fs > 0) {
     f(named_gemm{"shared_expert_up", {tokens, gate * fs / t, h, 1}}, kSharedExpert);
     f(named_gemm{"shared_expert_down", {tokens, h, fs / t, 1}}, kSharedExpert);
@@ -568,6 +571,8 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   // output gradient in the backward: memory-bound passes that read e and write 2 bytes per element.
   const dtype linear = job.resolved.roles.linear;
   const bool fp8 = linear == dtype::fp8;
+  // §5.1.3: whether the framework's FP8 reaches the routed experts (torchtitan's torchao float8 does not).
+  const bool fp8_experts = traits_of(job.training.framework).fp8_routed_experts;
   const fp8_cast_row& casts = fp8_casts_of(job.training.fp8_scaling);
   // §5.5.1: with --tp-comm-overlap the pipelined and bulk userbuffers kernels take 16 SMs from the GEMMs
   // they run beside: the row-parallel GEMMs' forward, the column-parallel GEMMs' backward.
@@ -615,7 +620,7 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     const double gemm_bwd_before = u.backward.gemm_s;
     if (role.attention_bmm) {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::attention_s, bmm_scale);
-    } else if (fp8 && role.fp8) {
+    } else if (fp8 && role.fp8 && (!role.routed_expert || fp8_experts)) {
       add_gemm(gpu, e, linear, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale, splits);
       const double rows = static_cast<double>(g.shape.m) * static_cast<double>(g.shape.batch);
       // A cast_transpose pass (read e, write the FP8 tensor and its transpose), unless its producer writes

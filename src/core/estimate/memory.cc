@@ -36,6 +36,7 @@ struct activation_setting {
   bool mla_up_proj = false;  ///< MLA's Q, K, V (the up-projections' outputs after RoPE)
   double e = 2;              ///< bytes per activation element
   double lin = 2;            ///< bytes of a linear layer's saved input (1 under FP8: TE keeps the cast copy)
+  double expert_lin = 2;     ///< the same for a routed expert's (16-bit where the framework's FP8 skips them)
   /// The flash kernel's output is the projection's input, one tensor (Megatron-Core: TE's sbhd output
   /// viewed, not copied); legacy Megatron, Megatron-DeepSpeed and FSDP models rearrange it into a new one.
   bool flash_output_is_projection_input = false;
@@ -92,10 +93,11 @@ double mlp_bytes(const model_spec& m, const activation_setting& a, bool moe_laye
   const double rep = a.sp ? t : 1.0;
   const double e = a.e;
   const double lin = a.lin;
-  auto mlp_bytes = [&](double ffn, double tp, bool without_output = false) {
+  auto mlp_bytes = [&](double ffn, double tp, bool without_output = false, double fc2_lin = -1) {
     // activation input(s) and output, and fc2's input: 2f (plain), 4f (gated), 3f (fused bias-SwiGLU)
     const double units = is_gated(m.activation) ? (swiglu_fusion ? 3.0 : 4.0) : 2.0;
-    return ((units - 1) * e + (without_output ? 0.0 : lin)) * ffn / tp;  // the last unit is fc2's input
+    const double fc2 = fc2_lin >= 0 ? fc2_lin : lin;
+    return ((units - 1) * e + (without_output ? 0.0 : fc2)) * ffn / tp;  // the last unit is fc2's input
   };
   if (!moe_layer && a.mlp) return 0.0;                       // checkpointed: its input is the kept norm input
   if (moe_layer && a.moe) return e * h / rep;                // checkpointed: its input, the norm's output
@@ -111,7 +113,7 @@ double mlp_bytes(const model_spec& m, const activation_setting& a, bool moe_laye
     // many more on the busiest rank as the capacity factor (or, dropless, the load imbalance) allows.
     const double load = m.moe.capacity_factor > 0 ? m.moe.capacity_factor : m.moe.load_imbalance;
     const double expert_ffn = static_cast<double>(m.moe.expert_ffn_hidden_size);
-    mlp += topk * load * ((e + lin) * h / rep + mlp_bytes(expert_ffn, t, a.moe_act));
+    mlp += topk * load * ((e + a.expert_lin) * h / rep + mlp_bytes(expert_ffn, t, a.moe_act, a.expert_lin));
     if (m.moe.shared_expert_ffn_hidden_size > 0 && !a.shared_experts) {
       mlp += mlp_bytes(static_cast<double>(m.moe.shared_expert_ffn_hidden_size), t);
     }
@@ -189,6 +191,7 @@ activation_setting setting_for(const job_spec& job) {
   a.mla_up_proj = t.recomputes(recompute_module::mla_up_proj);
   a.e = bytes_of(job.resolved.roles.activations);
   a.lin = std::min(a.e, static_cast<double>(bytes_of(job.resolved.roles.linear)));
+  a.expert_lin = traits_of(t.framework).fp8_routed_experts ? a.lin : a.e;
   return a;
 }
 
@@ -413,8 +416,17 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const bool dense_layers_only =
       holds.moe_layer.total() == 0 && holds.mamba_layer.total() == 0 && holds.attention_layer.total() == 0;
   double largest_layer = 0;
+  // §3.7: gathered in FP8 (--fp8-param-gather) a unit's weights take 1 byte each where the framework's FP8
+  // covers them (the routed experts stay 16-bit under torchao); the bytes per element of the largest layer.
+  const bool fp8_experts = traits_of(tr.framework).fp8_routed_experts;
+  double largest_layer_gathered_bytes = 0;
   for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
-    largest_layer = std::max(largest_layer, static_cast<double>(holds.of(static_cast<layer_kind>(k)).total()));
+    const layer_shard& l = holds.of(static_cast<layer_kind>(k));
+    if (static_cast<double>(l.total()) < largest_layer) continue;
+    largest_layer = static_cast<double>(l.total());
+    largest_layer_gathered_bytes = tr.fp8_param_gather ? static_cast<double>(l.dense) +
+                                                             (fp8_experts ? 1.0 : e) * static_cast<double>(l.expert)
+                                                       : e * static_cast<double>(l.total());
   }
 
   const std::int64_t m_micro = job.num_microbatches();
@@ -505,8 +517,9 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         const bool per_unit = tr.framework != framework_kind::deepspeed;
         const double ahead = !prefetch ? 0.0 : per_unit ? largest_layer : std::min(bucket, largest_layer);
         // §3.7: gathered in FP8 (--fp8-param-gather: torchao's float8 all-gather, Megatron-FSDP's FP8
-        // parameters), a gathered layer's weights hold 1 byte each; gradients stay 16-bit.
-        const double gathered_e = tr.fp8_param_gather ? 1.0 : e;
+        // parameters), a gathered layer's weights hold 1 byte each where FP8 covers them; gradients stay
+        // 16-bit. DeepSpeed gathers 16 bits.
+        const double gathered_e = !per_unit || largest_layer <= 0 ? e : largest_layer_gathered_bytes / largest_layer;
         double gathered = largest_layer;
         double gradient = per_unit ? largest_layer : 0.0;
         if (!per_unit && dense_layers_only) {

@@ -22,10 +22,12 @@ namespace {
 // torch/distributed/pipelining/stage.py forward_one_chunk keeps output_tuple in fwd_cache until
 // backward_one_chunk.
 constexpr std::array<framework_traits, 3> kFrameworks = {{
-    {framework_kind::megatron, "megatron", true, true, false, false, 0, 0.0, true, false, false, sent_output_hold::freed},
+    {framework_kind::megatron, "megatron", true, true, false, false, 0, 0.0, true, false, false, sent_output_hold::freed,
+     true},
     {framework_kind::deepspeed, "deepspeed", false, false, true, true, 500'000'000, 2.5e-3, false, true, true,
-     sent_output_hold::kept_tp_partitioned},
-    {framework_kind::fsdp, "fsdp", false, false, false, false, 0, 0.0, true, false, true, sent_output_hold::kept},
+     sent_output_hold::kept_tp_partitioned, true},
+    {framework_kind::fsdp, "fsdp", false, false, false, false, 0, 0.0, true, false, true, sent_output_hold::kept,
+     false},
 }};
 
 using su = state_unit;

@@ -204,5 +204,45 @@ TEST(Fp8, FsdpFloat8GathersAllReduceEachWeightsAmaxUnlessTheScalesArePrecomputed
             "--fp8-precompute-scale needs --fp8-recipe tensorwise (torchao's dynamic tensorwise scales)");
 }
 
+// §5.1.3, §3.4: torchtitan's float8 converter swaps nn.Linear modules alone; its routed experts are grouped
+// parameters (quantize.grouped_mm's converter, refused), so under --framework fsdp they stay 16-bit while
+// Transformer Engine (Megatron) runs them in FP8. Two Qwen3-30B-A3B jobs differing only in the experts'
+// width: the expert GEMMs' share of the difference runs at the BF16 rate under fsdp whatever --fp8-format
+// says, and the experts' saved inputs keep 2 bytes.
+TEST(Fp8, TorchaosFloat8LeavesTheRoutedExpertsIn16Bits) {
+  auto moe = [](const char* framework, bool fp8, const char* expert_ffn) {
+    args_t a = {"--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework", framework,
+                "--bf16", "--moe-ffn-hidden-size", expert_ffn, "--seq-length", "4096"};
+    if (std::string_view(framework) == "fsdp") a.insert(a.end(), {"--zero-stage", "3"});
+    if (std::string_view(framework) == "megatron") a.insert(a.end(), {"--ep", "8"});
+    if (fp8) a.insert(a.end(), {"--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"});
+    const parsed_job pj = parse(a);
+    const unit_time u = layer_compute(pj.job, effective_compute_efficiency(pj.job.cluster.gpu), layer_kind::moe);
+    return std::pair{u.forward.gemm_s + u.backward.gemm_s, layer_activations(pj.job, layer_kind::moe).total()};
+  };
+  for (const char* fw : {"fsdp", "megatron"}) {
+    const auto [bf_narrow, bf_narrow_act] = moe(fw, false, "768");
+    const auto [bf_wide, bf_wide_act] = moe(fw, false, "1536");
+    const auto [f8_narrow, f8_narrow_act] = moe(fw, true, "768");
+    const auto [f8_wide, f8_wide_act] = moe(fw, true, "1536");
+    if (std::string_view(fw) == "fsdp") {
+      EXPECT_NEAR(f8_wide - f8_narrow, bf_wide - bf_narrow, 1e-12 * bf_wide);
+      EXPECT_NEAR(f8_wide_act - f8_narrow_act, bf_wide_act - bf_narrow_act, 1e-6 * bf_wide_act);
+    } else {
+      EXPECT_LT(f8_wide - f8_narrow, 0.8 * (bf_wide - bf_narrow));
+      EXPECT_LT(f8_wide_act - f8_narrow_act, bf_wide_act - bf_narrow_act);
+    }
+  }
+  // Gathered in FP8 (torchao's float8 all-gather) a unit's attention weights take 1 byte, its routed experts
+  // still 2: one stage holding the root, so the computed unit alone is in the buffers (§3.7).
+  const args_t base = {"--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework", "fsdp",
+                       "--zero-stage", "3", "--bf16", "--seq-length", "4096"};
+  const parsed_job bf = parse(base);
+  const parsed_job gathered = parse(concat(base, {"--fp8-format", "hybrid", "--fp8-recipe", "tensorwise", "--fp8-param-gather"}));
+  const rank_holdings holds = holdings_of(bf.job, count_parameters(bf.job.model, 1));
+  EXPECT_DOUBLE_EQ(estimate_memory(bf.job).stages[0].buffers_bytes - estimate_memory(gathered.job).stages[0].buffers_bytes,
+                   static_cast<double>(holds.moe_layer.dense));
+}
+
 }  // namespace
 }  // namespace trainplan

@@ -43,6 +43,10 @@ struct framework_traits {
   /// Transformer Engine's cuDNN kernel (§5.6).
   bool fa2_attention;
   sent_output_hold sent_output;  ///< its default; Megatron-Core's deallocate_pipeline_outputs false keeps it
+  /// Under --fp8-format its routed experts run in FP8 too (Transformer Engine's grouped linear, §5.1.3);
+  /// torchtitan's float8 converter swaps nn.Linear modules alone (torchao Float8Linear), the routed experts
+  /// being grouped parameters that only its quantize.grouped_mm converter (rowwise, refused) takes.
+  bool fp8_routed_experts = true;
 };
 const framework_traits& traits_of(framework_kind k);
 
