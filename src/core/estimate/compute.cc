@@ -573,6 +573,16 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   const bool fp8 = linear == dtype::fp8;
   // §5.1.3: whether the framework's FP8 reaches the routed experts (torchtitan's torchao float8 does not).
   const bool fp8_experts = traits_of(job.training.framework).fp8_routed_experts;
+  // §5.1.3: torchao's Float8Linear casts the gathered 16-bit weight in every forward (amax, then the cast:
+  // 2e + 1 bytes an element, two kernels under torch.compile), and the backward's grad_input _scaled_mm
+  // takes it in the transposed layout (a 1-byte copy); with FSDP's float8 all-gather the shard is cast
+  // before the gather instead (1/D of it, not priced). Checkpointing redoes the forward's cast with the
+  // forward; without it (or under Megatron's selective recomputation) the backward recasts it
+  // (force_recompute_fp8_weight_in_bwd, what trainplan assumes: §5.1.3).
+  const bool cast_weights =
+      fp8 && traits_of(job.training.framework).fp8_weight_cast_each_pass && !job.training.fp8_param_gather;
+  const bool recast_in_backward = job.training.recompute == recompute_granularity::none ||
+                                  job.training.recompute == recompute_granularity::selective;
   const fp8_cast_row& casts = fp8_casts_of(job.training.fp8_scaling);
   // §5.5.1: with --tp-comm-overlap the pipelined and bulk userbuffers kernels take 16 SMs from the GEMMs
   // they run beside: the row-parallel GEMMs' forward, the column-parallel GEMMs' backward.
@@ -632,6 +642,13 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
       };
       u.forward.memory_s += cast_s(role.input_cast_fused, rows * static_cast<double>(g.shape.k));
       u.backward.memory_s += cast_s(role.grad_cast_fused, rows * static_cast<double>(g.shape.n));
+      if (cast_weights) {
+        const double weight = static_cast<double>(g.shape.n) * static_cast<double>(g.shape.k) *
+                              static_cast<double>(g.shape.batch);
+        const double cast = memory_time_s(gpu, e, weight * (2 * eb + 1), 2);
+        u.forward.memory_s += cast;
+        u.backward.memory_s += memory_time_s(gpu, e, weight * 2, 1) + (recast_in_backward ? cast : 0.0);
+      }
     } else {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::gemm_s, fwd_scale, bwd_scale, splits);
     }

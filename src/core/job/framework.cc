@@ -23,11 +23,11 @@ namespace {
 // backward_one_chunk.
 constexpr std::array<framework_traits, 3> kFrameworks = {{
     {framework_kind::megatron, "megatron", true, true, false, false, 0, 0.0, true, false, false, sent_output_hold::freed,
-     true},
+     true, false},
     {framework_kind::deepspeed, "deepspeed", false, false, true, true, 500'000'000, 2.5e-3, false, true, true,
-     sent_output_hold::kept_tp_partitioned, true},
+     sent_output_hold::kept_tp_partitioned, true, false},
     {framework_kind::fsdp, "fsdp", false, false, false, false, 0, 0.0, true, false, true, sent_output_hold::kept,
-     false},
+     false, true},
 }};
 
 using su = state_unit;

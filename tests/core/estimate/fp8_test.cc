@@ -244,5 +244,29 @@ TEST(Fp8, TorchaosFloat8LeavesTheRoutedExpertsIn16Bits) {
                    static_cast<double>(holds.moe_layer.dense));
 }
 
+// §5.1.3: torchao's Float8Linear casts the gathered bf16 weight in every forward (its amax, then the cast:
+// 2 + 2 + 1 bytes an element, 2 kernels) and the backward's grad_input takes it transposed (a 1-byte copy:
+// 2 bytes, 1 kernel); without checkpointing the backward recasts it too. Transformer Engine casts once an
+// iteration, and FSDP's float8 all-gather casts the shard before the gather. Llama-3 8B: 4,096 × (4,096 +
+// 1,024 + 1,024) + 4,096² + 3 × 4,096 × 14,336 weights a layer in 4 GEMMs.
+TEST(Fp8, TorchaosFloat8CastsEachGatheredWeightEveryPass) {
+  auto unit = [](const args_t& extra) {
+    const parsed_job pj = parse(concat({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework",
+                                        "fsdp", "--zero-stage", "3", "--bf16", "--fp8-format", "hybrid", "--fp8-recipe",
+                                        "tensorwise"},
+                                       extra));
+    return layer_compute(pj.job, effective_compute_efficiency(pj.job.cluster.gpu), layer_kind::dense);
+  };
+  const parsed_job any = parse({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8"});
+  const compute_efficiency eff = effective_compute_efficiency(any.job.cluster.gpu);
+  const double bw = any.job.cluster.gpu.memory_bandwidth_bytes_per_s * eff.memory_bandwidth_fraction;
+  const double w = 4096.0 * (4096 + 1024 + 1024) + 4096.0 * 4096 + 3 * 4096.0 * 14336;
+  const unit_time cast = unit({}), gathered = unit({"--fp8-param-gather"});
+  EXPECT_NEAR(cast.forward.memory_s - gathered.forward.memory_s, w * 5 / bw + 8 * eff.kernel_overhead_s, 1e-12);
+  EXPECT_NEAR(cast.backward.memory_s - gathered.backward.memory_s, w * (2 + 5) / bw + 12 * eff.kernel_overhead_s, 1e-12);
+  const unit_time ac = unit({"--recompute-granularity", "full"});  // the recomputed forward recasts it
+  EXPECT_NEAR(ac.backward.memory_s - gathered.backward.memory_s, w * 2 / bw + 4 * eff.kernel_overhead_s, 1e-12);
+}
+
 }  // namespace
 }  // namespace trainplan

@@ -47,6 +47,9 @@ struct framework_traits {
   /// torchtitan's float8 converter swaps nn.Linear modules alone (torchao Float8Linear), the routed experts
   /// being grouped parameters that only its quantize.grouped_mm converter (rowwise, refused) takes.
   bool fp8_routed_experts = true;
+  /// Under --fp8-format each linear casts its 16-bit weight to FP8 in every forward (torchao's Float8Linear:
+  /// its amax, then the cast), where Transformer Engine casts once an iteration (§5.1.3).
+  bool fp8_weight_cast_each_pass = false;
 };
 const framework_traits& traits_of(framework_kind k);
 
