@@ -237,7 +237,7 @@ state_bytes bytes_per_parameter(const job_spec& job, double shards) {
     return part;
   };
   state_bytes b{sum(row.weights), sum(row.gradients), sum(row.optimizer), 0.0, sum(row.step_transient)};
-  double resharded_gradients = sharded_part(row.gradients, true);
+  double resharded_gradients = row.pipelined ? sharded_part(row.gradients, true) : 0.0;
   if (t.offload_optimizer) {
     b.offloaded = b.optimizer;
     b.optimizer = 0;
@@ -248,7 +248,7 @@ state_bytes bytes_per_parameter(const job_spec& job, double shards) {
       resharded_gradients = 0;
     }
   }
-  b.resharded = sharded_part(row.weights, false) + resharded_gradients + b.optimizer;
+  if (row.pipelined) b.resharded = sharded_part(row.weights, false) + resharded_gradients + b.optimizer;
   return b;
 }
 
@@ -440,6 +440,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
   const bool fp8_copies = tr.fp8 != fp8_format::none && !tr.fp8_param_gather;
 
   const double dispatch_buffer = hybrid_ep_buffer_bytes(job);
+  const bool pipelined = job.resolved.row().pipelined;  // FSDP2 under torch.distributed.pipelining (§3.5.1)
   double peak_reserved = -1;
   r.stages.reserve(layout.size());
   // §3.5: with interleaving the layers held count chunk by chunk (a rank's chunks need not be alike).
@@ -483,7 +484,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       // §3.7: FSDP2 under a pipeline keeps its gathered units; with FSDP's float8 all-gather a layer's
       // unsharded linear weights are torchao's Float8Tensors over the gathered bytes (fsdp_post_all_gather),
       // 1 byte each, the norms too as counted here (the embedding and output layer stay 16-bit).
-      if (job.resolved.row().pipelined && tr.fp8_param_gather) {
+      if (pipelined && tr.fp8_param_gather) {
         s.weights_bytes -= (e - 1.0) * static_cast<double>(holds.stage(st.kinds, false, false).dense);
       }
       s.gradients_bytes = dn * dense_state.gradients + ex * expert_state.gradients;
@@ -501,7 +502,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
                                                        : e * std::min(elements, params_here);
         s.buffers_bytes += bucket;
       }
-      if (job.resolved.row().pipelined) {
+      if (pipelined) {
         // FSDP2 under a pipeline keeps every unit unsharded (the weights above): a unit's 16-bit gradient
         // before it is added into the reduce-dtype buffer, and under float8 the unit's FP8 casts (§3.7).
         s.buffers_bytes += e * largest_layer + (fp8_copies ? 2.0 * largest_layer : 0.0);
@@ -612,7 +613,7 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
         // until that micro-batch's backward (stage.py backward_one_chunk pops it then): alive at the
         // backward's peak, not freed before it (a compiled loss's backward_peak_16bit counts them already:
         // the cached logits are the tensor its graph saved).
-        const bool logits_cached = job.resolved.row().pipelined;
+        const bool logits_cached = pipelined;
         const double backward_16bit = ce.backward_peak_16bit > 0 ? ce.backward_peak_16bit * e : logits_cached ? e : 0.0;
         loss_transient = std::max({e + ce.buffer_fp32_bytes, ce.backward_peak_fp32_bytes + backward_16bit,
                                    ce.fp32_gradient ? 4 + e : 0.0}) *
@@ -667,7 +668,6 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
                           sent_output_bytes * held_sent_outputs(st.stage, pp, m_micro, par.vpp, par.microbatch_group_size,
                                                                 peak.chunk_microbatches);
     // §3.5.1: torch.distributed.pipelining's receive buffers and kept outputs (FSDP2 under a pipeline).
-    const bool pipelined = job.resolved.row().pipelined;
     const pipelining_hold ph =
         pipelined ? pipelining_hold_of(st.stage, pp, m_micro, par.vpp, par.microbatch_group_size, peak.chunk_microbatches,
                                        checkpoint_bytes, e * vocab_shard * tokens, tr.pipelining_output_cache)
