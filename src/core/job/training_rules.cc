@@ -318,6 +318,11 @@ std::string fp8_violation(job_spec& job) {
     return "${training.fp8_scaling} mxfp8 needs Blackwell's block-scaled tensor cores; " + gpu.name +
            " has none (use delayed, tensorwise or blockwise)";
   }
+  if (t.fp8_param_gather && t.framework == framework_kind::deepspeed) {
+    // DeepSpeed has no FP8 parameters: ZeRO gathers its partitions in the model's 16-bit dtype (§4.2.4).
+    return "${training.fp8_param_gather} is Megatron-Core's (${training.distributed_optimizer}, ${training.megatron_fsdp}) "
+           "and torchao's (${training.framework} fsdp); ${training.framework} deepspeed gathers its parameters in 16 bits";
+  }
   if (t.fp8_param_gather && !t.distributed_optimizer && t.zero_stage == 0 && t.framework != framework_kind::fsdp) {
     return "${training.fp8_param_gather} is only supported with ${training.distributed_optimizer} (or FSDP), as Megatron-LM's "
            "argument check says";

@@ -155,6 +155,12 @@ TEST(Fp8, BadInputNamesTheFlagAndTheGpu) {
               HasSubstr("--fp8-param-gather is only supported with --use-distributed-optimizer"));
   EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--fp8-format", "e5m2"}),
               HasSubstr("--fp8-format"));
+  // DeepSpeed has no FP8 parameters (it was accepted at ZeRO 1-3 until 2026-12-02, and its gathers priced at
+  // 1 byte an element).
+  EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework", "deepspeed",
+                      "--zero-stage", "3", "--bf16", "--fp8-format", "hybrid", "--fp8-param-gather"}),
+            "--fp8-param-gather is Megatron-Core's (--use-distributed-optimizer, --use-megatron-fsdp) and torchao's "
+            "(--framework fsdp); --framework deepspeed gathers its parameters in 16 bits");
 }
 
 // §4.2.4: torchao's FSDP float8 all-gather scales each weight by its whole amax. Without precomputed scales
