@@ -660,7 +660,7 @@ class Job:
         fp16: fp16 mixed precision
         fp32: fp32 training
         fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
-        fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
+        fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed (fsdp: tensorwise, torchao's))
         fp8_param_gather: keep parameters and all-gather them in FP8
         fp8_precompute_scale: torchtitan's precompute_float8_dynamic_scale_for_fsdp: the float8 weights' amax in one all-reduce after the step, not one per weight before each all-gather (fsdp with --fp8-param-gather, tensorwise; §4.2.4)
         framework [NAME]: megatron, deepspeed or fsdp (default megatron)
@@ -1101,7 +1101,7 @@ def search(*,
     fp16: fp16 mixed precision
     fp32: fp32 training
     fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
-    fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
+    fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed (fsdp: tensorwise, torchao's))
     fp8_param_gather: keep parameters and all-gather them in FP8
     fp8_precompute_scale: torchtitan's precompute_float8_dynamic_scale_for_fsdp: the float8 weights' amax in one all-reduce after the step, not one per weight before each all-gather (fsdp with --fp8-param-gather, tensorwise; §4.2.4)
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
@@ -1538,7 +1538,7 @@ def shapes(*,
     fp16: fp16 mixed precision
     fp32: fp32 training
     fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
-    fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
+    fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed (fsdp: tensorwise, torchao's))
     fp8_param_gather: keep parameters and all-gather them in FP8
     fp8_precompute_scale: torchtitan's precompute_float8_dynamic_scale_for_fsdp: the float8 weights' amax in one all-reduce after the step, not one per weight before each all-gather (fsdp with --fp8-param-gather, tensorwise; §4.2.4)
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)
@@ -1970,7 +1970,7 @@ def plan(job: Optional[Job] = ..., *,
     fp16: fp16 mixed precision
     fp32: fp32 training
     fp8_format [FORMAT]: FP8 linear layers through Transformer Engine: e4m3 or hybrid (e5m2 gradients) (default none (bf16 GEMMs))
-    fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed)
+    fp8_recipe [RECIPE]: FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise (default delayed (fsdp: tensorwise, torchao's))
     fp8_param_gather: keep parameters and all-gather them in FP8
     fp8_precompute_scale: torchtitan's precompute_float8_dynamic_scale_for_fsdp: the float8 weights' amax in one all-reduce after the step, not one per weight before each all-gather (fsdp with --fp8-param-gather, tensorwise; §4.2.4)
     framework [NAME]: megatron, deepspeed or fsdp (default megatron)

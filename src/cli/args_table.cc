@@ -461,10 +461,11 @@ const std::vector<flag_def>& flag_table() {
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.fp8 = parse_enum(v, f, kFp8FormatNames);
                       }, "training.fp8")));
-    t.push_back(value("--fp8-recipe", "", "RECIPE", "delayed", "training",
+    t.push_back(value("--fp8-recipe", "", "RECIPE", "delayed (fsdp: tensorwise, torchao's)", "training",
                       "FP8 scaling: delayed, tensorwise, mxfp8 (Blackwell) or blockwise",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
                         b.job.training.fp8_scaling = parse_enum(v, f, kFp8RecipeNames);
+                        b.job.training.fp8_scaling_set = true;
                       }, "training.fp8_scaling")));
     t.push_back(swtch("--fp8-param-gather", "", "training", "keep parameters and all-gather them in FP8",
                       SWITCH(b.job.training.fp8_param_gather = true)));

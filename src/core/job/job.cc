@@ -97,6 +97,8 @@ void apply_framework_defaults(training_config& t) {
   // which Megatron-Core's MLP runs (bias_activation_fusion); legacy models' ParallelMLP, Megatron-DeepSpeed
   // and PyTorch models (torchtitan's silu(w1(x)) * w3(x)) run it unfused.
   // A compiled torchtitan block runs silu(w1(x)) * w3(x) as one Inductor kernel (§5.3).
+  // §5.1.3: torchtitan's float8 is torchao's dynamic tensorwise scaling (its Float8LinearConfig default).
+  if (!t.fp8_scaling_set && t.framework == framework_kind::fsdp) t.fp8_scaling = fp8_recipe::tensorwise;
   if (!t.swiglu_fusion_set) {
     t.bias_swiglu_fusion = (t.framework == framework_kind::megatron && !t.legacy_models) ||
                            (t.framework == framework_kind::fsdp && t.torch_compile);

@@ -318,6 +318,14 @@ std::string fp8_violation(job_spec& job) {
     return "${training.fp8_scaling} mxfp8 needs Blackwell's block-scaled tensor cores; " + gpu.name +
            " has none (use delayed, tensorwise or blockwise)";
   }
+  if (t.framework == framework_kind::fsdp && t.fp8_scaling != fp8_recipe::tensorwise) {
+    // torchtitan's float8 converter is torchao's Float8Linear with dynamic tensorwise scales; its rowwise
+    // recipe and MX converter are refused by the reader, and Transformer Engine's delayed or block scaling
+    // is not what it runs (§5.1.3).
+    return "${training.fp8_scaling} " + std::string(to_string(t.fp8_scaling)) +
+           " is not torchtitan's: ${training.framework} fsdp runs torchao's float8 with dynamic tensorwise scales "
+           "(${training.fp8_scaling} tensorwise, its default)";
+  }
   if (t.fp8_param_gather && t.framework == framework_kind::deepspeed) {
     // DeepSpeed has no FP8 parameters: ZeRO gathers its partitions in the model's 16-bit dtype (§4.2.4).
     return "${training.fp8_param_gather} is Megatron-Core's (${training.distributed_optimizer}, ${training.megatron_fsdp}) "

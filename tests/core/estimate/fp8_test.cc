@@ -155,6 +155,17 @@ TEST(Fp8, BadInputNamesTheFlagAndTheGpu) {
               HasSubstr("--fp8-param-gather is only supported with --use-distributed-optimizer"));
   EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--fp8-format", "e5m2"}),
               HasSubstr("--fp8-format"));
+  // torchtitan's float8 is torchao's dynamic tensorwise scaling: the fsdp default, and the only recipe it takes.
+  EXPECT_EQ(parse({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework", "fsdp", "--bf16",
+                   "--fp8-format", "hybrid"}).job.training.fp8_scaling,
+            fp8_recipe::tensorwise);
+  EXPECT_EQ(parse({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--bf16", "--fp8-format",
+                   "hybrid"}).job.training.fp8_scaling,
+            fp8_recipe::delayed);
+  EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework", "fsdp", "--bf16",
+                      "--fp8-format", "hybrid", "--fp8-recipe", "delayed"}),
+            "--fp8-recipe delayed is not torchtitan's: --framework fsdp runs torchao's float8 with dynamic tensorwise "
+            "scales (--fp8-recipe tensorwise, its default)");
   // DeepSpeed has no FP8 parameters (it was accepted at ZeRO 1-3 until 2026-12-02, and its gathers priced at
   // 1 byte an element).
   EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8", "--framework", "deepspeed",

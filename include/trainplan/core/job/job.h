@@ -239,7 +239,8 @@ struct training_config {
   /// path rearranges the kernel's output into a new tensor, the projection's input (§3.4).
   bool legacy_models = false;
   fp8_format fp8 = fp8_format::none;  ///< --fp8-format: the transformer layers' linear GEMMs in FP8
-  fp8_recipe fp8_scaling = fp8_recipe::delayed;  ///< --fp8-recipe (Megatron's default: delayed)
+  fp8_recipe fp8_scaling = fp8_recipe::delayed;  ///< --fp8-recipe (Megatron's default: delayed; fsdp: tensorwise)
+  bool fp8_scaling_set = false;                  ///< --fp8-recipe given (else the framework's default)
   bool fp8_param_gather = false;      ///< --fp8-param-gather: parameters kept and all-gathered in FP8
   /// --fp8-precompute-scale: torchtitan's precompute_float8_dynamic_scale_for_fsdp (with FSDP's float8
   /// all-gather, tensorwise): every float8 weight's amax in one foreach kernel and one all-reduce after the
