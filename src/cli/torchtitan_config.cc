@@ -424,6 +424,11 @@ class reader {
     return v->text;
   }
 
+  /// A key listed as changing nothing here, as given (file:key, or the launch line's --key), with why.
+  void list_ignored(const tt_value& v, std::string_view why = {}) {
+    ignored_.push_back((v.line > 0 ? name_ + ":" + v.typed : v.typed) + std::string(why));
+  }
+
   /// A setting the job gets: the key that decided it, as given (its default's name when absent).
   void add(std::string flag, std::string value, std::string_view key) {
     const tt_value* v = find(key);
@@ -536,7 +541,7 @@ void reader::precision_and_float8() {
   constexpr std::string_view kPrecompute = "quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp";
   if (const tt_value* v = find(kPrecompute); v != nullptr && boolean(kPrecompute, false)) {
     if (fsdp_float8) add("--fp8-precompute-scale", "", kPrecompute);
-    else ignored_.push_back((v->line > 0 ? name_ + ":" + v->typed : v->typed) + " (without enable_fsdp_float8_all_gather)");
+    else list_ignored(*v, " (without enable_fsdp_float8_all_gather)");
   }
   // torchao's Float8Linear before pytorch/ao#2356 (2025-06) saved each linear's FP8 weight, cast from the
   // FSDP-gathered one, for its backward unless force_recompute_fp8_weight_in_bwd: with no activation
@@ -623,7 +628,7 @@ std::int64_t reader::parallelism() {
   }
   if (const tt_value* v = find("parallelism.enable_async_tensor_parallel");
       tp == 1 && v != nullptr && boolean("parallelism.enable_async_tensor_parallel", false)) {
-    ignored_.push_back(v->line > 0 ? name_ + ":" + v->typed + " (TP 1)" : v->typed + " (TP 1)");  // apply_tp is not run
+    list_ignored(*v, " (TP 1)");  // apply_tp is not run
   }
   if (pp > 1) {
     add("--pipeline-model-parallel-size", std::to_string(pp), "parallelism.pipeline_parallel_degree");
@@ -655,7 +660,7 @@ std::int64_t reader::parallelism() {
                                 "headtail (the default) balances it");
     }
   } else if (const tt_value* v = find("parallelism.context_parallel_load_balancer")) {
-    ignored_.push_back(v->line > 0 ? name_ + ":" + v->typed + " (CP 1)" : v->typed + " (CP 1)");
+    list_ignored(*v, " (CP 1)");
   }
   if (ep > 1) add("--expert-model-parallel-size", std::to_string(ep), "parallelism.expert_parallel_degree");
   if (ep > 1 || etp > 1) add("--expert-tensor-parallel-size", std::to_string(etp), "parallelism.expert_tensor_parallel_degree");
@@ -707,7 +712,7 @@ void reader::pipeline(std::int64_t pp) {
       "parallelism.pipeline_parallel_expert_parallel_overlap"};
   if (pp == 1) {
     for (std::string_view k : kKeys) {
-      if (const tt_value* v = find(k)) ignored_.push_back(v->line > 0 ? name_ + ":" + v->typed + " (PP 1)" : v->typed + " (PP 1)");
+      if (const tt_value* v = find(k)) list_ignored(*v, " (PP 1)");
     }
     return;
   }
@@ -842,7 +847,7 @@ tt_config reader::resolve() {
   for (const auto& [key, v] : values_) {
     const tt_key* k = find_key(key);
     if (k != nullptr && (k->role == tt_role::ignored || k->role == tt_role::refused_if_on)) {
-      ignored_.push_back(v.line > 0 ? name_ + ":" + v.typed : v.typed);
+      list_ignored(v);
     }
   }
   out_.ignored = std::move(ignored_);

@@ -93,18 +93,18 @@ double mlp_bytes(const model_spec& m, const activation_setting& a, bool moe_laye
   const double rep = a.sp ? t : 1.0;
   const double e = a.e;
   const double lin = a.lin;
-  auto mlp_bytes = [&](double ffn, double tp, bool without_output = false, double fc2_lin = -1) {
+  // fc2_lin: the bytes of fc2's saved input (a routed expert's may differ, activation_setting::expert_lin).
+  auto mlp_bytes = [&](double ffn, double tp, double fc2_lin, bool without_output = false) {
     // activation input(s) and output, and fc2's input: 2f (plain), 4f (gated), 3f (fused bias-SwiGLU)
     const double units = is_gated(m.activation) ? (swiglu_fusion ? 3.0 : 4.0) : 2.0;
-    const double fc2 = fc2_lin >= 0 ? fc2_lin : lin;
-    return ((units - 1) * e + (without_output ? 0.0 : fc2)) * ffn / tp;  // the last unit is fc2's input
+    return ((units - 1) * e + (without_output ? 0.0 : fc2_lin)) * ffn / tp;  // the last unit is fc2's input
   };
   if (!moe_layer && a.mlp) return 0.0;                       // checkpointed: its input is the kept norm input
   if (moe_layer && a.moe) return e * h / rep;                // checkpointed: its input, the norm's output
   const double fc1_input_shards = !moe_layer && a.gathered_input_saved ? 1.0 : rep;
   double mlp = moe_layer && a.layernorm ? 0.0 : (moe_layer ? e : lin) * h / fc1_input_shards;  // fc1 (or router) input
   if (!moe_layer) {
-    mlp += mlp_bytes(static_cast<double>(m.ffn_hidden_size), t);
+    mlp += mlp_bytes(static_cast<double>(m.ffn_hidden_size), t, lin);
   } else {
     const double topk = static_cast<double>(m.moe.router_topk);
     const double experts = static_cast<double>(m.moe.num_experts);
@@ -113,9 +113,9 @@ double mlp_bytes(const model_spec& m, const activation_setting& a, bool moe_laye
     // many more on the busiest rank as the capacity factor (or, dropless, the load imbalance) allows.
     const double load = m.moe.capacity_factor > 0 ? m.moe.capacity_factor : m.moe.load_imbalance;
     const double expert_ffn = static_cast<double>(m.moe.expert_ffn_hidden_size);
-    mlp += topk * load * ((e + a.expert_lin) * h / rep + mlp_bytes(expert_ffn, t, a.moe_act, a.expert_lin));
+    mlp += topk * load * ((e + a.expert_lin) * h / rep + mlp_bytes(expert_ffn, t, a.expert_lin, a.moe_act));
     if (m.moe.shared_expert_ffn_hidden_size > 0 && !a.shared_experts) {
-      mlp += mlp_bytes(static_cast<double>(m.moe.shared_expert_ffn_hidden_size), t);
+      mlp += mlp_bytes(static_cast<double>(m.moe.shared_expert_ffn_hidden_size), t, lin);
     }
   }
   return mlp;
@@ -483,9 +483,11 @@ void estimate_memory(const job_spec& job, const parameter_breakdown& params, con
       }
       // §3.7: FSDP2 under a pipeline keeps its gathered units; with FSDP's float8 all-gather a layer's
       // unsharded linear weights are torchao's Float8Tensors over the gathered bytes (fsdp_post_all_gather),
-      // 1 byte each, the norms too as counted here (the embedding and output layer stay 16-bit).
+      // 1 byte each, the norms too as counted here (the embedding and output layer stay 16-bit), the routed
+      // experts where the framework's FP8 covers them.
       if (pipelined && tr.fp8_param_gather) {
-        s.weights_bytes -= (e - 1.0) * static_cast<double>(holds.stage(st.kinds, false, false).dense);
+        const layer_shard layers = holds.stage(st.kinds, false, false);
+        s.weights_bytes -= (e - 1.0) * static_cast<double>(layers.dense + (fp8_experts ? layers.expert : 0));
       }
       s.gradients_bytes = dn * dense_state.gradients + ex * expert_state.gradients;
       s.optimizer_bytes = dn * dense_state.optimizer + ex * expert_state.optimizer;
