@@ -19,15 +19,15 @@ ignored_prefix = ['inference','rl','grpo','inprocess','ckpt','dist-ckpt','fim','
  'data-args','data-per-class','per-dataset','per-split','block-data','embedding-path','output-bert','num-classes','num-channels','mask',
  'vocab-extra','enable-ft','enable-msc','msc','save-tokenizer','strict-fsdp-dtensor','nccl-all-reduce-for-prefill','enable-chunked-prefill',
  'flash-decode','mlp-chunks-for-prefill','num-speculative','use-legacy','distributed-timeout','manual-gc','barrier-with','deterministic',
- 'batch-invariant','data-parallel-random-init','init-method','embedding-init','init-model-with-meta','initialization','weight-decay',
+'data-parallel-random-init','init-method','embedding-init','init-model-with-meta','initialization','weight-decay',
  'decoupled','lion','muon','exp','apply-wd','data-sharding','rope','rotary','yarn','mscale','use-rope-scaling','mrope','relative-attention',
  'glu-linear-offset','activation-func-clamp','quick-geglu','qk-clip','qk-l2-norm','no-weight-decay','weight-decay-incr','tp-comm-bootstrap',
  'nccl-communicator','pipeline-model-parallel-comm-backend','gloo','moe-routing-trace','moe-per-layer-logging','moe-router-bias-update-rate',
  'moe-router-force','moe-input-jitter','moe-upcycling','moe-use-upcycling','moe-enable-routing-replay','moe-router-quantile','moe-router-enable-expert-bias',
  'moe-router-score-function','moe-router-topk-scaling','decrease-batch-size','max-tokens-to-oom','max-seqlen-per-dp-cp','te-rng-tracker','microbatch-group-size',
  'full-validation','use-cpu-initialization','enable-experimental','symmetric','sharp','use-sharp','high-priority','te-precision-config','use-transformer-engine-op-fuser',
- 'clone-scatter-output','pad-vocab-size','fp16-lm-cross-entropy','cross-entropy-fusion-impl','jit-fuser','use-te-activation-func','use-fused-weighted-squared-relu',
- 'gradient-reduce-div-fusion','rope-fusion','indexer-batch-size','softmax-type','use-ring-exchange-p2p','use-tp-pp-dp-mapping','pin-cpu','fused-residual-rmsnorm',
+ 'clone-scatter-output','pad-vocab-size','fp16-lm-cross-entropy','cross-entropy-fusion-impl','use-te-activation-func','use-fused-weighted-squared-relu',
+ 'gradient-reduce-div-fusion','indexer-batch-size','softmax-type','use-ring-exchange-p2p','use-tp-pp-dp-mapping','pin-cpu','fused-residual-rmsnorm',
  'mla-down-proj-fusion','moe-permute-fusion','moe-router-fusion','moe-router-dtype','moe-router-padding','align-grad-reduce','align-param-gather',
  'ddp-average-in-collective','ddp-pad-buckets','ddp-param-name-patterns','ddp-bucket-size','ddp-num-buckets','use-layer-wise-param-layout','bf16-reduced-precision',
  'check-for-nan','kitchen','use-kitchen','cuda-graph-warmup','enable-cuda-graph','cuda-graph','optimizer-cuda-graph','external-cuda-graph']
@@ -59,8 +59,9 @@ open('/tmp/ref.txt','w').write('\n'.join(res['refused']))
 moves_to_refused = {'cuda-graph','enable-cuda-graph','optimizer-cuda-graph','external-cuda-graph','cuda-graph-warmup','kitchen','use-kitchen',
   'sharp','use-sharp','fp16-lm-cross-entropy','quick-geglu','max-seqlen-per-dp-cp','microbatch-group-size','te-precision-config','pad-vocab-size'}
 extra_ignored = {'--fp8-interval','--fp8-margin','--cache-mla-latents','--mamba-inference-conv-states-dtype',
-  '--mamba-inference-ssm-states-dtype','--moe-pad-experts-for-cuda-graph-inference','--allow-ambiguous-pad-tokens','--calc-ft-timeouts','--distrib-optim-fully-reshardable-mem-efficient','--empty-unused-memory-level'}
-extra_refused = {'--batch-size','--create-all-gather-group','--delay-offload-until-cuda-graph','--delta-offload-bytes-across-pp-ranks',
+  '--mamba-inference-ssm-states-dtype','--moe-pad-experts-for-cuda-graph-inference','--allow-ambiguous-pad-tokens','--calc-ft-timeouts','--distrib-optim-fully-reshardable-mem-efficient','--empty-unused-memory-level',
+  '--batch-invariant-backend'}
+extra_refused = {'--batch-invariant-mode','--disable-jit-fuser','--batch-size','--create-all-gather-group','--delay-offload-until-cuda-graph','--delta-offload-bytes-across-pp-ranks',
   '--enable-mhc-connections','--fine-grained-offloading-max-inflight-offloads','--keep-fp8-transpose-cache','--mlp-chunks-for-training',
   '--model-parallel-size','--outer-dp-sharding-strategy','--output-logit-dtype','--reuse-grad-buf-for-mxfp8-param-ag',
   '--suggested-communication-unit-size'}

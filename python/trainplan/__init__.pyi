@@ -32,18 +32,18 @@ class Job:
         apply_residual_connection_post_layernorm, apply_wd_to_qk_layernorm, async_ckpt_cpu_priority,
         async_ckpt_io_priority, async_ckpt_use_cpu_shm, async_save, async_strategy,
         attention_softmax_in_fp32, auto_detect_ckpt_format, batch_invariant_backend,
-        batch_invariant_mode, bert_embedder_type, bert_load, bert_no_binary_head, bf16_*,
-        biencoder_projection_dim, biencoder_shared_query_context_model, block_data_path,
-        cache_mla_latents, calc_ft_timeouts, calculate_per_token_loss, chat_template,
-        check_for_large_grads, check_for_spiky_loss, check_weight_hash_across_dp_replicas_interval,
-        ckpt_assume_constant_structure, ckpt_convert_format, ckpt_convert_save,
-        ckpt_convert_update_legacy_dist_opt_format, ckpt_drop_redundant_extra_state, ckpt_format,
-        ckpt_fully_parallel_load, ckpt_fully_parallel_load_exchange_algo,
-        ckpt_fully_parallel_load_per_rank_objects, ckpt_fully_parallel_load_process_group,
-        ckpt_fully_parallel_save, ckpt_fully_parallel_save_process_group,
-        ckpt_pg_tensors_cache_create, ckpt_pg_tensors_cache_path, ckpt_step, classes_fraction,
-        clip_grad, config_logger_dir, create_moe_param_group, curriculum_*, data_args_path,
-        data_cache_path, data_impl, data_parallel_random_init, data_path, data_per_class_fraction,
+        bert_embedder_type, bert_load, bert_no_binary_head, bf16_*, biencoder_projection_dim,
+        biencoder_shared_query_context_model, block_data_path, cache_mla_latents, calc_ft_timeouts,
+        calculate_per_token_loss, chat_template, check_for_large_grads, check_for_spiky_loss,
+        check_weight_hash_across_dp_replicas_interval, ckpt_assume_constant_structure,
+        ckpt_convert_format, ckpt_convert_save, ckpt_convert_update_legacy_dist_opt_format,
+        ckpt_drop_redundant_extra_state, ckpt_format, ckpt_fully_parallel_load,
+        ckpt_fully_parallel_load_exchange_algo, ckpt_fully_parallel_load_per_rank_objects,
+        ckpt_fully_parallel_load_process_group, ckpt_fully_parallel_save,
+        ckpt_fully_parallel_save_process_group, ckpt_pg_tensors_cache_create,
+        ckpt_pg_tensors_cache_path, ckpt_step, classes_fraction, clip_grad, config_logger_dir,
+        create_moe_param_group, curriculum_*, data_args_path, data_cache_path, data_impl,
+        data_parallel_random_init, data_path, data_per_class_fraction,
         dataloader_defer_npy_index_mmap, dataloader_fast_cache_load,
         dataloader_inter_document_masking, dataloader_type, ddp_average_in_collective,
         ddp_bucket_size, ddp_num_buckets, ddp_pad_buckets_for_high_nccl_busbw,
@@ -55,9 +55,9 @@ class Job:
         disable_bf16_reduced_precision_matmul, disable_ckpt_load_validate_sharding_integrity,
         disable_clone_scatter_output_in_embedding, disable_flight_recorder_dump_on_timeout,
         disable_flight_recorder_extra_dump_on_exec, disable_flight_recorder_include_only_active,
-        disable_gloo_process_groups, disable_jit_fuser, disable_log_loss_scale_to_tensorboard,
-        disable_manual_gc_eval, disable_moe_token_dropping, disable_moe_top2_2nd_expert_sampling,
-        disable_msc, disable_save_tokenizer_assets, disable_straggler_on_startup,
+        disable_gloo_process_groups, disable_log_loss_scale_to_tensorboard, disable_manual_gc_eval,
+        disable_moe_token_dropping, disable_moe_top2_2nd_expert_sampling, disable_msc,
+        disable_save_tokenizer_assets, disable_straggler_on_startup,
         disable_strict_fsdp_dtensor_load, disable_symmetric_registration,
         disable_tokenizer_sentencepiece_ignore_extra_whitespaces,
         disable_use_tokenizer_model_from_checkpoint_args, dist_ckpt_format,
@@ -156,10 +156,10 @@ class Job:
         no_load_lr_state, no_load_optim, no_load_rng, no_log_loss_scale_to_tensorboard,
         no_manual_gc_eval, no_mmap_bin_files, no_one_logger, no_persist_layer_norm,
         no_pin_cpu_grads, no_pin_cpu_params, no_query_key_layer_scaling, no_rope_freq,
-        no_rope_fusion, no_save_optim, no_save_rng, no_save_tokenizer_assets,
-        no_strict_fsdp_dtensor_load, no_tokenizer_sentencepiece_ignore_extra_whitespaces,
-        no_use_layer_wise_param_layout, no_use_tokenizer_model_from_checkpoint_args,
-        no_weight_decay_cond_type, no_yarn_correction_range_round_to_int, non_persistent_ckpt_type,
+        no_save_optim, no_save_rng, no_save_tokenizer_assets, no_strict_fsdp_dtensor_load,
+        no_tokenizer_sentencepiece_ignore_extra_whitespaces, no_use_layer_wise_param_layout,
+        no_use_tokenizer_model_from_checkpoint_args, no_weight_decay_cond_type,
+        no_yarn_correction_range_round_to_int, non_persistent_ckpt_type,
         non_persistent_global_ckpt_dir, non_persistent_local_ckpt_algo,
         non_persistent_local_ckpt_dir, non_persistent_save_interval, norm_epsilon,
         null_tokenizer_eod_id, null_tokenizer_pad_id, num_attention_heads_teacher, num_channels,
@@ -225,6 +225,8 @@ class Job:
             min_offloaded_tensor_size, offload_modules
         the attention's parameters, FLOPs and activations (the output gate's projection):
             attention_output_gate
+        the time of batch-invariant kernels (GEMMs, norms and attention with one fixed reduction order and split):
+            batch_invariant_mode
         the micro-batch size (Megatron's old --batch-size; give --micro-batch-size):
             batch_size
         the distributed optimizer's communicators and their buffers (a separate all-gather group):
@@ -248,6 +250,8 @@ class Job:
             no_dsa_indexer_scoring_relu
         the weight-gradient GEMMs' precision and time (bf16 weight gradients under FP8):
             disable_fp8_wgrad, no_fp8_wgrad
+        the time of Megatron's jit-fused elementwise kernels (bias-GeLU, SwiGLU, bias-dropout-add and the fused loss run as eager PyTorch ops, one kernel per operator):
+            disable_jit_fuser
         Mamba's activation memory and kernels (its unfused path):
             disable_mamba_mem_eff_path
         the vocabulary's padding, so the embedding's and output layer's size:
@@ -521,6 +525,7 @@ class Job:
         no_bias_swiglu_fusion: Optional[bool] = ...,
         no_bias_gelu_fusion: Optional[bool] = ...,
         no_bias_dropout_fusion: Optional[bool] = ...,
+        no_rope_fusion: Optional[bool] = ...,
         no_masked_softmax_fusion: Optional[bool] = ...,
         recompute_granularity: Union[str, os.PathLike[str], None] = ...,
         recompute: Union[str, os.PathLike[str], None] = ...,
@@ -587,7 +592,7 @@ class Job:
         activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
         untie_embeddings_and_output_weights: separate output layer
         position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
-        enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope)
+        enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope, YaRN factor 32: Megatron-Core's unfused RoPE; §5.3)
         use_rotary_position_embeddings: = --position-embedding-type rope
         no_position_embedding: = --position-embedding-type none
         normalization [NAME]: LayerNorm or RMSNorm (default LayerNorm)
@@ -716,6 +721,7 @@ class Job:
         no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
         no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
         no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
+        no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
         no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
         recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
         recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
@@ -954,6 +960,7 @@ def search(*,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_gelu_fusion: Optional[bool] = ...,
     no_bias_dropout_fusion: Optional[bool] = ...,
+    no_rope_fusion: Optional[bool] = ...,
     no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     moe_layer_recompute: Optional[bool] = ...,
@@ -1037,7 +1044,7 @@ def search(*,
     activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
     untie_embeddings_and_output_weights: separate output layer
     position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
-    enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope)
+    enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope, YaRN factor 32: Megatron-Core's unfused RoPE; §5.3)
     use_rotary_position_embeddings: = --position-embedding-type rope
     no_position_embedding: = --position-embedding-type none
     normalization [NAME]: LayerNorm or RMSNorm (default LayerNorm)
@@ -1156,6 +1163,7 @@ def search(*,
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
     no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
+    no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
     no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
     moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
@@ -1384,6 +1392,7 @@ def shapes(*,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_gelu_fusion: Optional[bool] = ...,
     no_bias_dropout_fusion: Optional[bool] = ...,
+    no_rope_fusion: Optional[bool] = ...,
     no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     moe_layer_recompute: Optional[bool] = ...,
@@ -1474,7 +1483,7 @@ def shapes(*,
     activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
     untie_embeddings_and_output_weights: separate output layer
     position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
-    enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope)
+    enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope, YaRN factor 32: Megatron-Core's unfused RoPE; §5.3)
     use_rotary_position_embeddings: = --position-embedding-type rope
     no_position_embedding: = --position-embedding-type none
     normalization [NAME]: LayerNorm or RMSNorm (default LayerNorm)
@@ -1593,6 +1602,7 @@ def shapes(*,
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
     no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
+    no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
     no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
     moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
@@ -1816,6 +1826,7 @@ def plan(job: Optional[Job] = ..., *,
     no_bias_swiglu_fusion: Optional[bool] = ...,
     no_bias_gelu_fusion: Optional[bool] = ...,
     no_bias_dropout_fusion: Optional[bool] = ...,
+    no_rope_fusion: Optional[bool] = ...,
     no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_granularity: Union[str, os.PathLike[str], None] = ...,
     recompute: Union[str, os.PathLike[str], None] = ...,
@@ -1898,7 +1909,7 @@ def plan(job: Optional[Job] = ..., *,
     activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
     untie_embeddings_and_output_weights: separate output layer
     position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
-    enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope)
+    enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope, YaRN factor 32: Megatron-Core's unfused RoPE; §5.3)
     use_rotary_position_embeddings: = --position-embedding-type rope
     no_position_embedding: = --position-embedding-type none
     normalization [NAME]: LayerNorm or RMSNorm (default LayerNorm)
@@ -2026,6 +2037,7 @@ def plan(job: Optional[Job] = ..., *,
     no_bias_swiglu_fusion: unfused SwiGLU (the default of legacy models, DeepSpeed and FSDP; §3.4)
     no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
     no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
+    no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
     no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)

@@ -179,9 +179,12 @@ const std::vector<flag_def>& flag_table() {
                         b.model_fields = true;
                       }, "model.position_embedding")));
     // ModelOpt's --enable-gpt-oss (megatron/post_training/model_builder.py): the YaRN-scaled rotary
-    // embedding of gpt-oss, no position table.
-    t.push_back(swtch("--enable-gpt-oss", "", "model", "ModelOpt: gpt-oss's YaRN rotary positions (= rope)",
-                      MODEL_SWITCH(b.job.model.position_embedding = position_embedding_kind::rope)));
+    // embedding of gpt-oss (yarn_rotary_scaling_factor 32.0), no position table.
+    t.push_back(swtch("--enable-gpt-oss", "", "model",
+                      "ModelOpt: gpt-oss's YaRN rotary positions (= rope, YaRN factor 32: Megatron-Core's unfused "
+                      "RoPE; §5.3)",
+                      MODEL_SWITCH(b.job.model.position_embedding = position_embedding_kind::rope;
+                                   b.job.model.rope_yarn_factor = 32)));
     t.push_back(swtch("--use-rotary-position-embeddings", "", "model", "= --position-embedding-type rope",
                       MODEL_SWITCH(b.job.model.position_embedding = position_embedding_kind::rope)));
     t.push_back(swtch("--no-position-embedding", "", "model", "= --position-embedding-type none",
@@ -724,6 +727,10 @@ const std::vector<flag_def>& flag_table() {
                       "bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add "
                       "off; §5.3)",
                       SWITCH(b.job.training.bias_dropout_fusion = false)));
+    t.push_back(swtch("--no-rope-fusion", "", "training",
+                      "Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) "
+                      "instead of Transformer Engine's fused kernel (§5.3)",
+                      SWITCH(b.job.training.rope_fusion = false)));
     t.push_back(swtch("--no-masked-softmax-fusion", "", "training",
                       "scale, mask and softmax of the unfused attention core as PyTorch's separate kernels "
                       "(Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)",

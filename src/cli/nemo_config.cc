@@ -169,7 +169,7 @@ constexpr std::array kKeys = {
     nm_key{"model.bias_dropout_add_fusion", nm_role::switch_off, "--no-bias-dropout-fusion", "", ""},
     nm_key{"model.masked_softmax_fusion", nm_role::switch_off, "--no-masked-softmax-fusion", "", ""},
     nm_key{"model.get_attention_mask_from_fusion", nm_role::ignored, "", "", ""},
-    nm_key{"model.apply_rope_fusion", nm_role::ignored, "", "", ""},
+    nm_key{"model.apply_rope_fusion", nm_role::switch_off, "--no-rope-fusion", "", ""},
     nm_key{"model.cross_entropy_loss_fusion", nm_role::switch_on, "--cross-entropy-loss-fusion", "", ""},
     nm_key{"model.transformer_engine", nm_role::custom, "", "", ""},
     nm_key{"model.attention_backend", nm_role::value_flag, "--attention-backend", "", ""},

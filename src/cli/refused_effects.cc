@@ -60,6 +60,8 @@ constexpr std::string_view kFpdt = "the sequence split and host offload (FPDT ov
 constexpr refused_effect_row kRefusedEffects[] = {
     {"--activation-offload-fraction", kActivationOffload},
     {"--attention-output-gate", "the attention's parameters, FLOPs and activations (the output gate's projection)"},
+    {"--batch-invariant-mode",
+     "the time of batch-invariant kernels (GEMMs, norms and attention with one fixed reduction order and split)"},
     {"--batch-size", "the micro-batch size (Megatron's old --batch-size; give --micro-batch-size)"},
     {"--cpu-offloading", kActivationOffload},
     {"--cpu-offloading-retain-pinned-cpu-buffers", kActivationOffload},
@@ -75,6 +77,9 @@ constexpr refused_effect_row kRefusedEffects[] = {
     {"--deterministic-mode", "the time of deterministic kernels (the attention backward, NCCL's fixed algorithms)"},
     {"--disable-dsa-", kSparseAttention},
     {"--disable-fp8-wgrad", "the weight-gradient GEMMs' precision and time (bf16 weight gradients under FP8)"},
+    {"--disable-jit-fuser",
+     "the time of Megatron's jit-fused elementwise kernels (bias-GeLU, SwiGLU, bias-dropout-add and the fused loss "
+     "run as eager PyTorch ops, one kernel per operator)"},
     {"--disable-mamba-mem-eff-path", "Mamba's activation memory and kernels (its unfused path)"},
     {"--disable-pad-vocab-size", kVocabPadding},
     {"--distribute-saved-activations", kSavedActivationsSplit},

@@ -123,6 +123,13 @@ void add_memory(const gpu_spec& gpu, const compute_efficiency& e, double bytes, 
   u.backward.*bucket += memory_time_s(gpu, e, bytes * kBackwardFactor, kernels);
 }
 
+/// A kernel chain whose backward was counted from its autograd graph rather than by §5.3's 2× rule.
+void add_memory_passes(const gpu_spec& gpu, const compute_efficiency& e, double forward_bytes, int forward_kernels,
+                       double backward_bytes, int backward_kernels, unit_time& u) {
+  u.forward.memory_s += memory_time_s(gpu, e, forward_bytes, forward_kernels);
+  u.backward.memory_s += memory_time_s(gpu, e, backward_bytes, backward_kernels);
+}
+
 /// Megatron's fused scale-mask-softmax runs: not turned off (--no-masked-softmax-fusion) and the shape
 /// fits it (megatron/model/fused_softmax.py, is_kernel_available, 2022): 16 < sk ≤ 2048 (4096 from
 /// 2023), sq % 4 == 0, b·np % 4 == 0 (§5.3).
@@ -549,6 +556,15 @@ void mamba_mixer(const job_spec& job, const compute_efficiency& e, unit_time& u)
   add_memory(gpu, e, 3 * eb * tokens * d_local, 1, u);
 }
 
+/// Megatron-Core runs its unfused RoPE (rope_utils.py apply_rotary_pos_emb): --no-rope-fusion, or a YaRN
+/// concentration factor other than 1, which Transformer Engine's fused kernel does not take ("mscale=… is not
+/// supported by TE's fused RoPE. Using unfused implementation."). MLA's RoPE runs its own kernels (§5.3).
+bool megatron_unfused_rope(const job_spec& job) {
+  const model_spec& m = job.model;
+  if (job.training.framework != framework_kind::megatron || m.is_mla()) return false;
+  return !job.training.rope_fusion || m.rope_yarn_factor > 1;
+}
+
 }  // namespace
 
 unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_kind kind) {
@@ -745,9 +761,17 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   if (!mk.attention) return u;
   if (m.position_embedding == position_embedding_kind::rope) {
     const double before = u.forward.memory_s;
-    add_memory(gpu, e, (lk.rope.e_accesses * eb + lk.rope.fp32_bytes) * static_cast<double>(tokens) *
-                           static_cast<double>(m.q_width() + m.k_width()) / t,
-               lk.rope.kernels, u);
+    const double rope_elems = static_cast<double>(tokens) * static_cast<double>(m.q_width() + m.k_width()) / t;
+    if (megatron_unfused_rope(job)) {
+      // Megatron-Core's _apply_rotary_pos_emb_bshd on query and key (§5.3): per element forward t·cos (2e),
+      // rotate-half's negation of one half (e) and concatenation (2e), ·sin (2e), the sum (3e) and the final
+      // concatenation with the empty pass-through part (2e), 12e in 6 kernels, and cos and sin built from the
+      // frequencies (6 small kernels); backward grad·sin, the negation, the halves' concatenation, grad·cos
+      // and the sum of t's two gradients, 10e in 5.
+      add_memory_passes(gpu, e, 12 * eb * rope_elems, 2 * 12, 10 * eb * rope_elems, 2 * 5, u);
+    } else {
+      add_memory(gpu, e, (lk.rope.e_accesses * eb + lk.rope.fp32_bytes) * rope_elems, lk.rope.kernels, u);
+    }
     if (re_up && m.is_mla()) u.module_recompute_s += u.forward.memory_s - before;
   }
   if (m.is_mla()) {

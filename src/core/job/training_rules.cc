@@ -185,6 +185,12 @@ std::string training_violation(job_spec& job) {
       }
     }
   }
+  // §5.3: Megatron-Core's RoPE fusion switch (arguments.py: "the fusion is available only when using
+  // megatron-core"); Megatron-DeepSpeed's and torchtitan's RoPE are their own code.
+  if (!t.rope_fusion && t.framework != framework_kind::megatron) {
+    return "${training.rope_fusion} is Megatron-Core's switch for Transformer Engine's fused RoPE; "
+           "${training.framework} " + std::string(to_string(t.framework)) + " runs its own RoPE";
+  }
   // torch.compile as torchtitan applies it (§5.3): its Inductor kernels replace the eager RMSNorm and SwiGLU.
   if (t.torch_compile) {
     if (t.framework != framework_kind::fsdp) {

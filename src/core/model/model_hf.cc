@@ -577,7 +577,10 @@ model_spec read_hf(const document& whole) {
   // rope_scaling.original_max_position_embeddings and extended after: a plan starts there (Llama-3.1-70B
   // at 8,192, not its 131,072, where no layout fits).
   std::int64_t pretrain_context = 0;
-  if (const json* rs = r.find("rope_scaling"); rs != nullptr && rs->is_object()) {
+  // transformers v5 writes rope_scaling as rope_parameters.
+  const json* rs = r.find("rope_scaling");
+  if (rs == nullptr || !rs->is_object()) rs = r.find("rope_parameters");
+  if (rs != nullptr && rs->is_object()) {
     if (const auto it = rs->find("original_max_position_embeddings"); it != rs->end() && it->is_number_integer() &&
                                                                       it->get<std::int64_t>() > 0) {
       pretrain_context = it->get<std::int64_t>();
@@ -590,6 +593,15 @@ model_spec read_hf(const document& whole) {
                                : m.max_position_embeddings > 0 ? m.max_position_embeddings
                                                                : 2048;
   m.rope_original_context = pretrain_context;
+  // YaRN (rope_scaling.rope_type, or the older "type", "yarn"): its factor sets Megatron-Core's RoPE kernel (§5.3).
+  if (rs != nullptr && rs->is_object()) {
+    const auto kind = rs->contains("rope_type") ? rs->find("rope_type") : rs->find("type");
+    const auto factor = rs->find("factor");
+    if (kind != rs->end() && kind->is_string() && kind->get<std::string>() == "yarn" && factor != rs->end() &&
+        factor->is_number() && factor->get<double>() > 0) {
+      m.rope_yarn_factor = factor->get<double>();
+    }
+  }
   m.seq_length = r.optional_int({"seq_length"}, context);
   // The checkpoint's embedding has exactly vocab_size rows. Megatron's padding to 128·TP is kept
   // where the checkpoint already is a multiple of 128; otherwise (GPT-2's 50257, OPT's 50272) the

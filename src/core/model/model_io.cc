@@ -172,6 +172,14 @@ template <bool model_spec::*F>
 void set_bool(model_spec& m, const document& d, const json& v, const std::string& p) {
   m.*F = as_bool(d, v, p);
 }
+/// A number no smaller than 0 (YaRN's factor).
+template <double model_spec::*F>
+void set_nonnegative(model_spec& m, const document& d, const json& v, const std::string& p) {
+  if (!v.is_number() || v.get<double>() < 0) {
+    d.fail(p, fmt::format("expected a number no smaller than 0, got {}", d.shown(p, v)));
+  }
+  m.*F = v.get<double>();
+}
 template <double model_spec::*F>
 void set_probability(model_spec& m, const document& d, const json& v, const std::string& p) {
   m.*F = as_probability(d, v, p);
@@ -215,6 +223,7 @@ const field kFields[] = {
     {"qk_norm", set_bool<&model_spec::qk_norm>},
     {"sandwich_norm", set_bool<&model_spec::sandwich_norm>},
     {"attention_sinks", set_bool<&model_spec::attention_sinks>},
+    {"rope_yarn_factor", set_nonnegative<&model_spec::rope_yarn_factor>},
     {"mtp_num_layers", set_int<&model_spec::mtp_num_layers, 0>},
     {"sliding_window", set_int<&model_spec::sliding_window, 0>},
     {"window_skip_freq", set_int<&model_spec::window_skip_freq, 0>},

@@ -378,6 +378,56 @@ TEST(ComputeFusions, MegatronsSwitchesPriceThePyTorchKernelsTheyLeave) {
                   "--framework fsdp runs PyTorch's own kernels")));
 }
 
+// §5.3: Megatron-Core's RoPE. Transformer Engine's fused kernel reads and writes each query and key element
+// once (2e, one kernel per tensor; backward by the 2× rule); --no-rope-fusion, or a YaRN factor above 1 (whose
+// concentration factor TE's kernel does not take), runs _apply_rotary_pos_emb_bshd: 12e in 6 kernels per
+// tensor plus 6 small cos/sin kernels forward, 10e in 5 backward, counted by hand from rope_utils.py. Llama-3-8B
+// at TP 1 and 8,192 tokens: query 4,096 + key 1,024 wide.
+TEST(ComputeFusions, MegatronsUnfusedRopeIsPricedByItsKernels) {
+  const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "1",
+                                         "--seq-length", "8192", "--mbs", "1", "--gbs", "1", "--bf16"};
+  auto layer = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    const job_spec job = parse_job_args(a).job;
+    return layer_compute(job, effective_compute_efficiency(job.cluster.gpu), layer_kind::dense);
+  };
+  const job_spec job = parse_job_args(base).job;
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  const double per_byte = 1.0 / (job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const double elems = 8192.0 * (4096 + 1024);
+  const unit_time fused = layer({});
+  const unit_time unfused = layer({"--no-rope-fusion"});
+  EXPECT_NEAR(unfused.forward.memory_s - fused.forward.memory_s, 2 * (12 - 2) * elems * per_byte + 22 * e.kernel_overhead_s,
+              1e-12);
+  EXPECT_NEAR(unfused.backward.memory_s - fused.backward.memory_s, 2 * (10 - 4) * elems * per_byte + 8 * e.kernel_overhead_s,
+              1e-12);
+  EXPECT_DOUBLE_EQ(unfused.forward.gemm_s, fused.forward.gemm_s);
+  // Time only: the unfused chain's autograd saves cos and sin, not the tensors.
+  std::vector<std::string> off = base;
+  off.push_back("--no-rope-fusion");
+  EXPECT_DOUBLE_EQ(estimate_memory(parse_job_args(off).job).peak_allocated_bytes,
+                   estimate_memory(job).peak_allocated_bytes);
+  // gpt-oss's YaRN (factor 32: concentration 0.1·ln 32 + 1 = 1.35) takes the unfused path with the fusion on;
+  // --no-rope-fusion then changes nothing.
+  const std::vector<std::string> oss = {"--model", "gpt-oss-20b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                        "--ep", "8", "--mbs", "1", "--gbs", "8", "--bf16"};
+  std::vector<std::string> oss_off = oss;
+  oss_off.push_back("--no-rope-fusion");
+  EXPECT_DOUBLE_EQ(estimate_time(parse_job_args(oss).job).iteration_s,
+                   estimate_time(parse_job_args(oss_off).job).iteration_s);
+  job_spec unscaled = parse_job_args(oss).job;
+  unscaled.model.rope_yarn_factor = 1;  // no scaling: concentration 1, TE's kernel
+  EXPECT_LT(estimate_time(unscaled).iteration_s, estimate_time(parse_job_args(oss).job).iteration_s);
+  for (const char* fw : {"deepspeed", "fsdp"}) {
+    EXPECT_THAT([&] { parse_job_args({"--model", "llama3-8b", "--num-gpus", "8", "--framework", fw, "--zero-stage",
+                                      "2", "--no-rope-fusion"}); },
+                ::testing::ThrowsMessage<input_error>(::testing::HasSubstr(
+                    std::string("--no-rope-fusion is Megatron-Core's switch for Transformer Engine's fused RoPE; "
+                                "--framework ") + fw + " runs its own RoPE")));
+  }
+}
+
 /// The loss's memory-bound time, forward and backward, of job `a` less that of job `b`, and what a byte
 /// and a kernel cost on their GPU (§5.3).
 struct loss_delta {

@@ -161,6 +161,23 @@ TEST(ModelIoHf, RopeScaledModelsArePlannedAtTheirPretrainingContext) {
   EXPECT_EQ(count_parameters(m, 1).total, count_parameters(find_model("llama3-8b").spec, 1).total);
 }
 
+// gpt-oss's config.json: rope_scaling {"rope_type": "yarn", "factor": 32.0, ...}; transformers v5 writes the same
+// object as rope_parameters. The factor decides Megatron-Core's RoPE kernel (§5.3).
+TEST(ModelIoHf, ReadsYarnsFactorFromEitherKey) {
+  EXPECT_DOUBLE_EQ(load_model_file(hf("gpt-oss-120b.json")).rope_yarn_factor, 32.0);
+  EXPECT_DOUBLE_EQ(find_model("gpt-oss-120b").spec.rope_yarn_factor, 32.0);
+  const std::string path = write_temp("yarn-v5.json", R"({
+  "model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_attention_heads": 16,
+  "num_hidden_layers": 4, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+  "max_position_embeddings": 131072,
+  "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+})");
+  const model_spec m = load_model_file(path);
+  EXPECT_DOUBLE_EQ(m.rope_yarn_factor, 4.0);
+  EXPECT_EQ(m.rope_original_context, 32768);
+  EXPECT_DOUBLE_EQ(load_model_file(hf("llama3-8b.json")).rope_yarn_factor, 0.0);
+}
+
 TEST(ModelIoHf, NameFallsBackToFileStem) {
   const model_spec m = load_model_file(hf("llama3-8b.json"));
   EXPECT_EQ(m.name, "llama3-8b");
@@ -191,6 +208,7 @@ TEST(ModelIoHf, TodaysFamiliesReadTheirArchitecture) {
     EXPECT_EQ(f.qk_norm, c.qk_norm);
     EXPECT_EQ(f.sandwich_norm, c.sandwich_norm);
     EXPECT_EQ(f.attention_sinks, c.attention_sinks);
+    EXPECT_EQ(f.rope_yarn_factor > 1, c.rope_yarn_factor > 1);
     EXPECT_EQ(f.mtp_num_layers, c.mtp_num_layers);
     EXPECT_EQ(f.sliding_window, c.sliding_window);
     EXPECT_EQ(f.window, c.window);
@@ -429,6 +447,12 @@ TEST(ModelIoOwn, JsonWithBase) {
   EXPECT_EQ(m.moe.num_experts, 8);
   EXPECT_EQ(m.moe.router_topk, 1);
   EXPECT_EQ(m.moe.expert_ffn_hidden_size, 14336);
+}
+
+TEST(ModelIoOwn, YarnFactorIsANonNegativeNumber) {
+  EXPECT_DOUBLE_EQ(parse_model_text("base: llama3-8b\nrope_yarn_factor: 32\n", "y.yaml").rope_yarn_factor, 32.0);
+  EXPECT_EQ(parse_error("base: llama3-8b\nrope_yarn_factor: -1\n"),
+            "m.yaml:2: field 'rope_yarn_factor': expected a number no smaller than 0, got -1");
 }
 
 TEST(ModelIoOwn, QuotedNumbersAreStrings) {

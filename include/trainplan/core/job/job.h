@@ -202,6 +202,10 @@ struct training_config {
   bool bias_gelu_fusion = true;
   bool bias_dropout_fusion = true;
   bool masked_softmax_fusion = true;
+  /// Megatron-Core's apply_rope_fusion, on unless --no-rope-fusion: Transformer Engine's fused RoPE. Off, or
+  /// with a YaRN concentration factor other than 1 (model_spec::rope_yarn_factor), Megatron-Core runs the
+  /// unfused _apply_rotary_pos_emb_bshd (§5.3).
+  bool rope_fusion = true;
   /// Megatron's --cross-entropy-loss-fusion: the loss's kernels fused by torch.compile (§5.3).
   bool cross_entropy_fusion = false;
   /// Megatron-Core's --cross-entropy-fusion-impl, read with the fused loss only: its own kernels (native) or

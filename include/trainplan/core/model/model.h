@@ -142,6 +142,10 @@ struct model_spec {
   /// A Hugging Face config's rope_scaling.original_max_position_embeddings: the context the model was
   /// pretrained at before its RoPE scaling (0: none); the default sequence of a plan.
   std::int64_t rope_original_context = 0;
+  /// YaRN's rope_scaling.factor (gpt-oss: 32); 0: no YaRN. Above 1 Megatron-Core scales cos and sin by
+  /// the concentration factor 0.1·ln(f) + 1, which Transformer Engine's fused RoPE does not take, so it
+  /// runs the unfused RoPE (§5.3).
+  double rope_yarn_factor = 0;
   /// Windowed attention: a windowed layer attends to `sliding_window` tokens (window_kind); 0: every
   /// layer attends fully. Which layers are windowed: all, or all but every window_skip_freq-th
   /// (Megatron --window-attn-skip-freq N: layers N, 2N, ... counted from 1 attend fully), or the
