@@ -131,7 +131,7 @@ class Job:
         min_loss_scale, min_lr, mla_down_proj_fusion, mlp_chunks_for_prefill, mlp_type, mock_data,
         modelopt_enabled, moe_aux_loss_coeff, moe_enable_routing_replay, moe_eval_capacity_factor,
         moe_grouped_gemm, moe_input_jitter_eps, moe_loss_coeff, moe_min_capacity,
-        moe_pad_experts_for_cuda_graph_inference, moe_per_layer_logging, moe_permute_fusion,
+        moe_pad_experts_for_cuda_graph_inference, moe_per_layer_logging,
         moe_permute_fusion_into_hybridep, moe_router_bias_update_rate, moe_router_dtype,
         moe_router_force_biased, moe_router_force_load_balancing, moe_router_fusion,
         moe_router_load_balancing_type, moe_router_padding_for_fp8,
@@ -526,6 +526,7 @@ class Job:
         no_bias_gelu_fusion: Optional[bool] = ...,
         no_bias_dropout_fusion: Optional[bool] = ...,
         no_rope_fusion: Optional[bool] = ...,
+        moe_permute_fusion: Optional[bool] = ...,
         no_masked_softmax_fusion: Optional[bool] = ...,
         recompute_granularity: Union[str, os.PathLike[str], None] = ...,
         recompute: Union[str, os.PathLike[str], None] = ...,
@@ -722,6 +723,7 @@ class Job:
         no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
         no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
         no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
+        moe_permute_fusion: Transformer Engine's fused MoE permute and unpermute (Megatron-Core; off: its PyTorch path, a zeroed output filled by scatter_add_ and a dozen index kernels; §5.3)
         no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
         recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
         recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
@@ -961,6 +963,7 @@ def search(*,
     no_bias_gelu_fusion: Optional[bool] = ...,
     no_bias_dropout_fusion: Optional[bool] = ...,
     no_rope_fusion: Optional[bool] = ...,
+    moe_permute_fusion: Optional[bool] = ...,
     no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     moe_layer_recompute: Optional[bool] = ...,
@@ -1164,6 +1167,7 @@ def search(*,
     no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
     no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
     no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
+    moe_permute_fusion: Transformer Engine's fused MoE permute and unpermute (Megatron-Core; off: its PyTorch path, a zeroed output filled by scatter_add_ and a dozen index kernels; §5.3)
     no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
     moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
@@ -1393,6 +1397,7 @@ def shapes(*,
     no_bias_gelu_fusion: Optional[bool] = ...,
     no_bias_dropout_fusion: Optional[bool] = ...,
     no_rope_fusion: Optional[bool] = ...,
+    moe_permute_fusion: Optional[bool] = ...,
     no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     moe_layer_recompute: Optional[bool] = ...,
@@ -1603,6 +1608,7 @@ def shapes(*,
     no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
     no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
     no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
+    moe_permute_fusion: Transformer Engine's fused MoE permute and unpermute (Megatron-Core; off: its PyTorch path, a zeroed output filled by scatter_add_ and a dozen index kernels; §5.3)
     no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
     moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
@@ -1827,6 +1833,7 @@ def plan(job: Optional[Job] = ..., *,
     no_bias_gelu_fusion: Optional[bool] = ...,
     no_bias_dropout_fusion: Optional[bool] = ...,
     no_rope_fusion: Optional[bool] = ...,
+    moe_permute_fusion: Optional[bool] = ...,
     no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_granularity: Union[str, os.PathLike[str], None] = ...,
     recompute: Union[str, os.PathLike[str], None] = ...,
@@ -2038,6 +2045,7 @@ def plan(job: Optional[Job] = ..., *,
     no_bias_gelu_fusion: the GeLU's bias added by a kernel of its own (Megatron's fused bias_gelu off; §5.3)
     no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
     no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
+    moe_permute_fusion: Transformer Engine's fused MoE permute and unpermute (Megatron-Core; off: its PyTorch path, a zeroed output filled by scatter_add_ and a dozen index kernels; §5.3)
     no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)

@@ -731,6 +731,10 @@ const std::vector<flag_def>& flag_table() {
                       "Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) "
                       "instead of Transformer Engine's fused kernel (§5.3)",
                       SWITCH(b.job.training.rope_fusion = false)));
+    t.push_back(swtch("--moe-permute-fusion", "", "training",
+                      "Transformer Engine's fused MoE permute and unpermute (Megatron-Core; off: its PyTorch path, a "
+                      "zeroed output filled by scatter_add_ and a dozen index kernels; §5.3)",
+                      SWITCH(b.job.training.moe_permute_fusion = true)));
     t.push_back(swtch("--no-masked-softmax-fusion", "", "training",
                       "scale, mask and softmax of the unfused attention core as PyTorch's separate kernels "
                       "(Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)",

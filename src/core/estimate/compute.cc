@@ -699,6 +699,15 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     // Permute and un-permute the routed tokens.
     const double before = u.forward.memory_s;
     add_memory(gpu, e, 4 * eb * static_cast<double>(tokens) * x.router_topk * h, 2, u);
+    if (tc.framework == framework_kind::megatron && !tc.moe_permute_fusion) {
+      // Megatron-Core's PyTorch path (moe_utils.py permute/unpermute, fused=False; §5.3): the same row gather,
+      // plus the index building on the routing map (its transpose, an arange, two masked_selects of ~3 kernels
+      // each, the probabilities' transpose: 10 small kernels) and the unpermute's zeroed output that
+      // scatter_add_ reads and writes back (2e per hidden element, 1 kernel); backward, index_select's
+      // gradient is likewise a zeroed buffer and an index_add_ (2e, 1 kernel).
+      const double hidden_bytes = 2 * eb * static_cast<double>(tokens) * h;
+      add_memory_passes(gpu, e, hidden_bytes, 11, hidden_bytes, 1, u);
+    }
     // The alltoall dispatcher with several local experts sorts the received rows by local expert after the
     // dispatch and back before the combine (moe/token_dispatcher.py MoEAlltoAllTokenDispatcher
     // dispatch_postprocess, combine_preprocess: sort_chunks_by_idxs, or a transposed copy with capacity):

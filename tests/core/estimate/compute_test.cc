@@ -428,6 +428,41 @@ TEST(ComputeFusions, MegatronsUnfusedRopeIsPricedByItsKernels) {
   }
 }
 
+// §5.3: Megatron-Core's MoE permute without --moe-permute-fusion (its default) runs moe_utils.py's PyTorch
+// path: the same row gather as Transformer Engine's kernels, plus 10 small index kernels and the
+// unpermute's zeroed output that scatter_add_ fills, 2e per hidden element and 11 kernels forward; the
+// index_select's gradient, a zeroed buffer and an index_add_, 2e and 1 kernel backward. Mixtral 8x7B at
+// EP 8, 4,096 tokens of hidden 4,096.
+TEST(ComputeFusions, MegatronsUnfusedMoePermuteAddsItsZeroedOutputAndIndexKernels) {
+  const std::vector<std::string> base = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                         "--ep", "8", "--mbs", "1", "--gbs", "8", "--bf16"};
+  auto layer = [&](bool fused) {
+    std::vector<std::string> a = base;
+    if (fused) a.emplace_back("--moe-permute-fusion");
+    const job_spec job = parse_job_args(a).job;
+    return layer_compute(job, effective_compute_efficiency(job.cluster.gpu), layer_kind::moe);
+  };
+  const job_spec job = parse_job_args(base).job;
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  const double per_byte = 1.0 / (job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const double hidden = 4096.0 * 4096;
+  const unit_time fused = layer(true), unfused = layer(false);
+  EXPECT_NEAR(unfused.forward.memory_s - fused.forward.memory_s, 2 * 2 * hidden * per_byte + 11 * e.kernel_overhead_s,
+              1e-12);
+  EXPECT_NEAR(unfused.backward.memory_s - fused.backward.memory_s, 2 * 2 * hidden * per_byte + e.kernel_overhead_s,
+              1e-12);
+  // A dense layer has nothing to permute.
+  std::vector<std::string> dense = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "1", "--bf16"};
+  const job_spec dj = parse_job_args(dense).job;
+  dense.emplace_back("--moe-permute-fusion");
+  EXPECT_DOUBLE_EQ(estimate_time(parse_job_args(dense).job).iteration_s, estimate_time(dj).iteration_s);
+  EXPECT_THAT([] { parse_job_args({"--model", "mixtral-8x7b", "--num-gpus", "8", "--framework", "fsdp", "--zero-stage",
+                                   "3", "--moe-permute-fusion"}); },
+              ::testing::ThrowsMessage<input_error>(::testing::HasSubstr(
+                  "--moe-permute-fusion is Megatron-Core's switch for Transformer Engine's fused permute; "
+                  "--framework fsdp permutes its routed tokens its own way")));
+}
+
 /// The loss's memory-bound time, forward and backward, of job `a` less that of job `b`, and what a byte
 /// and a kernel cost on their GPU (§5.3).
 struct loss_delta {

@@ -206,6 +206,10 @@ struct training_config {
   /// with a YaRN concentration factor other than 1 (model_spec::rope_yarn_factor), Megatron-Core runs the
   /// unfused _apply_rotary_pos_emb_bshd (§5.3).
   bool rope_fusion = true;
+  /// Megatron-Core's --moe-permute-fusion (TransformerConfig moe_permute_fusion, off by default): Transformer
+  /// Engine's fused permute and unpermute. Off, moe_utils.py's PyTorch path: masked_select index building,
+  /// index_select, and a zeroed output that scatter_add_ fills (§5.3).
+  bool moe_permute_fusion = false;
   /// Megatron's --cross-entropy-loss-fusion: the loss's kernels fused by torch.compile (§5.3).
   bool cross_entropy_fusion = false;
   /// Megatron-Core's --cross-entropy-fusion-impl, read with the fused loss only: its own kernels (native) or
