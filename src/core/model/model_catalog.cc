@@ -114,6 +114,7 @@ constexpr extension kExtensions[] = {
        m.moe.router_num_groups = 8;                 // n_group, topk_group: node-limited routing
        m.moe.router_group_topk = 4;
        m.mtp_num_layers = 1;                        // num_nextn_predict_layers
+       m.rope_yarn_factor = 40;                     // rope_scaling: yarn, factor 40 (MLA's RoPE: its own kernels)
      }},
     {"qwen2-57b-a14b",
      [](model_spec& m) {
@@ -129,10 +130,10 @@ constexpr extension kExtensions[] = {
     {"qwen3-32b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true; }},
     {"qwen3-30b-a3b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true, m.moe.expert_ffn_hidden_size = 768; }},
     {"qwen3-235b-a22b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true, m.moe.expert_ffn_hidden_size = 1536; }},
-    {"gpt-oss-20b", [](model_spec& m) { m.kv_channels = 64, m.sliding_window = 128, m.window_skip_freq = 2, m.rope_yarn_factor = 32,
-                                        m.attention_sinks = true, m.moe.router_bias = true; }},
-    {"gpt-oss-120b", [](model_spec& m) { m.kv_channels = 64, m.sliding_window = 128, m.window_skip_freq = 2, m.rope_yarn_factor = 32,
-                                         m.attention_sinks = true, m.moe.router_bias = true; }},
+    {"gpt-oss-20b", [](model_spec& m) { m.kv_channels = 64, m.sliding_window = 128, m.window_skip_freq = 2,
+                                        m.rope_yarn_factor = 32, m.attention_sinks = true, m.moe.router_bias = true; }},
+    {"gpt-oss-120b", [](model_spec& m) { m.kv_channels = 64, m.sliding_window = 128, m.window_skip_freq = 2,
+                                         m.rope_yarn_factor = 32, m.attention_sinks = true, m.moe.router_bias = true; }},
     {"llama4-scout",
      [](model_spec& m) {
        m.kv_channels = 128;
