@@ -813,6 +813,10 @@ const std::vector<flag_def>& flag_table() {
                       "optimizer states and master weights in CPU memory", SWITCH(b.job.training.offload_optimizer = true)));
     t.push_back(value("--bucket-size-bytes", "", "BYTES", "framework default", "training",
                       "gradient-reduction bucket size", INT_FIELD_MIN(b.job.training.bucket_size_bytes, 1)));
+    t.push_back(value("--ddp-bucket-size", "", "N", "max(4e7, 1e6·DP)", "training",
+                      "Megatron-Core's gradient bucket, elements, with --overlap-grad-reduce: the first pipeline rank's "
+                      "first chunk reduces bucket by bucket under its last backward (§5.4)",
+                      INT_FIELD_MIN(b.job.training.ddp_bucket_elements, 1)));
     t.push_back(value("--reduce-bucket-size", "", "N", "5e8 (DeepSpeed)", "training",
                       "gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size)",
                       INT_FIELD_MIN(b.job.training.bucket_size_elements, 1)));

@@ -162,9 +162,10 @@ TEST(NemoConfig, ApexDistributedAdamAsNemoSetsItUp) {
   const stage_memory m = estimate_memory(pj.job).stages[0];
   EXPECT_NEAR(m.optimizer_bytes, 10.0 * params / 8, 1e-6 * m.optimizer_bytes);  // DP 4 × CP 2
   EXPECT_NEAR(m.gradients_bytes, 2.0 * params, 1e-6 * m.gradients_bytes);
-  // bucket_cap_mb 75 of bf16 gradients is Megatron's --ddp-bucket-size 39321600 (75 MiB / 2 bytes), which
-  // changes no estimate (buckets overlap alike).
-  EXPECT_THAT(pj.ignored_flags, Contains(HasSubstr("39321600")));
+  // bucket_cap_mb 75 of bf16 gradients is Megatron's --ddp-bucket-size 39321600 (75 MiB / 2 bytes): the
+  // first rank's buckets under the last backward (§5.4).
+  EXPECT_EQ(t.ddp_bucket_elements, 39321600);
+  EXPECT_THAT(pj.ignored_flags, Not(Contains(HasSubstr("39321600"))));
   // Within 5% of the 12.91 s it ran in (8 H100s, BF16; not fitted on).
   EXPECT_NEAR(estimate_time(pj.job).iteration_s / 12.91, 1.0, 0.05);
 

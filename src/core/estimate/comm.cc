@@ -375,6 +375,34 @@ double bucket_calls(const training_config& t, double elements, double elem_bytes
   return bucket > 0 ? static_cast<double>(ceil_div(n, bucket)) : 1.0;
 }
 
+/// Megatron-Core's DDP under --overlap-grad-reduce (distributed_data_parallel.py, §5.4): buckets of
+/// --ddp-bucket-size elements, default max(4e7, 1e6·DP) ("make buckets larger" at large DP), on the first
+/// pipeline rank's first model chunk; every other rank (bucket_size None for pp_rank > 0) and every later
+/// chunk (disable_bucketing) is one bucket. Not for PyTorch's DDP (--DDP-impl torch: 25 MiB everywhere) or
+/// Megatron-FSDP.
+bool megatron_core_buckets(const training_config& t) {
+  return t.framework == framework_kind::megatron && t.overlap_grad_reduce && !t.torch_ddp && !t.megatron_fsdp &&
+         t.bucket_size_bytes == 0 && t.bucket_size_elements == 0;
+}
+
+/// The buckets of `params` (one of class c's buffers: dense or expert) on its first model chunk under
+/// megatron_core_buckets: the buffer split evenly over the chunks, one bucket off the first rank.
+double megatron_first_chunk_buckets(const comm_context& x, const stage_class& c, double params) {
+  if (c.first_stage != 0) return 1;
+  const training_config& t = x.job.training;
+  const std::int64_t bucket =
+      t.ddp_bucket_elements > 0 ? t.ddp_bucket_elements : std::max<std::int64_t>(40'000'000, 1'000'000 * x.size[g_dp]);
+  const auto chunk = static_cast<std::int64_t>(params / static_cast<double>(x.job.parallel.vpp));
+  return static_cast<double>(ceil_div(std::max<std::int64_t>(chunk, 1), bucket));
+}
+
+/// Calls of a once-per-iteration DP reduction or gather of `params` on class c: Megatron-Core's buckets
+/// (the first chunk's, one per later chunk), else bucket_calls.
+double dp_calls(const comm_context& x, const stage_class& c, double params, double elem_bytes) {
+  if (!megatron_core_buckets(x.job.training)) return bucket_calls(x.job.training, params, elem_bytes);
+  return megatron_first_chunk_buckets(x, c, params) + static_cast<double>(x.job.parallel.vpp - 1);
+}
+
 /// §4.2.4: torchao's float8 linear modules a layer of `kind` holds as torchtitan builds it (Float8Linear
 /// swaps nn.Linear; the routed experts are grouped parameters, not converted, and the router stays out):
 /// the attention's query, key, value and output projections (MLA: its down and up projections and the
@@ -456,7 +484,8 @@ void dp_rows(const comm_context& x, bool expert, row_sink& out) {
         // ZeRO-3/FSDP units: one per transformer layer, plus the embedding and the output/root module.
         return calls_bytes{c.units * m, params * elem / c.units};  // the mean unit
       }
-      const double buckets = bucket_calls(t, params, elem);
+      const double buckets =
+          op.count == dp_count::per_iteration ? dp_calls(x, c, params, elem) : bucket_calls(t, params, elem);
       const double bytes = buckets == 1 ? params * elem : params * elem / buckets;
       return calls_bytes{buckets * (op.count == dp_count::per_microbatch ? m : 1.0), bytes};
     };
@@ -637,6 +666,13 @@ comm_report summarize(const job_spec& job, bool reference, std::vector<stage_com
       (*accounts)[i++].num_stages = c.num_stages;
     }
     account = accounts->data();
+    // §5.4: the buckets the gradient reduction's exposure is priced by (Megatron-Core's DDP only).
+    if (megatron_core_buckets(job.training)) {
+      i = 0;
+      for (const stage_class& c : classes) {
+        (*accounts)[i++].grad_reduce_buckets = megatron_first_chunk_buckets(x, c, c.dense_params);
+      }
+    }
   }
   const class_view view(classes);
   row_sink sink(x, view, totals, account, reference);

@@ -144,10 +144,25 @@ const schedule_row& row_of(schedule_kind k) {
 /// collective after another: chunk j from the end (j = 0 is chunk 0, the last to finish) has j·p chunk
 /// backwards after its own, so the reductions of chunks j..0, (j + 1)·reduce/v, have at least
 /// (j·p + 1)·B of wall time. One chunk: max(0, reduce − B).
-double exposed_reduction_s(double reduce_s, double chunk_backward_s, std::int64_t p, std::int64_t v, bool overlap) {
+///
+/// Megatron-Core's DDP (`buckets` > 0) launches each bucket when its gradients are done and reduces them one
+/// after another: the first chunk's `buckets` buckets fill evenly through its last backward, every later
+/// chunk is one bucket launched at the end of its last backward. The reduction then ends at the latest of
+/// each bucket's ready time plus the reductions from it on; within the first chunk that is linear in the
+/// bucket, so its first and last bucket bound it: reduce/v − (1 − 1/n)·B and reduce/(v·n); chunk j ≥ 1 ends
+/// (j + 1)·reduce/v − j·p·B after the rank's last backward.
+double exposed_reduction_s(double reduce_s, double chunk_backward_s, std::int64_t p, std::int64_t v, bool overlap,
+                           double buckets) {
   if (!overlap) return reduce_s;
   const double per_chunk = reduce_s / static_cast<double>(v);
   double exposed = 0;
+  if (buckets > 0) {
+    exposed = std::max({exposed, per_chunk - (1 - 1 / buckets) * chunk_backward_s, per_chunk / buckets});
+    for (std::int64_t j = 1; j < v; ++j) {
+      exposed = std::max(exposed, static_cast<double>(j + 1) * per_chunk - static_cast<double>(j * p) * chunk_backward_s);
+    }
+    return exposed;
+  }
   for (std::int64_t j = 0; j < v; ++j) {
     const double after = static_cast<double>(j * p + 1) * chunk_backward_s;
     exposed = std::max(exposed, static_cast<double>(j + 1) * per_chunk - after);
@@ -166,7 +181,7 @@ void finish(const schedule_input& in, schedule_result& r) {
     const stage_times& s = in.stages[i];
     stage_usage& u = r.stages[i];
     u.grad_reduce_exposed_s =
-        exposed_reduction_s(s.grad_reduce_s, s.backward_s, p, in.num_chunks, in.overlap_grad_reduce);
+        exposed_reduction_s(s.grad_reduce_s, s.backward_s, p, in.num_chunks, in.overlap_grad_reduce, s.grad_reduce_buckets);
     // What the reduction hides under runs slower by the SMs its kernel holds (§5.4).
     u.grad_reduce_stretch_s = (s.grad_reduce_s - u.grad_reduce_exposed_s) * in.overlap_compute_stretch;
     u.grad_reduce_exposed_s += u.grad_reduce_stretch_s;

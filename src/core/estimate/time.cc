@@ -100,6 +100,7 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
         exposed(comm_slot::backward, {attention_bwd, sc.backward_gemm_s, sc.backward_shared_expert_s, sc.backward_s});
     c.stretch_s = stretch_fwd + stretch_bwd;
     c.grad_reduce_s = a.slot_s(comm_slot::grad_reduce);
+    c.grad_reduce_buckets = a.grad_reduce_buckets;
     c.param_gather_s = a.slot_s(comm_slot::param_gather);
     c.optimizer_s = a.slot_s(comm_slot::optimizer);
     c.hidden_s = a.slot_s(comm_slot::forward) + a.slot_s(comm_slot::backward) -
@@ -195,7 +196,8 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     const double hidden_s = hidden_gather_s(i);
     const double gather_s = c.param_gather_s - hidden_s + hidden_s * stretch;
     pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
-                       sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s, sc.drain_s};
+                       sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s, sc.drain_s,
+                       c.grad_reduce_buckets};
     // §5.4: CPU offloading copies each of the first N layers' activations to host beside the next layer's
     // forward and back beside the following layer's backward (Transformer Engine's offload handler waits
     // for a copy one layer later); what a copy outlasts of a layer is exposed, per micro-batch.
@@ -212,7 +214,8 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
       pass.backward_s += n * std::max(0.0, copy_s - layer_bwd);
     }
     in.stages[i] = stage_times{pass.forward_s * chunks, pass.backward_s * chunks, pass.grad_reduce_s,
-                               pass.optimizer_s, pass.backward_weight_s * chunks, pass.drain_s};
+                               pass.optimizer_s, pass.backward_weight_s * chunks, pass.drain_s,
+                               pass.grad_reduce_buckets};
   }
   // §5.4: each model chunk its own share of the rank's work where the chunks differ (interleaved only;
   // GPipe runs a rank's chunks as one).

@@ -191,6 +191,20 @@ std::string training_violation(job_spec& job) {
     return "${training.rope_fusion} is Megatron-Core's switch for Transformer Engine's fused RoPE; "
            "${training.framework} " + std::string(to_string(t.framework)) + " runs its own RoPE";
   }
+  // §5.4: Megatron-Core's DDP bucket (distributed_data_parallel.py); the other frameworks size their own.
+  if (t.ddp_bucket_elements > 0 && t.framework != framework_kind::megatron) {
+    return "${training.ddp_bucket_elements} is Megatron-Core's gradient bucket; ${training.framework} " +
+           std::string(to_string(t.framework)) + " buckets its own way (DeepSpeed: ${training.bucket_size_elements})";
+  }
+  if (t.ddp_bucket_elements > 0 && t.torch_ddp) {
+    return std::string("${training.ddp_bucket_elements} is Megatron-Core's gradient bucket; ${training.torch_ddp} torch "
+                       "runs PyTorch's DistributedDataParallel, whose buckets are its bucket_cap_mb (25 MiB)");
+  }
+  if (t.ddp_bucket_elements > 0 && (t.bucket_size_bytes > 0 || t.bucket_size_elements > 0)) {
+    return std::string("${training.ddp_bucket_elements} and ") +
+           (t.bucket_size_bytes > 0 ? "${training.bucket_size_bytes}" : "${training.bucket_size_elements}") +
+           " both size the gradient bucket: give one";
+  }
   if (t.moe_permute_fusion && t.framework != framework_kind::megatron) {
     return "${training.moe_permute_fusion} is Megatron-Core's switch for Transformer Engine's fused permute; "
            "${training.framework} " + std::string(to_string(t.framework)) + " permutes its routed tokens its own way";

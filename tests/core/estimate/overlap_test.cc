@@ -35,22 +35,55 @@ TEST(Overlap, ParamGatherHidesUnderTheFirstForwardAndNeverBelowZero) {
   EXPECT_LT(overlapped.iteration_s, plain.iteration_s);
 }
 
+/// What of a rank's overlapped gradient reduction R outlasts its last backward B (§5.4, one model chunk):
+/// Megatron-Core's DDP reduces the first rank's gradients in n buckets as the backward fills them,
+/// max(R − (1 − 1/n)·B, R/n), every other rank's in one bucket after it, R.
+double bucketed_exposure(double r, double b, double n) { return n <= 1 ? r : std::max(r - (1 - 1 / n) * b, r / n); }
+
 // §5.4: a DP collective hidden under compute still holds its NCCL kernel's SMs, one per channel, 32 on
 // NVSwitch nodes: the backward under the gradient reduction runs 132 / (132 − 32) as long on an H100 for
-// as long as they overlap. By hand per rank: exposed = max(0, R − B) + min(R, B) · 32 / 100.
+// as long as they overlap. By hand per rank: exposed = E + (R − E) · 32 / 100, E the bucketed exposure.
 TEST(Overlap, HiddenCollectivesStretchTheComputeBesideThemByTheirKernelsSms) {
   const time_report t = time_with({"--overlap-grad-reduce"});
   ASSERT_EQ(t.pipeline.stages.size(), 2u);
   for (std::size_t i = 0; i < t.passes.size(); ++i) {
-    const double r = t.passes[i].grad_reduce_s, b = t.passes[i].backward_s;
+    const double r = t.passes[i].grad_reduce_s, b = t.passes[i].backward_s, n = t.passes[i].grad_reduce_buckets;
     ASSERT_GT(r, 0);
-    EXPECT_NEAR(t.pipeline.stages[i].grad_reduce_exposed_s, std::max(0.0, r - b) + std::min(r, b) * 0.32, 1e-12) << i;
+    const double e = bucketed_exposure(r, b, n);
+    EXPECT_NEAR(t.pipeline.stages[i].grad_reduce_exposed_s, e + (r - e) * 0.32, 1e-12) << i;
   }
   // The breakdown says which part of its DP line is that stretch: the critical rank's.
   const auto k = static_cast<std::size_t>(t.pipeline.critical_stage);
-  EXPECT_NEAR(t.breakdown.collective_sm_stretch_s, std::min(t.passes[k].grad_reduce_s, t.passes[k].backward_s) * 0.32,
+  const stage_times& pk = t.passes[k];
+  EXPECT_NEAR(t.breakdown.collective_sm_stretch_s,
+              (pk.grad_reduce_s - bucketed_exposure(pk.grad_reduce_s, pk.backward_s, pk.grad_reduce_buckets)) * 0.32,
               1e-12);
   EXPECT_LE(t.breakdown.collective_sm_stretch_s, t.breakdown.dp_comm_s);
+}
+
+// §5.4: Megatron-Core's DDP buckets (distributed_data_parallel.py): with --overlap-grad-reduce the first
+// pipeline rank's gradients go in buckets of max(4e7, 1e6·DP) elements, --ddp-bucket-size otherwise, and
+// every later rank's in one (bucket_size None for pp_rank > 0). Llama-3-70B at TP 8 PP 2, DP 16: the first
+// rank's 40 layers and embedding in ⌈Ψ/4e7⌉ buckets; one bucket of the whole stage exposes it all.
+TEST(Overlap, MegatronCoreBucketsTheFirstRanksGradientsAlone) {
+  const time_report t = time_with({"--overlap-grad-reduce"});
+  const memory_report mem = estimate_memory(parse(concat(kLlama70b, {"--overlap-grad-reduce"})).job);
+  EXPECT_DOUBLE_EQ(t.passes[0].grad_reduce_buckets, std::ceil(static_cast<double>(mem.stages[0].parameters) / 4e7));
+  EXPECT_DOUBLE_EQ(t.passes[1].grad_reduce_buckets, 1.0);
+  const time_report whole = time_with({"--overlap-grad-reduce", "--ddp-bucket-size", "100000000000"});
+  EXPECT_DOUBLE_EQ(whole.passes[0].grad_reduce_buckets, 1.0);
+  EXPECT_NEAR(whole.pipeline.stages[0].grad_reduce_exposed_s, whole.passes[0].grad_reduce_s, 1e-12);
+  EXPECT_GT(whole.iteration_s, t.iteration_s);
+  // Without the overlap the bucket changes nothing (Megatron sets bucket_size None).
+  EXPECT_DOUBLE_EQ(time_with({"--ddp-bucket-size", "1000000"}).iteration_s, time_with({}).iteration_s);
+  EXPECT_THAT([] { parse({"--model", "llama3-8b", "--num-gpus", "8", "--framework", "deepspeed", "--zero-stage", "1",
+                          "--ddp-bucket-size", "1000000"}); },
+              ::testing::ThrowsMessage<input_error>(::testing::HasSubstr(
+                  "--ddp-bucket-size is Megatron-Core's gradient bucket; --framework deepspeed buckets its own way")));
+  EXPECT_THAT([] { parse({"--model", "llama3-8b", "--num-gpus", "8", "--ddp-bucket-size", "1000000",
+                          "--bucket-size-bytes", "1000000"}); },
+              ::testing::ThrowsMessage<input_error>(::testing::HasSubstr(
+                  "--ddp-bucket-size and --bucket-size-bytes both size the gradient bucket: give one")));
 }
 
 // C is NCCL's channel count: 4 per NIC across nodes, up to 32, and 32 within a node. A DGX A100 job of one
@@ -62,7 +95,7 @@ TEST(Overlap, TheSmsAHiddenReductionHoldsFollowNcclsChannelsPerNic) {
                                                gpus, "--bf16"}).job);
     const double r = t.passes[0].grad_reduce_s, b = t.passes[0].backward_s;
     EXPECT_GT(r, 0) << cluster << " " << gpus;
-    return t.pipeline.stages[0].grad_reduce_stretch_s / std::min(r, b);
+    return t.pipeline.stages[0].grad_reduce_stretch_s / (r - bucketed_exposure(r, b, t.passes[0].grad_reduce_buckets));
   };
   EXPECT_NEAR(stretch_of("dgx-a100", "8"), 32.0 / 76.0, 1e-12);
   EXPECT_NEAR(stretch_of("dgx-a100", "128"), 32.0 / 76.0, 1e-12);

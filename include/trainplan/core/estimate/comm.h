@@ -223,6 +223,10 @@ struct stage_comm_account {
   /// The data-parallel dimension's and the scalars' part of `seconds` (ZeRO-2/3 and FSDP rows inside the
   /// passes, the loss all-reduce), s.
   std::array<std::array<double, kNumCommOverlaps>, kNumCommSlots> dp_seconds{};
+  /// Megatron-Core's overlapped gradient reduction (§5.4): the buckets the class's first model chunk reduces
+  /// in (the first pipeline rank's, by --ddp-bucket-size; 1 elsewhere, one bucket per chunk); 0 where the
+  /// reduction is priced as continuous (other frameworks, PyTorch DDP, no overlap).
+  double grad_reduce_buckets = 0;
 
   double at(comm_slot s, comm_overlap o = comm_overlap::none) const {
     return seconds[static_cast<std::size_t>(s)][static_cast<std::size_t>(o)];

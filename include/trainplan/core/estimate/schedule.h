@@ -48,6 +48,10 @@ struct stage_times {
   /// Work after the rank's last backward, before its DP reduction, once per iteration: the deferred
   /// output-layer wgrad GEMMs (§5.4).
   double drain_s = 0;
+  /// Megatron-Core's DDP (§5.4): the buckets the rank's first model chunk reduces in, its later chunks one
+  /// each, every bucket launched when its gradients are done; 0: the reduction flows continuously with the
+  /// last backward of each chunk.
+  double grad_reduce_buckets = 0;
 };
 
 struct schedule_input {

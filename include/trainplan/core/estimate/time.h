@@ -35,6 +35,7 @@ struct stage_comm {
   double forward_dp_s = 0;       ///< the data-parallel part of forward_s (ZeRO-3/FSDP gathers)
   double backward_dp_s = 0;      ///< the data-parallel part of backward_s (ZeRO-2/3/FSDP gathers, reduce-scatters)
   double grad_reduce_s = 0;      ///< once per iteration, can overlap the last backward
+  double grad_reduce_buckets = 0;  ///< stage_comm_account::grad_reduce_buckets (§5.4)
   double param_gather_s = 0;     ///< ZeRO-1/2 all-gather of updated weights after the step
   double optimizer_s = 0;        ///< the step's collectives (gradient norm, found-inf)
   double hidden_s = 0;           ///< per iteration: CP exchange and ZeRO-3/FSDP prefetch hidden under compute

@@ -271,6 +271,9 @@ struct training_config {
   std::int64_t bucket_size_bytes = 0;  ///< gradient-reduction bucket; 0 = the framework's default
   /// The same in elements, DeepSpeed's unit (zero_optimization.reduce_bucket_size); 0 = the default.
   std::int64_t bucket_size_elements = 0;
+  /// Megatron-Core's --ddp-bucket-size (elements) under --overlap-grad-reduce: the first pipeline rank's
+  /// first model chunk reduces its gradients in buckets of this size; 0 = max(4e7, 1e6·DP) (§5.4).
+  std::int64_t ddp_bucket_elements = 0;
   double allocator_reserve_fraction = 0.08;  ///< caching allocator's reserve above allocated (§3.8)
   /// Megatron's gradient_accumulation_fusion (on unless --no-gradient-accumulation-fusion): the wgrad
   /// GEMM adds into main_grad; off, the backward hook adds the 16-bit .grad into it (§5.9).
