@@ -46,7 +46,7 @@ class Job:
         data_parallel_random_init, data_path, data_per_class_fraction,
         dataloader_defer_npy_index_mmap, dataloader_fast_cache_load,
         dataloader_inter_document_masking, dataloader_type, ddp_average_in_collective,
-        ddp_bucket_size, ddp_num_buckets, ddp_pad_buckets_for_high_nccl_busbw,
+        ddp_num_buckets, ddp_pad_buckets_for_high_nccl_busbw,
         ddp_param_name_patterns_for_fp32_local_accumulation, decode_only_cuda_graphs, decoupled_lr,
         decoupled_min_lr, decrease_batch_size_if_needed, deepspeed_activation_checkpointing,
         dino_bottleneck_size, dino_freeze_last_layer, dino_head_hidden_size,
@@ -541,6 +541,7 @@ class Job:
         optimizer_cpu_offload: Optional[bool] = ...,
         cpu_optimizer: Optional[bool] = ...,
         bucket_size_bytes: Optional[float] = ...,
+        ddp_bucket_size: Optional[int] = ...,
         reduce_bucket_size: Optional[int] = ...,
         grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
         overlap_comm: Union[str, os.PathLike[str], None] = ...,
@@ -735,6 +736,7 @@ class Job:
         optimizer [NAME]: adam or sgd (default adam)
         offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
         bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
+        ddp_bucket_size [N]: Megatron-Core's gradient bucket, elements, with --overlap-grad-reduce: the first pipeline rank's first chunk reduces bucket by bucket under its last backward (§5.4) (default max(4e7, 1e6·DP))
         reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
         grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
         overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
@@ -976,6 +978,7 @@ def search(*,
     optimizer_cpu_offload: Optional[bool] = ...,
     cpu_optimizer: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
+    ddp_bucket_size: Optional[int] = ...,
     reduce_bucket_size: Optional[int] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_comm: Union[str, os.PathLike[str], None] = ...,
@@ -1178,6 +1181,7 @@ def search(*,
     optimizer [NAME]: adam or sgd (default adam)
     offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
+    ddp_bucket_size [N]: Megatron-Core's gradient bucket, elements, with --overlap-grad-reduce: the first pipeline rank's first chunk reduces bucket by bucket under its last backward (§5.4) (default max(4e7, 1e6·DP))
     reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
     overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
@@ -1410,6 +1414,7 @@ def shapes(*,
     optimizer_cpu_offload: Optional[bool] = ...,
     cpu_optimizer: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
+    ddp_bucket_size: Optional[int] = ...,
     reduce_bucket_size: Optional[int] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_comm: Union[str, os.PathLike[str], None] = ...,
@@ -1619,6 +1624,7 @@ def shapes(*,
     optimizer [NAME]: adam or sgd (default adam)
     offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
+    ddp_bucket_size [N]: Megatron-Core's gradient bucket, elements, with --overlap-grad-reduce: the first pipeline rank's first chunk reduces bucket by bucket under its last backward (§5.4) (default max(4e7, 1e6·DP))
     reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
     overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
@@ -1848,6 +1854,7 @@ def plan(job: Optional[Job] = ..., *,
     optimizer_cpu_offload: Optional[bool] = ...,
     cpu_optimizer: Optional[bool] = ...,
     bucket_size_bytes: Optional[float] = ...,
+    ddp_bucket_size: Optional[int] = ...,
     reduce_bucket_size: Optional[int] = ...,
     grad_accum_dtype: Union[str, os.PathLike[str], None] = ...,
     overlap_comm: Union[str, os.PathLike[str], None] = ...,
@@ -2057,6 +2064,7 @@ def plan(job: Optional[Job] = ..., *,
     optimizer [NAME]: adam or sgd (default adam)
     offload_optimizer / optimizer_cpu_offload / cpu_optimizer: optimizer states and master weights in CPU memory
     bucket_size_bytes [BYTES]: gradient-reduction bucket size (default framework default)
+    ddp_bucket_size [N]: Megatron-Core's gradient bucket, elements, with --overlap-grad-reduce: the first pipeline rank's first chunk reduces bucket by bucket under its last backward (§5.4) (default max(4e7, 1e6·DP))
     reduce_bucket_size [N]: gradient-reduction bucket, elements (DeepSpeed zero_optimization.reduce_bucket_size) (default 5e8 (DeepSpeed))
     grad_accum_dtype [DTYPE]: DeepSpeed data_types.grad_accum_dtype: fp32, bf16 or fp16 (default fp32 with bf16)
     overlap_comm [on|off]: DeepSpeed overlap_comm: gradient reduction under the backward (§5.5.2) (default on at ZeRO-3, else off)
