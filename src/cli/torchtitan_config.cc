@@ -147,7 +147,7 @@ constexpr std::array kKeys = {
     tt_key{"quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp", tt_role::setting, ""},
     // 2025 schemas until torchtitan 1fefaee (2025-07-28; torchao #2356 made it do nothing): read below.
     tt_key{"quantize.linear.float8.force_recompute_fp8_weight_in_bwd", tt_role::setting, ""},
-    tt_key{"quantize.linear.float8.filter_fqns", tt_role::ignored, ""},  // "output": the output layer stays bf16, as §5.1.3 has it
+    tt_key{"quantize.linear.float8.filter_fqns", tt_role::setting, ""},
     tt_key{"quantize.linear.float8.moe_fqns_prototype", tt_role::ignored, ""},
     tt_key{"quantize.linear.mx", tt_role::section_ignored, ""},   // read only through model.converters, refused
     tt_key{"quantize.grouped_mm", tt_role::section_ignored, ""},  // likewise
@@ -453,6 +453,7 @@ class reader {
 
   void model();
   void precision_and_float8();
+  void float8_filter();
   void batch_and_sequence(std::int64_t pp);
   std::int64_t parallelism();
   void pipeline(std::int64_t pp);
@@ -523,6 +524,7 @@ void reader::precision_and_float8() {
     }
   }
   if (!float8) return;
+  float8_filter();
   add("--fp8-format", "hybrid", "model.converters");  // torchao: e4m3 forward, e5m2 gradients
   const std::string recipe = text("quantize.linear.float8.recipe_name", "tensorwise");
   if (recipe != "tensorwise") {
@@ -554,6 +556,36 @@ void reader::precision_and_float8() {
                                         text("activation_checkpoint.mode", "selective") == "none") {
     fail(*f, "false with activation_checkpoint.mode \"none\" keeps every layer's gathered FP8 weight for the "
              "backward (torchao before its #2356), which trainplan does not model: set it true");
+  }
+}
+
+/// Which linears torchao converts (§5.1.3). trainplan prices every block linear in float8 and the output
+/// layer and router in bf16. The December 2024 converter left the output out itself (fqn != "output");
+/// from a6524d8 (2025-04-07) quantize.linear.float8.filter_fqns decides, default [], so an output not
+/// listed runs float8. "output" and "router.gate" (the router stays bf16 either way) are what trainplan
+/// prices; any other entry, or an output left in, is refused by key.
+void reader::float8_filter() {
+  constexpr std::string_view kFilter = "quantize.linear.float8.filter_fqns";
+  const tt_value* v = find(kFilter);
+  if (v == nullptr) {
+    if (const tt_value* c = find("model.converters"); c != nullptr) {
+      fail(*c, "float8 without quantize.linear.float8.filter_fqns converts the output layer too (torchtitan's default "
+               "[] since a6524d8, 2025-04-07), which trainplan does not model: list \"output\" as torchtitan's own "
+               "configs do");
+    }
+    return;  // the December 2024 schema: the output layer left out by the converter itself
+  }
+  bool output = false;
+  for (const std::string& fqn : list_items(v->text)) {
+    if (fqn == "output") output = true;
+    else if (fqn != "router.gate") {
+      fail(*v, "'" + fqn + "' kept out of float8 is not modelled (trainplan prices every block linear in float8, the "
+               "output layer and the router in bf16: [\"output\"] or [\"output\", \"router.gate\"])");
+    }
+  }
+  if (!output) {
+    fail(*v, "without \"output\" the output layer runs float8, which trainplan does not model (it prices it in bf16, as "
+             "torchtitan's own configs filter it)");
   }
 }
 

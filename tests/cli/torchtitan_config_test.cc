@@ -257,14 +257,16 @@ TEST(TorchtitanConfig, DegreesAndShardingAsParallelDimsReadsThem) {
 }
 
 TEST(TorchtitanConfig, Float8IsTorchaoTensorwise) {
-  const parsed_job f8 = parse(run_train(toml("tt_f8.toml", ""), {"--model.converters", "float8"}));
+  const parsed_job f8 = parse(run_train(toml("tt_f8.toml", ""), {"--model.converters", "float8",
+                                                                 "--quantize.linear.float8.filter_fqns", "output"}));
   EXPECT_EQ(f8.job.training.fp8, fp8_format::hybrid);
   EXPECT_EQ(f8.job.training.fp8_scaling, fp8_recipe::tensorwise);
   const std::string gathered = write_temp("tt_f8g.toml", "[model]\nflavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n"
-                                                          "[quantize.linear.float8]\nenable_fsdp_float8_all_gather = true\n");
+                                                          "[quantize.linear.float8]\nenable_fsdp_float8_all_gather = true\n"
+                                                          "filter_fqns = [\"output\"]\n");
   EXPECT_TRUE(parse(run_train(gathered)).job.training.fp8_param_gather);
   const std::string rowwise = write_temp("tt_rowwise.toml", "[model]\nflavor = \"8B\"\nconverters = [\"float8\"]\n"
-                                                             "[float8]\nrecipe_name = \"rowwise\"\n");
+                                                             "[float8]\nrecipe_name = \"rowwise\"\nfilter_fqns = [\"output\"]\n");
   EXPECT_THAT(error_of(run_train(rowwise)),
               HasSubstr("tt_rowwise.toml:5: float8.recipe_name: torchao's per-row scales are not modelled"));
   // Trainy's June 2025 invocation (torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md): the
@@ -284,12 +286,35 @@ TEST(TorchtitanConfig, Float8IsTorchaoTensorwise) {
   EXPECT_THAT(alone.ignored_flags, Contains("--quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp (without "
                                             "enable_fsdp_float8_all_gather)"));
   const std::string kept = write_temp("tt_f8keep.toml", "[model]\nflavor = \"8B\"\nconverters = [\"float8\"]\n"
-                                                         "[float8]\nforce_recompute_fp8_weight_in_bwd = false\n"
+                                                         "[float8]\nfilter_fqns = [\"output\"]\n"
+                                                         "force_recompute_fp8_weight_in_bwd = false\n"
                                                          "[activation_checkpoint]\nmode = \"none\"\n");
   EXPECT_THAT(error_of(run_train(kept)),
-              HasSubstr("tt_f8keep.toml:5: float8.force_recompute_fp8_weight_in_bwd: false with "
+              HasSubstr("tt_f8keep.toml:6: float8.force_recompute_fp8_weight_in_bwd: false with "
                         "activation_checkpoint.mode \"none\" keeps every layer's gathered FP8 weight"));
   EXPECT_EQ(error_of(run_train(kept, {"--activation_checkpoint.mode", "full"})), "");
+}
+
+// §5.1.3: which linears torchao converts. The December 2024 converter left the output layer out itself;
+// from a6524d8 (2025-04-07) filter_fqns decides, default [] (the output then runs float8, not modelled).
+// "output" and "router.gate" are what trainplan prices; anything else is refused by key and line.
+TEST(TorchtitanConfig, Float8FilterFqnsMustLeaveOutWhatTrainplanPricesInBf16) {
+  auto with = [](const char* name, const std::string& float8) {
+    return write_temp(name, "[model]\nflavor = \"8B\"\nconverters = [\"float8\"]\n[quantize.linear.float8]\n" + float8);
+  };
+  EXPECT_EQ(error_of(run_train(with("tt_ff_ok.toml", "filter_fqns = [\"output\", \"router.gate\"]\n"))), "");
+  EXPECT_THAT(error_of(run_train(with("tt_ff_none.toml", "enable_fsdp_float8_all_gather = false\n"))),
+              HasSubstr("tt_ff_none.toml:3: model.converters: float8 without quantize.linear.float8.filter_fqns converts "
+                        "the output layer too"));
+  EXPECT_THAT(error_of(run_train(with("tt_ff_empty.toml", "filter_fqns = []\n"))),
+              HasSubstr("tt_ff_empty.toml:5: quantize.linear.float8.filter_fqns: without \"output\" the output layer runs "
+                        "float8"));
+  EXPECT_THAT(error_of(run_train(with("tt_ff_wq.toml", "filter_fqns = [\"attention.wq\", \"output\"]\n"))),
+              HasSubstr("tt_ff_wq.toml:5: quantize.linear.float8.filter_fqns: 'attention.wq' kept out of float8 is not "
+                        "modelled"));
+  // The December 2024 schema: [float8] enable_float8_linear, the output left out by the converter itself.
+  EXPECT_EQ(error_of(run_train(testing::data_path("launch/torchtitan/llama3_8b-2024-12.toml"),
+                               {"--float8.enable_float8_linear"})), "");
 }
 
 // §3.6, §5.3: torch.compile of each block (components "model") is --torch-compile, of the loss ("loss")
