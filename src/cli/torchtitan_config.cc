@@ -148,7 +148,10 @@ constexpr std::array kKeys = {
     // 2025 schemas until torchtitan 1fefaee (2025-07-28; torchao #2356 made it do nothing): read below.
     tt_key{"quantize.linear.float8.force_recompute_fp8_weight_in_bwd", tt_role::setting, ""},
     tt_key{"quantize.linear.float8.filter_fqns", tt_role::setting, ""},
-    tt_key{"quantize.linear.float8.moe_fqns_prototype", tt_role::ignored, ""},
+    // 2025's float8 rowwise MoE prototype (torchtitan 5990fa3; float8.py converted the named MoE layers'
+    // grouped GEMMs): its experts' kernels are not modelled.
+    tt_key{"quantize.linear.float8.moe_fqns_prototype", tt_role::refused_if_on,
+           "the routed experts' grouped GEMMs (torchao's float8 rowwise MoE prototype)"},
     tt_key{"quantize.linear.mx", tt_role::section_ignored, ""},   // read only through model.converters, refused
     tt_key{"quantize.grouped_mm", tt_role::section_ignored, ""},  // likewise
     tt_key{"mx", tt_role::section_ignored, ""},

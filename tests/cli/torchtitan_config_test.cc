@@ -312,6 +312,11 @@ TEST(TorchtitanConfig, Float8FilterFqnsMustLeaveOutWhatTrainplanPricesInBf16) {
   EXPECT_THAT(error_of(run_train(with("tt_ff_wq.toml", "filter_fqns = [\"attention.wq\", \"output\"]\n"))),
               HasSubstr("tt_ff_wq.toml:5: quantize.linear.float8.filter_fqns: 'attention.wq' kept out of float8 is not "
                         "modelled"));
+  // 2025's float8 rowwise MoE prototype converts the experts' grouped GEMMs: refused when it names any.
+  EXPECT_THAT(error_of(run_train(with("tt_ff_moe.toml", "filter_fqns = [\"output\"]\nmoe_fqns_prototype = [\"experts\"]\n"))),
+              HasSubstr("tt_ff_moe.toml:6: quantize.linear.float8.moe_fqns_prototype: would change the routed experts' "
+                        "grouped GEMMs"));
+  EXPECT_EQ(error_of(run_train(with("tt_ff_moe0.toml", "filter_fqns = [\"output\"]\nmoe_fqns_prototype = []\n"))), "");
   // The December 2024 schema: [float8] enable_float8_linear, the output left out by the converter itself.
   EXPECT_EQ(error_of(run_train(testing::data_path("launch/torchtitan/llama3_8b-2024-12.toml"),
                                {"--float8.enable_float8_linear"})), "");
