@@ -141,10 +141,10 @@ class Job:
         moe_routing_trace_capture_logits, moe_routing_trace_dump_weights,
         moe_routing_trace_max_training_iters, moe_routing_trace_path, moe_token_drop_policy,
         moe_train_capacity_factor, moe_upcycling_granularity, moe_use_upcycling, moe_z_loss_coeff,
-        mrope_section, mscale, mscale_all_dim, mtp_loss_scaling_factor, multiple_validation_sets,
-        muon_coefficient_type, muon_extra_scale_factor, muon_fp32_matmul_prec, muon_momentum,
-        muon_nesterov, muon_no_split_qkv, muon_num_ns_steps, muon_scalar_optimizer, muon_scale_mode,
-        muon_tp_mode, muon_use_syrk, mup_attn_scale_power, mup_base_head_dim, mup_base_hidden_size,
+        mrope_section, mtp_loss_scaling_factor, multiple_validation_sets, muon_coefficient_type,
+        muon_extra_scale_factor, muon_fp32_matmul_prec, muon_momentum, muon_nesterov,
+        muon_no_split_qkv, muon_num_ns_steps, muon_scalar_optimizer, muon_scale_mode, muon_tp_mode,
+        muon_use_syrk, mup_attn_scale_power, mup_base_head_dim, mup_base_hidden_size,
         mup_embedding_mult, mup_output_mult, mup_width_mult, nccl_all_reduce_for_prefill,
         nccl_communicator_config_path, no_align_grad_reduce, no_align_param_gather,
         no_async_tensor_model_parallel_allreduce, no_barrier_with_level_1_timing,
@@ -190,10 +190,10 @@ class Job:
         rl_sequence_packing_algo, rl_sequence_packing_max_sequences_per_bin, rl_skip_bos_token,
         rl_submission_granularity, rl_training_cuda_graphs, rl_use_sequence_packing,
         rl_verify_model_weights_swap, rope_scaling_factor, rope_type, rotary_base,
-        rotary_interleaved, rotary_percent, rotary_scaling_factor,
-        rotary_seq_len_interpolation_factor, run_workload_inspector_server, sample_rate, save,
-        save_activations_interval, save_dgrads_interval, save_interval, save_params_interval,
-        save_retain_interval, save_tokens_per_expert_interval, save_wgrads_interval, seed, sft,
+        rotary_interleaved, rotary_percent, rotary_seq_len_interpolation_factor,
+        run_workload_inspector_server, sample_rate, save, save_activations_interval,
+        save_dgrads_interval, save_interval, save_params_interval, save_retain_interval,
+        save_tokens_per_expert_interval, save_wgrads_interval, seed, sft,
         sft_tokenizer_prompt_format, sgd_momentum, short_seq_prob, skip_train, split,
         start_eval_at_iter, start_weight_decay, step_batch_size_schedule, straggler_ctrlr_port,
         straggler_minmax_count, swin_backbone_type, symmetric_ar_type,
@@ -381,6 +381,9 @@ class Job:
         activation: Union[str, os.PathLike[str], None] = ...,
         untie_embeddings_and_output_weights: Optional[bool] = ...,
         position_embedding_type: Union[str, os.PathLike[str], None] = ...,
+        rotary_scaling_factor: Optional[float] = ...,
+        mscale: Optional[float] = ...,
+        mscale_all_dim: Optional[float] = ...,
         enable_gpt_oss: Optional[bool] = ...,
         use_rotary_position_embeddings: Optional[bool] = ...,
         no_position_embedding: Optional[bool] = ...,
@@ -594,6 +597,9 @@ class Job:
         activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
         untie_embeddings_and_output_weights: separate output layer
         position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
+        rotary_scaling_factor [F]: YaRN's scaling factor with --position-embedding-type yarn (its concentration factor picks Megatron-Core's RoPE kernel; §5.3) (default 1)
+        mscale [F]: YaRN's mscale with --position-embedding-type yarn (§5.3) (default 1)
+        mscale_all_dim [F]: YaRN's mscale_all_dim with --position-embedding-type yarn (§5.3) (default 0)
         enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope, YaRN factor 32: Megatron-Core's unfused RoPE; §5.3)
         use_rotary_position_embeddings: = --position-embedding-type rope
         no_position_embedding: = --position-embedding-type none
@@ -838,6 +844,9 @@ def search(*,
     activation: Union[str, os.PathLike[str], None] = ...,
     untie_embeddings_and_output_weights: Optional[bool] = ...,
     position_embedding_type: Union[str, os.PathLike[str], None] = ...,
+    rotary_scaling_factor: Optional[float] = ...,
+    mscale: Optional[float] = ...,
+    mscale_all_dim: Optional[float] = ...,
     enable_gpt_oss: Optional[bool] = ...,
     use_rotary_position_embeddings: Optional[bool] = ...,
     no_position_embedding: Optional[bool] = ...,
@@ -1050,6 +1059,9 @@ def search(*,
     activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
     untie_embeddings_and_output_weights: separate output layer
     position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
+    rotary_scaling_factor [F]: YaRN's scaling factor with --position-embedding-type yarn (its concentration factor picks Megatron-Core's RoPE kernel; §5.3) (default 1)
+    mscale [F]: YaRN's mscale with --position-embedding-type yarn (§5.3) (default 1)
+    mscale_all_dim [F]: YaRN's mscale_all_dim with --position-embedding-type yarn (§5.3) (default 0)
     enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope, YaRN factor 32: Megatron-Core's unfused RoPE; §5.3)
     use_rotary_position_embeddings: = --position-embedding-type rope
     no_position_embedding: = --position-embedding-type none
@@ -1274,6 +1286,9 @@ def shapes(*,
     activation: Union[str, os.PathLike[str], None] = ...,
     untie_embeddings_and_output_weights: Optional[bool] = ...,
     position_embedding_type: Union[str, os.PathLike[str], None] = ...,
+    rotary_scaling_factor: Optional[float] = ...,
+    mscale: Optional[float] = ...,
+    mscale_all_dim: Optional[float] = ...,
     enable_gpt_oss: Optional[bool] = ...,
     use_rotary_position_embeddings: Optional[bool] = ...,
     no_position_embedding: Optional[bool] = ...,
@@ -1493,6 +1508,9 @@ def shapes(*,
     activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
     untie_embeddings_and_output_weights: separate output layer
     position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
+    rotary_scaling_factor [F]: YaRN's scaling factor with --position-embedding-type yarn (its concentration factor picks Megatron-Core's RoPE kernel; §5.3) (default 1)
+    mscale [F]: YaRN's mscale with --position-embedding-type yarn (§5.3) (default 1)
+    mscale_all_dim [F]: YaRN's mscale_all_dim with --position-embedding-type yarn (§5.3) (default 0)
     enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope, YaRN factor 32: Megatron-Core's unfused RoPE; §5.3)
     use_rotary_position_embeddings: = --position-embedding-type rope
     no_position_embedding: = --position-embedding-type none
@@ -1696,6 +1714,9 @@ def plan(job: Optional[Job] = ..., *,
     activation: Union[str, os.PathLike[str], None] = ...,
     untie_embeddings_and_output_weights: Optional[bool] = ...,
     position_embedding_type: Union[str, os.PathLike[str], None] = ...,
+    rotary_scaling_factor: Optional[float] = ...,
+    mscale: Optional[float] = ...,
+    mscale_all_dim: Optional[float] = ...,
     enable_gpt_oss: Optional[bool] = ...,
     use_rotary_position_embeddings: Optional[bool] = ...,
     no_position_embedding: Optional[bool] = ...,
@@ -1923,6 +1944,9 @@ def plan(job: Optional[Job] = ..., *,
     activation [NAME]: gelu, relu, squared_relu, swiglu, geglu, reglu (default gelu)
     untie_embeddings_and_output_weights: separate output layer
     position_embedding_type [TYPE]: learned_absolute, rope, alibi or none (default learned_absolute)
+    rotary_scaling_factor [F]: YaRN's scaling factor with --position-embedding-type yarn (its concentration factor picks Megatron-Core's RoPE kernel; §5.3) (default 1)
+    mscale [F]: YaRN's mscale with --position-embedding-type yarn (§5.3) (default 1)
+    mscale_all_dim [F]: YaRN's mscale_all_dim with --position-embedding-type yarn (§5.3) (default 0)
     enable_gpt_oss: ModelOpt: gpt-oss's YaRN rotary positions (= rope, YaRN factor 32: Megatron-Core's unfused RoPE; §5.3)
     use_rotary_position_embeddings: = --position-embedding-type rope
     no_position_embedding: = --position-embedding-type none

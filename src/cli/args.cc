@@ -1124,6 +1124,12 @@ parsed_job parse_job_fields(const std::vector<std::string>& args, model_need nee
   // megatron/training/arguments.py sizes the MLP at int(8h/3/64)·64 for --swiglu alone; --quick-geglu
   // keeps 4h.
   if (b.quick_geglu && b.job.model.ffn_hidden_size == 0) b.job.model.ffn_hidden_size = 4 * b.job.model.hidden_size;
+  // Megatron's YaRN (argument_utils.py _apply_yarn_config_from_args: yarn_mscale 1 and yarn_mscale_all_dim 0
+  // unless given): its concentration factor decides the RoPE kernel (§5.3).
+  if (b.yarn) {
+    b.job.model.rope_yarn_factor = yarn_factor_for_kernel(b.yarn_factor, b.yarn_mscale.value_or(1.0),
+                                                          b.yarn_mscale_all_dim.value_or(0.0));
+  }
   // Megatron-Core's router carries a bias when the linear layers do (transformer/moe/router.py, TopKRouter:
   // add_bias_linear), as gpt-oss's does: for a model given by Megatron's flags.
   if (b.model_fields && !b.model_chosen && b.job.model.is_moe()) b.job.model.moe.router_bias = b.job.model.add_bias_linear;

@@ -50,6 +50,11 @@ struct job_builder {
   std::vector<nemo_override> nemo_overrides;
   std::string bridge_path;  ///< --bridge-config: a Megatron-Bridge ConfigContainer YAML (bridge_config.h)
   bool quick_geglu = false;    // --quick-geglu: gated, but Megatron's 4h default width (not --swiglu's)
+  // --position-embedding-type yarn and its scaling (Megatron's --rotary-scaling-factor, default 1, --mscale,
+  // --mscale-all-dim: argument_utils.py _apply_yarn_config_from_args), read into rope_yarn_factor (§5.3).
+  bool yarn = false;
+  double yarn_factor = 1.0;
+  std::optional<double> yarn_mscale, yarn_mscale_all_dim;
   std::int64_t num_gpus = 0;
   std::int64_t num_nodes = 0;
   std::int64_t gpus_per_node = 0;

@@ -175,9 +175,26 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--position-embedding-type", "", "TYPE", "learned_absolute", "model",
                       "learned_absolute, rope, alibi or none",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
-                        b.job.model.position_embedding = parse_position_embedding(v, f);
+                        // Megatron's yarn is RoPE whose cos and sin YaRN rescales (read after the flags).
+                        b.yarn = v == "yarn";
+                        b.job.model.position_embedding = b.yarn ? position_embedding_kind::rope : parse_position_embedding(v, f);
                         b.model_fields = true;
                       }, "model.position_embedding")));
+    t.push_back(value("--rotary-scaling-factor", "", "F", "1", "model",
+                      "YaRN's scaling factor with --position-embedding-type yarn (its concentration factor picks "
+                      "Megatron-Core's RoPE kernel; §5.3)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        b.yarn_factor = to_between(v, f, 1e-6, 1e6, "");
+                      }, "model.rope_yarn_factor")));
+    t.push_back(value("--mscale", "", "F", "1", "model", "YaRN's mscale with --position-embedding-type yarn (§5.3)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        b.yarn_mscale = to_between(v, f, 0, 1e3, "");
+                      }, "model.rope_yarn_factor")));
+    t.push_back(value("--mscale-all-dim", "", "F", "0", "model",
+                      "YaRN's mscale_all_dim with --position-embedding-type yarn (§5.3)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        b.yarn_mscale_all_dim = to_between(v, f, 0, 1e3, "");
+                      }, "model.rope_yarn_factor")));
     // ModelOpt's --enable-gpt-oss (megatron/post_training/model_builder.py): the YaRN-scaled rotary
     // embedding of gpt-oss (yarn_rotary_scaling_factor 32.0), no position table.
     t.push_back(swtch("--enable-gpt-oss", "", "model",

@@ -504,9 +504,24 @@ void reader::model_shape() {
     if (heads == nullptr || g->v != heads->v) add(*g, {"--group-query-attention", "--num-query-groups", g->text});
   }
   done("model.num_query_groups");
-  // YaRN is RoPE with rescaled frequencies (the same kernels); Megatron's flag spells the others alike.
+  // YaRN is RoPE with rescaled frequencies, its concentration factor deciding Megatron-Core's RoPE kernel
+  // (§5.3): the provider's yarn_rotary_scaling_factor, yarn_mscale and yarn_mscale_all_dim (GPTModel reads
+  // them off the config) as Megatron's flags spell them; the other kinds alike.
   if (const br_value* p = find("model.position_embedding_type"); p != nullptr && !p->v.is_null()) {
-    add(*p, {"--position-embedding-type", p->text == "yarn" ? "rope" : p->text});
+    add(*p, {"--position-embedding-type", p->text});
+    if (p->text == "yarn") {
+      const std::array<std::pair<const char*, const char*>, 3> kYarn = {{
+          {"model.yarn_rotary_scaling_factor", "--rotary-scaling-factor"},
+          {"model.yarn_mscale", "--mscale"},
+          {"model.yarn_mscale_all_dim", "--mscale-all-dim"}}};
+      for (const auto& [key, flag] : kYarn) {
+        if (const br_value* y = find(key); y != nullptr && !y->v.is_null()) {
+          if (!y->v.is_number()) fail(*y, "expected a number");
+          add(*y, {flag, y->text});
+        }
+        done(key);
+      }
+    }
   }
   done("model.position_embedding_type");
   // GPTModelProvider.provide: the vocabulary as given, padded to make_vocab_size_divisible_by × TP only

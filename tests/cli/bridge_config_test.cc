@@ -84,6 +84,11 @@ TEST(BridgeConfig, GptOss120bDryRunConfigIsTheJob) {
                                                    static_cast<std::uint8_t>(recompute_module::moe_act));
   EXPECT_THAT(pj.ignored_flags, Contains("gpt_oss_120b_pretrain_h100_fp8_mx_v1.yaml:checkpoint.*"));
   EXPECT_THAT(pj.ignored_flags, Contains(HasSubstr("model.cuda_graph_scope=full (read with CUDA graphs alone)")));
+  // Its YaRN (position_embedding_type yarn, yarn_rotary_scaling_factor 32, the mscales null) as the catalog's:
+  // a concentration of 1.35, Megatron-Core's unfused RoPE despite apply_rope_fusion (§5.3).
+  EXPECT_DOUBLE_EQ(pj.job.model.rope_yarn_factor, 32.0);
+  EXPECT_TRUE(pj.job.training.rope_fusion);
+  EXPECT_THAT(pj.ignored_flags, Not(Contains(HasSubstr("yarn_rotary_scaling_factor"))));
 }
 
 // Megatron-FSDP (dist.use_megatron_fsdp, or ddp's, with ddp.data_parallel_sharding_strategy): gpt-oss-120b's

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -115,6 +116,16 @@ window_kind parse_window_kind(std::string_view s, std::string_view field) { retu
 
 position_embedding_kind parse_position_embedding(std::string_view s, std::string_view field) {
   return parse_enum(s, field, kPositionNames);
+}
+
+double yarn_concentration(double factor, std::optional<double> mscale, std::optional<double> mscale_all_dim) {
+  auto m = [factor](double k) { return factor <= 1 ? 1.0 : 0.1 * k * std::log(factor) + 1.0; };
+  if (!mscale || !mscale_all_dim) return m(1.0);
+  return m(*mscale) / m(*mscale_all_dim);
+}
+
+double yarn_factor_for_kernel(double factor, std::optional<double> mscale, std::optional<double> mscale_all_dim) {
+  return std::fabs(yarn_concentration(factor, mscale, mscale_all_dim) - 1.0) > 1e-12 ? factor : 0.0;
 }
 activation_kind parse_activation(std::string_view s, std::string_view field) {
   return parse_enum(s, field, kActivationNames);

@@ -114,7 +114,6 @@ constexpr extension kExtensions[] = {
        m.moe.router_num_groups = 8;                 // n_group, topk_group: node-limited routing
        m.moe.router_group_topk = 4;
        m.mtp_num_layers = 1;                        // num_nextn_predict_layers
-       m.rope_yarn_factor = 40;                     // rope_scaling: yarn, factor 40 (MLA's RoPE: its own kernels)
      }},
     {"qwen2-57b-a14b",
      [](model_spec& m) {

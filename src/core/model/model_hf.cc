@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -593,13 +594,19 @@ model_spec read_hf(const document& whole) {
                                : m.max_position_embeddings > 0 ? m.max_position_embeddings
                                                                : 2048;
   m.rope_original_context = pretrain_context;
-  // YaRN (rope_scaling.rope_type, or the older "type", "yarn"): its factor sets Megatron-Core's RoPE kernel (§5.3).
+  // YaRN (rope_scaling.rope_type, or the older "type", "yarn"): its factor and mscales set Megatron-Core's RoPE
+  // kernel (§5.3); Megatron-Bridge's conversion carries mscale and mscale_all_dim over as they are.
   if (rs != nullptr && rs->is_object()) {
     const auto kind = rs->contains("rope_type") ? rs->find("rope_type") : rs->find("type");
     const auto factor = rs->find("factor");
     if (kind != rs->end() && kind->is_string() && kind->get<std::string>() == "yarn" && factor != rs->end() &&
         factor->is_number() && factor->get<double>() > 0) {
-      m.rope_yarn_factor = factor->get<double>();
+      auto number = [&](const char* key) -> std::optional<double> {
+        const auto it = rs->find(key);
+        if (it == rs->end() || !it->is_number()) return std::nullopt;
+        return it->get<double>();
+      };
+      m.rope_yarn_factor = yarn_factor_for_kernel(factor->get<double>(), number("mscale"), number("mscale_all_dim"));
     }
   }
   m.seq_length = r.optional_int({"seq_length"}, context);

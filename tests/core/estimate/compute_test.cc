@@ -419,6 +419,19 @@ TEST(ComputeFusions, MegatronsUnfusedRopeIsPricedByItsKernels) {
   job_spec unscaled = parse_job_args(oss).job;
   unscaled.model.rope_yarn_factor = 1;  // no scaling: concentration 1, TE's kernel
   EXPECT_LT(estimate_time(unscaled).iteration_s, estimate_time(parse_job_args(oss).job).iteration_s);
+  // Megatron's flags: --position-embedding-type yarn with --rotary-scaling-factor (default 1: no scaling) and
+  // the mscales (defaults 1 and 0, argument_utils.py); equal mscales cancel the concentration.
+  auto yarn = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), {"--position-embedding-type", "yarn"});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return parse_job_args(a).job.model.rope_yarn_factor;
+  };
+  EXPECT_DOUBLE_EQ(yarn({"--rotary-scaling-factor", "32"}), 32.0);
+  EXPECT_DOUBLE_EQ(yarn({}), 0.0);
+  EXPECT_DOUBLE_EQ(yarn({"--rotary-scaling-factor", "32", "--mscale", "1", "--mscale-all-dim", "1"}), 0.0);
+  EXPECT_NEAR(layer({"--position-embedding-type", "yarn", "--rotary-scaling-factor", "32"}).forward.memory_s,
+              unfused.forward.memory_s, 1e-15);
   for (const char* fw : {"deepspeed", "fsdp"}) {
     EXPECT_THAT([&] { parse_job_args({"--model", "llama3-8b", "--num-gpus", "8", "--framework", fw, "--zero-stage",
                                       "2", "--no-rope-fusion"}); },

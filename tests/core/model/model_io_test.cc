@@ -1,6 +1,8 @@
 // Model files: our YAML/JSON format, Hugging Face config.json, and their error messages.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cctype>
 #include <cstdint>
 #include <filesystem>
@@ -176,6 +178,18 @@ TEST(ModelIoHf, ReadsYarnsFactorFromEitherKey) {
   EXPECT_DOUBLE_EQ(m.rope_yarn_factor, 4.0);
   EXPECT_EQ(m.rope_original_context, 32768);
   EXPECT_DOUBLE_EQ(load_model_file(hf("llama3-8b.json")).rope_yarn_factor, 0.0);
+  // DeepSeek-V3's YaRN (factor 40, mscale = mscale_all_dim = 1) has a concentration of 1: TE's kernel.
+  EXPECT_DOUBLE_EQ(load_model_file(hf("deepseek-v3.json")).rope_yarn_factor, 0.0);
+}
+
+// Megatron-Core's concentration factor (yarn_rotary_pos_embedding.py): m(f, k) = 0.1·k·ln f + 1 for f > 1.
+TEST(ModelYarn, ConcentrationAsMegatronCoreComputesIt) {
+  EXPECT_NEAR(yarn_concentration(32, std::nullopt, std::nullopt), 0.1 * std::log(32.0) + 1, 1e-15);  // gpt-oss: 1.3466
+  EXPECT_NEAR(yarn_concentration(32, 1.0, 0.0), 0.1 * std::log(32.0) + 1, 1e-15);  // Megatron's flag defaults
+  EXPECT_DOUBLE_EQ(yarn_concentration(40, 1.0, 1.0), 1.0);                          // DeepSeek-V3
+  EXPECT_DOUBLE_EQ(yarn_concentration(1, std::nullopt, std::nullopt), 1.0);         // no scaling
+  EXPECT_DOUBLE_EQ(yarn_factor_for_kernel(32, std::nullopt, std::nullopt), 32.0);
+  EXPECT_DOUBLE_EQ(yarn_factor_for_kernel(40, 1.0, 1.0), 0.0);
 }
 
 TEST(ModelIoHf, NameFallsBackToFileStem) {

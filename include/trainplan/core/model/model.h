@@ -23,6 +23,13 @@ std::string_view to_string(norm_kind k);
 /// Parse from the names above (Megatron's spellings, e.g. "learned_absolute", "rope", "RMSNorm",
 /// are accepted too). Throw input_error naming `field` on an unknown value.
 position_embedding_kind parse_position_embedding(std::string_view s, std::string_view field);
+/// YaRN's concentration factor as Megatron-Core computes it (yarn_rotary_pos_embedding.py
+/// _yarn_get_concentration_factor): with mscale and mscale_all_dim both given, m(f, mscale) / m(f, mscale_all_dim),
+/// else m(f, 1), where m(f, k) = 0.1·k·ln f + 1 for f > 1, and 1 otherwise (§5.3).
+double yarn_concentration(double factor, std::optional<double> mscale, std::optional<double> mscale_all_dim);
+/// The model_spec::rope_yarn_factor a YaRN configuration gives: its factor where the concentration is not 1
+/// (Megatron-Core's unfused RoPE), else 0 (TE's fused kernel).
+double yarn_factor_for_kernel(double factor, std::optional<double> mscale, std::optional<double> mscale_all_dim);
 activation_kind parse_activation(std::string_view s, std::string_view field);
 norm_kind parse_norm(std::string_view s, std::string_view field);
 
@@ -142,9 +149,9 @@ struct model_spec {
   /// A Hugging Face config's rope_scaling.original_max_position_embeddings: the context the model was
   /// pretrained at before its RoPE scaling (0: none); the default sequence of a plan.
   std::int64_t rope_original_context = 0;
-  /// YaRN's rope_scaling.factor (gpt-oss: 32); 0: no YaRN. Above 1 Megatron-Core scales cos and sin by
-  /// the concentration factor 0.1·ln(f) + 1, which Transformer Engine's fused RoPE does not take, so it
-  /// runs the unfused RoPE (§5.3).
+  /// YaRN's factor (gpt-oss: 32) where its concentration factor is not 1 (yarn_factor_for_kernel): Megatron-Core
+  /// then scales cos and sin by it, which Transformer Engine's fused RoPE does not take, and runs the
+  /// unfused RoPE (§5.3); 0: no YaRN, or a concentration of 1 (DeepSeek-V3's mscale = mscale_all_dim).
   double rope_yarn_factor = 0;
   /// Windowed attention: a windowed layer attends to `sliding_window` tokens (window_kind); 0: every
   /// layer attends fully. Which layers are windowed: all, or all but every window_skip_freq-th
