@@ -241,6 +241,21 @@ TEST(ComputeBackwardSplit, WeightGradientIsTheDwGemmsOfTheLayer) {
 namespace trainplan {
 namespace {
 
+/// One layer of `kind` as the job of `base` and `extra` flags runs it (§5).
+unit_time layer_of(const std::vector<std::string>& base, const std::vector<std::string>& extra,
+                   layer_kind kind = layer_kind::dense) {
+  std::vector<std::string> a = base;
+  a.insert(a.end(), extra.begin(), extra.end());
+  const job_spec job = parse_job_args(a).job;
+  return layer_compute(job, effective_compute_efficiency(job.cluster.gpu), kind);
+}
+
+/// What a byte of a memory-bound kernel costs on the job's GPU (§5.3), s.
+double seconds_per_byte(const job_spec& job) {
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  return 1.0 / (job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+}
+
 // §5.3: the alltoall dispatcher sorts the rows it receives by local expert after the dispatch and back
 // before the combine (Megatron-Core's MoEAlltoAllTokenDispatcher, sort_chunks_by_idxs); flex does not. Mixtral
 // 8x7B at EP 2 (4 local experts), 4,096 tokens, top-2, balanced: 2·4096·2/8 = 2,048 rows per local expert,
@@ -268,15 +283,10 @@ TEST(ComputeMoe, TheAllToAllDispatcherSortsTheReceivedRowsByLocalExpert) {
 TEST(ComputeEagerKernels, TorchtitansNormsRopeAndGqaCopiesByTheBytesTheyMove) {
   const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
                                          "--seq-length", "8192", "--framework", "fsdp", "--zero-stage", "3"};
-  auto layer = [&](std::vector<std::string> extra) {
-    std::vector<std::string> a = base;
-    a.insert(a.end(), extra.begin(), extra.end());
-    const job_spec job = parse_job_args(a).job;
-    return layer_compute(job, effective_compute_efficiency(job.cluster.gpu), layer_kind::dense);
-  };
+  auto layer = [&](const std::vector<std::string>& extra) { return layer_of(base, extra); };
   const job_spec job = parse_job_args(base).job;
   const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
-  const double per_byte = 1.0 / (job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const double per_byte = seconds_per_byte(job);
   const double hidden = 8192.0 * 4096;  // the norms' elements
   const unit_time eager = layer({});
   const unit_time fused = layer({"--norm-kernel", "fused"});
@@ -386,15 +396,10 @@ TEST(ComputeFusions, MegatronsSwitchesPriceThePyTorchKernelsTheyLeave) {
 TEST(ComputeFusions, MegatronsUnfusedRopeIsPricedByItsKernels) {
   const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "1",
                                          "--seq-length", "8192", "--mbs", "1", "--gbs", "1", "--bf16"};
-  auto layer = [&](std::vector<std::string> extra) {
-    std::vector<std::string> a = base;
-    a.insert(a.end(), extra.begin(), extra.end());
-    const job_spec job = parse_job_args(a).job;
-    return layer_compute(job, effective_compute_efficiency(job.cluster.gpu), layer_kind::dense);
-  };
+  auto layer = [&](const std::vector<std::string>& extra) { return layer_of(base, extra); };
   const job_spec job = parse_job_args(base).job;
   const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
-  const double per_byte = 1.0 / (job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const double per_byte = seconds_per_byte(job);
   const double elems = 8192.0 * (4096 + 1024);
   const unit_time fused = layer({});
   const unit_time unfused = layer({"--no-rope-fusion"});
@@ -449,17 +454,12 @@ TEST(ComputeFusions, MegatronsUnfusedRopeIsPricedByItsKernels) {
 TEST(ComputeFusions, MegatronsUnfusedMoePermuteAddsItsZeroedOutputAndIndexKernels) {
   const std::vector<std::string> base = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "8",
                                          "--ep", "8", "--mbs", "1", "--gbs", "8", "--bf16"};
-  auto layer = [&](bool fused) {
-    std::vector<std::string> a = base;
-    if (fused) a.emplace_back("--moe-permute-fusion");
-    const job_spec job = parse_job_args(a).job;
-    return layer_compute(job, effective_compute_efficiency(job.cluster.gpu), layer_kind::moe);
-  };
   const job_spec job = parse_job_args(base).job;
   const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
-  const double per_byte = 1.0 / (job.cluster.gpu.memory_bandwidth_bytes_per_s * e.memory_bandwidth_fraction);
+  const double per_byte = seconds_per_byte(job);
   const double hidden = 4096.0 * 4096;
-  const unit_time fused = layer(true), unfused = layer(false);
+  const unit_time fused = layer_of(base, {"--moe-permute-fusion"}, layer_kind::moe);
+  const unit_time unfused = layer_of(base, {}, layer_kind::moe);
   EXPECT_NEAR(unfused.forward.memory_s - fused.forward.memory_s, 2 * 2 * hidden * per_byte + 11 * e.kernel_overhead_s,
               1e-12);
   EXPECT_NEAR(unfused.backward.memory_s - fused.backward.memory_s, 2 * 2 * hidden * per_byte + e.kernel_overhead_s,
