@@ -177,7 +177,11 @@ const std::vector<flag_def>& flag_table() {
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
                         // Megatron's yarn is RoPE whose cos and sin YaRN rescales (read after the flags).
                         b.yarn = v == "yarn";
-                        b.job.model.position_embedding = b.yarn ? position_embedding_kind::rope : parse_position_embedding(v, f);
+                        try {
+                          b.job.model.position_embedding = b.yarn ? position_embedding_kind::rope : parse_position_embedding(v, f);
+                        } catch (const input_error& e) {
+                          throw input_error(std::string(e.what()) + ", yarn");
+                        }
                         b.model_fields = true;
                       }, "model.position_embedding")));
     t.push_back(value("--rotary-scaling-factor", "", "F", "1", "model",

@@ -435,6 +435,10 @@ TEST(ComputeFusions, MegatronsUnfusedRopeIsPricedByItsKernels) {
   EXPECT_DOUBLE_EQ(yarn({"--rotary-scaling-factor", "32"}), 32.0);
   EXPECT_DOUBLE_EQ(yarn({}), 0.0);
   EXPECT_DOUBLE_EQ(yarn({"--rotary-scaling-factor", "32", "--mscale", "1", "--mscale-all-dim", "1"}), 0.0);
+  EXPECT_THAT([] { parse_job_args({"--model", "llama3-8b", "--position-embedding-type", "yarnx"}); },
+              ::testing::ThrowsMessage<input_error>(::testing::HasSubstr(
+                  "--position-embedding-type: unknown value 'yarnx'; one of: learned, learned_absolute, rope, alibi, "
+                  "none, nope, yarn")));
   EXPECT_NEAR(layer({"--position-embedding-type", "yarn", "--rotary-scaling-factor", "32"}).forward.memory_s,
               unfused.forward.memory_s, 1e-15);
   for (const char* fw : {"deepspeed", "fsdp"}) {
