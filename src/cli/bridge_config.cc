@@ -510,15 +510,23 @@ void reader::model_shape() {
   if (const br_value* p = find("model.position_embedding_type"); p != nullptr && !p->v.is_null()) {
     add(*p, {"--position-embedding-type", p->text});
     if (p->text == "yarn") {
-      const std::array<std::pair<const char*, const char*>, 3> kYarn = {{
-          {"model.yarn_rotary_scaling_factor", "--rotary-scaling-factor"},
-          {"model.yarn_mscale", "--mscale"},
-          {"model.yarn_mscale_all_dim", "--mscale-all-dim"}}};
-      for (const auto& [key, flag] : kYarn) {
-        if (const br_value* y = find(key); y != nullptr && !y->v.is_null()) {
-          if (!y->v.is_number()) fail(*y, "expected a number");
-          add(*y, {flag, y->text});
-        }
+      // Megatron-Core takes the mscales' ratio only when both are set, else m(f, 1) (§5.3): one alone is
+      // passed as neither, so that the flags' defaults (1 and 0, which give m(f, 1) too) stand.
+      auto given = [&](const char* key) {
+        const br_value* y = find(key);
+        if (y == nullptr || y->v.is_null()) return static_cast<const br_value*>(nullptr);
+        if (!y->v.is_number()) fail(*y, "expected a number");
+        return y;
+      };
+      const br_value* factor = given("model.yarn_rotary_scaling_factor");
+      const br_value* mscale = given("model.yarn_mscale");
+      const br_value* all_dim = given("model.yarn_mscale_all_dim");
+      if (factor != nullptr) add(*factor, {"--rotary-scaling-factor", factor->text});
+      if (mscale != nullptr && all_dim != nullptr) {
+        add(*mscale, {"--mscale", mscale->text});
+        add(*all_dim, {"--mscale-all-dim", all_dim->text});
+      }
+      for (const char* key : {"model.yarn_rotary_scaling_factor", "model.yarn_mscale", "model.yarn_mscale_all_dim"}) {
         done(key);
       }
     }

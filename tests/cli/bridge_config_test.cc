@@ -89,6 +89,17 @@ TEST(BridgeConfig, GptOss120bDryRunConfigIsTheJob) {
   EXPECT_DOUBLE_EQ(pj.job.model.rope_yarn_factor, 32.0);
   EXPECT_TRUE(pj.job.training.rope_fusion);
   EXPECT_THAT(pj.ignored_flags, Not(Contains(HasSubstr("yarn_rotary_scaling_factor"))));
+  // One mscale alone is not Megatron-Core's ratio: yarn_mscale 0 with yarn_mscale_all_dim null is still
+  // m(32, 1) = 1.35 (the unfused kernel); with both 0 the ratio is 1 (TE's).
+  std::string text = read_text(bridge_file("gpt_oss_120b_pretrain_h100_fp8_mx_v1.yaml"));
+  text.replace(text.find("yarn_mscale: null"), 17, "yarn_mscale: 0.0");
+  const std::string alone = write_temp("bridge_yarn_alone.yaml", text);
+  EXPECT_DOUBLE_EQ(parse({"--cluster", "dgx-h100", "--num-gpus", "64", "--bridge-config", alone}).job.model.rope_yarn_factor,
+                   32.0);
+  text.replace(text.find("yarn_mscale_all_dim: null"), 25, "yarn_mscale_all_dim: 0.0");
+  const std::string both = write_temp("bridge_yarn_both.yaml", text);
+  EXPECT_DOUBLE_EQ(parse({"--cluster", "dgx-h100", "--num-gpus", "64", "--bridge-config", both}).job.model.rope_yarn_factor,
+                   0.0);
 }
 
 // Megatron-FSDP (dist.use_megatron_fsdp, or ddp's, with ddp.data_parallel_sharding_strategy): gpt-oss-120b's
