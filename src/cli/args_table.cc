@@ -178,7 +178,8 @@ const std::vector<flag_def>& flag_table() {
                         // Megatron's yarn is RoPE whose cos and sin YaRN rescales (read after the flags).
                         b.yarn = v == "yarn";
                         try {
-                          b.job.model.position_embedding = b.yarn ? position_embedding_kind::rope : parse_position_embedding(v, f);
+                          b.job.model.position_embedding =
+                              b.yarn ? position_embedding_kind::rope : parse_position_embedding(v, f);
                         } catch (const input_error& e) {
                           throw input_error(std::string(e.what()) + ", yarn");
                         }

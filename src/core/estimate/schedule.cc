@@ -159,7 +159,8 @@ double exposed_reduction_s(double reduce_s, double chunk_backward_s, std::int64_
   if (buckets > 0) {
     exposed = std::max({exposed, per_chunk - (1 - 1 / buckets) * chunk_backward_s, per_chunk / buckets});
     for (std::int64_t j = 1; j < v; ++j) {
-      exposed = std::max(exposed, static_cast<double>(j + 1) * per_chunk - static_cast<double>(j * p) * chunk_backward_s);
+      const double after = static_cast<double>(j * p) * chunk_backward_s;  // one bucket, after its last backward
+      exposed = std::max(exposed, static_cast<double>(j + 1) * per_chunk - after);
     }
     return exposed;
   }
@@ -181,7 +182,8 @@ void finish(const schedule_input& in, schedule_result& r) {
     const stage_times& s = in.stages[i];
     stage_usage& u = r.stages[i];
     u.grad_reduce_exposed_s =
-        exposed_reduction_s(s.grad_reduce_s, s.backward_s, p, in.num_chunks, in.overlap_grad_reduce, s.grad_reduce_buckets);
+        exposed_reduction_s(s.grad_reduce_s, s.backward_s, p, in.num_chunks, in.overlap_grad_reduce,
+                            s.grad_reduce_buckets);
     // What the reduction hides under runs slower by the SMs its kernel holds (§5.4).
     u.grad_reduce_stretch_s = (s.grad_reduce_s - u.grad_reduce_exposed_s) * in.overlap_compute_stretch;
     u.grad_reduce_exposed_s += u.grad_reduce_stretch_s;
