@@ -130,7 +130,7 @@ class Job:
         memory_snapshot_path, merge_file, micro_batch_size_*, mid_level_dataset_surplus,
         min_loss_scale, min_lr, mla_down_proj_fusion, mlp_chunks_for_prefill, mlp_type, mock_data,
         modelopt_enabled, moe_aux_loss_coeff, moe_enable_routing_replay, moe_eval_capacity_factor,
-        moe_grouped_gemm, moe_input_jitter_eps, moe_loss_coeff, moe_min_capacity,
+        moe_input_jitter_eps, moe_loss_coeff, moe_min_capacity,
         moe_pad_experts_for_cuda_graph_inference, moe_per_layer_logging,
         moe_permute_fusion_into_hybridep, moe_router_bias_update_rate, moe_router_dtype,
         moe_router_force_biased, moe_router_force_load_balancing, moe_router_fusion,
@@ -530,6 +530,7 @@ class Job:
         no_bias_dropout_fusion: Optional[bool] = ...,
         no_rope_fusion: Optional[bool] = ...,
         moe_permute_fusion: Optional[bool] = ...,
+        moe_grouped_gemm: Optional[bool] = ...,
         no_masked_softmax_fusion: Optional[bool] = ...,
         recompute_granularity: Union[str, os.PathLike[str], None] = ...,
         recompute: Union[str, os.PathLike[str], None] = ...,
@@ -731,6 +732,7 @@ class Job:
         no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
         no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
         moe_permute_fusion: Transformer Engine's fused MoE permute and unpermute (Megatron-Core; off: its PyTorch path, a zeroed output filled by scatter_add_ and a dozen index kernels; §5.3)
+        moe_grouped_gemm: the local experts as Transformer Engine's grouped GEMM (Megatron-Core's TEGroupedMLP; off: SequentialMLP, each expert's GEMMs and activation launched one after another; §5.1.1)
         no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
         recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
         recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
@@ -975,6 +977,7 @@ def search(*,
     no_bias_dropout_fusion: Optional[bool] = ...,
     no_rope_fusion: Optional[bool] = ...,
     moe_permute_fusion: Optional[bool] = ...,
+    moe_grouped_gemm: Optional[bool] = ...,
     no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     moe_layer_recompute: Optional[bool] = ...,
@@ -1183,6 +1186,7 @@ def search(*,
     no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
     no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
     moe_permute_fusion: Transformer Engine's fused MoE permute and unpermute (Megatron-Core; off: its PyTorch path, a zeroed output filled by scatter_add_ and a dozen index kernels; §5.3)
+    moe_grouped_gemm: the local experts as Transformer Engine's grouped GEMM (Megatron-Core's TEGroupedMLP; off: SequentialMLP, each expert's GEMMs and activation launched one after another; §5.1.1)
     no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
     moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
@@ -1417,6 +1421,7 @@ def shapes(*,
     no_bias_dropout_fusion: Optional[bool] = ...,
     no_rope_fusion: Optional[bool] = ...,
     moe_permute_fusion: Optional[bool] = ...,
+    moe_grouped_gemm: Optional[bool] = ...,
     no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_modules: Union[int, str, Sequence[Union[int, str, bool]], None] = ...,
     moe_layer_recompute: Optional[bool] = ...,
@@ -1632,6 +1637,7 @@ def shapes(*,
     no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
     no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
     moe_permute_fusion: Transformer Engine's fused MoE permute and unpermute (Megatron-Core; off: its PyTorch path, a zeroed output filled by scatter_add_ and a dozen index kernels; §5.3)
+    moe_grouped_gemm: the local experts as Transformer Engine's grouped GEMM (Megatron-Core's TEGroupedMLP; off: SequentialMLP, each expert's GEMMs and activation launched one after another; §5.1.1)
     no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)
     moe_layer_recompute: = --recompute-granularity selective with the moe module added (Megatron-Core, deprecated)
@@ -1861,6 +1867,7 @@ def plan(job: Optional[Job] = ..., *,
     no_bias_dropout_fusion: Optional[bool] = ...,
     no_rope_fusion: Optional[bool] = ...,
     moe_permute_fusion: Optional[bool] = ...,
+    moe_grouped_gemm: Optional[bool] = ...,
     no_masked_softmax_fusion: Optional[bool] = ...,
     recompute_granularity: Union[str, os.PathLike[str], None] = ...,
     recompute: Union[str, os.PathLike[str], None] = ...,
@@ -2077,6 +2084,7 @@ def plan(job: Optional[Job] = ..., *,
     no_bias_dropout_fusion: bias add, dropout and residual add as separate kernels (Megatron's fused bias_dropout_add off; §5.3)
     no_rope_fusion: Megatron-Core's unfused RoPE (multiplies, rotate-half and concatenations as PyTorch kernels) instead of Transformer Engine's fused kernel (§5.3)
     moe_permute_fusion: Transformer Engine's fused MoE permute and unpermute (Megatron-Core; off: its PyTorch path, a zeroed output filled by scatter_add_ and a dozen index kernels; §5.3)
+    moe_grouped_gemm: the local experts as Transformer Engine's grouped GEMM (Megatron-Core's TEGroupedMLP; off: SequentialMLP, each expert's GEMMs and activation launched one after another; §5.1.1)
     no_masked_softmax_fusion: scale, mask and softmax of the unfused attention core as PyTorch's separate kernels (Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)
     recompute_granularity / recompute [KIND]: none, selective, full, or op (torchtitan's per-op selective checkpointing: FSDP, TP 1; §3.4.4) (default none)
     recompute_modules [LIST]: selective recomputation's modules: core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj (Megatron-Core; §3.4.4) (default core_attn)

@@ -113,7 +113,7 @@ constexpr const char* kIgnoredFlags[] = {
     "--apply-residual-connection-post-layernorm", "--apply-layernorm-1p", "--no-persist-layer-norm",
     "--use-fused-rmsnorm", "--sync-tp-duplicated-parameters",
     "--reset-position-ids", "--reset-attention-mask", "--eod-mask-loss", "--no-async-tensor-model-parallel-allreduce",
-    "--moe-grouped-gemm", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff",
+    "--moe-router-load-balancing-type", "--moe-aux-loss-coeff",
     "--moe-z-loss-coeff", "--moe-router-pre-softmax", "--untie-embeddings-and-output-weights-*",
     "--micro-batch-size-*", "--ffn-hidden-size-*", "--valid-data-path", "--test-data-path", "--train-data-path",
     "--data-cache-path", "--mock-data", "--no-mmap-bin-files", "--distributed-timeout-minutes", "--ckpt-format",

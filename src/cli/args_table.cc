@@ -757,6 +757,10 @@ const std::vector<flag_def>& flag_table() {
                       "Transformer Engine's fused MoE permute and unpermute (Megatron-Core; off: its PyTorch path, a "
                       "zeroed output filled by scatter_add_ and a dozen index kernels; §5.3)",
                       SWITCH(b.job.training.moe_permute_fusion = true)));
+    t.push_back(swtch("--moe-grouped-gemm", "", "training",
+                      "the local experts as Transformer Engine's grouped GEMM (Megatron-Core's TEGroupedMLP; off: "
+                      "SequentialMLP, each expert's GEMMs and activation launched one after another; §5.1.1)",
+                      SWITCH(b.job.training.moe_grouped_gemm = true)));
     t.push_back(swtch("--no-masked-softmax-fusion", "", "training",
                       "scale, mask and softmax of the unfused attention core as PyTorch's separate kernels "
                       "(Megatron's FusedScaleMaskSoftmax falls back to its torch path; §5.3)",

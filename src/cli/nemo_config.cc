@@ -215,7 +215,7 @@ constexpr std::array kKeys = {
     nm_key{"model.moe_router_topk", nm_role::custom, "", "", ""},
     nm_key{"model.moe_token_dropping", nm_role::refused_if_on, "", "", "the tokens each expert runs (token dropping)"},
     nm_key{"model.moe_router_load_balancing_type", nm_role::ignored, "", "", ""},
-    nm_key{"model.moe_grouped_gemm", nm_role::ignored, "", "", ""},
+    nm_key{"model.moe_grouped_gemm", nm_role::switch_on, "--moe-grouped-gemm", "", ""},
     nm_key{"model.moe_aux_loss_coeff", nm_role::ignored, "", "", ""},
     nm_key{"model.moe_z_loss_coeff", nm_role::ignored, "", "", ""},
     nm_key{"model.moe_input_jitter_eps", nm_role::ignored, "", "", ""},

@@ -82,6 +82,7 @@ TEST(BridgeConfig, GptOss120bDryRunConfigIsTheJob) {
   EXPECT_EQ(pj.job.training.zero_stage, 1);           // ddp.use_distributed_optimizer
   EXPECT_EQ(pj.job.training.recompute_modules, static_cast<std::uint8_t>(recompute_module::layernorm) |
                                                    static_cast<std::uint8_t>(recompute_module::moe_act));
+  EXPECT_TRUE(pj.job.training.moe_grouped_gemm);  // model.moe_grouped_gemm: TEGroupedMLP (§5.1.1)
   EXPECT_THAT(pj.ignored_flags, Contains("gpt_oss_120b_pretrain_h100_fp8_mx_v1.yaml:checkpoint.*"));
   EXPECT_THAT(pj.ignored_flags, Contains(HasSubstr("model.cuda_graph_scope=full (read with CUDA graphs alone)")));
   // Its YaRN (position_embedding_type yarn, yarn_rotary_scaling_factor 32, the mscales null) as the catalog's:

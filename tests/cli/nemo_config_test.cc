@@ -99,6 +99,9 @@ TEST(NemoConfig, Mixtral8x7bPadsToItsCapacity) {
   EXPECT_EQ(pj.job.model.moe.router_topk, 2);
   EXPECT_DOUBLE_EQ(pj.job.model.moe.capacity_factor, 1.0);
   EXPECT_EQ(pj.job.parallel.ep, 8);
+  // model.moe_grouped_gemm (false here: SequentialMLP) is Megatron-Core's --moe-grouped-gemm.
+  EXPECT_FALSE(pj.job.training.moe_grouped_gemm);
+  EXPECT_TRUE(parse(pretrain("mixtral_8x7b.yaml", {"model.moe_grouped_gemm=true"})).job.training.moe_grouped_gemm);
   // Megatron's flag: the estimate of its capacity factor (every expert at the capacity), and Megatron-Core's
   // own check without one.
   const args_t cf = {"--model", "mixtral-8x7b", "--ep", "8", "--moe-expert-capacity-factor", "1.0"};

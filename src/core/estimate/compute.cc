@@ -68,17 +68,23 @@ double flop_ramp(const compute_efficiency& e, const gemm_shape& s);
 struct gemm_splits {
   std::int64_t forward = 1;    ///< slices of the forward GEMM
   std::int64_t data_grad = 1;  ///< slices of the data-gradient GEMM
+  /// Each of the shape's `batch` GEMMs launched on its own, one after another, each quantised and ramped
+  /// alone (Megatron-Core's SequentialMLP: a Linear per local expert), instead of one grouped launch.
+  bool one_per_batch = false;
 };
 
 /// Adds one GEMM (forward shape) to the forward pass and its two backward GEMMs (data and weight
 /// gradients, each with the forward's FLOPs) to the backward pass (§5.1). `weight_grad` false for
 /// products of two activations (attention), whose backward is two data-gradient GEMMs. `time_scale`
 /// slows a GEMM family down (batched attention GEMMs) without changing its FLOPs; `splits` runs the
-/// forward or the data gradient as slices of its rows.
-void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const gemm_shape& f, unit_time& u,
+/// forward or the data gradient as slices of its rows, or the batch one GEMM at a time.
+void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, gemm_shape f, unit_time& u,
               double pass_time::*bucket, double time_scale = 1.0, double backward_scale = -1,
               gemm_splits splits = {}) {
   if (backward_scale < 0) backward_scale = time_scale;
+  // One GEMM of the batch, run `runs` times (SequentialMLP), or the whole batch as one launch.
+  const double runs = splits.one_per_batch ? static_cast<double>(f.batch) : 1.0;
+  if (splits.one_per_batch) f.batch = 1;
   // In training the GEMMs run back to back at the card's power limit, below the clock of a short
   // benchmark sample (§5.6, sustained_clock_factor): their time, not their FLOPs, stretches.
   if (e.sustained_clock_factor > 0) {
@@ -106,12 +112,12 @@ void add_gemm(const gpu_spec& gpu, const compute_efficiency& e, dtype d, const g
   };
   if (splits.forward > 1) fw = split(splits.forward, f);
   if (splits.data_grad > 1) dx = split(splits.data_grad, gemm_shape{f.m, f.k, f.n, f.batch});
-  u.forward.*bucket += fw.time_s * time_scale;
-  u.forward.flops += fw.flops;
-  u.backward.*bucket += (dx.time_s + dw.time_s) * backward_scale;
-  u.backward.flops += dx.flops + dw.flops;
+  u.forward.*bucket += runs * fw.time_s * time_scale;
+  u.forward.flops += runs * fw.flops;
+  u.backward.*bucket += runs * (dx.time_s + dw.time_s) * backward_scale;
+  u.backward.flops += runs * (dx.flops + dw.flops);
   // The attention core's batched GEMMs have no weights: both of their backward GEMMs are input gradients.
-  if (bucket == &pass_time::gemm_s) u.backward.weight_gradient_s += dw.time_s * backward_scale;
+  if (bucket == &pass_time::gemm_s) u.backward.weight_gradient_s += runs * dw.time_s * backward_scale;
 }
 
 /// Memory-bound kernels: forward bytes, backward = `backward_factor` × forward (reads the saved input
@@ -617,6 +623,11 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   const bool re_shared = re_moe || tc.recomputes(recompute_module::shared_experts);
   const bool re_act = re_moe || tc.recomputes(recompute_module::moe_act);
   const bool re_up = tc.recomputes(recompute_module::mla_up_proj);
+  // §5.1.1: without --moe-grouped-gemm Megatron-Core builds SequentialMLP (experts.py): each local expert an
+  // MLP of its own, its GEMMs, activation and FP8 casts launched one expert after another.
+  const std::int64_t local_experts = mk.moe ? m.moe.num_experts / p.ep : 1;
+  const bool sequential_experts = mk.moe && local_experts > 1 && tc.framework == framework_kind::megatron &&
+                                  !tc.moe_grouped_gemm;
   auto redone = [&](std::string_view name) {
     if (name == "mlp_up" || name == "mlp_down") return re_mlp;
     if (name == "router" || name == "expert_up" || name == "expert_down") return re_moe;
@@ -634,6 +645,8 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     if (ub && role.side == userbuffer_side::column_parallel) splits.forward = t;
     if (ub && role.side == userbuffer_side::row_parallel) splits = {kPipelineSplits, t};
     if (async_tp && role.side == userbuffer_side::column_parallel) splits.forward = t;
+    splits.one_per_batch = sequential_experts && role.routed_expert;
+    const int launches = splits.one_per_batch ? static_cast<int>(g.shape.batch) : 1;  // of each cast
     if (async_tp && role.side == userbuffer_side::row_parallel) {
       splits = {t, t};
       // fused_matmul_reduce_scatter's reduction: the t partial slices received (every row, e bytes) summed
@@ -653,8 +666,8 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
       // FP8; an unfused cast under current scaling reads its input once more for the amax.
       auto cast_s = [&](bool fused_role, double elems) {
         if (fused_role && casts.producer_fuses_cast) return 0.0;
-        if (fused_role) return memory_time_s(gpu, e, elems * (eb + 2), 1);  // the producer wrote its amax
-        return memory_time_s(gpu, e, elems * (eb + 2 + casts.amax_reads * eb), 1 + casts.amax_kernels);
+        if (fused_role) return memory_time_s(gpu, e, elems * (eb + 2), launches);  // the producer wrote its amax
+        return memory_time_s(gpu, e, elems * (eb + 2 + casts.amax_reads * eb), launches * (1 + casts.amax_kernels));
       };
       u.forward.memory_s += cast_s(role.input_cast_fused, rows * static_cast<double>(g.shape.k));
       u.backward.memory_s += cast_s(role.grad_cast_fused, rows * static_cast<double>(g.shape.n));
@@ -691,7 +704,6 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   };
   if (mk.moe) {
     const moe_spec& x = m.moe;
-    const std::int64_t local_experts = x.num_experts / p.ep;
     const double routed = static_cast<double>(expert_rows(job)) * local_experts * gate * x.expert_ffn_hidden_size /
                           job.resolved.etp;
     act_elems += routed;
@@ -717,6 +729,12 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
       u.forward.memory_s += memory_time_s(gpu, e, sorted, 2);
       u.backward.memory_s += memory_time_s(gpu, e, sorted, 2);
     }
+    // SequentialMLP concatenates its experts' outputs (torch.cat: a read and a write of every routed row; its
+    // backward splits the gradient into views).
+    if (sequential_experts) {
+      const double cat_bytes = 2 * eb * static_cast<double>(expert_rows(job)) * local_experts * h;
+      add_memory_passes(gpu, e, cat_bytes, 1, 0.0, 0, u);
+    }
     if (re_moe) u.module_recompute_s += u.forward.memory_s - before;
     if (x.shared_expert_ffn_hidden_size > 0) dense_mlp_elems(x.shared_expert_ffn_hidden_size, re_shared);
   } else if (mk.dense_mlp) {
@@ -730,9 +748,16 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     const double before = u.forward.memory_s;
     const bool fused_glu = gate != 2 || tc.bias_swiglu_fusion;
     const bool bias_apart = m.activation == activation_kind::gelu && m.add_bias_linear && !tc.bias_gelu_fusion;
+    const int act_kernels = fused_glu && !bias_apart ? 1 : 2;
     add_memory(gpu, e, eb * act_elems * (gate != 2 ? (bias_apart ? 4.0 : 2.0) : fused_glu ? 1.5 : 2.5),
-               fused_glu && !bias_apart ? 1 : 2, u);
+               act_kernels, u);
     if (act_elems > 0) u.module_recompute_s += (u.forward.memory_s - before) * act_redone / act_elems;
+    // SequentialMLP runs each local expert's activation apart: the same bytes in local_experts launches.
+    if (sequential_experts) {
+      const double apart = u.forward.memory_s;
+      add_memory(gpu, e, 0.0, static_cast<int>(local_experts - 1) * act_kernels, u);
+      if (re_act) u.module_recompute_s += u.forward.memory_s - apart;
+    }
   }
 
   // Norms and bias-dropout-residual (§5.3), one of each per block. Without sequence parallelism every

@@ -209,6 +209,10 @@ std::string training_violation(job_spec& job) {
     return "${training.moe_permute_fusion} is Megatron-Core's switch for Transformer Engine's fused permute; "
            "${training.framework} " + std::string(to_string(t.framework)) + " permutes its routed tokens its own way";
   }
+  if (t.moe_grouped_gemm && t.framework != framework_kind::megatron) {
+    return "${training.moe_grouped_gemm} is Megatron-Core's choice of TEGroupedMLP over SequentialMLP; "
+           "${training.framework} " + std::string(to_string(t.framework)) + " runs its experts its own way";
+  }
   // torch.compile as torchtitan applies it (§5.3): its Inductor kernels replace the eager RMSNorm and SwiGLU.
   if (t.torch_compile) {
     if (t.framework != framework_kind::fsdp) {

@@ -480,6 +480,45 @@ TEST(ComputeFusions, MegatronsUnfusedMoePermuteAddsItsZeroedOutputAndIndexKernel
                   "--framework fsdp permutes its routed tokens its own way")));
 }
 
+// §5.1.1: without --moe-grouped-gemm (its default) Megatron-Core runs SequentialMLP (experts.py): each local
+// expert's fc1 and fc2 a GEMM of its own, launched one after another (each quantised and ramped alone), its
+// activation a kernel of its own, and the outputs concatenated (torch.cat: 2e per routed element forward, its
+// backward views). Mixtral 8x7B at EP 2: 4 local experts of 4096·2·2/8 = 2,048 rows, SwiGLU (one fused
+// kernel), bf16.
+TEST(ComputeMoe, SequentialExpertsLaunchEachExpertsGemmsAndActivationApart) {
+  const std::vector<std::string> base = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                         "--ep", "2", "--seq-length", "4096", "--bf16"};
+  const job_spec job = parse_job_args(base).job;
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  const gpu_spec& gpu = job.cluster.gpu;
+  const unit_time grouped = layer_of(base, {"--moe-grouped-gemm"}, layer_kind::moe);
+  const unit_time sequential = layer_of(base, {}, layer_kind::moe);
+  // The forward GEMMs: four of [2048 × 28672 × 4096] and [2048 × 4096 × 14336] against each batched by four;
+  // GEMM time runs at the sustained clock (§5.6).
+  auto gemm_s = [&](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) {
+    return estimate_gemm(gpu, e, dtype::bf16, gemm_shape{m, n, k, batch}).time_s / e.sustained_clock_factor;
+  };
+  const double apart = 4 * (gemm_s(2048, 28672, 4096, 1) + gemm_s(2048, 4096, 14336, 1));
+  const double together = gemm_s(2048, 28672, 4096, 4) + gemm_s(2048, 4096, 14336, 4);
+  EXPECT_GT(apart, together);
+  EXPECT_NEAR(sequential.forward.gemm_s - grouped.forward.gemm_s, apart - together, 1e-12);
+  EXPECT_GT(sequential.backward.gemm_s, grouped.backward.gemm_s);
+  const double per_byte = seconds_per_byte(job);
+  EXPECT_NEAR(sequential.forward.memory_s - grouped.forward.memory_s,
+              2 * 2 * 8192.0 * 4096 * per_byte + (1 + 3) * e.kernel_overhead_s, 1e-12);
+  EXPECT_NEAR(sequential.backward.memory_s - grouped.backward.memory_s, 3 * e.kernel_overhead_s, 1e-12);
+  // One local expert (EP 8) is one MLP either way.
+  const std::vector<std::string> ep8 = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                        "--ep", "8", "--bf16"};
+  EXPECT_DOUBLE_EQ(layer_of(ep8, {}, layer_kind::moe).forward.total_s(),
+                   layer_of(ep8, {"--moe-grouped-gemm"}, layer_kind::moe).forward.total_s());
+  EXPECT_THAT([] { parse_job_args({"--model", "mixtral-8x7b", "--num-gpus", "8", "--framework", "fsdp", "--zero-stage",
+                                   "3", "--moe-grouped-gemm"}); },
+              ::testing::ThrowsMessage<input_error>(::testing::HasSubstr(
+                  "--moe-grouped-gemm is Megatron-Core's choice of TEGroupedMLP over SequentialMLP; "
+                  "--framework fsdp runs its experts its own way")));
+}
+
 /// The loss's memory-bound time, forward and backward, of job `a` less that of job `b`, and what a byte
 /// and a kernel cost on their GPU (§5.3).
 struct loss_delta {

@@ -210,6 +210,10 @@ struct training_config {
   /// Engine's fused permute and unpermute. Off, moe_utils.py's PyTorch path: masked_select index building,
   /// index_select, and a zeroed output that scatter_add_ fills (§5.3).
   bool moe_permute_fusion = false;
+  /// Megatron-Core's --moe-grouped-gemm (TransformerConfig moe_grouped_gemm, off by default): the local experts
+  /// as Transformer Engine's TEGroupedMLP (one grouped GEMM per projection). Off, SequentialMLP: an MLP per
+  /// local expert, launched one after another, and its outputs concatenated (§5.1.1).
+  bool moe_grouped_gemm = false;
   /// Megatron's --cross-entropy-loss-fusion: the loss's kernels fused by torch.compile (§5.3).
   bool cross_entropy_fusion = false;
   /// Megatron-Core's --cross-entropy-fusion-impl, read with the fused loss only: its own kernels (native) or
