@@ -302,11 +302,13 @@ schedule_result simulate_schedule(const schedule_input& in) {
             o.backward ? chunk_backward_s(in, st, rank, o.chunk) : chunk_forward_s(in, st, rank, o.chunk);
         const double send = o.backward ? send_bwd(in, rank, o.chunk) : send_fwd(in, rank, o.chunk, p);
         const double start = std::max(free_at[ri], ready);
-        const double end = start + work + send;
+        // The rank's first operation (a forward in every order) waits its delay first (§5.4).
+        const double delay = next[ri] == 0 ? st.first_forward_delay_s : 0.0;
+        const double end = start + delay + work + send;
         at(rank, o.chunk, o.microbatch, o.backward) = end;  // when the input reaches its consumer
         const bool steady =
             steady_operation(next[ri], ops[ri].size(), warmup_operations(in.kind, rank, p, m, v, group));
-        free_at[ri] = rank_free_s(in, start + work, send, steady);
+        free_at[ri] = rank_free_s(in, start + delay + work, send, steady);
         stage_usage& u = r.stages[ri];
         u.busy_s += work;
         u.send_s += blocked_send_s(in, send, steady);
@@ -389,11 +391,21 @@ schedule_result fast_schedule(const schedule_input& in) {
   return r;
 }
 
+namespace {
+bool has_first_forward_delays(const schedule_input& in) {
+  return std::any_of(in.stages.begin(), in.stages.end(),
+                     [](const stage_times& s) { return s.first_forward_delay_s > 0; });
+}
+}  // namespace
+
 schedule_result run_schedule(const schedule_input& in) {
   if (in.record_events) return simulate_schedule(in);
+  // First-forward delays have a fast path in 1F1B only (Megatron's, the one schedule that runs them).
+  const bool delays = has_first_forward_delays(in);
+  if (delays && in.kind != schedule_kind::one_f_one_b) return simulate_schedule(in);
   // The interleaved count of sends holds while a transfer is short against a chunk's work; with
   // transfers the simulation decides.
-  const bool closed = stages_uniform(in) && in.chunk_forward_scale.empty() && in.chunk_backward_scale.empty() &&
+  const bool closed = !delays && stages_uniform(in) && in.chunk_forward_scale.empty() && in.chunk_backward_scale.empty() &&
                       (in.kind != schedule_kind::interleaved ||
                        (in.p2p_s == 0 && group_of(in) == static_cast<std::int64_t>(in.stages.size())));
   if (closed) return closed_form_schedule(in);

@@ -78,6 +78,45 @@ void one_f_one_b_warm_up(const schedule_input& in, double* free_at, double* fe) 
   }
 }
 
+/// The same warm-up where ranks wait a delay D_q before their first forward's work (§5.4 "Fast path"):
+/// cell (q, 0) costs t_q + D_q. A path to (r, j ≥ 1) leaves column 0 at some row k, so forward j of rank r
+/// ends at S_r + max_k [A_k + t_k + (j − 1)·M(k, r)], S_r = Σ_{q≤r} t_q, A_k = Σ_{q≤k} D_q, M(k, r) =
+/// max_{k≤q≤r} t_q; forward 0 at S_r + A_r. M(·, r) is constant between the suffix maxima of t, kept on
+/// a stack with the best A_k + t_k of their stretch: one entry per distinct slower rank, a handful.
+void one_f_one_b_warm_up_delayed(const schedule_input& in, double* free_at, double* fe) {
+  struct stretch {
+    double slowest;  ///< M(k, r) for every k of the stretch
+    double best;     ///< max over its k of A_k + t_k
+  };
+  thread_local std::vector<stretch> stack;
+  stack.clear();
+  const auto p = static_cast<std::int64_t>(in.stages.size());
+  double sum = 0, delays = 0;
+  for (std::int64_t rank = 0; rank + 1 < p; ++rank) {
+    const stage_times& st = in.stages[static_cast<std::size_t>(rank)];
+    const double t = st.forward_s + in.p2p_s;
+    sum += t;
+    delays += st.first_forward_delay_s;
+    stretch top{t, delays + t};
+    while (!stack.empty() && stack.back().slowest <= t) {
+      top.best = std::max(top.best, stack.back().best);
+      stack.pop_back();
+    }
+    stack.push_back(top);
+    auto end_of = [&](std::int64_t j) {
+      if (j == 0) return sum + delays;
+      double best = -std::numeric_limits<double>::infinity();
+      for (const stretch& e : stack) best = std::max(best, e.best + static_cast<double>(j - 1) * e.slowest);
+      return sum + best;
+    };
+    const std::int64_t w = p - rank - 1;
+    const double last = end_of(w - 1);
+    free_at[rank] = last;
+    fe[2 * rank + ((w - 1) & 1)] = last;
+    if (w >= 2) fe[2 * rank + ((w - 2) & 1)] = end_of(w - 2);
+  }
+}
+
 /// 1F1B's cool-down in closed form (§5.4 "Fast path"), from the state after step k₀ = m − p, the last
 /// step every rank runs a forward and a backward, once the steady steps move the state by λ a step.
 /// Rank r stays steady r more steps (its backward at step k₀ + i ends at free_at[r] + i·λ: those steps
@@ -175,14 +214,24 @@ void one_f_one_b_fast(const schedule_input& in, schedule_result& r) {
   // With uncapped warm-ups and a steady step, the warm-up and (once the steady state is periodic) the
   // cool-down are closed forms: O(p) instead of O(p²) steps of p ranks.
   const bool closed_ends = p >= 3 && m >= p;
-  if (closed_ends) one_f_one_b_warm_up(in, free_at, fe);
+  // §5.4: a delay before each rank's first forward (none but Megatron's unaligned parameter gather).
+  bool delayed = false;
+  for (std::int64_t rank = 0; rank < p; ++rank) delayed = delayed || st[rank].first_forward_delay_s > 0;
+  if (closed_ends) {
+    if (delayed) {
+      one_f_one_b_warm_up_delayed(in, free_at, fe);
+    } else {
+      one_f_one_b_warm_up(in, free_at, fe);
+    }
+  }
   for (std::int64_t k = closed_ends ? 0 : -w0; k < m; ++k) {
     for (std::int64_t rank = 0; rank < p; ++rank) {  // forwards, ascending rank
       const std::int64_t j = k + warm(rank);
       if (j < 0 || j >= m) continue;
       const double ready = rank > 0 ? fe[2 * (rank - 1) + (j & 1)] : 0.0;
+      const double delay = j == 0 ? st[rank].first_forward_delay_s : 0.0;
       const double end =
-          std::max(free_at[rank], ready) + st[rank].forward_s + (rank == p - 1 ? 0.0 : c);
+          std::max(free_at[rank], ready) + delay + st[rank].forward_s + (rank == p - 1 ? 0.0 : c);
       fe[2 * rank + (j & 1)] = end;
       free_at[rank] = end;
     }

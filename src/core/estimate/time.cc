@@ -188,16 +188,25 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     const double window_s = first_forward_s + (tc.overlap_param_gather_with_step ? sc.optimizer_s + c.optimizer_s : 0.0);
     return gather_under_forward ? std::min(c.param_gather_s, window_s) : 0.0;
   };
+  // §5.4: without interleaving Megatron turns align_param_gather off (arguments.py) and buckets only the first
+  // pipeline rank (distributed_data_parallel.py: bucket_size None for pp_rank > 0), so a later rank's gather is
+  // one bucket that its first forward's pre-hook dispatches and waits for (finish_param_sync), after the input
+  // arrived: a delay of that forward, which runs on down the pipeline.
+  const bool gather_at_first_forward = kind == schedule_kind::one_f_one_b && tc.framework == framework_kind::megatron &&
+                                       tc.overlap_param_gather && p.pp > 1;
+  double first_forward_delays_s = 0;
   for (std::size_t i = 0; i < r.passes.size(); ++i) {
     const stage_compute& sc = r.compute.stages[i];
     const stage_comm& c = r.comm[i];
     stage_times& pass = r.passes[i];
+    const bool delayed = gather_at_first_forward && i > 0;
     // What hides runs beside the forward, which its kernel's SMs stretch (§5.4).
-    const double hidden_s = hidden_gather_s(i);
-    const double gather_s = c.param_gather_s - hidden_s + hidden_s * stretch;
+    const double hidden_s = delayed ? 0.0 : hidden_gather_s(i);
+    const double gather_s = delayed ? 0.0 : c.param_gather_s - hidden_s + hidden_s * stretch;
     pass = stage_times{sc.forward_s + c.forward_s, sc.backward_s + c.backward_s, c.grad_reduce_s,
                        sc.optimizer_s + gather_s + c.optimizer_s, sc.backward_weight_s, sc.drain_s,
-                       c.grad_reduce_buckets};
+                       c.grad_reduce_buckets, delayed ? c.param_gather_s : 0.0};
+    first_forward_delays_s += pass.first_forward_delay_s;
     // §5.4: CPU offloading copies each of the first N layers' activations to host beside the next layer's
     // forward and back beside the following layer's backward (Transformer Engine's offload handler waits
     // for a copy one layer later); what a copy outlasts of a layer is exposed, per micro-batch.
@@ -215,7 +224,7 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
     }
     in.stages[i] = stage_times{pass.forward_s * chunks, pass.backward_s * chunks, pass.grad_reduce_s,
                                pass.optimizer_s, pass.backward_weight_s * chunks, pass.drain_s,
-                               pass.grad_reduce_buckets};
+                               pass.grad_reduce_buckets, pass.first_forward_delay_s};
   }
   // §5.4: each model chunk its own share of the rank's work where the chunks differ (interleaved only;
   // GPipe runs a rank's chunks as one).
@@ -265,6 +274,11 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
       std::max(0.0, r.pipeline.pipeline_s + r.pipeline.drain_exposed_s - b.compute_s - b.tp_comm_s - in_pass_dp_s);
   b.dp_comm_s = r.pipeline.grad_reduce_exposed_s + in_pass_dp_s;
   b.optimizer_s = r.pipeline.optimizer_s;
+  // The later ranks' first-forward gathers lengthen the pipeline phase by their sum where the stages are
+  // alike (§5.4): shown with the parameter gather, not as bubble.
+  const double delays_s = std::min(first_forward_delays_s, b.pipeline_s);
+  b.pipeline_s -= delays_s;
+  b.optimizer_s += delays_s;
   // §5.4: the stretch inside those, on the rank the iteration waits for (the busiest one's passes, the
   // critical one's reduction and gather).
   const auto critical = static_cast<std::size_t>(r.pipeline.critical_stage);

@@ -52,6 +52,10 @@ struct stage_times {
   /// each, every bucket launched when its gradients are done; 0: the reduction flows continuously with the
   /// last backward of each chunk.
   double grad_reduce_buckets = 0;
+  /// Waited on the rank once per iteration, after its first forward's input arrived and before that forward's
+  /// work (1F1B only): Megatron-Core's parameter all-gather dispatched and waited by the first forward's
+  /// pre-hook on a later pipeline rank without --align-param-gather (§5.4). Not busy time: it counts as idle.
+  double first_forward_delay_s = 0;
 };
 
 struct schedule_input {
