@@ -52,6 +52,7 @@ json time_json(const time_report& r) {
                       {"busy_s", u.busy_s},
                       {"send_s", u.send_s},
                       {"idle_s", u.idle_s},
+                      {"first_forward_delay_s", r.passes[i].first_forward_delay_s},
                       {"grad_reduce_exposed_s", u.grad_reduce_exposed_s}});
   }
   t["stages"] = stages;
