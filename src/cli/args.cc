@@ -799,10 +799,11 @@ void apply_hardware_flags(job_builder& b) {
   // The cluster's own rules, named by the flags that broke them (validate_cluster names fields).
   constexpr double kGiB = 1073741824.0;
   if (b.gpu_usable_gib && c.gpu.usable_memory_bytes > c.gpu.memory_bytes) {
-    // --gpu-memory-gib only lowers memory: a GPU that exists with more is its own catalog entry (issue 27).
+    // --gpu-memory-gib only lowers memory: a GPU that exists with more is its own catalog entry (issue 27). Those
+    // of that size are named by their HBM, as one names the card (a "96 GB" H100 has 95.1 GiB usable).
     std::string bigger;
     for (const gpu_spec& g : gpu_catalog()) {
-      if (g.vendor != c.gpu.vendor || g.usable_memory_bytes < c.gpu.usable_memory_bytes) continue;
+      if (g.vendor != c.gpu.vendor || g.memory_bytes < c.gpu.usable_memory_bytes) continue;
       bigger += fmt::format("{}{} ({:.1f} GiB usable)", bigger.empty() ? "" : ", ", g.name,
                             static_cast<double>(g.usable_memory_bytes) / kGiB);
     }
@@ -810,7 +811,7 @@ void apply_hardware_flags(job_builder& b) {
                                   "memory; give a bigger GPU with --gpu NAME{}, or a cluster file with gpu.memory_bytes",
                                   static_cast<double>(c.gpu.usable_memory_bytes) / kGiB,
                                   static_cast<double>(c.gpu.memory_bytes) / kGiB, c.gpu.name,
-                                  bigger.empty() ? "" : " (the catalog's " + c.gpu.vendor + " GPUs with that much: " + bigger + ")"));
+                                  bigger.empty() ? "" : " (the catalog's " + c.gpu.vendor + " GPUs of that size: " + bigger + ")"));
   }
   if (b.context_mib && c.gpu.cuda_context_bytes >= c.gpu.usable_memory_bytes) {
     throw input_error(fmt::format("--cuda-context-mib {:g} must be less than the GPU's usable memory ({:g} MiB)",

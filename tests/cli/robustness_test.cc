@@ -95,7 +95,7 @@ TEST(Robustness, SearchNodeCountsAreBounded) {
 TEST(Robustness, UsableMemoryAboveTheGpusIsNamed) {
   const std::string expected =
       "--gpu-memory-gib 100 is more than the 80 GiB of the GPU (h100-sxm5-80gb): it can only lower memory; give a bigger "
-      "GPU with --gpu NAME (the catalog's NVIDIA GPUs with that much: h200-sxm-141gb (139.9 GiB usable), b200-sxm-180gb "
+      "GPU with --gpu NAME (the catalog's NVIDIA GPUs of that size: h200-sxm-141gb (139.9 GiB usable), b200-sxm-180gb "
       "(178.5 GiB usable), gb200 (172.7 GiB usable), b300-sxm-288gb (286.0 GiB usable), gb300 (286.0 GiB usable)), or "
       "a cluster file with gpu.memory_bytes";
   EXPECT_EQ(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "1", "--gpu-memory-gib", "100"}),
@@ -103,6 +103,10 @@ TEST(Robustness, UsableMemoryAboveTheGpusIsNamed) {
   EXPECT_EQ(search_error({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "1", "--gbs", "64",
                           "--gpu-memory-gib", "100"}),
             expected);
+  // A card named by its HBM: asking an 80 GB H100 for 96 GiB names the 96 GB H100s, whose usable memory is less.
+  EXPECT_THAT(error_of({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-nodes", "1", "--gpu-memory-gib", "96"}),
+              HasSubstr("(the catalog's NVIDIA GPUs of that size: h100-sxm5-96gb-hbm2e (95.1 GiB usable), h20-96gb "
+                        "(95.1 GiB usable), h200-sxm-141gb"));
 }
 
 TEST(Robustness, LaunchLineWorldSizeZeroIsRefused) {
