@@ -1177,15 +1177,18 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   // the stages' per-chunk times. Empty when every rank's chunks are alike or there is one chunk.
   r.chunk_forward_scale.clear();
   r.chunk_backward_scale.clear();
+  r.chunk_layer_share.clear();
   if (p.vpp > 1) {
     thread_local std::vector<chunk_layout> chunks;
     pipeline_chunks(job, chunks);
     const std::size_t n = chunks.size();
     r.chunk_forward_scale.resize(n);
     r.chunk_backward_scale.resize(n);
-    thread_local std::vector<double> rank_fwd, rank_bwd;  // each rank's chunks together
+    r.chunk_layer_share.resize(n);
+    thread_local std::vector<double> rank_fwd, rank_bwd, rank_layers;  // each rank's chunks together
     rank_fwd.assign(static_cast<std::size_t>(p.pp), 0.0);
     rank_bwd.assign(static_cast<std::size_t>(p.pp), 0.0);
+    rank_layers.assign(static_cast<std::size_t>(p.pp), 0.0);
     for (std::size_t i = 0; i < n; ++i) {
       const chunk_layout& ch = chunks[i];
       const double layers = static_cast<double>(ch.num_layers);
@@ -1203,19 +1206,24 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
       r.chunk_backward_scale[i] = bwd;
       rank_fwd[static_cast<std::size_t>(ch.stage)] += fwd;
       rank_bwd[static_cast<std::size_t>(ch.stage)] += bwd;
+      r.chunk_layer_share[i] = layers;
+      rank_layers[static_cast<std::size_t>(ch.stage)] += layers;
     }
     bool alike = true;
     for (std::size_t i = 0; i < n; ++i) {
       const auto rank = static_cast<std::size_t>(chunks[i].stage);
       double& f = r.chunk_forward_scale[i];
       double& b = r.chunk_backward_scale[i];
+      double& l = r.chunk_layer_share[i];
       f = rank_fwd[rank] > 0 ? f * vpp / rank_fwd[rank] : 1.0;
       b = rank_bwd[rank] > 0 ? b * vpp / rank_bwd[rank] : 1.0;
+      l = rank_layers[rank] > 0 ? l * vpp / rank_layers[rank] : 1.0;
       alike = alike && std::fabs(f - 1.0) <= 1e-12 && std::fabs(b - 1.0) <= 1e-12;
     }
     if (alike) {
       r.chunk_forward_scale.clear();
       r.chunk_backward_scale.clear();
+      r.chunk_layer_share.clear();
     }
   }
 

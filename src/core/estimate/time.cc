@@ -228,9 +228,25 @@ void time_from(const job_spec& job, const parameter_breakdown& params, const std
   }
   // §5.4: each model chunk its own share of the rank's work where the chunks differ (interleaved only;
   // GPipe runs a rank's chunks as one).
-  if (in.num_chunks > 1) {
-    in.chunk_forward_scale.assign(r.compute.chunk_forward_scale.begin(), r.compute.chunk_forward_scale.end());
-    in.chunk_backward_scale.assign(r.compute.chunk_backward_scale.begin(), r.compute.chunk_backward_scale.end());
+  // A pass is its compute and the communication inside it: the chunk's compute scale applies to the first, its
+  // layer share to the rest (per-layer collectives, CPU offloading), so an embedding or a loss in a chunk does
+  // not stretch its rank's TP/EP communication.
+  if (in.num_chunks > 1 && !r.compute.chunk_forward_scale.empty()) {
+    const std::size_t n = r.compute.chunk_forward_scale.size();
+    in.chunk_forward_scale.resize(n);
+    in.chunk_backward_scale.resize(n);
+    const std::size_t ranks = r.passes.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t rank = i % ranks;
+      const stage_compute& sc = r.compute.stages[rank];
+      const stage_times& pass = r.passes[rank];
+      const double share = r.compute.chunk_layer_share[i];
+      auto scaled = [share](double scale, double compute_s, double pass_s) {
+        return pass_s > 0 ? (scale * compute_s + share * (pass_s - compute_s)) / pass_s : scale;
+      };
+      in.chunk_forward_scale[i] = scaled(r.compute.chunk_forward_scale[i], sc.forward_s, pass.forward_s);
+      in.chunk_backward_scale[i] = scaled(r.compute.chunk_backward_scale[i], sc.backward_s, pass.backward_s);
+    }
   } else {
     in.chunk_forward_scale.clear();
     in.chunk_backward_scale.clear();

@@ -100,6 +100,26 @@ TEST(Compute, ChunkScalesAreEachChunksShareOfItsRank) {
     EXPECT_NEAR(r.chunk_forward_scale[rank] + r.chunk_forward_scale[2 + rank], 2.0, 1e-12);
     EXPECT_NEAR(r.chunk_backward_scale[rank] + r.chunk_backward_scale[2 + rank], 2.0, 1e-12);
   }
+  // The layers' share, which carries the rank's per-layer collectives: rank 1's seven all in its first chunk;
+  // rank 0 has none, its chunks share alike.
+  ASSERT_EQ(r.chunk_layer_share.size(), 4u);
+  EXPECT_DOUBLE_EQ(r.chunk_layer_share[1], 2.0);
+  EXPECT_DOUBLE_EQ(r.chunk_layer_share[3], 0.0);
+  EXPECT_DOUBLE_EQ(r.chunk_layer_share[0], 1.0);
+  EXPECT_DOUBLE_EQ(r.chunk_layer_share[2], 1.0);
+  // In the schedule a pass is compute and the TP collectives inside it: the loss-only chunk takes its compute
+  // share of the rank's compute and none of its layers' collectives (§5.4). Rank 1's forward of chunk 1 for
+  // micro-batch 0, from the event timeline, less its (blocking, warm-up) send.
+  const time_report t = estimate_time(pj.job, true);
+  const double compute_s = t.compute.stages[1].forward_s, pass_s = t.passes[1].forward_s;
+  ASSERT_GT(pass_s - compute_s, 1e-6);  // TP 4 without overlap: collectives inside the pass
+  bool found = false;
+  for (const schedule_event& ev : t.pipeline.events) {
+    if (ev.stage != 1 || ev.chunk != 1 || ev.microbatch != 0 || ev.backward) continue;
+    EXPECT_NEAR(ev.end_s - ev.start_s, r.chunk_forward_scale[3] * compute_s, 1e-12);
+    found = true;
+  }
+  EXPECT_TRUE(found);
   // An even interleaved split: the middle ranks' chunks are alike, the ends carry the embedding and output.
   const parsed_job even = parse_job_args({"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "32", "--tp", "4",
                                           "--pp", "4", "--vpp", "2", "--gbs", "64", "--bf16"});

@@ -172,6 +172,9 @@ struct compute_report {
   /// rank's mean (§5.4).
   std::vector<double> chunk_forward_scale;
   std::vector<double> chunk_backward_scale;
+  /// Beside them, each chunk's transformer layers over its rank's mean chunk (a rank's sum to VPP; 1 on a rank
+  /// without layers): the share of the rank's per-layer communication the chunk carries (§5.4).
+  std::vector<double> chunk_layer_share;
   bool fused_softmax = true;     ///< Megatron's fused softmax kernel applies (§5.3)
   /// Whole job, one iteration (all GPUs together).
   double model_flops = 0;        ///< no recomputation: 3 × forward
