@@ -645,8 +645,6 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     if (ub && role.side == userbuffer_side::column_parallel) splits.forward = t;
     if (ub && role.side == userbuffer_side::row_parallel) splits = {kPipelineSplits, t};
     if (async_tp && role.side == userbuffer_side::column_parallel) splits.forward = t;
-    splits.one_per_batch = sequential_experts && role.routed_expert;
-    const int launches = splits.one_per_batch ? static_cast<int>(g.shape.batch) : 1;  // of each cast
     if (async_tp && role.side == userbuffer_side::row_parallel) {
       splits = {t, t};
       // fused_matmul_reduce_scatter's reduction: the t partial slices received (every row, e bytes) summed
@@ -655,6 +653,8 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
                                static_cast<double>(g.shape.n);
       u.forward.memory_s += memory_time_s(gpu, e, out_elems * eb * (1 + 1.0 / static_cast<double>(t)), 1);
     }
+    splits.one_per_batch = sequential_experts && role.routed_expert;
+    const int launches = splits.one_per_batch ? static_cast<int>(g.shape.batch) : 1;  // of each cast
     const double gemm_fwd_before = u.forward.gemm_s;
     const double gemm_bwd_before = u.backward.gemm_s;
     if (role.attention_bmm) {
