@@ -1,9 +1,12 @@
 // Ranks, hosts and a control plane with deadlines over MPI (docs/bench.md "Launch" and "Hangs").
 #include "launch.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <condition_variable>
@@ -181,13 +184,35 @@ class init_watchdog {
   std::thread thread_;
 };
 
+/// A process no MPI launcher started (a torchrun-style launch starts every rank so, as may srun without PMI)
+/// initialises Open MPI as a singleton, which creates the host's session directory in /tmp if it is missing;
+/// singletons started together race on that ("A call to mkdir was unable to create the desired directory
+/// ... File exists", Open MPI 4's session_dir.c), and the loser's orte_init fails and hangs until its
+/// launcher's timeout (seen once in CI). Such processes take turns through MPI_Init under an exclusive lock
+/// on a file in $TMPDIR, which the kernel releases when the holder ends, however it ends. Returns the lock's
+/// descriptor (-1: none taken).
+int lock_singleton_init() {
+  for (const char* launched : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    if (std::getenv(launched) != nullptr) return -1;
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/trainplan-bench-mpi-init.lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return -1;  // no lock: Open MPI as it is
+  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  return fd;
+}
+
 }  // namespace
 
 world_info start_world(int& argc, char**& argv, double timeout_s) {
   int provided = 0;
   {
-    const init_watchdog guard(timeout_s);
+    const init_watchdog guard(timeout_s);  // the wait for the lock counts towards the timeout
+    const int lock = lock_singleton_init();
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    if (lock >= 0) ::close(lock);
   }
   world_info w;
   int r = 0, n = 1;
