@@ -391,13 +391,6 @@ schedule_result fast_schedule(const schedule_input& in) {
   return r;
 }
 
-namespace {
-bool has_first_forward_delays(const schedule_input& in) {
-  return std::any_of(in.stages.begin(), in.stages.end(),
-                     [](const stage_times& s) { return s.first_forward_delay_s > 0; });
-}
-}  // namespace
-
 schedule_result run_schedule(const schedule_input& in) {
   if (in.record_events) return simulate_schedule(in);
   // First-forward delays have a fast path in 1F1B only (Megatron's, the one schedule that runs them).

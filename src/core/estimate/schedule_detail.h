@@ -46,6 +46,12 @@ inline table_entry schedule_table_entry(std::int64_t k, std::int64_t m, std::int
   return {r / last, (groups - 1) * group + r % last};
 }
 
+/// Whether any rank waits a delay before its first forward (§5.4: Megatron's unaligned parameter gather).
+inline bool has_first_forward_delays(const schedule_input& in) {
+  return std::any_of(in.stages.begin(), in.stages.end(),
+                     [](const stage_times& s) { return s.first_forward_delay_s > 0; });
+}
+
 /// The work of chunk `c` of rank `r` (§5.4): its rank's mean chunk, scaled where the chunks differ.
 inline double chunk_forward_s(const schedule_input& in, const stage_times& st, std::int64_t r, std::int64_t c) {
   if (in.chunk_forward_scale.empty()) return st.forward_s;

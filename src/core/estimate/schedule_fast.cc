@@ -214,11 +214,10 @@ void one_f_one_b_fast(const schedule_input& in, schedule_result& r) {
   // With uncapped warm-ups and a steady step, the warm-up and (once the steady state is periodic) the
   // cool-down are closed forms: O(p) instead of O(p²) steps of p ranks.
   const bool closed_ends = p >= 3 && m >= p;
-  // §5.4: a delay before each rank's first forward (none but Megatron's unaligned parameter gather).
-  bool delayed = false;
-  for (std::int64_t rank = 0; rank < p; ++rank) delayed = delayed || st[rank].first_forward_delay_s > 0;
+  // §5.4: a delay before each rank's first forward (none but Megatron's unaligned parameter gather). Without
+  // delays the delayed form gives the same ends; the plain one keeps their rounding and its single pass.
   if (closed_ends) {
-    if (delayed) {
+    if (has_first_forward_delays(in)) {
       one_f_one_b_warm_up_delayed(in, free_at, fe);
     } else {
       one_f_one_b_warm_up(in, free_at, fe);
