@@ -24,6 +24,7 @@ std::string json_reporter::validation(const validation_report& r) const {
     json x = {{"table", v.table}, {"row", v.label}, {"date", v.date}, {"group", v.group}};
     if (!v.source.empty()) x["source"] = v.source;
     if (!v.assumed.empty()) x["assumed"] = v.assumed;
+    if (!v.args.empty()) x["flags"] = v.args;  // the job flags the row was planned with, to rerun it
     if (v.skipped.empty()) {
       x["measured_s"] = v.measured_s;
       x["predicted_s"] = v.predicted_s;

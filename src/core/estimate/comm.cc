@@ -21,8 +21,8 @@ using namespace detail;  // NOLINT(google-build-using-namespace): this module's 
 constexpr std::array<std::string_view, 3> kPhaseNames = {"forward", "backward", "optimizer"};
 constexpr std::array<std::string_view, kNumCommSlots> kSlotNames = {"forward",      "backward",  "grad_reduce",
                                                                     "param_gather", "optimizer", "pipeline"};
-constexpr std::array<std::string_view, kNumCommOverlaps> kOverlapNames = {"none", "attention", "layer", "gemm",
-                                                                           "shared_expert"};
+constexpr std::array<std::string_view, kNumCommOverlaps> kOverlapNames = {"none",        "attention",     "layer",
+                                                                           "column_gemm", "shared_expert", "row_gemm"};
 
 }  // namespace
 
@@ -55,23 +55,25 @@ using cph = comm_phase;
 /// `fp8_buf`), 1 byte per element; the reduce-scatters stay in the activations' dtype (`a`).
 void tp_overlap_rows(double a, double ag, row_sink& out) {
   constexpr double kSplits = 4;  // get_default_config: num_splits 4 for "pipeline"
-  constexpr comm_overlap under = comm_overlap::gemm;
+  constexpr comm_overlap column = comm_overlap::column_gemm, row = comm_overlap::row_gemm;
   const double split = a / kSplits;
   out.row(ck::all_gather, cph::forward, "sequence all-gather before QKV and fc1, ring exchange under the GEMM", g_tp, ag, 1,
-          per::block, under);
+          per::block, column);
   out.row(ck::reduce_scatter, cph::forward, "reduce-scatter after projection and fc2, 3 of 4 splits under the GEMM",
-          g_tp, split, kSplits - 1, per::block, under);
+          g_tp, split, kSplits - 1, per::block, row);
   out.row(ck::reduce_scatter, cph::forward, "reduce-scatter of the last GEMM split (exposed)", g_tp, split, 1,
           per::block);
   out.row(ck::all_gather, cph::backward,
-          "output-gradient all-gather (ring exchange) and input re-gather (bulk) under the GEMMs", g_tp, ag, 2,
-          per::block, under);
+          "output-gradient all-gather, ring exchange under the projection's and fc2's data gradient", g_tp, ag, 1,
+          per::block, row);
+  out.row(ck::all_gather, cph::backward, "input re-gather, bulk beside QKV's and fc1's data gradient", g_tp, ag, 1,
+          per::block, column);
   out.row(ck::reduce_scatter, cph::backward, "input-gradient reduce-scatter, bulk under the weight-gradient GEMM",
-          g_tp, a, 1, per::block, under);
+          g_tp, a, 1, per::block, column);
   out.row(ck::all_gather, cph::backward, "recomputed forward all-gather under the GEMM", g_tp, ag, 1,
-          per::recomputed_block, under);
+          per::recomputed_block, column);
   out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter, 3 of 4 splits under the GEMM", g_tp,
-          split, kSplits - 1, per::recomputed_block, under);
+          split, kSplits - 1, per::recomputed_block, row);
   out.row(ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter of the last split", g_tp, split, 1,
           per::recomputed_block);
 }
@@ -147,17 +149,17 @@ constexpr std::array<tp_block_row, 6> kTorchtitanTpRows{{
 /// output, which the pass's pattern needs (_find_producer_matmul).
 constexpr std::array<tp_block_row, 6> kTorchtitanAsyncTpRows{{
     {ck::all_gather, cph::forward, "block input all-gather, pipelined with QKV's and w1/w3's matmuls",
-     "block input all-gather, pipelined with QKV's and w1/w3's matmuls", 1, per::block, comm_overlap::gemm},
+     "block input all-gather, pipelined with QKV's and w1/w3's matmuls", 1, per::block, comm_overlap::column_gemm},
     {ck::reduce_scatter, cph::forward, "reduce-scatter pipelined with wo's and w2's matmuls",
-     "reduce-scatter pipelined with wo's and w2's matmuls", 1, per::block, comm_overlap::gemm},
+     "reduce-scatter pipelined with wo's and w2's matmuls", 1, per::block, comm_overlap::row_gemm},
     {ck::all_gather, cph::backward, "output-gradient all-gather, pipelined with wo's and w2's data gradient",
-     "output-gradient all-gather, pipelined with wo's and w2's data gradient", 1, per::block, comm_overlap::gemm},
+     "output-gradient all-gather, pipelined with wo's and w2's data gradient", 1, per::block, comm_overlap::row_gemm},
     {ck::reduce_scatter, cph::backward, "QKV and w1/w3 input-gradient reduce-scatter (a sum of matmuls: not pipelined)",
      "QKV and w1/w3 input-gradient reduce-scatter (a sum of matmuls: not pipelined)", 1, per::block},
     {ck::all_gather, cph::backward, "recomputed forward all-gather, pipelined",
-     "recomputed forward all-gather, pipelined", 1, per::recomputed_block, comm_overlap::gemm},
+     "recomputed forward all-gather, pipelined", 1, per::recomputed_block, comm_overlap::column_gemm},
     {ck::reduce_scatter, cph::backward, "recomputed forward reduce-scatter, pipelined",
-     "recomputed forward reduce-scatter, pipelined", 1, per::recomputed_block, comm_overlap::gemm},
+     "recomputed forward reduce-scatter, pipelined", 1, per::recomputed_block, comm_overlap::row_gemm},
 }};
 
 void tp_table(const comm_context& x, row_sink& out) {

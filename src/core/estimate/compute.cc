@@ -617,6 +617,13 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
   const bool async_tp = job.training.async_tp && job.training.framework == framework_kind::fsdp &&
                         p.sequence_parallel && p.tp > 1;
   const double sm_share = ub ? static_cast<double>(gpu.sm_count) / static_cast<double>(gpu.sm_count - kUserbufferSms) : 1.0;
+  // §5.5.1: of a sided GEMM, the part its pipelined collective runs beside. A ring exchange over t ranks (the
+  // forward all-gather, the output-gradient all-gather under the data gradient; async TP's reduce-scatter too)
+  // moves t − 1 slices beside t − 1 of the GEMM's t slices; userbuffers' reduce-scatter pipeline 3 of its 4
+  // (its last split is exposed, a row of its own); the backward's bulk collectives run beside the whole GEMMs.
+  const double ring_share = static_cast<double>(t - 1) / static_cast<double>(t);
+  const double row_forward_share = ub ? static_cast<double>(kPipelineSplits - 1) / static_cast<double>(kPipelineSplits)
+                                      : ring_share;
   // §5.4: the forward work of the recompute modules selective recomputation redoes (core_attn apart).
   const training_config& tc = job.training;
   const bool re_mlp = tc.recomputes(recompute_module::mlp), re_moe = tc.recomputes(recompute_module::moe);
@@ -657,6 +664,7 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     const int launches = splits.one_per_batch ? static_cast<int>(g.shape.batch) : 1;  // of each cast
     const double gemm_fwd_before = u.forward.gemm_s;
     const double gemm_bwd_before = u.backward.gemm_s;
+    const double wgrad_before = u.backward.weight_gradient_s;
     if (role.attention_bmm) {
       add_gemm(gpu, e, d, g.shape, u, &pass_time::attention_s, bmm_scale);
     } else if (fp8 && role.fp8 && (!role.routed_expert || fp8_experts)) {
@@ -684,6 +692,16 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     if (role.shared_expert) {
       u.forward.shared_expert_s += u.forward.gemm_s - gemm_fwd_before;
       u.backward.shared_expert_s += u.backward.gemm_s - gemm_bwd_before;
+    }
+    // The block a sided GEMM belongs to: the dense MLP's (mlp_up, mlp_down) or the mixer's.
+    const std::size_t block = g.name.starts_with("mlp_") ? 1 : 0;
+    if (role.side == userbuffer_side::column_parallel) {
+      u.forward.tp_column_gemm_s[block] += ring_share * (u.forward.gemm_s - gemm_fwd_before);
+      u.backward.tp_column_gemm_s[block] += u.backward.gemm_s - gemm_bwd_before;
+    } else if (role.side == userbuffer_side::row_parallel) {
+      u.forward.tp_row_gemm_s[block] += row_forward_share * (u.forward.gemm_s - gemm_fwd_before);
+      const double data_grad_s = (u.backward.gemm_s - gemm_bwd_before) - (u.backward.weight_gradient_s - wgrad_before);
+      u.backward.tp_row_gemm_s[block] += ring_share * data_grad_s;
     }
     if (redone(g.name)) {
       u.module_recompute_s += u.forward.total_s() - fwd_total_before;  // with FP8, the input's cast too
@@ -1064,9 +1082,12 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   // The work of `kinds` layers of which `recomputed` redo their forward (spread over the kinds in
   // proportion), host time and gradient accumulation included: a stage's or a model chunk's layers.
   struct layers_work {
-    double fwd = 0, bwd = 0, re = 0, fwd_flops = 0, bwd_flops = 0, wgrad = 0, fwd_gemm = 0, bwd_gemm = 0;
+    double fwd = 0, bwd = 0, re = 0, fwd_flops = 0, bwd_flops = 0, wgrad = 0;
     double fwd_shared = 0, bwd_shared = 0;
+    std::array<tp_block_caps, kNumTpBlockKinds> tp_blocks{};
   };
+  // The forward GEMMs full recomputation redoes in the backward pass (where its collectives are booked).
+  const bool full_recompute = tc.recompute == recompute_granularity::full;
   auto work_of = [&](const layer_counts& kinds, double layers, double recomputed) {
     layers_work w;
     for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
@@ -1081,10 +1102,24 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
       w.fwd_flops += count * u.forward.flops;
       w.bwd_flops += count * u.backward.flops + share * re_flops;
       w.wgrad += count * (u.backward.weight_gradient_s + accumulate_s[k]);
-      w.fwd_gemm += count * u.forward.gemm_s;
-      w.bwd_gemm += count * u.backward.gemm_s;
       w.fwd_shared += count * u.forward.shared_expert_s;
       w.bwd_shared += count * u.backward.shared_expert_s + share * u.forward.shared_expert_s;
+      // §5.5.1: the kind's blocks by what they run; every block of a kind runs the same GEMMs (a window
+      // changes none), so one block's sided seconds stand for all of them.
+      const layer_makeup& mk = makeup_of(static_cast<layer_kind>(k));
+      const double redone = full_recompute ? recomputed / std::max(1.0, layers) : 0.0;
+      auto add_block = [&](tp_block_kind b, std::size_t i) {
+        tp_block_caps& c = w.tp_blocks[static_cast<std::size_t>(b)];
+        c.count += count;
+        c.forward_column_s = u.forward.tp_column_gemm_s[i];
+        c.forward_row_s = u.forward.tp_row_gemm_s[i];
+        c.backward_column_s = u.backward.tp_column_gemm_s[i] + redone * u.forward.tp_column_gemm_s[i];
+        c.backward_row_s = u.backward.tp_row_gemm_s[i] + redone * u.forward.tp_row_gemm_s[i];
+      };
+      if (mk.attention) add_block(tp_block_kind::attention, 0);
+      if (mk.mamba) add_block(tp_block_kind::mamba, 0);
+      if (mk.dense_mlp) add_block(tp_block_kind::mlp, 1);
+      if (mk.moe) add_block(tp_block_kind::moe, 1);  // no sided GEMM: its collectives pair with nothing
     }
     w.fwd += layers * host_s;
     w.bwd += layers * host_s;
@@ -1144,8 +1179,8 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
     }
     sc.num_layers = static_cast<std::int64_t>(std::llround(layers / vpp));
     sc.forward_s = fwd / vpp;
-    sc.forward_gemm_s = w.fwd_gemm / vpp;
-    sc.backward_gemm_s = w.bwd_gemm / vpp;
+    sc.tp_blocks = w.tp_blocks;
+    for (tp_block_caps& c : sc.tp_blocks) c.count /= vpp;
     sc.forward_shared_expert_s = w.fwd_shared / vpp;
     sc.backward_shared_expert_s = w.bwd_shared / vpp;
     sc.recompute_s = re / vpp;

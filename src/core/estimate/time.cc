@@ -56,26 +56,45 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
     // What each overlap can hide under, per micro-batch and chunk (§5.5).
     const double attention_fwd = layers * att_fwd.attention_s;
     const double attention_bwd = layers * att_bwd.attention_s + sc.recomputed_layers * att_fwd.attention_s;
-    // Each overlap's rows hide under their part of the pass (§5.5): the attention core, the linear GEMMs
-    // (the shared experts' among them), the whole pass. The parts are shared: what one stream hides under
-    // is not there for another, so the streams are packed into them from the narrowest part out, and no
-    // more hides than the pass lasts (a slower GPU never finishes sooner).
-    static_assert(kNumCommOverlaps == 5 && static_cast<int>(comm_overlap::shared_expert) == 4,
+    // Each overlap's rows hide under their part of the pass (§5.5): the attention core, the GEMMs of their
+    // side of the TP block (a pipelined collective runs beside the GEMM it is fused with, not beside another
+    // block's), the shared experts' GEMMs, the whole pass. The parts are shared: what one stream hides under
+    // is not there for another, so the streams are packed into them from the narrowest part out, and no more
+    // hides than the pass lasts (a slower GPU never finishes sooner).
+    static_assert(kNumCommOverlaps == 6 && static_cast<int>(comm_overlap::row_gemm) == 5,
                   "the packing below takes every comm_overlap");
     struct pass_parts {
-      double attention_s, gemm_s, shared_expert_s, pass_s;
+      double attention_s, shared_expert_s, pass_s;
+      bool backward;  ///< which of a TP block's sided GEMM seconds its collectives hide under
+    };
+    // §5.5.1: a side's pipelined collectives, the same on every TP block of the pass (one all-gather and one
+    // reduce-scatter per block), each hidden under its own block's GEMMs of that side: Σ_b min(c, cap_b).
+    auto tp_hidden = [&](double side_s, bool backward, bool column) {
+      double blocks = 0;
+      for (const tp_block_caps& b : sc.tp_blocks) blocks += b.count;
+      if (side_s <= 0 || blocks <= 0) return 0.0;
+      const double per_block = side_s / blocks;
+      double hidden = 0;
+      for (const tp_block_caps& b : sc.tp_blocks) {
+        const double cap = backward ? (column ? b.backward_column_s : b.backward_row_s)
+                                    : (column ? b.forward_column_s : b.forward_row_s);
+        hidden += b.count * std::min(per_block, cap);
+      }
+      return hidden;
     };
     // Returns the exposed seconds per pass, the data-parallel dimension's part of them (each overlap's
     // exposed remainder split in proportion to its rows) and the stretch among them.
     auto exposed = [&](comm_slot slot, const pass_parts& part) {
       auto rows = [&](comm_overlap o) { return a.at(slot, o) * per_pass; };
-      const double attention = rows(comm_overlap::attention), gemm = rows(comm_overlap::gemm);
+      const double attention = rows(comm_overlap::attention), column = rows(comm_overlap::column_gemm);
+      const double row = rows(comm_overlap::row_gemm);
       const double shared = rows(comm_overlap::shared_expert), layer = rows(comm_overlap::layer);
       const double hid_attention = std::min(attention, part.attention_s);
       const double hid_shared = std::min(shared, part.shared_expert_s);
-      const double hid_gemm = std::min(gemm, std::max(0.0, part.gemm_s - hid_shared));
-      const double hid_layer =
-          std::min(layer, std::max(0.0, part.pass_s - hid_attention - hid_shared - hid_gemm));
+      const double hid_column = tp_hidden(column, part.backward, true);
+      const double hid_row = tp_hidden(row, part.backward, false);
+      const double hid_sided = hid_attention + hid_shared + hid_column + hid_row;
+      const double hid_layer = std::min(layer, std::max(0.0, part.pass_s - hid_sided));
       auto dp_part = [&](comm_overlap o, double all, double hidden) {
         return all > 0 ? (all - hidden) * a.dp_at(slot, o) * per_pass / all : 0.0;
       };
@@ -85,19 +104,20 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
       const double stretched = dp_hidden * stretch;
       const double dp = stretched + a.dp_at(slot) * per_pass +
                         dp_part(comm_overlap::attention, attention, hid_attention) +
-                        dp_part(comm_overlap::gemm, gemm, hid_gemm) +
+                        dp_part(comm_overlap::column_gemm, column, hid_column) +
+                        dp_part(comm_overlap::row_gemm, row, hid_row) +
                         dp_part(comm_overlap::shared_expert, shared, hid_shared) +
                         dp_part(comm_overlap::layer, layer, hid_layer);
-      return std::tuple{stretched + a.at(slot) * per_pass + attention + gemm + shared + layer -
-                            (hid_attention + hid_shared + hid_gemm + hid_layer),
+      return std::tuple{stretched + a.at(slot) * per_pass + attention + column + row + shared + layer -
+                            (hid_sided + hid_layer),
                         dp, stretched};
     };
     stage_comm& c = out[i];
     double stretch_fwd = 0, stretch_bwd = 0;
     std::tie(c.forward_s, c.forward_dp_s, stretch_fwd) =
-        exposed(comm_slot::forward, {attention_fwd, sc.forward_gemm_s, sc.forward_shared_expert_s, sc.forward_s});
+        exposed(comm_slot::forward, {attention_fwd, sc.forward_shared_expert_s, sc.forward_s, false});
     std::tie(c.backward_s, c.backward_dp_s, stretch_bwd) =
-        exposed(comm_slot::backward, {attention_bwd, sc.backward_gemm_s, sc.backward_shared_expert_s, sc.backward_s});
+        exposed(comm_slot::backward, {attention_bwd, sc.backward_shared_expert_s, sc.backward_s, true});
     c.stretch_s = stretch_fwd + stretch_bwd;
     c.grad_reduce_s = a.slot_s(comm_slot::grad_reduce);
     c.grad_reduce_buckets = a.grad_reduce_buckets;

@@ -204,11 +204,16 @@ enum class comm_overlap : std::uint8_t {
   none,
   attention,  ///< CP's K/V exchange runs under the attention core of the same layer
   layer,      ///< ZeRO-3/FSDP per-layer gathers and reduce-scatters, prefetched under layer compute
-  gemm,       ///< SP collectives under the linear GEMMs of the same pass (--tp-comm-overlap, §5.5.1)
+  /// SP collectives pipelined with the column-parallel GEMMs of the same pass (--tp-comm-overlap, async TP;
+  /// §5.5.1): the all-gathers before QKV and fc1, the backward's bulk re-gather and reduce-scatter
+  column_gemm,
   shared_expert,  ///< EP all-to-alls under the shared experts' GEMMs (--moe-shared-expert-overlap, §5.5.3)
+  /// SP collectives pipelined with the row-parallel GEMMs: the reduce-scatters after the projection and
+  /// fc2, the output-gradient all-gathers under their data gradients (§5.5.1)
+  row_gemm,
 };
 constexpr std::size_t kNumCommSlots = 6;
-constexpr std::size_t kNumCommOverlaps = 5;
+constexpr std::size_t kNumCommOverlaps = 6;
 std::string_view to_string(comm_slot s);
 std::string_view to_string(comm_overlap o);
 
@@ -236,8 +241,9 @@ struct stage_comm_account {
   }
   /// Every overlap of the slot.
   double slot_s(comm_slot s) const {
-    const auto& row = seconds[static_cast<std::size_t>(s)];
-    return row[0] + row[1] + row[2] + row[3];
+    double sum = 0;
+    for (double x : seconds[static_cast<std::size_t>(s)]) sum += x;
+    return sum;
   }
 };
 

@@ -105,6 +105,14 @@ struct pass_time {
   /// MoE layers: the shared experts' GEMMs, a part of gemm_s (what --moe-shared-expert-overlap hides the
   /// EP all-to-alls under, §5.5.3).
   double shared_expert_s = 0;
+  /// The seconds of gemm_s a pipelined TP collective can run beside (§5.5.1), by block (0: the mixer,
+  /// attention or Mamba; 1: the dense MLP) and by the side of the block it pairs with: the column-parallel
+  /// GEMMs (QKV, fc1: the all-gather before them in the forward, the input re-gather and input-gradient
+  /// reduce-scatter beside their backward) and the row-parallel ones (projection, fc2: the reduce-scatter
+  /// after their forward, the output-gradient all-gather under their data gradient). A pipeline of n
+  /// slices runs its collective beside n − 1 of them.
+  std::array<double, 2> tp_column_gemm_s{};
+  std::array<double, 2> tp_row_gemm_s{};
   double total_s() const { return gemm_s + attention_s + memory_s; }
 };
 
@@ -138,6 +146,17 @@ struct unit_time {
   double module_recompute_flops = 0;
 };
 
+/// The blocks a layer is made of, as TP's collectives see them: one all-gather before and one
+/// reduce-scatter after each (§4.2.1), pipelined with the block's own GEMMs where they are (§5.5.1).
+enum class tp_block_kind : std::uint8_t { attention, mamba, mlp, moe };
+inline constexpr std::size_t kNumTpBlockKinds = 4;
+/// One kind of block of a chunk: its count per micro-batch and one block's sided GEMM seconds (§5.5.1).
+struct tp_block_caps {
+  double count = 0;
+  double forward_column_s = 0, forward_row_s = 0;
+  double backward_column_s = 0, backward_row_s = 0;
+};
+
 /// What one pipeline rank does per micro-batch (with VPP: per model chunk). Seconds, FLOPs.
 struct stage_compute {
   std::int64_t stage = 0;
@@ -147,10 +166,12 @@ struct stage_compute {
   double recompute_s = 0;        ///< the recomputed part of backward_s
   double recomputed_layers = 0;  ///< per chunk: layers whose whole forward is redone (full recomputation)
   double backward_weight_s = 0;  ///< the weight-gradient part of backward_s (GEMMs and accumulation)
-  double forward_gemm_s = 0;     ///< the layers' GEMMs in forward_s: what --tp-comm-overlap hides under (§5.5.1)
-  double backward_gemm_s = 0;    ///< the same in backward_s, recomputation excluded
   double forward_shared_expert_s = 0;   ///< the shared experts' GEMMs in forward_s (§5.5.3)
   double backward_shared_expert_s = 0;  ///< in backward_s, their recomputed forward included
+  /// The chunk's TP blocks by what they run (tp_block_kind): how many per micro-batch and what one block's
+  /// pipelined TP collectives can hide under, by side, in the forward and in the backward (its recomputed
+  /// forward included; pass_time::tp_column_gemm_s). Each block has its own collectives (§5.5.1).
+  std::array<tp_block_caps, kNumTpBlockKinds> tp_blocks{};
   double forward_flops = 0;      ///< counted FLOPs, per micro-batch per chunk
   double backward_flops = 0;     ///< including recomputation
   double optimizer_s = 0;        ///< optimizer step of this rank, once per iteration
