@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -736,6 +737,22 @@ TEST(ValidateLeaveOneSourceOut, TheBlackwellAttentionSourcePredictedWithoutItsFi
               ::testing::HasSubstr("Leave-one-source-out for the default fitted on a published source"));
   EXPECT_THAT(make_reporter(output_format::json)->validation(r),
               ::testing::HasSubstr("\"leave_one_published_source_out\""));
+}
+
+// The JSON gives each row the job flags it was planned with, so that a row can be rerun with `trainplan time`.
+TEST(Validate, JsonRowsCarryTheirJobFlags) {
+  const validation_report r = shipped_validation();
+  const auto j = nlohmann::json::parse(make_reporter(output_format::json)->validation(r));
+  bool found = false;
+  for (const auto& row : j["validation"]["rows"]) {
+    if (row["row"] != "115") continue;
+    found = true;
+    const std::vector<std::string> flags = row["flags"].get<std::vector<std::string>>();
+    EXPECT_THAT(flags, ::testing::Contains("--moe-grouped-gemm"));
+    const std::vector<std::string> model = {"--model", "gpt-oss-120b"};
+    EXPECT_NE(std::search(flags.begin(), flags.end(), model.begin(), model.end()), flags.end());
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace
