@@ -1088,6 +1088,8 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
   };
   // The forward GEMMs full recomputation redoes in the backward pass (where its collectives are booked).
   const bool full_recompute = tc.recompute == recompute_granularity::full;
+  const bool shared_recomputed = tc.recompute == recompute_granularity::selective &&
+                                 (tc.recomputes(recompute_module::moe) || tc.recomputes(recompute_module::shared_experts));
   auto work_of = [&](const layer_counts& kinds, double layers, double recomputed) {
     layers_work w;
     for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
@@ -1102,8 +1104,11 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
       w.fwd_flops += count * u.forward.flops;
       w.bwd_flops += count * u.backward.flops + share * re_flops;
       w.wgrad += count * (u.backward.weight_gradient_s + accumulate_s[k]);
+      // The shared experts' forward GEMMs are redone in the backward only under full recomputation (of the
+      // recomputed layers) or by a recompute module holding them (moe, shared_experts: every layer).
+      const double shared_redone = full_recompute ? share : shared_recomputed ? count : 0.0;
       w.fwd_shared += count * u.forward.shared_expert_s;
-      w.bwd_shared += count * u.backward.shared_expert_s + share * u.forward.shared_expert_s;
+      w.bwd_shared += count * u.backward.shared_expert_s + shared_redone * u.forward.shared_expert_s;
       // §5.5.1: the kind's blocks by what they run; every block of a kind runs the same GEMMs (a window
       // changes none), so one block's sided seconds stand for all of them.
       const layer_makeup& mk = makeup_of(static_cast<layer_kind>(k));

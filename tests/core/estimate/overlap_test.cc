@@ -438,6 +438,20 @@ TEST(Overlap, SharedExpertsHideTheirLayersAllToAlls) {
                         (sc.forward_shared_expert_s + sc.backward_shared_expert_s);
   ASSERT_GT(budget, 0);
   EXPECT_LE(plain.breakdown.tp_comm_s - overlapped.breakdown.tp_comm_s, budget * (1 + 1e-9));
+  // The backward's budget is its own shared-expert GEMMs; their forward is redone there only under
+  // recomputation (full, or the moe/shared_experts modules at TP 1).
+  double layers_backward_s = 0, layers_forward_s = 0;
+  for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
+    const double n = static_cast<double>(plain_job.model.count_layer_kinds(0, plain_job.model.num_layers)[k]) /
+                     static_cast<double>(plain_job.parallel.pp);
+    layers_backward_s += n * cr.layers[k].backward.shared_expert_s;
+    layers_forward_s += n * cr.layers[k].forward.shared_expert_s;
+  }
+  EXPECT_NEAR(sc.backward_shared_expert_s, layers_backward_s, 1e-9 * layers_backward_s);
+  const job_spec redone = parse(concat(qwen, {"--recompute-granularity", "full", "--recompute-method", "uniform",
+                                              "--recompute-num-layers", "1"})).job;
+  EXPECT_NEAR(estimate_compute(redone).stages.front().backward_shared_expert_s, layers_backward_s + layers_forward_s,
+              1e-9 * layers_backward_s);
   // Without shared experts the flag changes nothing (Megatron: "only effective when
   // moe-shared-expert-intermediate-size is set").
   const args_t mixtral = {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--num-gpus", "16", "--ep", "8",
