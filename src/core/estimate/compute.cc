@@ -177,6 +177,9 @@ struct gemm_role {
   bool shared_expert = false;  ///< an MoE layer's shared expert: --moe-shared-expert-overlap hides EP under it
   /// A routed expert's grouped GEMM: FP8 where the framework's FP8 reaches them (framework_traits).
   bool routed_expert = false;
+  /// Which block's TP collectives a sided GEMM is pipelined with (pass_time::tp_column_gemm_s): 0 the
+  /// mixer's (attention, Mamba), 1 the dense MLP's.
+  std::uint8_t tp_block = 0;
 };
 /// How a scaling recipe's casts run (§5.1.3), one row per --fp8-recipe, from Transformer Engine's code:
 /// delayed scaling fuses the cast into the norm or activation that produces the input (the amax of the
@@ -208,8 +211,9 @@ constexpr gemm_role kAttentionBmm{.attention_bmm = true, .fp8 = false};
 constexpr gemm_role kColumn{.side = userbuffer_side::column_parallel};
 constexpr gemm_role kRow{.side = userbuffer_side::row_parallel};
 constexpr gemm_role kNormedColumn{.side = userbuffer_side::column_parallel, .input_cast_fused = true};
-constexpr gemm_role kMlpUp{.side = userbuffer_side::column_parallel, .input_cast_fused = true, .grad_cast_fused = true};
-constexpr gemm_role kMlpDown{.side = userbuffer_side::row_parallel, .input_cast_fused = true};
+constexpr gemm_role kMlpUp{
+    .side = userbuffer_side::column_parallel, .input_cast_fused = true, .grad_cast_fused = true, .tp_block = 1};
+constexpr gemm_role kMlpDown{.side = userbuffer_side::row_parallel, .input_cast_fused = true, .tp_block = 1};
 constexpr gemm_role kRouter{.fp8 = false};
 constexpr gemm_role kSharedExpert{.shared_expert = true};
 
@@ -693,8 +697,7 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
       u.forward.shared_expert_s += u.forward.gemm_s - gemm_fwd_before;
       u.backward.shared_expert_s += u.backward.gemm_s - gemm_bwd_before;
     }
-    // The block a sided GEMM belongs to: the dense MLP's (mlp_up, mlp_down) or the mixer's.
-    const std::size_t block = g.name.starts_with("mlp_") ? 1 : 0;
+    const std::size_t block = role.tp_block;
     if (role.side == userbuffer_side::column_parallel) {
       u.forward.tp_column_gemm_s[block] += ring_share * (u.forward.gemm_s - gemm_fwd_before);
       u.backward.tp_column_gemm_s[block] += u.backward.gemm_s - gemm_bwd_before;
@@ -1092,6 +1095,7 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
                                  (tc.recomputes(recompute_module::moe) || tc.recomputes(recompute_module::shared_experts));
   auto work_of = [&](const layer_counts& kinds, double layers, double recomputed) {
     layers_work w;
+    const double redone = full_recompute ? recomputed / std::max(1.0, layers) : 0.0;  // of each layer's forward
     for (std::size_t k = 0; k < kNumLayerKinds; ++k) {
       const double count = static_cast<double>(kinds[k]);
       if (count <= 0) continue;
@@ -1112,7 +1116,6 @@ void estimate_compute(const job_spec& job, const parameter_breakdown& params, co
       // §5.5.1: the kind's blocks by what they run; every block of a kind runs the same GEMMs (a window
       // changes none), so one block's sided seconds stand for all of them.
       const layer_makeup& mk = makeup_of(static_cast<layer_kind>(k));
-      const double redone = full_recompute ? recomputed / std::max(1.0, layers) : 0.0;
       auto add_block = [&](tp_block_kind b, std::size_t i) {
         tp_block_caps& c = w.tp_blocks[static_cast<std::size_t>(b)];
         c.count += count;

@@ -69,9 +69,9 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
     };
     // §5.5.1: a side's pipelined collectives, the same on every TP block of the pass (one all-gather and one
     // reduce-scatter per block), each hidden under its own block's GEMMs of that side: Σ_b min(c, cap_b).
+    double blocks = 0;
+    for (const tp_block_caps& b : sc.tp_blocks) blocks += b.count;
     auto tp_hidden = [&](double side_s, bool backward, bool column) {
-      double blocks = 0;
-      for (const tp_block_caps& b : sc.tp_blocks) blocks += b.count;
       if (side_s <= 0 || blocks <= 0) return 0.0;
       const double per_block = side_s / blocks;
       double hidden = 0;
