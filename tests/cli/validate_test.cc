@@ -282,9 +282,11 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   EXPECT_LE(gen["H100 BF16"].max_abs_error, 0.20);
   EXPECT_GE(gen["H100 BF16"].spearman, 0.6);
   for (const char* row : {"11", "12", "13"}) EXPECT_LT(by[row]->error, 0) << row;
+  // Since 2026-12-02 the fused attention runs at the GEMMs' sustained clock (§5.6): BF16 7.2% / 17.8%,
+  // FP8 2.1% / 7.9% (3.6% / 9.0% at the warm card's attention rate).
   EXPECT_EQ(gen["H100 FP8"].rows, 19);
-  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.04);
-  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.10);
+  EXPECT_LE(gen["H100 FP8"].median_abs_error, 0.03);
+  EXPECT_LE(gen["H100 FP8"].max_abs_error, 0.09);
   EXPECT_LE(gen["H100 BF16, held out"].median_abs_error, 0.06);
   // Its worst: Megatron CI's VPP 8 run (−18%); torchtitan's eager runs are −7% and −8% (−12%, −13% at the
   // SXM card's peak; −31% and −33% before their eager RMSNorm, RoPE and K/V copies were priced, §5.3).
@@ -295,8 +297,9 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   // tokens, issue 28's finding 4); 7.2% over the 16 rows before them.
   // 9.0% over 28 with torchtitan's 3-D and 4-D 405B rows (163-166: −15%, −16%, −15%, −40%), planned since
   // 2026-12-01 with the pipeline torchtitan builds by default (published-conditions.csv).
+  // 6.7% since the attention runs at the sustained clock (2026-12-02, §5.6; CP rows −9% to −37%).
   EXPECT_EQ(gen["H100 FP8, held out"].rows, 28);  // 23 before async TP's row 162, 24 before the 405B rows
-  EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.095);
+  EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.075);
   // The 500 W card's compiled and eager runs at 8K tokens (rows 152-154, 159-161): within 9% each.
   for (const trainplan::validation_row& v : r.rows) {
     if (v.table != "published-measurements-more.csv") continue;
@@ -737,6 +740,22 @@ TEST(ValidateLeaveOneSourceOut, TheBlackwellAttentionSourcePredictedWithoutItsFi
               ::testing::HasSubstr("Leave-one-source-out for the default fitted on a published source"));
   EXPECT_THAT(make_reporter(output_format::json)->validation(r),
               ::testing::HasSubstr("\"leave_one_published_source_out\""));
+}
+
+// Issue 28's leave-one-source-out target: every published source of five runs or more within 10% median.
+// No constant is fitted on any of them (Blackwell's attention, the one fitted on a published source, is
+// fitted on NeMo's four B200 rows), so each source's own figure is its left-out one. torchtitan's Dec-2024
+// table came under it on 2026-12-02 (12.8% → 8.7%), when the attention took the sustained clock (§5.6).
+TEST(Validate, EveryPublishedSourceOfFiveRunsIsWithinTenPercent) {
+  const validation_report r = shipped_validation();
+  int sources = 0;
+  for (const validation_stats& s : r.sources) {
+    if (s.rows < 5) continue;
+    ++sources;
+    EXPECT_LE(s.median_abs_error, 0.10) << s.name;
+    for (const published_fold& f : r.loso.published) EXPECT_NE(f.source, s.name) << "fitted on: " << s.name;
+  }
+  EXPECT_EQ(sources, 9);
 }
 
 // The JSON gives each row the job flags it was planned with, so that a row can be rerun with `trainplan time`.

@@ -481,7 +481,8 @@ constexpr std::int64_t kPipelineSplits = 4;
 /// A fused attention-like kernel of `flops` forward (flash attention, Mamba's SSD scan) into `bucket`:
 /// forward at the GPU's fused-attention rate, backward 2× the FLOPs in 2.5× the forward's FLOPs' time
 /// at the backward rate (it recomputes; Dao 2023). `keys`: the sequence each call's causal square spans
-/// (0: a kernel with no sequence ramp), each rate × keys/(keys + half) where the GPU has a ramp (§5.6).
+/// (0: a kernel with no sequence ramp), each rate × keys/(keys + half) where the GPU has a ramp, and ×
+/// the sustained clock factor (§5.6).
 void add_fused_kernel(const job_spec& job, const compute_efficiency& e, double flops, double keys, unit_time& u,
                       double pass_time::*bucket, bool attention = false) {
   const double peak = job.cluster.gpu.peak_flops(job.training.precision);
@@ -495,8 +496,11 @@ void add_fused_kernel(const job_spec& job, const compute_efficiency& e, double f
                                    : e.flash_backward_fraction > 0 ? e.flash_backward_fraction
                                                                     : e.flash_attention_fraction;
   const double backward_half = fa2 ? e.fa2_backward_half_seq : e.flash_backward_half_seq;
-  const double forward_rate = peak * fraction * ramp(half);
-  const double backward_rate = peak * backward_fraction * ramp(backward_half);
+  // §5.6: the rates are a warm card's; in training the compute-bound kernels run at the clock the
+  // power limit holds, as the GEMMs do (held for 20 s the attention ran at 0.90-0.93 of its first second).
+  const double clock = e.sustained_clock_factor > 0 ? e.sustained_clock_factor : 1.0;
+  const double forward_rate = clock * peak * fraction * ramp(half);
+  const double backward_rate = clock * peak * backward_fraction * ramp(backward_half);
   u.forward.*bucket += flops / forward_rate + e.kernel_overhead_s;
   u.forward.flops += flops;
   u.backward.*bucket += 2.5 * flops / backward_rate + e.kernel_overhead_s;

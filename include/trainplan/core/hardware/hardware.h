@@ -44,8 +44,9 @@ struct compute_efficiency {
   /// rate × s/(s + half) (§5.6, measured); 0: no ramp.
   double flash_half_seq = 0;
   double flash_backward_half_seq = 0;
-  /// GEMM rate in training over the rate a benchmark measures in short samples: under back-to-back
-  /// GEMMs the card holds its power limit at a lower clock (§5.6, measured); 0 or 1: none.
+  /// Compute-bound kernels' rate in training (GEMMs, fused attention) over the rate a benchmark measures
+  /// in short samples on a warm card: run back to back they hold the card at its power limit, at a
+  /// lower clock (§5.6, measured); 0 or 1: none.
   double sustained_clock_factor = 0;
   /// FlashAttention-2 (PyTorch's scaled_dot_product_attention flash backend, the flash_attn package),
   /// the kernel of the frameworks that do not run Transformer Engine's (framework_traits::fa2_attention):
