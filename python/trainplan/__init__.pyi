@@ -663,7 +663,7 @@ class Job:
         rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
         use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
         microbatch_group_size_per_virtual_pipeline_stage [N]: interleaved schedule: micro-batches run back to back in a chunk before the next (§5.4) (default PP)
-        cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
+        cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring; PyTorch's alltoall rotation), all_gather (K/V) or a2a (Q, K, V, output; Transformer Engine only) (default the framework's (megatron: p2p; fsdp: all_gather))
         ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
         scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
         pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
@@ -1119,7 +1119,7 @@ def search(*,
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     microbatch_group_size_per_virtual_pipeline_stage [N]: interleaved schedule: micro-batches run back to back in a chunk before the next (§5.4) (default PP)
-    cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
+    cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring; PyTorch's alltoall rotation), all_gather (K/V) or a2a (Q, K, V, output; Transformer Engine only) (default the framework's (megatron: p2p; fsdp: all_gather))
     ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
@@ -1570,7 +1570,7 @@ def shapes(*,
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     microbatch_group_size_per_virtual_pipeline_stage [N]: interleaved schedule: micro-batches run back to back in a chunk before the next (§5.4) (default PP)
-    cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
+    cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring; PyTorch's alltoall rotation), all_gather (K/V) or a2a (Q, K, V, output; Transformer Engine only) (default the framework's (megatron: p2p; fsdp: all_gather))
     ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)
@@ -2016,7 +2016,7 @@ def plan(job: Optional[Job] = ..., *,
     rank_order [ORDER]: rank order of the parallel dimensions, fastest first (Megatron's order string) (default tp-cp-ep-dp-pp)
     use_tp_pp_dp_mapping: = --rank-order tp-cp-ep-pp-dp
     microbatch_group_size_per_virtual_pipeline_stage [N]: interleaved schedule: micro-batches run back to back in a chunk before the next (§5.4) (default PP)
-    cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output) (default p2p)
+    cp_comm_type [KIND]: context-parallel exchange: p2p (K/V ring; PyTorch's alltoall rotation), all_gather (K/V) or a2a (Q, K, V, output; Transformer Engine only) (default the framework's (megatron: p2p; fsdp: all_gather))
     ds_sequence_parallel_size [N]: DeepSpeed-Ulysses sequence parallelism (= --context-parallel-size N --cp-comm-type a2a) (default 1)
     scatter_gather_tensors_in_pipeline: legacy Megatron: send 1/t of each activation between stages, all-gather over TP
     pp_partition_method [METHOD]: Megatron-DeepSpeed: 'type:transformer|embedding' = --embedding-as-stage (default type:transformer)

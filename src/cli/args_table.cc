@@ -425,8 +425,9 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--microbatch-group-size-per-virtual-pipeline-stage", "", "N", "PP", "parallel",
                       "interleaved schedule: micro-batches run back to back in a chunk before the next (§5.4)",
                       INT_FIELD_MIN(b.job.parallel.microbatch_group_size, 1)));
-    t.push_back(value("--cp-comm-type", "", "KIND", "p2p", "parallel",
-                      "context-parallel exchange: p2p (K/V ring), all_gather (K/V) or a2a (Q, K, V, output)",
+    t.push_back(value("--cp-comm-type", "", "KIND", "the framework's (megatron: p2p; fsdp: all_gather)", "parallel",
+                      "context-parallel exchange: p2p (K/V ring; PyTorch's alltoall rotation), all_gather (K/V) or a2a "
+                      "(Q, K, V, output; Transformer Engine only)",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {
                         if (v == "a2a+p2p") {
                           throw input_error(f + " a2a+p2p: hierarchical context parallelism "

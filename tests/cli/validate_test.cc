@@ -300,13 +300,19 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
   // 6.7% since the attention runs at the sustained clock (2026-12-02, §5.6; CP rows −9% to −37%).
   EXPECT_EQ(gen["H100 FP8, held out"].rows, 28);  // 23 before async TP's row 162, 24 before the 405B rows
   EXPECT_LE(gen["H100 FP8, held out"].median_abs_error, 0.075);
-  // The 500 W card's compiled and eager runs at 8K tokens (rows 152-154, 159-161): within 9% each.
+  // The 500 W card's compiled and eager runs at 8K tokens (rows 152-154, 159-161): within 9% each. Its CP
+  // runs under PyTorch's ring attention (§4.2.2, §5.3; 2026-12-02): CP 2 −3.5%, CP 4 and 8 −28% and −31%,
+  // the 405B CP 8 row −26% (−9%, −33%, −36%, −37% priced as Transformer Engine's ring).
   for (const trainplan::validation_row& v : r.rows) {
     if (v.table != "published-measurements-more.csv") continue;
     for (const char* row : {"152", "153", "154", "159", "160", "161"}) {
       if (v.label == row) {
         EXPECT_LE(std::fabs(v.error), 0.09) << row;
       }
+    }
+    if (v.label == "156") EXPECT_LE(std::fabs(v.error), 0.06);
+    for (const char* row : {"157", "158", "166"}) {
+      if (v.label == row) EXPECT_GE(v.error, -0.33) << row;
     }
   }
   // Rows 15-19 (PP > 1) run interleaved, 1 layer per virtual stage, as published-conditions.csv says why.

@@ -22,7 +22,8 @@ constexpr std::array<std::string_view, 3> kPhaseNames = {"forward", "backward", 
 constexpr std::array<std::string_view, kNumCommSlots> kSlotNames = {"forward",      "backward",  "grad_reduce",
                                                                     "param_gather", "optimizer", "pipeline"};
 constexpr std::array<std::string_view, kNumCommOverlaps> kOverlapNames = {"none",        "attention",     "layer",
-                                                                           "column_gemm", "shared_expert", "row_gemm"};
+                                                                           "column_gemm", "shared_expert", "row_gemm",
+                                                                           "attention_first_step"};
 
 }  // namespace
 
@@ -31,6 +32,7 @@ std::string_view to_string(comm_slot s) { return kSlotNames[static_cast<std::siz
 std::string_view to_string(comm_overlap o) { return kOverlapNames[static_cast<std::size_t>(o)]; }
 std::string_view to_string(cp_comm_kind k) {
   switch (k) {
+    case cp_comm_kind::framework_default: return "framework_default";
     case cp_comm_kind::p2p: return "p2p";
     case cp_comm_kind::all_gather: return "all_gather";
     case cp_comm_kind::a2a: return "a2a";
@@ -202,9 +204,55 @@ void tp_table(const comm_context& x, row_sink& out) {
 }
 
 // -- CP (§4.2.2) --
+
+/// PyTorch's context_parallel ring attention (torchtitan; §4.2.2): K and V as its SDPA call reads them
+/// (copied out to every query head where the model repeats grouped K/V), gathered once per attention call
+/// (rotate_method ALL_GATHER) or passed round the ring (ALL_TO_ALL, torchtitan's "alltoall"); backward
+/// the same for K/V, and every step's fp32 dK/dV passed on to the next rank.
+void torch_ring_cp_table(const comm_context& x, row_sink& out) {
+  const auto& p = x.job.parallel;
+  const model_spec& md = x.job.model;
+  const bool repeated = layer_kernels_of(x.job.training).gqa_copies && !md.is_mla();
+  const double heads = static_cast<double>(size_div(md.num_attention_heads, p.tp));
+  const double k_cols = repeated ? heads * static_cast<double>(md.kv_channels) : static_cast<double>(size_div(md.k_width(), p.tp));
+  const double v_cols = repeated ? heads * static_cast<double>(md.kv_channels) : static_cast<double>(size_div(md.v_width(), p.tp));
+  const double kv = x.tokens * (k_cols + v_cols) * x.act_bytes;  // one rank's K and V
+  const double dkv = x.tokens * (k_cols + v_cols) * 4.0;         // their gradients, accumulated in fp32
+  const double steps = static_cast<double>(p.cp - 1);
+  if (p.cp_comm == cp_comm_kind::all_gather) {
+    // One all-gather of every rank's K/V (the concatenated buffer), issued before step 0, waited at step 1.
+    constexpr comm_overlap under = comm_overlap::attention_first_step;
+    const double gathered = kv * static_cast<double>(p.cp);
+    out.row(ck::all_gather, cph::forward, "K/V all-gather, under the ring's first step", g_cp, gathered, 1, per::layer,
+            under);
+    out.row(ck::all_gather, cph::backward, "K/V re-gather for the backward, under its first step", g_cp, gathered, 1,
+            per::layer, under);
+    out.row(ck::all_gather, cph::backward, "recomputed forward K/V all-gather", g_cp, gathered, 1, per::recomputed_layer,
+            under);
+  } else {
+    constexpr comm_overlap under = comm_overlap::attention;
+    out.row(ck::send_recv, cph::forward, "K/V passed round the ring (send + receive per step, c−1 steps)", g_cp, kv,
+            2 * steps, per::layer, under);
+    out.row(ck::send_recv, cph::backward, "K/V passed round the ring for the backward", g_cp, kv, 2 * steps, per::layer,
+            under);
+    out.row(ck::send_recv, cph::backward, "recomputed forward K/V ring", g_cp, kv, 2 * steps, per::recomputed_layer,
+            under);
+  }
+  // The backward sends each step's accumulated dK/dV on (ALL_TO_ALL rotater) and waits for the previous
+  // rank's at the next step: c transfers, the last waited after the loop.
+  out.row(ck::send_recv, cph::backward, "fp32 dK/dV passed on after each step, under the next", g_cp, dkv, 2 * steps,
+          per::layer, comm_overlap::attention);
+  out.row(ck::send_recv, cph::backward, "fp32 dK/dV of the last step, waited after the loop (exposed)", g_cp, dkv, 2,
+          per::layer);
+}
+
 void cp_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   if (p.cp == 1) return;
+  if (traits_of(x.job.training.framework).cp_attention == cp_attention_kind::torch_ring) {
+    torch_ring_cp_table(x, out);
+    return;
+  }
   const model_spec& md = x.job.model;
   // K and V of the local sequence chunk and the local (TP-split) query groups.
   const double kv = x.tokens * static_cast<double>(size_div(md.k_width() + md.v_width(), p.tp)) * x.act_bytes;

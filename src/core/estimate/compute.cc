@@ -507,6 +507,36 @@ void add_fused_kernel(const job_spec& job, const compute_efficiency& e, double f
   u.backward.flops += 2 * flops;
 }
 
+/// PyTorch's ring attention around its SDPA calls (§5.3, torch/distributed/tensor/experimental/
+/// _attention.py, convert_to_f32): on the busiest CP rank (the last, whose every later step takes the whole
+/// local query and half the keys), per layer and micro-batch. Forward: K/V concatenated for the exchange
+/// before every step but the last; each step's output cast to fp32 and, from the second step, merged into
+/// the running output by its log-sum-exp (out − σ(lse_b − lse)·(out − out_b): 32 bytes per element);
+/// the result cast back. Backward: fp32 dQ, dK, dV zeroed; each step's 16-bit gradients added in (dK/dV
+/// from the second step into their first half, then concatenated whole: _partial_update), dK/dV
+/// concatenated for the ring, K/V again for theirs; the results cast back. `q_elems`, `kv_elems`: one
+/// rank's output and K + V elements as the SDPA call sees them.
+void torch_ring_attention_merges(const job_spec& job, const compute_efficiency& e, double q_elems, double kv_elems,
+                                 unit_time& u) {
+  const gpu_spec& gpu = job.cluster.gpu;
+  const double a = bytes_of(job.resolved.roles.activations);
+  const double c = static_cast<double>(job.parallel.cp);
+  const int ci = static_cast<int>(job.parallel.cp);
+  const double cast = (a + 4) * q_elems;        // 16-bit ↔ fp32 over the output
+  const double kv_cat = 2 * a * kv_elems;       // read and write K and V
+  const double forward = (c - 1) * (kv_cat + 32 * q_elems) + (c + 1) * cast;
+  const double accumulate_kv_first = (a + 8) * kv_elems;             // dK/dV += 16-bit step gradients
+  const double accumulate_kv_half = (a + 8) / 2 * kv_elems + 8 * kv_elems;  // into half, then concatenated
+  const double backward = 4 * (q_elems + kv_elems) + (c - 1) * kv_cat + accumulate_kv_first +
+                          (c - 1) * accumulate_kv_half + c * 8 * kv_elems + c * (a + 8) * q_elems +
+                          (a + 4) * (q_elems + kv_elems);
+  // Kernels: forward a cast per step, a concatenation per exchange, 8 for each merge (its log-sum-exp's
+  // too), the final cast; backward 3 zeroings, per step an add into dQ, 2 (or 4, half then whole) into
+  // dK/dV, a concatenation for each ring, and 2 final casts.
+  u.forward.attention_s += memory_time_s(gpu, e, forward, ci + (ci - 1) + 8 * (ci - 1) + 1);
+  u.backward.attention_s += memory_time_s(gpu, e, backward, 3 + ci + 2 + 4 * (ci - 1) + ci + (ci - 1) + 2);
+}
+
 /// The attention core (§5.1, §5.3): one flash kernel, or the unfused softmax and dropout passes (the
 /// batched score and context GEMMs are for_each_layer_gemm's).
 void attention_core(const job_spec& job, const compute_efficiency& e, bool windowed, unit_time& u) {
@@ -532,6 +562,14 @@ void attention_core(const job_spec& job, const compute_efficiency& e, bool windo
     double keys = static_cast<double>(sq);
     if (windowed && m.sliding_window > 0) keys = std::min(keys, static_cast<double>(m.sliding_window));
     add_fused_kernel(job, e, flops, keys, u, &pass_time::attention_s, true);
+    if (p.cp > 1 && traits_of(job.training.framework).cp_attention == cp_attention_kind::torch_ring) {
+      // K/V as the SDPA call reads them: copied out to every query head where the model repeats them.
+      const double tokens = static_cast<double>(b * sq);
+      const bool repeated = layer_kernels_of(job.training).gqa_copies && !m.is_mla();
+      const double kv_cols = repeated ? 2.0 * static_cast<double>(np) * static_cast<double>(m.kv_channels)
+                                      : static_cast<double>((m.k_width() + m.v_width()) / p.tp);
+      torch_ring_attention_merges(job, e, tokens * static_cast<double>(np) * dv, tokens * kv_cols, u);
+    }
     return;
   }
   // Scale+mask+softmax reads and writes the scores; ALiBi adds its bias on the way; dropout writes the

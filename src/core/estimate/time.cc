@@ -44,6 +44,7 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
   const double v = static_cast<double>(job.parallel.vpp);
   const double per_pass = 1.0 / (m * v);
   const double stretch = overlap_compute_stretch(job);
+  const double cp = static_cast<double>(job.parallel.cp);
   const pass_time& att_fwd = cr.of(layer_kind::dense).forward;
   const pass_time& att_bwd = cr.of(layer_kind::dense).backward;
   out.assign(cr.stages.size(), stage_comm{});
@@ -61,7 +62,7 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
     // block's), the shared experts' GEMMs, the whole pass. The parts are shared: what one stream hides under
     // is not there for another, so the streams are packed into them from the narrowest part out, and no more
     // hides than the pass lasts (a slower GPU never finishes sooner).
-    static_assert(kNumCommOverlaps == 6 && static_cast<int>(comm_overlap::row_gemm) == 5,
+    static_assert(kNumCommOverlaps == 7 && static_cast<int>(comm_overlap::attention_first_step) == 6,
                   "the packing below takes every comm_overlap");
     struct pass_parts {
       double attention_s, shared_expert_s, pass_s;
@@ -87,9 +88,11 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
     auto exposed = [&](comm_slot slot, const pass_parts& part) {
       auto rows = [&](comm_overlap o) { return a.at(slot, o) * per_pass; };
       const double attention = rows(comm_overlap::attention), column = rows(comm_overlap::column_gemm);
-      const double row = rows(comm_overlap::row_gemm);
+      const double row = rows(comm_overlap::row_gemm), first_step = rows(comm_overlap::attention_first_step);
       const double shared = rows(comm_overlap::shared_expert), layer = rows(comm_overlap::layer);
-      const double hid_attention = std::min(attention, part.attention_s);
+      // A ring's first step is 1/CP of its attention (§4.2.2): what waits for its end hides under that alone.
+      const double hid_first_step = std::min(first_step, part.attention_s / cp);
+      const double hid_attention = std::min(attention, part.attention_s - hid_first_step) + hid_first_step;
       const double hid_shared = std::min(shared, part.shared_expert_s);
       const double hid_column = tp_hidden(column, part.backward, true);
       const double hid_row = tp_hidden(row, part.backward, false);
@@ -103,12 +106,13 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
       const double dp_hidden = layer > 0 ? hid_layer * a.dp_at(slot, comm_overlap::layer) * per_pass / layer : 0.0;
       const double stretched = dp_hidden * stretch;
       const double dp = stretched + a.dp_at(slot) * per_pass +
-                        dp_part(comm_overlap::attention, attention, hid_attention) +
+                        dp_part(comm_overlap::attention, attention, hid_attention - hid_first_step) +
+                        dp_part(comm_overlap::attention_first_step, first_step, hid_first_step) +
                         dp_part(comm_overlap::column_gemm, column, hid_column) +
                         dp_part(comm_overlap::row_gemm, row, hid_row) +
                         dp_part(comm_overlap::shared_expert, shared, hid_shared) +
                         dp_part(comm_overlap::layer, layer, hid_layer);
-      return std::tuple{stretched + a.at(slot) * per_pass + attention + column + row + shared + layer -
+      return std::tuple{stretched + a.at(slot) * per_pass + attention + first_step + column + row + shared + layer -
                             (hid_sided + hid_layer),
                         dp, stretched};
     };

@@ -20,14 +20,16 @@ namespace {
 // _exec_forward_pass frees the whole output and keeps the TP partition it sends (PartitionedTensor,
 // is_pipe_partitioned) in pipe_buffers['outputs']; PyTorch
 // torch/distributed/pipelining/stage.py forward_one_chunk keeps output_tuple in fwd_cache until
-// backward_one_chunk.
+// backward_one_chunk. Context parallelism: Megatron-Core's TransformerEngine attention (--cp-comm-type,
+// default p2p); torchtitan wraps each step in PyTorch's context_parallel (torch/distributed/tensor/
+// experimental/_attention.py: _ContextParallelOptions rotate_method ALL_GATHER, convert_to_f32 True).
 constexpr std::array<framework_traits, 3> kFrameworks = {{
     {framework_kind::megatron, "megatron", true, true, false, false, 0, 0.0, true, false, false, sent_output_hold::freed,
      true, false},
     {framework_kind::deepspeed, "deepspeed", false, false, true, true, 500'000'000, 2.5e-3, false, true, true,
      sent_output_hold::kept_tp_partitioned, true, false},
     {framework_kind::fsdp, "fsdp", false, false, false, false, 0, 0.0, true, false, true, sent_output_hold::kept,
-     false, true},
+     false, true, cp_attention_kind::torch_ring, cp_comm_kind::all_gather},
 }};
 
 using su = state_unit;

@@ -308,6 +308,12 @@ std::string size_violation(job_spec& job) {
   if (p.cp > 1) {
     TRAINPLAN_RETURN_VIOLATION(divisible(m.seq_length, "${model.seq_length}", 2 * p.cp, "2 × ${parallel.cp}"));
   }
+  if (p.cp_comm == cp_comm_kind::framework_default) p.cp_comm = traits_of(t.framework).cp_comm_default;
+  if (p.cp > 1 && p.cp_comm == cp_comm_kind::a2a && traits_of(t.framework).cp_attention == cp_attention_kind::torch_ring) {
+    return "${parallel.cp_comm} a2a with ${training.framework} " + std::string(traits_of(t.framework).name) +
+           ": PyTorch's context_parallel passes K/V by an all-gather or round a ring (torchtitan's "
+           "context_parallel_rotate_method allgather or alltoall: all_gather or p2p); a2a is Transformer Engine's";
+  }
   if (p.cp > 1 && p.cp_comm == cp_comm_kind::a2a) {
     // Each rank attends for its share of the heads (Transformer Engine asserts heads % CP == 0).
     TRAINPLAN_RETURN_VIOLATION(divisible(m.num_attention_heads / p.tp, "${model.num_attention_heads} / ${parallel.tp}",

@@ -211,9 +211,12 @@ enum class comm_overlap : std::uint8_t {
   /// SP collectives pipelined with the row-parallel GEMMs: the reduce-scatters after the projection and
   /// fc2, the output-gradient all-gathers under their data gradients (§5.5.1)
   row_gemm,
+  /// PyTorch's ring attention's K/V all-gather, waited at the ring's second step: it runs beside the first
+  /// step's attention alone, 1/CP of the layer's (§4.2.2, §5.5)
+  attention_first_step,
 };
 constexpr std::size_t kNumCommSlots = 6;
-constexpr std::size_t kNumCommOverlaps = 6;
+constexpr std::size_t kNumCommOverlaps = 7;
 std::string_view to_string(comm_slot s);
 std::string_view to_string(comm_overlap o);
 

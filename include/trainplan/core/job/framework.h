@@ -22,6 +22,18 @@ struct training_config;  // job.h
 /// sent (a sequence shard with SP).
 enum class sent_output_hold : std::uint8_t { freed, kept_tp_partitioned, kept };
 
+/// How context parallelism exchanges the sequence (Megatron --cp-comm-type; docs/formulas.md §4.2.2): the
+/// K/V ring (p2p), an all-gather of K and V, or all-to-alls of Q, K, V and the output (a2a, Ulysses-style:
+/// each rank attends over the whole sequence for heads / CP). framework_default: finalize_job takes the
+/// framework's (framework_traits::cp_comm_default).
+enum class cp_comm_kind { framework_default, p2p, all_gather, a2a };
+
+/// Whose code runs context-parallel attention (§4.2.2, §5.3): Transformer Engine's AttnFuncWithCP*
+/// (Megatron), or PyTorch's context_parallel ring attention (torch/distributed/tensor/experimental/
+/// _attention.py `_templated_ring_attention`, which torchtitan runs): an SDPA call per ring step, its
+/// outputs merged in fp32 and dK/dV accumulated in fp32 and passed round the ring.
+enum class cp_attention_kind : std::uint8_t { transformer_engine, torch_ring };
+
 /// What a training framework allows and does beside its optimizer: one row per framework
 /// (src/core/job/framework.cc), read by the layout rules, the search, the pipeline split, the traffic
 /// tables and the compute model instead of switches on framework_kind.
@@ -50,6 +62,11 @@ struct framework_traits {
   /// Under --fp8-format each linear casts its 16-bit weight to FP8 in every forward (torchao's Float8Linear:
   /// its amax, then the cast), where Transformer Engine casts once an iteration (§5.1.3).
   bool fp8_weight_cast_each_pass = false;
+  cp_attention_kind cp_attention = cp_attention_kind::transformer_engine;
+  /// --cp-comm-type when none is given: Megatron's p2p; PyTorch's context_parallel all-gathers K/V once
+  /// (_ContextParallelOptions.rotate_method = ALL_GATHER; torchtitan's context_parallel_rotate_method
+  /// "allgather").
+  cp_comm_kind cp_comm_default = cp_comm_kind::p2p;
 };
 const framework_traits& traits_of(framework_kind k);
 

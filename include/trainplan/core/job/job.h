@@ -44,11 +44,6 @@ inline constexpr std::array<std::pair<const char*, recompute_module>, 7> kRecomp
      {"moe", recompute_module::moe},
      {"shared_experts", recompute_module::shared_experts}}};
 enum class optimizer_kind { adam, sgd };
-/// How context parallelism exchanges keys and values (Megatron --cp-comm-type; docs/formulas.md §4.2.2).
-/// How context parallelism exchanges the sequence (Megatron --cp-comm-type; §4.2.2): the K/V ring (p2p),
-/// an all-gather of K and V, or all-to-alls of Q, K, V and the output (a2a, Ulysses-style: each rank
-/// attends over the whole sequence for heads / CP).
-enum class cp_comm_kind { p2p, all_gather, a2a };
 /// How MoE tokens reach their experts (Megatron --moe-token-dispatcher-type; §4.2.5): all-gather the
 /// hidden states over EP×ETP and reduce-scatter back (Megatron-Core's default), all-to-all one copy per
 /// routed expert, or flex (DeepEP: one copy per destination node over the network, forwarded over NVLink).
@@ -125,7 +120,7 @@ struct parallel_config {
   /// Rank order, fastest-varying first, as parallel_dim values (tp 0, cp 1, ep 2, dp 3, pp 4):
   /// Megatron's default "tp-cp-ep-dp-pp" (--rank-order; docs/formulas.md §4.1).
   std::array<std::int8_t, 5> rank_order = {0, 1, 2, 3, 4};
-  cp_comm_kind cp_comm = cp_comm_kind::p2p;  ///< --cp-comm-type
+  cp_comm_kind cp_comm = cp_comm_kind::framework_default;  ///< --cp-comm-type
   /// --moe-token-dispatcher-type; finalize_job resolves the framework default (Megatron: allgather;
   /// DeepSpeed and FSDP/torchtitan: alltoall).
   moe_dispatcher_kind moe_dispatcher = moe_dispatcher_kind::framework_default;
