@@ -60,7 +60,8 @@ TEST(TorchRing, GathersTheRepeatedKvAndPassesFp32GradientsRoundTheRing) {
   EXPECT_EQ(row_of(summarize_comm(parse(kLlama8bCp8).job), "K/V all-gather, under the ring's first step"), nullptr);
   // PyTorch's context_parallel has no all-to-all of heads.
   EXPECT_THAT(error_of(concat(concat(kLlama8bCp8, kTorchtitan), {"--cp-comm-type", "a2a"})),
-              ::testing::HasSubstr("PyTorch's context_parallel passes K/V by an all-gather or round a ring"));
+              ::testing::HasSubstr("--cp-comm-type a2a with --framework fsdp: PyTorch's context_parallel passes K/V by "
+                                   "an all-gather or round a ring"));
 }
 
 // The memory-bound work around the SDPA calls, on the busiest CP rank, by hand: q = 8,192 × 32 × 128 output
