@@ -310,9 +310,13 @@ TEST(ValidatePublishedTable, ShippedWithItsConditionsAndPerGeneration) {
         EXPECT_LE(std::fabs(v.error), 0.09) << row;
       }
     }
-    if (v.label == "156") EXPECT_LE(std::fabs(v.error), 0.06);
+    if (v.label == "156") {
+      EXPECT_LE(std::fabs(v.error), 0.06);
+    }
     for (const char* row : {"157", "158", "166"}) {
-      if (v.label == row) EXPECT_GE(v.error, -0.33) << row;
+      if (v.label == row) {
+        EXPECT_GE(v.error, -0.33) << row;
+      }
     }
   }
   // Rows 15-19 (PP > 1) run interleaved, 1 layer per virtual stage, as published-conditions.csv says why.
