@@ -484,7 +484,7 @@ constexpr std::int64_t kPipelineSplits = 4;
 /// (0: a kernel with no sequence ramp), each rate × keys/(keys + half) where the GPU has a ramp, and ×
 /// the sustained clock factor (§5.6).
 void add_fused_kernel(const job_spec& job, const compute_efficiency& e, double flops, double keys, unit_time& u,
-                      double pass_time::*bucket, bool attention = false) {
+                      double pass_time::*bucket, bool attention = false, double head_dim = 0) {
   const double peak = job.cluster.gpu.peak_flops(job.training.precision);
   auto ramp = [keys](double half) { return keys > 0 && half > 0 ? keys / (keys + half) : 1.0; };
   // Attention run by FlashAttention-2 (a framework without Transformer Engine, or asked for) takes its
@@ -499,8 +499,15 @@ void add_fused_kernel(const job_spec& job, const compute_efficiency& e, double f
   // §5.6: the rates are a warm card's; in training the compute-bound kernels run at the clock the
   // power limit holds, as the GEMMs do (held for 20 s the attention ran at 0.90-0.93 of its first second).
   const double clock = e.sustained_clock_factor > 0 ? e.sustained_clock_factor : 1.0;
-  const double forward_rate = clock * peak * fraction * ramp(half);
-  const double backward_rate = clock * peak * backward_fraction * ramp(backward_half);
+  // §5.6: a query/key head wider than the curves' 128 (MLA's 192) at its measured ratios.
+  double wide_forward = 1, wide_backward = 1;
+  if (attention && e.wide_head_dim > 128 && head_dim > 128) {
+    const double w = (std::min(head_dim, e.wide_head_dim) - 128) / (e.wide_head_dim - 128);
+    wide_forward = 1 + w * ((fa2 ? e.fa2_wide_head_forward : e.wide_head_forward) - 1);
+    wide_backward = 1 + w * ((fa2 ? e.fa2_wide_head_backward : e.wide_head_backward) - 1);
+  }
+  const double forward_rate = clock * wide_forward * peak * fraction * ramp(half);
+  const double backward_rate = clock * wide_backward * peak * backward_fraction * ramp(backward_half);
   u.forward.*bucket += flops / forward_rate + e.kernel_overhead_s;
   u.forward.flops += flops;
   u.backward.*bucket += 2.5 * flops / backward_rate + e.kernel_overhead_s;
@@ -561,7 +568,7 @@ void attention_core(const job_spec& job, const compute_efficiency& e, bool windo
     // Each call spans s/CP keys (one CP rank's chunk pair); a windowed layer's rows at most the window.
     double keys = static_cast<double>(sq);
     if (windowed && m.sliding_window > 0) keys = std::min(keys, static_cast<double>(m.sliding_window));
-    add_fused_kernel(job, e, flops, keys, u, &pass_time::attention_s, true);
+    add_fused_kernel(job, e, flops, keys, u, &pass_time::attention_s, true, static_cast<double>(m.kv_channels));
     if (p.cp > 1 && traits_of(job.training.framework).cp_attention == cp_attention_kind::torch_ring) {
       // K/V as the SDPA call reads them: copied out to every query head where the model repeats them.
       const double tokens = static_cast<double>(b * sq);

@@ -85,6 +85,14 @@ const std::vector<default_entry>& table() {
     hopper.fa2_half_seq = 1639;
     hopper.fa2_backward_fraction = 0.335;
     hopper.fa2_backward_half_seq = 1753;
+    // Head dim 192 (96 query heads, 8 K/V groups, 4,096 tokens; the same run), over the curves there: cuDNN
+    // forward 585.1 TFLOP/s against the curve's 485.7, backward 307.6 against 400.0; FlashAttention-2
+    // 279.2 against 265.0 and 231.3 against 232.1. The wide head's backward is the slow one.
+    hopper.wide_head_dim = 192;
+    hopper.wide_head_forward = 1.205;
+    hopper.wide_head_backward = 0.769;
+    hopper.fa2_wide_head_forward = 1.054;
+    hopper.fa2_wide_head_backward = 0.997;
 
     // Blackwell (B200, GB200, and Blackwell Ultra's B300, GB300): not measured here; large tiles at 0.58
     // of peak (early published training MFUs). Its fused attention is cuDNN's through Transformer Engine,
@@ -99,6 +107,9 @@ const std::vector<default_entry>& table() {
     blackwell.flash_half_seq = hopper.flash_half_seq;
     blackwell.flash_backward_fraction = hopper.flash_backward_fraction * kBlackwellAttentionScale;
     blackwell.flash_backward_half_seq = hopper.flash_backward_half_seq;
+    blackwell.wide_head_dim = hopper.wide_head_dim;  // Hopper's measured ratios, as its curve
+    blackwell.wide_head_forward = hopper.wide_head_forward;
+    blackwell.wide_head_backward = hopper.wide_head_backward;
 
     // MI300X: hipBLASLt reaches ≈ 50-60% of the 1307 TFLOPs dense bf16 peak on large GEMMs.
     compute_efficiency mi300x = unmeasured;

@@ -230,6 +230,37 @@ TEST(HopperDefaults, FlashAttention2RatesFollowTheMeasuredCurveAndFsdpRunsThem) 
   EXPECT_GT(fu.backward.attention_s, 1.5 * mu.backward.attention_s);
 }
 
+// A 192-wide query/key head (MLA's; 96 query heads at 4,096 tokens, run 2): each kernel's measured rate over
+// its curve's there is the model's wide-head ratio, within 0.5%; MLA's attention takes it, a 128 head none.
+TEST(HopperDefaults, WideHeadRatesAreTheMeasuredOverTheCurve) {
+  const compute_efficiency e = default_compute_efficiency(find_gpu("h100-sxm5-80gb"));
+  const double peak_tflops = find_gpu("h100-sxm5-80gb").peak_bf16_flops / 1e12;
+  int checked = 0;
+  for (const auto& r : section("kernels-run2.csv", "attention")) {
+    if (r.size() < 9 || r[4] != "192") continue;
+    const double s = std::stod(r[1]);
+    ASSERT_EQ(s, 4096);
+    const bool fa2 = r[0] == "flash";
+    const double fwd_curve = (fa2 ? e.fa2_fraction * s / (s + e.fa2_half_seq)
+                                  : e.flash_attention_fraction * s / (s + e.flash_half_seq)) * peak_tflops;
+    const double bwd_curve = (fa2 ? e.fa2_backward_fraction * s / (s + e.fa2_backward_half_seq)
+                                  : e.flash_backward_fraction * s / (s + e.flash_backward_half_seq)) * peak_tflops;
+    EXPECT_NEAR(std::stod(r[7]) / fwd_curve / (fa2 ? e.fa2_wide_head_forward : e.wide_head_forward), 1.0, 0.005) << r[0];
+    EXPECT_NEAR(std::stod(r[8]) / bwd_curve / (fa2 ? e.fa2_wide_head_backward : e.wide_head_backward), 1.0, 0.005) << r[0];
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+  EXPECT_EQ(e.wide_head_dim, 192);
+  // DeepSeek-V3's MLA (query/key heads of 128 + 64) runs its attention at those ratios: its forward by hand.
+  const job_spec j = parse_job_args({"--model", "deepseek-v3", "--cluster", "dgx-h100", "--num-gpus", "64", "--seq-length",
+                                     "4096", "--tp", "8", "--ep", "8"}).job;
+  ASSERT_EQ(j.model.kv_channels, 192);
+  const double s = 4096, heads = 128.0 / 8, flops = 0.5 * 2 * heads * s * s * (192 + 128);
+  const double rate = e.sustained_clock_factor * e.wide_head_forward * find_gpu("h100-sxm5-80gb").peak_bf16_flops *
+                      e.flash_attention_fraction * s / (s + e.flash_half_seq);
+  EXPECT_NEAR(layer_compute(j, e, false).forward.attention_s, flops / rate + e.kernel_overhead_s, 1e-12);
+}
+
 TEST(HopperDefaults, AttentionBackendPicksTheKernelWhoseRatesAreUsed) {
   // Megatron's --attention-backend flash (NVTE_FUSED_ATTN=0: TE's FlashAttention over the flash_attn
   // package) runs FlashAttention-2 under Megatron-Core; fused asks for cuDNN's, also under FSDP; auto and

@@ -55,6 +55,13 @@ struct compute_efficiency {
   double fa2_half_seq = 0;
   double fa2_backward_fraction = 0;
   double fa2_backward_half_seq = 0;
+  /// The attention's rate at a query/key head wider than the curves' 128 (MLA's 192), over the curve's
+  /// rate, forward and backward, for the fused kernel and FlashAttention-2 (§5.6, measured at 4,096
+  /// tokens): linear in the head dim from 128 up to `wide_head_dim`, held beyond it, 1 at 128 and below;
+  /// 0: none.
+  double wide_head_dim = 0;
+  double wide_head_forward = 1, wide_head_backward = 1;
+  double fa2_wide_head_forward = 1, fa2_wide_head_backward = 1;
   double memory_bandwidth_fraction = 0;  ///< elementwise kernels' achieved / datasheet bandwidth
   double kernel_overhead_s = 0;          ///< launch and tail of one kernel
   double unfused_softmax_factor = 0;     ///< softmax slowdown when the fused kernel's shape rule fails
