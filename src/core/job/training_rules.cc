@@ -35,6 +35,12 @@ std::string framework_violation(job_spec& job) {
   [[maybe_unused]] parallel_config& p = job.parallel;
   [[maybe_unused]] training_config& t = job.training;
   resolve_attention(t);
+  // §4.2.2: PyTorch's context_parallel dispatches SDPA's fused kernels alone (_attention.py _sdpa_handler).
+  if (p.cp > 1 && !t.flash_attention && traits_of(t.framework).cp_attention == cp_attention_kind::torch_ring) {
+    return "${training.attention} unfused with ${parallel.cp} " + to_string(p.cp) + " and ${training.framework} " +
+           std::string(traits_of(t.framework).name) +
+           ": PyTorch's context_parallel runs SDPA's flash, memory-efficient and cuDNN kernels only";
+  }
   // Framework and optimizer sharding (§3.1).
   if (t.zero_stage < 0 || t.zero_stage > 3) {
     return std::string("${training.zero_stage} must be 0, 1, 2 or 3, got " + to_string(t.zero_stage));

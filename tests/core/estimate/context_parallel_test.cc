@@ -62,6 +62,10 @@ TEST(TorchRing, GathersTheRepeatedKvAndPassesFp32GradientsRoundTheRing) {
   EXPECT_THAT(error_of(concat(concat(kLlama8bCp8, kTorchtitan), {"--cp-comm-type", "a2a"})),
               ::testing::HasSubstr("--cp-comm-type a2a with --framework fsdp: PyTorch's context_parallel passes K/V by "
                                    "an all-gather or round a ring"));
+  // Nor an unfused attention: it dispatches SDPA's fused kernels alone.
+  EXPECT_EQ(error_of(concat(concat(kLlama8bCp8, kTorchtitan), {"--attention-backend", "unfused"})),
+            "--attention-backend unfused with --context-parallel-size 8 and --framework fsdp: PyTorch's context_parallel "
+            "runs SDPA's flash, memory-efficient and cuDNN kernels only");
 }
 
 // The memory-bound work around the SDPA calls, on the busiest CP rank, by hand: q = 8,192 × 32 × 128 output
