@@ -212,12 +212,9 @@ void tp_table(const comm_context& x, row_sink& out) {
 void torch_ring_cp_table(const comm_context& x, row_sink& out) {
   const auto& p = x.job.parallel;
   const model_spec& md = x.job.model;
-  const bool repeated = layer_kernels_of(x.job.training).gqa_copies && !md.is_mla();
-  const double heads = static_cast<double>(size_div(md.num_attention_heads, p.tp));
-  const double k_cols = repeated ? heads * static_cast<double>(md.kv_channels) : static_cast<double>(size_div(md.k_width(), p.tp));
-  const double v_cols = repeated ? heads * static_cast<double>(md.kv_channels) : static_cast<double>(size_div(md.v_width(), p.tp));
-  const double kv = x.tokens * (k_cols + v_cols) * x.act_bytes;  // one rank's K and V
-  const double dkv = x.tokens * (k_cols + v_cols) * 4.0;         // their gradients, accumulated in fp32
+  const double kv_cols = attention_kv_columns(md, x.job.training, p.tp);
+  const double kv = x.tokens * kv_cols * x.act_bytes;  // one rank's K and V
+  const double dkv = x.tokens * kv_cols * 4.0;         // their gradients, accumulated in fp32
   const double steps = static_cast<double>(p.cp - 1);
   if (p.cp_comm == cp_comm_kind::all_gather) {
     // One all-gather of every rank's K/V (the concatenated buffer), issued before step 0, waited at step 1.

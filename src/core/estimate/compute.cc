@@ -570,12 +570,9 @@ void attention_core(const job_spec& job, const compute_efficiency& e, bool windo
     if (windowed && m.sliding_window > 0) keys = std::min(keys, static_cast<double>(m.sliding_window));
     add_fused_kernel(job, e, flops, keys, u, &pass_time::attention_s, true, static_cast<double>(m.kv_channels));
     if (p.cp > 1 && traits_of(job.training.framework).cp_attention == cp_attention_kind::torch_ring) {
-      // K/V as the SDPA call reads them: copied out to every query head where the model repeats them.
       const double tokens = static_cast<double>(b * sq);
-      const bool repeated = layer_kernels_of(job.training).gqa_copies && !m.is_mla();
-      const double kv_cols = repeated ? 2.0 * static_cast<double>(np) * static_cast<double>(m.kv_channels)
-                                      : static_cast<double>((m.k_width() + m.v_width()) / p.tp);
-      torch_ring_attention_merges(job, e, tokens * static_cast<double>(np) * dv, tokens * kv_cols, u);
+      torch_ring_attention_merges(job, e, tokens * static_cast<double>(np) * dv,
+                                  tokens * attention_kv_columns(m, job.training, p.tp), u);
     }
     return;
   }

@@ -92,11 +92,11 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
       const double shared = rows(comm_overlap::shared_expert), layer = rows(comm_overlap::layer);
       // A ring's first step is 1/CP of its attention (§4.2.2): what waits for its end hides under that alone.
       const double hid_first_step = std::min(first_step, part.attention_s / cp);
-      const double hid_attention = std::min(attention, part.attention_s - hid_first_step) + hid_first_step;
+      const double hid_attention = std::min(attention, part.attention_s - hid_first_step);
       const double hid_shared = std::min(shared, part.shared_expert_s);
       const double hid_column = tp_hidden(column, part.backward, true);
       const double hid_row = tp_hidden(row, part.backward, false);
-      const double hid_sided = hid_attention + hid_shared + hid_column + hid_row;
+      const double hid_sided = hid_first_step + hid_attention + hid_shared + hid_column + hid_row;
       const double hid_layer = std::min(layer, std::max(0.0, part.pass_s - hid_sided));
       auto dp_part = [&](comm_overlap o, double all, double hidden) {
         return all > 0 ? (all - hidden) * a.dp_at(slot, o) * per_pass / all : 0.0;
@@ -106,7 +106,7 @@ void place_communication(const job_spec& job, const compute_report& cr, const st
       const double dp_hidden = layer > 0 ? hid_layer * a.dp_at(slot, comm_overlap::layer) * per_pass / layer : 0.0;
       const double stretched = dp_hidden * stretch;
       const double dp = stretched + a.dp_at(slot) * per_pass +
-                        dp_part(comm_overlap::attention, attention, hid_attention - hid_first_step) +
+                        dp_part(comm_overlap::attention, attention, hid_attention) +
                         dp_part(comm_overlap::attention_first_step, first_step, hid_first_step) +
                         dp_part(comm_overlap::column_gemm, column, hid_column) +
                         dp_part(comm_overlap::row_gemm, row, hid_row) +

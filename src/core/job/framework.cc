@@ -247,6 +247,13 @@ const layer_kernels& layer_kernels_of(const training_config& t) {
   return kLayerKernels[static_cast<std::size_t>(t.framework)];
 }
 
+double attention_kv_columns(const model_spec& m, const training_config& t, std::int64_t tp) {
+  if (layer_kernels_of(t).gqa_copies && !m.is_mla()) {
+    return 2.0 * static_cast<double>(m.num_attention_heads / tp) * static_cast<double>(m.kv_channels);
+  }
+  return static_cast<double>(m.k_width() / tp + m.v_width() / tp);
+}
+
 const std::array<optimizer_row, 14>& optimizer_rows() { return kOptimizerRows; }
 
 namespace {

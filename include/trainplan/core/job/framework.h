@@ -15,6 +15,7 @@ enum class framework_kind { megatron, deepspeed, fsdp };
 std::string_view to_string(framework_kind k);
 
 struct training_config;  // job.h
+struct model_spec;       // model.h
 
 /// What a pipeline stage does with the output it sent to the next stage, until that micro-batch's
 /// backward (§3.5): Megatron frees its storage after the send (deallocate_output_tensor), DeepSpeed's
@@ -124,6 +125,9 @@ struct layer_kernels {
 };
 /// The row of a job's framework, or Inductor's when torchtitan compiles each block (--torch-compile).
 const layer_kernels& layer_kernels_of(const training_config& t);
+/// K and V columns per token that one TP rank's attention call reads (§4.2.2, §5.3): every query head's
+/// where the framework's model repeats grouped K/V (repeat_kv), else the groups' (MLA's own heads).
+double attention_kv_columns(const model_spec& m, const training_config& t, std::int64_t tp);
 /// The fused RMSNorm (Transformer Engine's, torchtitan's fused_rmsnorm): read and write, one kernel.
 inline constexpr elementwise_cost kFusedNorm{2, 0, 1};
 /// The eager RMSNorm (torchtitan's RMSNorm module as PyTorch ops in fp32, src/core/job/framework.cc).
