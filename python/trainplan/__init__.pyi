@@ -26,15 +26,15 @@ class Job:
     Megatron-LM, Megatron-DeepSpeed and BLOOM flags that trainplan does not model are keywords too
     (**megatron_flags, snake_case; NAME_* stands for every flag that starts so). Read and ignored (they
     change no estimate; listed in context.ignored_flags):
-        abort_on_unmet_fused_kernel_constraints, activation_func_clamp_value, adam_beta1,
-        adam_beta2, adam_eps, adlr_autoresume, adlr_autoresume_interval, allow_ambiguous_pad_tokens,
-        app_tag_run_name, app_tag_run_version, apply_layernorm_1p, apply_query_key_layer_scaling,
-        apply_residual_connection_post_layernorm, apply_wd_to_qk_layernorm, async_ckpt_cpu_priority,
-        async_ckpt_io_priority, async_ckpt_use_cpu_shm, async_save, async_strategy,
-        attention_softmax_in_fp32, auto_detect_ckpt_format, batch_invariant_backend,
-        bert_embedder_type, bert_load, bert_no_binary_head, bf16_*, biencoder_projection_dim,
-        biencoder_shared_query_context_model, block_data_path, cache_mla_latents, calc_ft_timeouts,
-        calculate_per_token_loss, chat_template, check_for_large_grads, check_for_spiky_loss,
+        abort_on_unmet_fused_kernel_constraints, adam_beta1, adam_beta2, adam_eps, adlr_autoresume,
+        adlr_autoresume_interval, allow_ambiguous_pad_tokens, app_tag_run_name, app_tag_run_version,
+        apply_layernorm_1p, apply_query_key_layer_scaling, apply_residual_connection_post_layernorm,
+        apply_wd_to_qk_layernorm, async_ckpt_cpu_priority, async_ckpt_io_priority,
+        async_ckpt_use_cpu_shm, async_save, async_strategy, attention_softmax_in_fp32,
+        auto_detect_ckpt_format, batch_invariant_backend, bert_embedder_type, bert_load,
+        bert_no_binary_head, bf16_*, biencoder_projection_dim, biencoder_shared_query_context_model,
+        block_data_path, cache_mla_latents, calc_ft_timeouts, calculate_per_token_loss,
+        chat_template, check_for_large_grads, check_for_spiky_loss,
         check_weight_hash_across_dp_replicas_interval, ckpt_assume_constant_structure,
         ckpt_convert_format, ckpt_convert_save, ckpt_convert_update_legacy_dist_opt_format,
         ckpt_drop_redundant_extra_state, ckpt_format, ckpt_fully_parallel_load,
@@ -413,6 +413,7 @@ class Job:
         qk_pos_emb_head_dim: Optional[int] = ...,
         v_head_dim: Optional[int] = ...,
         qk_layernorm: Optional[bool] = ...,
+        activation_func_clamp_value: Optional[float] = ...,
         softmax_type: Union[str, os.PathLike[str], None] = ...,
         mtp_num_layers: Optional[int] = ...,
         window_size: Union[int, float, str, None] = ...,
@@ -629,6 +630,7 @@ class Job:
         qk_pos_emb_head_dim [N]: MLA decoupled RoPE head dim (default 64)
         v_head_dim [N]: MLA value head dim (default 128)
         qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
+        activation_func_clamp_value [F]: the GLU's clamp of its fc1 output (gpt-oss: 7): free inside the fused activation, two clamp kernels and a saved tensor more where the GLU runs unfused (§3.4, §5.3) (default none)
         softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
         mtp_num_layers [N]: multi-token-prediction depth (default 0)
         window_size [W|(L,0)]: sliding-window attention over the last W tokens, or Megatron's (left, 0) tuple: left + 1 tokens (default none (full attention))
@@ -878,6 +880,7 @@ def search(*,
     qk_pos_emb_head_dim: Optional[int] = ...,
     v_head_dim: Optional[int] = ...,
     qk_layernorm: Optional[bool] = ...,
+    activation_func_clamp_value: Optional[float] = ...,
     softmax_type: Union[str, os.PathLike[str], None] = ...,
     mtp_num_layers: Optional[int] = ...,
     window_size: Union[int, float, str, None] = ...,
@@ -1093,6 +1096,7 @@ def search(*,
     qk_pos_emb_head_dim [N]: MLA decoupled RoPE head dim (default 64)
     v_head_dim [N]: MLA value head dim (default 128)
     qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
+    activation_func_clamp_value [F]: the GLU's clamp of its fc1 output (gpt-oss: 7): free inside the fused activation, two clamp kernels and a saved tensor more where the GLU runs unfused (§3.4, §5.3) (default none)
     softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
     mtp_num_layers [N]: multi-token-prediction depth (default 0)
     window_size [W|(L,0)]: sliding-window attention over the last W tokens, or Megatron's (left, 0) tuple: left + 1 tokens (default none (full attention))
@@ -1322,6 +1326,7 @@ def shapes(*,
     qk_pos_emb_head_dim: Optional[int] = ...,
     v_head_dim: Optional[int] = ...,
     qk_layernorm: Optional[bool] = ...,
+    activation_func_clamp_value: Optional[float] = ...,
     softmax_type: Union[str, os.PathLike[str], None] = ...,
     mtp_num_layers: Optional[int] = ...,
     window_size: Union[int, float, str, None] = ...,
@@ -1544,6 +1549,7 @@ def shapes(*,
     qk_pos_emb_head_dim [N]: MLA decoupled RoPE head dim (default 64)
     v_head_dim [N]: MLA value head dim (default 128)
     qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
+    activation_func_clamp_value [F]: the GLU's clamp of its fc1 output (gpt-oss: 7): free inside the fused activation, two clamp kernels and a saved tensor more where the GLU runs unfused (§3.4, §5.3) (default none)
     softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
     mtp_num_layers [N]: multi-token-prediction depth (default 0)
     window_size [W|(L,0)]: sliding-window attention over the last W tokens, or Megatron's (left, 0) tuple: left + 1 tokens (default none (full attention))
@@ -1752,6 +1758,7 @@ def plan(job: Optional[Job] = ..., *,
     qk_pos_emb_head_dim: Optional[int] = ...,
     v_head_dim: Optional[int] = ...,
     qk_layernorm: Optional[bool] = ...,
+    activation_func_clamp_value: Optional[float] = ...,
     softmax_type: Union[str, os.PathLike[str], None] = ...,
     mtp_num_layers: Optional[int] = ...,
     window_size: Union[int, float, str, None] = ...,
@@ -1982,6 +1989,7 @@ def plan(job: Optional[Job] = ..., *,
     qk_pos_emb_head_dim [N]: MLA decoupled RoPE head dim (default 64)
     v_head_dim [N]: MLA value head dim (default 128)
     qk_layernorm: norms over query and key heads (Qwen3, Gemma 3)
+    activation_func_clamp_value [F]: the GLU's clamp of its fc1 output (gpt-oss: 7): free inside the fused activation, two clamp kernels and a saved tensor more where the GLU runs unfused (§3.4, §5.3) (default none)
     softmax_type [TYPE]: vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss) (default vanilla)
     mtp_num_layers [N]: multi-token-prediction depth (default 0)
     window_size [W|(L,0)]: sliding-window attention over the last W tokens, or Megatron's (left, 0) tuple: left + 1 tokens (default none (full attention))

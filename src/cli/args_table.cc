@@ -291,6 +291,13 @@ const std::vector<flag_def>& flag_table() {
     t.push_back(value("--v-head-dim", "", "N", "128", "model", "MLA value head dim", MODEL_INT(mla.v_head_dim)));
     t.push_back(swtch("--qk-layernorm", "", "model", "norms over query and key heads (Qwen3, Gemma 3)",
                       MODEL_SWITCH(b.job.model.qk_norm = true)));
+    t.push_back(value("--activation-func-clamp-value", "", "F", "none", "model",
+                      "the GLU's clamp of its fc1 output (gpt-oss: 7): free inside the fused activation, two "
+                      "clamp kernels and a saved tensor more where the GLU runs unfused (§3.4, §5.3)",
+                      setter([](job_builder& b, const std::string& v, const std::string& f) {
+                        b.job.model.glu_clamp_limit = to_positive(v, f);
+                        b.model_fields = true;
+                      }, "model.glu_clamp_limit")));
     t.push_back(value("--softmax-type", "", "TYPE", "vanilla", "model",
                       "vanilla, off-by-one, or learnable (a learned sink per head: gpt-oss)",
                       setter([](job_builder& b, const std::string& v, const std::string& f) {

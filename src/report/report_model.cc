@@ -69,6 +69,7 @@ json model_fields(const model_spec& m) {
   j["qk_norm"] = m.qk_norm;
   j["sandwich_norm"] = m.sandwich_norm;
   j["attention_sinks"] = m.attention_sinks;
+  j["glu_clamp_limit"] = m.glu_clamp_limit;
   if (m.rope_yarn_factor > 0) j["rope_yarn_factor"] = m.rope_yarn_factor;
   j["mtp_num_layers"] = m.mtp_num_layers;
   if (m.is_hybrid()) {

@@ -818,6 +818,13 @@ unit_time layer_compute(const job_spec& job, const compute_efficiency& e, layer_
     const int act_kernels = fused_glu && !bias_apart ? 1 : 2;
     add_memory(gpu, e, eb * act_elems * (gate != 2 ? (bias_apart ? 4.0 : 2.0) : fused_glu ? 1.5 : 2.5),
                act_kernels, u);
+    // Unfused, the GLU clamps its two halves first (--activation-func-clamp-value; Megatron-Core mlp.py and
+    // moe/experts.py glu(): x_glu.clamp(max=v), x_linear.clamp(-v, v)): a read and a write of every input
+    // element in 2 kernels; their backward (clamp_backward) reads the gradient and the saved input and
+    // writes the masked gradient, 3e in 2 kernels. The fused kernels clamp in place of a load: free.
+    if (gate == 2 && !fused_glu && m.glu_clamp_limit > 0) {
+      add_memory_passes(gpu, e, 2 * eb * act_elems, 2, 3 * eb * act_elems, 2, u);
+    }
     if (act_elems > 0) u.module_recompute_s += (u.forward.memory_s - before) * act_redone / act_elems;
     // SequentialMLP runs each local expert's activation apart: the same bytes in local_experts launches.
     if (sequential_experts) {

@@ -95,8 +95,10 @@ double mlp_bytes(const model_spec& m, const activation_setting& a, bool moe_laye
   const double lin = a.lin;
   // fc2_lin: the bytes of fc2's saved input (a routed expert's may differ, activation_setting::expert_lin).
   auto mlp_bytes = [&](double ffn, double tp, double fc2_lin, bool without_output = false) {
-    // activation input(s) and output, and fc2's input: 2f (plain), 4f (gated), 3f (fused bias-SwiGLU)
-    const double units = is_gated(m.activation) ? (swiglu_fusion ? 3.0 : 4.0) : 2.0;
+    // activation input(s) and output, and fc2's input: 2f (plain), 4f (gated), 3f (fused bias-SwiGLU);
+    // unfused with a clamp (§3.4), the clamped gate too, which the SiLU saves (5f).
+    const double clamped = m.glu_clamp_limit > 0 ? 1.0 : 0.0;
+    const double units = is_gated(m.activation) ? (swiglu_fusion ? 3.0 : 4.0 + clamped) : 2.0;
     return ((units - 1) * e + (without_output ? 0.0 : fc2_lin)) * ffn / tp;  // the last unit is fc2's input
   };
   if (!moe_layer && a.mlp) return 0.0;                       // checkpointed: its input is the kept norm input

@@ -131,10 +131,10 @@ constexpr extension kExtensions[] = {
     {"qwen3-235b-a22b", [](model_spec& m) { m.kv_channels = 128, m.qk_norm = true, m.moe.expert_ffn_hidden_size = 1536; }},
     {"gpt-oss-20b", [](model_spec& m) { m.kv_channels = 64, m.sliding_window = 128, m.window_skip_freq = 2,
                                         m.rope_yarn_factor = 32,  // rope_scaling: yarn, factor 32
-                                        m.attention_sinks = true, m.moe.router_bias = true; }},
+                                        m.attention_sinks = true, m.moe.router_bias = true, m.glu_clamp_limit = 7; }},
     {"gpt-oss-120b", [](model_spec& m) { m.kv_channels = 64, m.sliding_window = 128, m.window_skip_freq = 2,
                                          m.rope_yarn_factor = 32,  // rope_scaling: yarn, factor 32
-                                         m.attention_sinks = true, m.moe.router_bias = true; }},
+                                         m.attention_sinks = true, m.moe.router_bias = true, m.glu_clamp_limit = 7; }},
     {"llama4-scout",
      [](model_spec& m) {
        m.kv_channels = 128;

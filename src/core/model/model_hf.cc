@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -246,6 +247,14 @@ void read_gpt_oss(const hf_reader& r, model_spec& m) {
   m.activation = activation_kind::swiglu;
   m.add_bias_linear = r.optional_bool("attention_bias", true);
   m.attention_sinks = true;
+  // The GLU clamps its gate from above and its linear half both ways at swiglu_limit (7 by default).
+  m.glu_clamp_limit = 7;
+  if (const json* v = r.find("swiglu_limit")) {
+    if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() <= 0) {
+      r.d.fail("swiglu_limit", fmt::format("expected a finite number greater than 0, got {}", r.d.shown("swiglu_limit", *v)));
+    }
+    m.glu_clamp_limit = v->get<double>();
+  }
   m.moe.num_experts = r.optional_int({"num_local_experts"}, 128);
   m.moe.router_topk = r.optional_int({"num_experts_per_tok", "experts_per_token"}, 4);
   m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;

@@ -223,6 +223,7 @@ const field kFields[] = {
     {"qk_norm", set_bool<&model_spec::qk_norm>},
     {"sandwich_norm", set_bool<&model_spec::sandwich_norm>},
     {"attention_sinks", set_bool<&model_spec::attention_sinks>},
+    {"glu_clamp_limit", set_nonnegative<&model_spec::glu_clamp_limit>},
     {"rope_yarn_factor", set_nonnegative<&model_spec::rope_yarn_factor>},
     {"mtp_num_layers", set_int<&model_spec::mtp_num_layers, 0>},
     {"sliding_window", set_int<&model_spec::sliding_window, 0>},

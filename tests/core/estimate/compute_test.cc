@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "trainplan/cli/args.h"
+#include "trainplan/core/base/error.h"
 #include "trainplan/core/estimate/memory.h"
 #include "trainplan/core/estimate/time.h"
 
@@ -698,6 +699,31 @@ TEST(ComputeGemm, TheTokenCountIsNoLeadingDimension) {
   const double odd_width = estimate_gemm(job.cluster.gpu, e, dtype::bf16, {1000, 4097, 4096, 1}).efficiency;
   EXPECT_NEAR(odd_tokens / aligned, 1.0, 0.05);
   EXPECT_NEAR(odd_width / aligned, e.unaligned_factor, 0.01);
+}
+
+// §5.3: a GLU clamp (--activation-func-clamp-value, gpt-oss's 7) run unfused (Megatron-Core's glu():
+// x_glu.clamp(max=v), x_linear.clamp(-v, v)): two kernels reading and writing every fc1 output element
+// (2e), and two clamp_backward kernels reading the gradient and the saved input and writing the masked
+// gradient (3e). The fused bias-SwiGLU kernel clamps in place: nothing more. Llama-3-8B, 8,192 tokens,
+// TP 1: 8,192 × 2 × 14,336 fc1 output elements.
+TEST(ComputeEagerKernels, UnfusedGluClampsMoveTheirBytesInTwoKernelsEachWay) {
+  const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--num-gpus", "8",
+                                         "--seq-length", "8192"};
+  const job_spec job = parse_job_args(base).job;
+  const compute_efficiency e = effective_compute_efficiency(job.cluster.gpu);
+  const double per_byte = seconds_per_byte(job);
+  const double elems = 8192.0 * 2 * 14336;
+  const unit_time unfused = layer_of(base, {"--no-bias-swiglu-fusion"});
+  const unit_time clamped = layer_of(base, {"--no-bias-swiglu-fusion", "--activation-func-clamp-value", "7"});
+  EXPECT_NEAR(clamped.forward.memory_s - unfused.forward.memory_s, 2 * 2 * elems * per_byte + 2 * e.kernel_overhead_s,
+              1e-12);
+  EXPECT_NEAR(clamped.backward.memory_s - unfused.backward.memory_s,
+              3 * 2 * elems * per_byte + 2 * e.kernel_overhead_s, 1e-12);
+  EXPECT_DOUBLE_EQ(layer_of(base, {"--activation-func-clamp-value", "7"}).forward.total_s(),
+                   layer_of(base, {}).forward.total_s());
+  EXPECT_THAT([&] { parse_job_args({"--model", "llama3-8b", "--activation-func-clamp-value", "0"}); },
+              ::testing::ThrowsMessage<input_error>(
+                  ::testing::HasSubstr("--activation-func-clamp-value must be positive, got 0")));
 }
 
 }  // namespace

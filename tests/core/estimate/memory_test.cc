@@ -82,6 +82,13 @@ TEST(MemoryActivations, FlashSwigluGqaMegatronCoreAndLegacy) {
   std::vector<std::string> unfused_args = llama;
   unfused_args.push_back("--no-bias-swiglu-fusion");
   EXPECT_DOUBLE_EQ(layer_activations(job_of(unfused_args), false).total(), (per_token + 2 * f) * tokens);
+  // A clamp (--activation-func-clamp-value): the unfused GLU also saves its clamped gate (+2f); the fused
+  // kernel clamps in place.
+  unfused_args.insert(unfused_args.end(), {"--activation-func-clamp-value", "7"});
+  EXPECT_DOUBLE_EQ(layer_activations(job_of(unfused_args), false).total(), (per_token + 4 * f) * tokens);
+  std::vector<std::string> fused_clamped = llama;
+  fused_clamped.insert(fused_clamped.end(), {"--activation-func-clamp-value", "7"});
+  EXPECT_DOUBLE_EQ(layer_activations(job_of(fused_clamped), false).total(), per_token * tokens);
   // Under FP8 Transformer Engine saves 1-byte casts: QKV's input (h instead of 2h), and the projection's
   // input beside O (+q).
   std::vector<std::string> fp8_args = llama;

@@ -173,6 +173,9 @@ struct model_spec {
   /// Norms on the attention's and the MLP's outputs too (Gemma 2/3: four norms per layer).
   bool sandwich_norm = false;
   bool attention_sinks = false;          ///< a learned softmax offset per head (gpt-oss; --softmax-type learnable)
+  /// The GLU's clamp of its fc1 output (gpt-oss's swiglu_limit 7; --activation-func-clamp-value), 0 for none:
+  /// inside the fused activation kernel, two clamps more where the GLU runs unfused (§3.4, §5.3).
+  double glu_clamp_limit = 0;
   std::int64_t mtp_num_layers = 0;       ///< multi-token-prediction depth (DeepSeek-V3: 1; --mtp-num-layers)
   double attention_dropout = 0.1;
   double hidden_dropout = 0.1;
